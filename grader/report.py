@@ -1,0 +1,85 @@
+"""Verdicts and the grade report: the one data model every front end (CLI, HTTP, batch) shares.
+
+A submission's failure is never an exception: it is a `Verdict` with a message in a `Report`.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Verdict(str, Enum):
+    """The outcome of a grade (or of one test). The string values are the public contract."""
+
+    ACCEPTED = "accepted"
+    WRONG_ANSWER = "wrong_answer"
+    REQUIREMENT_FAILED = "requirement_failed"
+    RUNTIME_ERROR = "runtime_error"
+    COMPILE_ERROR = "compile_error"
+    TIME_LIMIT_EXCEEDED = "time_limit_exceeded"
+    MEMORY_LIMIT_EXCEEDED = "memory_limit_exceeded"
+    INTERNAL_ERROR = "internal_error"
+    # Only for tests that never ran because an earlier stage already decided the verdict.
+    SKIPPED = "skipped"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+Mode = Literal["run", "submit"]
+
+
+class TestDetails(BaseModel):
+    """Inputs, expected and actual outputs: only ever filled for visible (published) tests."""
+
+    inputs: dict[str, Any]
+    expected: Any
+    got: Any | None = None
+
+
+class TestResult(BaseModel):
+    model_config = ConfigDict(frozen=False)
+
+    name: str
+    visible: bool
+    verdict: Verdict
+    message: str = ""
+    max_abs_error: float | None = None
+    score: float = 0.0
+    max_score: float = 0.0
+    details: TestDetails | None = None
+
+
+class RequirementResult(BaseModel):
+    name: str
+    level: Literal["spec", "program"]
+    passed: bool
+    message: str
+    score: float = 0.0
+    max_score: float = 0.0
+
+
+class Report(BaseModel):
+    """Everything a learner (or a course tool) gets back for one submission."""
+
+    verdict: Verdict
+    problem: str
+    mode: Mode
+    message: str = Field(description="One-paragraph summary a learner can act on.")
+    tests: list[TestResult] = Field(default_factory=list)
+    requirements: list[RequirementResult] = Field(default_factory=list)
+    score: float = 0.0
+    max_score: float = 0.0
+    timings: dict[str, float] = Field(default_factory=dict)
+    output: str = Field(default="", description="The submission's own stdout/stderr, truncated.")
+    versions: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict is Verdict.ACCEPTED
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
