@@ -1,0 +1,41 @@
+# Set-up is part of every target: a fresh checkout needs only `make serve` or `make test`.
+PY ?= python3
+VENV := .venv
+OLDEST := .venv-jax-oldest
+JAX_OLDEST := 0.4.38
+
+.PHONY: install serve test test-oldest lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+serve: install
+	$(VENV)/bin/jaxjudge serve
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+# The whole suite on the newest supported JAX, then the sample-submission suite on the oldest.
+test: lint
+	$(VENV)/bin/python -m pytest
+	$(MAKE) test-oldest
+
+$(OLDEST)/.installed: pyproject.toml
+	$(PY) -m venv $(OLDEST)
+	$(OLDEST)/bin/pip install -q --upgrade pip
+	$(OLDEST)/bin/pip install -q -e '.[dev]' 'jax==$(JAX_OLDEST)' 'jaxlib==$(JAX_OLDEST)'
+	touch $@
+
+test-oldest: $(OLDEST)/.installed
+	$(OLDEST)/bin/python -m pytest tests/test_samples.py tests/test_problem_package.py
+
+bench: install
+	$(VENV)/bin/python bench/run.py
+
+clean:
+	rm -rf $(VENV) $(OLDEST) *.egg-info

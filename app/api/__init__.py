@@ -1,0 +1,1 @@
+"""HTTP layer: dependencies and one router per resource."""

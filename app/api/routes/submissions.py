@@ -1,0 +1,160 @@
+"""POST/GET /v1/submissions: store durably, queue, and serve the reports."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from app.api.deps import QueueDep, SettingsDep, StoreDep
+from app.api.errors import ApiError
+from app.api.routes.problems import find_problem
+from app.queue import GradingQueue, QueueFull, public_report
+from app.schemas import (
+    ErrorBody,
+    SourceError,
+    Status,
+    SubmissionCreate,
+    SubmissionList,
+    SubmissionPublic,
+)
+from app.store import InvalidCursor, Store, SubmissionRecord
+from grader.report import Report, Verdict
+
+router = APIRouter(prefix="/submissions", tags=["submissions"])
+
+MAX_PAGE = 100
+
+
+def to_public(record: SubmissionRecord, *, with_report: bool = True) -> SubmissionPublic:
+    report = None
+    if with_report and record.report_json is not None:
+        # Stored reports were stripped when written; strip again in case an older writer
+        # did not.
+        report = public_report(Report.model_validate_json(record.report_json))
+    return SubmissionPublic(
+        id=record.id,
+        problem_id=record.problem_id,
+        mode=record.mode,  # type: ignore[arg-type]
+        status=record.status,
+        verdict=Verdict(record.verdict) if record.verdict else None,
+        score=record.score,
+        max_score=record.max_score,
+        source_bytes=record.source_bytes,
+        source_sha256=record.source_sha256,
+        attempts=record.attempts,
+        created_at=record.created_at,
+        started_at=record.started_at,
+        finished_at=record.finished_at,
+        report=report,
+    )
+
+
+def _get_or_404(store: Store, submission_id: str) -> SubmissionRecord:
+    record = store.get(submission_id) if len(submission_id) <= 64 else None
+    if record is None:
+        raise ApiError(404, f"unknown submission {submission_id!r}")
+    return record
+
+
+def _store_and_queue(
+    store: Store, queue: GradingQueue, body: SubmissionCreate, source: bytes
+) -> SubmissionRecord:
+    with queue.reserve() as slot:
+        record = store.create(body.problem_id, body.mode, source)
+        slot.push(record.id)
+    return record
+
+
+@router.post(
+    "",
+    status_code=202,
+    response_model=SubmissionPublic,
+    summary="Submit a solution",
+    description="Stores the submission, queues it and answers 202 with status `queued` and a "
+    "Location header. With `wait=true` the answer is held until the grade is done (200) or "
+    "the server's wait bound passes (202).",
+    responses={
+        200: {"model": SubmissionPublic, "description": "Graded (with wait=true)."},
+        404: {"model": ErrorBody, "description": "Unknown problem."},
+        413: {"model": ErrorBody, "description": "Source larger than max_source_bytes."},
+        422: {"model": ErrorBody, "description": "Invalid body, or source not UTF-8."},
+        503: {"model": ErrorBody, "description": "Queue full; see Retry-After."},
+    },
+)
+async def create_submission(
+    body: SubmissionCreate,
+    response: Response,
+    settings: SettingsDep,
+    store: StoreDep,
+    queue: QueueDep,
+    wait: Annotated[bool, Query(description="Hold the request until graded.")] = False,
+) -> SubmissionPublic:
+    try:
+        source = body.source_bytes()
+    except SourceError as exc:
+        raise ApiError(422, str(exc)) from exc
+    if len(source) > settings.max_source_bytes:
+        raise ApiError(
+            413, f"the source is larger than the limit of {settings.max_source_bytes} bytes"
+        )
+    await asyncio.to_thread(find_problem, body.problem_id)
+    try:
+        # One thread call for reserve + insert + push: a client disconnecting mid-request
+        # cannot leave a stored row that was never queued.
+        record = await asyncio.to_thread(_store_and_queue, store, queue, body, source)
+    except QueueFull as exc:
+        raise ApiError(
+            503, str(exc), code="queue_full", headers={"Retry-After": str(exc.retry_after)}
+        ) from exc
+    response.headers["Location"] = f"/v1/submissions/{record.id}"
+    if wait and settings.wait_timeout_seconds > 0:
+
+        def is_done() -> bool:
+            current = store.get(record.id)
+            return current is not None and current.status == "done"
+
+        if await queue.wait(record.id, settings.wait_timeout_seconds, is_done):
+            response.status_code = 200
+        record = await asyncio.to_thread(_get_or_404, store, record.id)
+    return to_public(record)
+
+
+@router.get(
+    "/{submission_id}",
+    response_model=SubmissionPublic,
+    summary="One submission (with its report once done)",
+    responses={404: {"model": ErrorBody}},
+)
+def get_submission(submission_id: str, store: StoreDep) -> SubmissionPublic:
+    return to_public(_get_or_404(store, submission_id))
+
+
+@router.get(
+    "",
+    response_model=SubmissionList,
+    summary="Page through submissions, newest first",
+    responses={422: {"model": ErrorBody}},
+)
+def list_submissions(
+    store: StoreDep,
+    problem_id: Annotated[str | None, Query(max_length=64)] = None,
+    verdict: Verdict | None = None,
+    status: Status | None = None,
+    limit: Annotated[int, Query(ge=1, description=f"Page size (capped at {MAX_PAGE}).")] = 20,
+    cursor: Annotated[str | None, Query(max_length=200, description="From next_cursor.")] = None,
+) -> SubmissionList:
+    try:
+        records, next_cursor = store.list_page(
+            problem_id=problem_id,
+            verdict=verdict.value if verdict else None,
+            status=status,
+            limit=min(limit, MAX_PAGE),
+            cursor=cursor,
+        )
+    except InvalidCursor as exc:
+        raise ApiError(422, "invalid cursor: pass a next_cursor from a previous page") from exc
+    return SubmissionList(
+        items=[to_public(r, with_report=False) for r in records], next_cursor=next_cursor
+    )

@@ -1,0 +1,100 @@
+"""One `Settings` object for the whole service, read from JAXJUDGE_* environment variables.
+
+Bad values fail at start-up (pydantic validation), never at the first request that needs them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+LogLevel = Literal["critical", "error", "warning", "info", "debug"]
+
+
+def _default_workers() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+class Settings(BaseSettings):
+    """Service configuration. Every field maps to JAXJUDGE_<FIELD> (case-insensitive)."""
+
+    model_config = SettingsConfigDict(env_prefix="JAXJUDGE_", extra="ignore", frozen=True)
+
+    database_url: str = Field(
+        "sqlite:///var/jaxjudge.db",
+        repr=False,  # may hold a password
+        description="SQLAlchemy URL. SQLite paths are relative to the working directory; "
+        "postgresql:// URLs use the psycopg (v3) driver.",
+    )
+    workers: int = Field(
+        default_factory=_default_workers, ge=1, le=256, description="Concurrent grades."
+    )
+    queue_size: int = Field(
+        100, ge=1, le=100_000, description="Submissions waiting for a worker before 503."
+    )
+    max_source_bytes: int = Field(
+        64 * 1024, ge=1, le=16 * 1024 * 1024, description="Largest accepted source (UTF-8)."
+    )
+    wait_timeout_seconds: float = Field(
+        30.0, ge=0, le=600, description="Longest a ?wait=true request is held open."
+    )
+    auth_tokens: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        repr=False,  # secrets
+        description="Comma-separated bearer tokens; empty turns authentication off.",
+    )
+    rate_limit_per_minute: int = Field(
+        60, ge=0, le=1_000_000, description="Requests per token per minute (0 = unlimited)."
+    )
+    host: str = Field("127.0.0.1", min_length=1, description="Address `jaxjudge serve` binds.")
+    port: int = Field(8000, ge=1, le=65535, description="Port `jaxjudge serve` binds.")
+    sandbox_require: bool = Field(
+        False,
+        description="Refuse to start unless every sandbox protection (grader.protections()) "
+        "is active.",
+    )
+    log_level: LogLevel = Field("info", description="uvicorn and service log level.")
+
+    @field_validator("auth_tokens", mode="before")
+    @classmethod
+    def _split_tokens(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = v.split(",")
+        if isinstance(v, list | tuple):
+            tokens = [str(t).strip() for t in v]
+            tokens = [t for t in tokens if t]
+            for t in tokens:
+                if any(c.isspace() for c in t) or not t.isprintable():
+                    raise ValueError("auth tokens must be printable and contain no whitespace")
+            return tokens
+        return v
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower_level(cls, v: Any) -> Any:
+        return v.strip().lower() if isinstance(v, str) else v
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_url(cls, v: str) -> str:
+        v = v.strip()
+        # A plain postgresql:// URL would pick psycopg2, which we do not ship: use psycopg 3.
+        for prefix in ("postgres://", "postgresql://"):
+            if v.startswith(prefix):
+                v = "postgresql+psycopg://" + v[len(prefix) :]
+        try:
+            url = make_url(v)
+        except ArgumentError as exc:
+            raise ValueError(f"not a database URL: {exc}") from exc
+        if url.get_backend_name() not in ("sqlite", "postgresql"):
+            raise ValueError("only sqlite and postgresql databases are supported")
+        return v
+
+    @property
+    def auth_enabled(self) -> bool:
+        return bool(self.auth_tokens)

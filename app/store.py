@@ -1,0 +1,342 @@
+"""Durable submissions: SQLAlchemy 2 ORM over SQLite (default) or PostgreSQL.
+
+A submission is committed before the API answers 202, and its status moves
+queued -> running -> done in single UPDATE statements, so a crash at any point leaves rows a
+restart can re-queue (`recover()`). Sources are stored as bytes: whatever was accepted is what
+gets graded, byte for byte, on either backend (PostgreSQL text columns reject NUL characters).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    create_engine,
+    event,
+    func,
+    select,
+    update,
+)
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy.pool import StaticPool
+
+Status = Literal["queued", "running", "done"]
+STATUSES: tuple[Status, ...] = ("queued", "running", "done")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class SubmissionRow(Base):
+    """One submission. `seq` orders submissions (newest first) and backs the list cursor; `id`
+    is the public, unguessable identifier."""
+
+    __tablename__ = "submissions"
+
+    seq: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    id: Mapped[str] = mapped_column(String(32), unique=True)
+    problem_id: Mapped[str] = mapped_column(String(64))
+    mode: Mapped[str] = mapped_column(String(8))
+    source: Mapped[bytes] = mapped_column(LargeBinary)
+    source_bytes: Mapped[int] = mapped_column(Integer)
+    source_sha256: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(8), default="queued")
+    verdict: Mapped[str | None] = mapped_column(String(32), default=None)
+    score: Mapped[float | None] = mapped_column(Float, default=None)
+    max_score: Mapped[float | None] = mapped_column(Float, default=None)
+    report_json: Mapped[str | None] = mapped_column(Text, default=None)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+
+    __table_args__ = (
+        Index("ix_submissions_status", "status"),
+        Index("ix_submissions_problem_seq", "problem_id", "seq"),
+        Index("ix_submissions_verdict_seq", "verdict", "seq"),
+    )
+
+
+@dataclass(frozen=True)
+class SubmissionRecord:
+    """A detached snapshot of a row (no lazy loading after the session closes); never holds the
+    source, which only the worker needs."""
+
+    id: str
+    seq: int
+    problem_id: str
+    mode: str
+    status: Status
+    verdict: str | None
+    score: float | None
+    max_score: float | None
+    source_bytes: int
+    source_sha256: str
+    attempts: int
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    report_json: str | None
+
+
+@dataclass(frozen=True)
+class ClaimedSubmission:
+    """What a worker needs to grade one submission."""
+
+    id: str
+    problem_id: str
+    mode: str
+    source: bytes
+    attempts: int
+
+
+class InvalidCursor(ValueError):
+    """The list cursor was not produced by this service."""
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    # SQLite hands back naive datetimes; everything we write is UTC.
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def _record(row: SubmissionRow) -> SubmissionRecord:
+    created = _utc(row.created_at)
+    assert created is not None
+    return SubmissionRecord(
+        id=row.id,
+        seq=row.seq,
+        problem_id=row.problem_id,
+        mode=row.mode,
+        status=row.status,  # type: ignore[arg-type]
+        verdict=row.verdict,
+        score=row.score,
+        max_score=row.max_score,
+        source_bytes=row.source_bytes,
+        source_sha256=row.source_sha256,
+        attempts=row.attempts,
+        created_at=created,
+        started_at=_utc(row.started_at),
+        finished_at=_utc(row.finished_at),
+        report_json=row.report_json,
+    )
+
+
+def encode_cursor(seq: int) -> str:
+    return base64.urlsafe_b64encode(f"s1:{seq}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+        tag, _, value = raw.partition(":")
+        seq = int(value)
+    except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
+        raise InvalidCursor("invalid cursor") from exc
+    if tag != "s1" or seq < 1:
+        raise InvalidCursor("invalid cursor")
+    return seq
+
+
+def make_engine(database_url: str) -> Engine:
+    """An engine for `database_url`; creates the directory of a SQLite file."""
+    url = make_url(database_url)
+    kwargs: dict[str, Any] = {}
+    if url.get_backend_name() == "sqlite":
+        database = url.database or ""
+        if database in ("", ":memory:") or database.startswith("file:"):
+            kwargs["poolclass"] = StaticPool
+            kwargs["connect_args"] = {"check_same_thread": False}
+        else:
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            # Workers and request threads write concurrently: wait for the lock, don't fail.
+            kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
+    else:
+        kwargs["pool_pre_ping"] = True
+    engine = create_engine(url, **kwargs)
+    if url.get_backend_name() == "sqlite":
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            # WAL: readers never block the writer; FULL: a commit survives power loss, not only
+            # a killed process.
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=FULL")
+            cur.close()
+
+    return engine
+
+
+class Store:
+    """All database access of the service. Thread-safe: every call uses its own session."""
+
+    def __init__(self, database_url: str) -> None:
+        self.engine = make_engine(database_url)
+        Base.metadata.create_all(self.engine)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def backend(self) -> str:
+        return self.engine.dialect.name
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def _tx(self) -> Iterator[Session]:
+        with self._sessions() as session, session.begin():
+            yield session
+
+    # -- writes ---------------------------------------------------------------------------
+    def create(self, problem_id: str, mode: str, source: bytes) -> SubmissionRecord:
+        """Insert a queued submission and commit it (durable once this returns)."""
+        row = SubmissionRow(
+            id=uuid.uuid4().hex,
+            problem_id=problem_id,
+            mode=mode,
+            source=source,
+            source_bytes=len(source),
+            source_sha256=hashlib.sha256(source).hexdigest(),
+            status="queued",
+            attempts=0,
+            created_at=datetime.now(UTC),
+        )
+        with self._tx() as session:
+            session.add(row)
+            session.flush()
+            return _record(row)
+
+    def claim(self, submission_id: str) -> ClaimedSubmission | None:
+        """Move a queued submission to running; None if it is not queued (graded already)."""
+        with self._tx() as session:
+            result = session.execute(
+                update(SubmissionRow)
+                .where(SubmissionRow.id == submission_id, SubmissionRow.status == "queued")
+                .values(
+                    status="running",
+                    started_at=datetime.now(UTC),
+                    attempts=SubmissionRow.attempts + 1,
+                )
+            )
+            if result.rowcount != 1:  # type: ignore[attr-defined]
+                return None
+            row = session.execute(
+                select(SubmissionRow).where(SubmissionRow.id == submission_id)
+            ).scalar_one()
+            return ClaimedSubmission(
+                id=row.id,
+                problem_id=row.problem_id,
+                mode=row.mode,
+                source=row.source,
+                attempts=row.attempts,
+            )
+
+    def finish(
+        self,
+        submission_id: str,
+        *,
+        verdict: str,
+        score: float,
+        max_score: float,
+        report_json: str,
+    ) -> bool:
+        """Store the report of a running submission; False if it was not running."""
+        with self._tx() as session:
+            result = session.execute(
+                update(SubmissionRow)
+                .where(SubmissionRow.id == submission_id, SubmissionRow.status == "running")
+                .values(
+                    status="done",
+                    verdict=verdict,
+                    score=score,
+                    max_score=max_score,
+                    report_json=report_json,
+                    finished_at=datetime.now(UTC),
+                )
+            )
+            return result.rowcount == 1  # type: ignore[attr-defined]
+
+    def recover(self) -> list[str]:
+        """Re-queue interrupted (running) submissions; return every queued id, oldest first.
+
+        Assumes a single service instance per database: a running row is one whose grader died
+        with the previous process.
+        """
+        with self._tx() as session:
+            session.execute(
+                update(SubmissionRow)
+                .where(SubmissionRow.status == "running")
+                .values(status="queued", started_at=None)
+            )
+            ids = session.execute(
+                select(SubmissionRow.id)
+                .where(SubmissionRow.status == "queued")
+                .order_by(SubmissionRow.seq)
+            ).scalars()
+            return list(ids)
+
+    # -- reads ----------------------------------------------------------------------------
+    def get(self, submission_id: str) -> SubmissionRecord | None:
+        with self._sessions() as session:
+            row = session.execute(
+                select(SubmissionRow).where(SubmissionRow.id == submission_id)
+            ).scalar_one_or_none()
+            return _record(row) if row is not None else None
+
+    def list_page(
+        self,
+        *,
+        problem_id: str | None = None,
+        verdict: str | None = None,
+        status: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> tuple[list[SubmissionRecord], str | None]:
+        """A page of submissions, newest first, and the cursor of the next page (None at the
+        end). Raises InvalidCursor for a cursor this service did not hand out."""
+        query = select(SubmissionRow).order_by(SubmissionRow.seq.desc()).limit(limit + 1)
+        if cursor:
+            query = query.where(SubmissionRow.seq < decode_cursor(cursor))
+        if problem_id is not None:
+            query = query.where(SubmissionRow.problem_id == problem_id)
+        if verdict is not None:
+            query = query.where(SubmissionRow.verdict == verdict)
+        if status is not None:
+            query = query.where(SubmissionRow.status == status)
+        with self._sessions() as session:
+            rows = list(session.execute(query).scalars())
+        records = [_record(r) for r in rows[:limit]]
+        next_cursor = encode_cursor(records[-1].seq) if len(rows) > limit else None
+        return records, next_cursor
+
+    def count_by_status(self) -> dict[str, int]:
+        with self._sessions() as session:
+            rows = session.execute(
+                select(SubmissionRow.status, func.count()).group_by(SubmissionRow.status)
+            ).all()
+        counts = dict.fromkeys(STATUSES, 0)
+        counts.update({status: n for status, n in rows})
+        return counts

@@ -1,0 +1,28 @@
+#!/bin/sh
+# The image's entrypoint: say which sandbox layers this container can give, then run the command.
+#
+# A container started without the flags in docs/batch.md still works, with fewer protections;
+# saying so on stderr at start-up is the only way an operator notices. Set
+# JAXJUDGE_QUIET_PROTECTIONS=1 to skip the check (it imports the grader: about 0.2 s).
+set -eu
+
+if [ "$#" -eq 0 ]; then
+    set -- jaxjudge serve --host 0.0.0.0 --port 8000
+elif [ "${1#-}" != "$1" ]; then
+    # `docker run IMAGE --port 9000` means options for the default command.
+    set -- jaxjudge serve "$@"
+fi
+
+if [ "${JAXJUDGE_QUIET_PROTECTIONS:-0}" != "1" ]; then
+    python - <<'PY' >&2 || echo "jaxjudge: could not check the sandbox protections" >&2
+from grader import protections
+
+off = {name: info for name, info in protections().items() if not info.get("active")}
+for name, info in off.items():
+    print(f"jaxjudge: sandbox layer {name!r} is OFF: {info.get('detail', '')}")
+if off:
+    print("jaxjudge: see docs/batch.md (Running in a container) for the docker run flags")
+PY
+fi
+
+exec "$@"

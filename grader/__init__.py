@@ -1,0 +1,24 @@
+"""jaxjudge's grading library: grade JAX submissions against problem packages.
+
+The public API is exactly `__all__`; every other module is private and may change.
+"""
+
+from grader.grade import grade
+from grader.problem import Limits, Problem, ProblemError, TestCase, list_problems, load_problem
+from grader.report import Report, RequirementResult, TestResult, Verdict
+from grader.sandbox import protections
+
+__all__ = [
+    "Limits",
+    "Problem",
+    "ProblemError",
+    "Report",
+    "RequirementResult",
+    "TestCase",
+    "TestResult",
+    "Verdict",
+    "grade",
+    "list_problems",
+    "load_problem",
+    "protections",
+]

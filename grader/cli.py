@@ -1,0 +1,183 @@
+"""The `jaxjudge` command line: grade a file, list and show problems, check the sandbox.
+
+Exit status: 0 accepted, 1 any other verdict, 2 usage or internal errors.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.table import Table
+
+from grader.grade import grade
+from grader.problem import ProblemError, list_problems, load_problem
+from grader.report import Report, Verdict
+from grader.sandbox import protections
+
+cli = typer.Typer(
+    name="jaxjudge",
+    help="An online judge for JAX programming problems.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+_out = Console()
+_err = Console(stderr=True)
+
+_STYLE = {
+    Verdict.ACCEPTED: "bold green",
+    Verdict.SKIPPED: "dim",
+}
+
+
+def _fail(message: str) -> typer.Exit:
+    _err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(2)
+
+
+def _print_report(report: Report) -> None:
+    style = _STYLE.get(report.verdict, "bold red")
+    _out.print(f"[{style}]{report.verdict.value}[/]  {report.problem} ({report.mode})  "
+               f"score {report.score:g}/{report.max_score:g}")
+    _out.print(report.message, markup=False, highlight=False)
+    if report.tests:
+        table = Table(title="Tests", show_lines=False)
+        for col in ("test", "visible", "verdict", "message"):
+            table.add_column(col)
+        for t in report.tests:
+            table.add_row(
+                t.name,
+                "yes" if t.visible else "hidden",
+                f"[{_STYLE.get(t.verdict, 'red')}]{t.verdict.value}[/]",
+                t.message,
+            )
+        _out.print(table)
+    if report.requirements:
+        table = Table(title="Requirements")
+        for col in ("requirement", "level", "passed", "message"):
+            table.add_column(col)
+        for r in report.requirements:
+            table.add_row(r.name, r.level, "[green]yes[/]" if r.passed else "[red]no[/]",
+                          r.message)
+        _out.print(table)
+    if report.output.strip():
+        _out.print("[dim]Your program's output (truncated):[/]")
+        _out.print(report.output[-2000:], markup=False, highlight=False)
+    total = report.timings.get("total")
+    if total is not None:
+        _out.print(f"[dim]graded in {total:.2f} s[/]")
+
+
+@cli.command("grade")
+def grade_cmd(
+    file: Annotated[Path, typer.Argument(help="The solution file (Python).")],
+    problem: Annotated[str, typer.Option("--problem", "-p", help="Problem id.")],
+    mode: Annotated[str, typer.Option(help="run: published examples only; submit: all tests.")]
+    = "submit",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Grade FILE against a problem and print the verdict."""
+    if mode not in ("run", "submit"):
+        raise _fail(f"--mode must be 'run' or 'submit', not {mode!r}")
+    try:
+        prob = load_problem(problem)
+    except ProblemError as exc:
+        raise _fail(str(exc)) from exc
+    try:
+        source = file.read_bytes()
+    except OSError as exc:
+        raise _fail(f"cannot read {file}: {exc.strerror}") from exc
+    report = grade(prob, source, mode, filename=file.name)  # type: ignore[arg-type]
+    if as_json:
+        sys.stdout.write(report.model_dump_json() + "\n")
+    else:
+        _print_report(report)
+    if report.verdict is Verdict.INTERNAL_ERROR:
+        raise typer.Exit(2)
+    raise typer.Exit(0 if report.accepted else 1)
+
+
+@cli.command("problems")
+def problems_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List the available problems."""
+    try:
+        probs = list_problems()
+    except ProblemError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        rows = [
+            {"id": p.id, "title": p.title, "difficulty": p.difficulty, "tags": p.tags}
+            for p in probs
+        ]
+        sys.stdout.write(json.dumps(rows) + "\n")
+        return
+    table = Table()
+    for col in ("id", "title", "difficulty", "tags"):
+        table.add_column(col)
+    for p in probs:
+        table.add_row(p.id, p.title, p.difficulty, ", ".join(p.tags))
+    _out.print(table)
+
+
+@cli.command("show")
+def show_cmd(
+    problem_id: Annotated[str, typer.Argument(help="Problem id.")],
+    starter: Annotated[bool, typer.Option(help="Print the starter file instead.")] = False,
+) -> None:
+    """Show a problem's statement (or its starter code)."""
+    try:
+        prob = load_problem(problem_id)
+    except ProblemError as exc:
+        raise _fail(str(exc)) from exc
+    if starter:
+        sys.stdout.write(prob.starter)
+        return
+    _out.print(Markdown(prob.statement))
+
+
+@cli.command("doctor")
+def doctor_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Report which sandbox protections are active on this machine."""
+    layers = protections()
+    if as_json:
+        sys.stdout.write(json.dumps(layers) + "\n")
+        return
+    table = Table(title="Sandbox layers")
+    for col in ("layer", "active", "detail"):
+        table.add_column(col)
+    for name, info in layers.items():
+        table.add_row(name, "[green]yes[/]" if info.get("active") else "[red]no[/]",
+                      str(info.get("detail", "")))
+    _out.print(table)
+
+
+def _register_extensions() -> None:
+    """Commands that live in their own modules (batch grading, Gradescope)."""
+    try:
+        from grader import cli_batch
+    except ImportError:  # pragma: no cover - optional while being built
+        return
+    cli_batch.register(cli)
+
+
+_register_extensions()
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    cli()
+
+
+if __name__ == "__main__":
+    main()

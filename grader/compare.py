@@ -1,0 +1,152 @@
+"""Numeric comparison, done in the trusted parent on outputs decoded from stage B's JSON.
+
+Order of checks mirrors what a learner should fix first: structure, then dtype/shape, then
+finiteness, then closeness (|got - expected| <= atol + rtol * |expected| element-wise).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+MAX_DEPTH = 16
+MAX_ELEMENTS = 4_000_000
+_SPECIAL = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+class DecodeError(ValueError):
+    """Stage B's output did not have the documented shape (never trusted blindly)."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    passed: bool
+    message: str
+    max_abs_error: float | None = None
+
+
+def decode_output(node: Any, _depth: int = 0, _budget: list[int] | None = None) -> Any:
+    """Tagged JSON from stage B -> dicts, lists, None and numpy arrays, with size caps."""
+    budget = _budget if _budget is not None else [MAX_ELEMENTS]
+    if _depth > MAX_DEPTH:
+        raise DecodeError("output nesting is too deep")
+    if not isinstance(node, dict) or "t" not in node:
+        raise DecodeError("malformed output node")
+    tag = node["t"]
+    if tag == "dict":
+        items = node.get("v")
+        if not isinstance(items, dict):
+            raise DecodeError("malformed dict node")
+        return {str(k): decode_output(v, _depth + 1, budget) for k, v in items.items()}
+    if tag == "list":
+        items = node.get("v")
+        if not isinstance(items, list):
+            raise DecodeError("malformed list node")
+        return [decode_output(v, _depth + 1, budget) for v in items]
+    if tag == "none":
+        return None
+    if tag == "array":
+        dtype, shape, data = node.get("dtype"), node.get("shape"), node.get("data")
+        if not isinstance(dtype, str) or not isinstance(shape, list) or not isinstance(data, list):
+            raise DecodeError("malformed array node")
+        if not all(isinstance(d, int) and 0 <= d for d in shape) or len(shape) > 8:
+            raise DecodeError("malformed array shape")
+        size = math.prod(shape)
+        budget[0] -= size
+        if size != len(data) or budget[0] < 0:
+            raise DecodeError("array data does not match its shape, or is too large")
+        try:
+            np_dtype = np.dtype(dtype)
+        except TypeError as exc:
+            raise DecodeError(f"unknown dtype {dtype!r}") from exc
+        values = [_SPECIAL.get(v, v) if isinstance(v, str) else v for v in data]
+        if not all(isinstance(v, (int, float, bool)) for v in values):
+            raise DecodeError("array data must be numbers")
+        if np_dtype.kind not in "biuf":
+            np_dtype = np.dtype(np.float64)
+        return np.asarray(values, dtype=np_dtype).reshape(shape)
+    raise DecodeError(f"unknown output node type {tag!r}")
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a dict"
+    if isinstance(value, list):
+        return "a list/tuple"
+    if value is None:
+        return "None"
+    return "an array"
+
+
+def _walk_structure(expected: Any, got: Any, path: str, problems: list[str]) -> None:
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            problems.append(f"{path or 'the result'} should be a dict with keys "
+                            f"{sorted(expected)}, got {_describe(got)}")
+            return
+        missing = sorted(set(expected) - set(got))
+        extra = sorted(set(got) - set(expected))
+        for k in missing:
+            problems.append(f"missing key {_join(path, k)!r}")
+        for k in extra:
+            problems.append(f"unexpected key {_join(path, k)!r}")
+        for k in sorted(set(expected) & set(got)):
+            _walk_structure(expected[k], got[k], _join(path, k), problems)
+    elif not isinstance(got, np.ndarray):
+        problems.append(f"{path!r} should be an array, got {_describe(got)}")
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _leaves(expected: Any, got: Any, path: str = ""):
+    if isinstance(expected, dict):
+        for k in sorted(expected):
+            yield from _leaves(expected[k], got[k], _join(path, k))
+    else:
+        yield path, np.asarray(expected, dtype=np.float64), got
+
+
+def compare(
+    expected: Any, got: Any, *, rtol: float, atol: float, dtype: str = "float32"
+) -> Comparison:
+    """Compare one test's decoded output with the reference's expected output."""
+    problems: list[str] = []
+    _walk_structure(expected, got, "", problems)
+    if problems:
+        return Comparison(False, "wrong output structure: " + "; ".join(problems[:5]))
+    worst: tuple[float, str, tuple[int, ...], float, float] | None = None
+    max_err = 0.0
+    for path, exp, arr in _leaves(expected, got):
+        if str(arr.dtype) != dtype:
+            return Comparison(False, f"{path!r} has dtype {arr.dtype}, expected {dtype}")
+        if arr.shape != exp.shape:
+            return Comparison(
+                False, f"{path!r} has shape {tuple(arr.shape)}, expected {tuple(exp.shape)}"
+            )
+        val = arr.astype(np.float64)
+        if not np.all(np.isfinite(val)):
+            bad = "NaN" if np.any(np.isnan(val)) else "infinity"
+            return Comparison(False, f"{path!r} contains {bad}")
+        err = np.abs(val - exp)
+        if err.size:
+            max_err = max(max_err, float(err.max()))
+            excess = err - (atol + rtol * np.abs(exp))
+            idx = np.unravel_index(int(np.argmax(excess)), excess.shape) if excess.ndim else ()
+            over = float(excess[idx]) if excess.ndim else float(excess)
+            if over > 0 and (worst is None or over > worst[0]):
+                worst = (over, path, tuple(int(i) for i in idx), float(val[idx]), float(exp[idx]))
+    if worst is not None:
+        _, path, idx, g, e = worst
+        where = f"[{', '.join(map(str, idx))}]" if idx else ""
+        return Comparison(
+            False,
+            f"{path}{where} is {g:.7g}, expected {e:.7g} (error {abs(g - e):.3g} exceeds "
+            f"atol={atol:g} + rtol={rtol:g}·|expected|)",
+            max_err,
+        )
+    return Comparison(True, f"matches within rtol={rtol:g}, atol={atol:g}", max_err)

@@ -1,0 +1,565 @@
+"""`grade()`: the one orchestrator. Stage A (untrusted) -> rules -> stage B (trusted) -> compare.
+
+Nothing that comes back from a sandbox is believed without checking: results are size-capped
+JSON validated here, exported programs are only ever executed by stage B, and the verdict is
+decided in this process from the reference's stored outputs, which no sandbox ever sees.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from grader import compare as cmp
+from grader import sandbox
+from grader.problem import Limits, Problem, TestCase, load_problem
+from grader.report import Mode, Report, RequirementResult, TestDetails, TestResult, Verdict
+from grader.rules import PROGRAM_RULES, SPEC_RULES, ProgramInfo, RuleOutcome
+from grader.xla import fast_compile_flags
+
+log = logging.getLogger("grader")
+
+STAGES_DIR = Path(__file__).resolve().parent / "stages"
+TRACE_SCRIPT = STAGES_DIR / "trace.py"
+EXECUTE_SCRIPT = STAGES_DIR / "execute.py"
+MAX_SOURCE_BYTES = 1024 * 1024
+MAX_RESULT_BYTES = 64 * 1024 * 1024
+MAX_PROGRAM_TEXT = 8 * 1024 * 1024
+MAX_EXPORT_BYTES = 64 * 1024 * 1024
+GRADER_VERSION = "0.1.0"
+UNTRACEABLE = {
+    "ConcretizationTypeError",
+    "TracerBoolConversionError",
+    "TracerArrayConversionError",
+    "TracerIntegerConversionError",
+    "NonConcreteBooleanIndexError",
+}
+
+# A hook so a warm worker pool can replace how sandboxed stages are launched (grader.pool).
+StageRunner = Callable[
+    [Path, Path, "sandbox.SandboxLimits", bool, dict[str, str]], "sandbox.SandboxResult"
+]
+
+
+def _default_runner(
+    script: Path, job_dir: Path, limits: sandbox.SandboxLimits, untrusted: bool,
+    env: dict[str, str],
+) -> sandbox.SandboxResult:
+    return sandbox.run(script, job_dir, limits, env=env, untrusted=untrusted)
+
+
+_runner: StageRunner = _default_runner
+
+
+def set_stage_runner(runner: StageRunner | None) -> None:
+    """Install a different launcher for the sandboxed stages (None restores the default)."""
+    global _runner
+    _runner = runner or _default_runner
+
+
+class _Decided(Exception):
+    """Internal control flow: a stage decided the verdict early."""
+
+    def __init__(self, verdict: Verdict, message: str) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+        self.message = message
+
+
+def grade(
+    problem: Problem | str,
+    source: str | bytes,
+    mode: Mode = "submit",
+    *,
+    filename: str = "submission.py",
+    limits: Limits | None = None,
+) -> Report:
+    """Grade one submission. Never raises for anything the submission does; an unknown
+    problem raises `ProblemError`, a bad `mode` raises `ValueError` (caller errors)."""
+    if mode not in ("run", "submit"):
+        raise ValueError(f"mode must be 'run' or 'submit', not {mode!r}")
+    prob = load_problem(problem) if isinstance(problem, str) else problem
+    started = time.perf_counter()
+    try:
+        report = _Grading(prob, source, mode, limits or prob.limits).run()
+    except Exception:
+        log.exception("internal error while grading a %s submission", prob.id)
+        report = Report(
+            verdict=Verdict.INTERNAL_ERROR,
+            problem=prob.id,
+            mode=mode,
+            message="The grader failed on its own (not your fault); the error was logged. "
+            "Please resubmit later.",
+        )
+    report.timings["total"] = round(time.perf_counter() - started, 4)
+    report.versions.setdefault("grader", GRADER_VERSION)
+    return report
+
+
+def _spec_of(value: Any) -> Any:
+    """Input value tree -> spec tree of {"shape", "dtype"} leaves (inputs are float32)."""
+    if isinstance(value, dict):
+        return {k: _spec_of(v) for k, v in sorted(value.items())}
+    shape: list[int] = []
+    v = value
+    while isinstance(v, list):
+        shape.append(len(v))
+        v = v[0] if v else None
+    return {"shape": shape, "dtype": "float32"}
+
+
+def _signature_name(spec: list[Any], arg_names: list[str]) -> str:
+    parts = []
+    for name, s in zip(arg_names, spec, strict=False):
+        if isinstance(s, dict) and "shape" in s:
+            parts.append(f"{name}{tuple(s['shape'])}")
+    return " ".join(parts) or "signature"
+
+
+def _read_json(path: Path, limit: int = MAX_RESULT_BYTES) -> dict[str, Any] | None:
+    """A result file from a sandbox, or None if missing, oversized or not a JSON object."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError:
+        return None
+    if len(data) > limit:
+        return None
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _str(value: Any, default: str = "", limit: int = 4000) -> str:
+    return value[:limit] if isinstance(value, str) else default
+
+
+class _Grading:
+    """State of one grade; `run()` walks the stages and builds the report."""
+
+    def __init__(self, problem: Problem, source: str | bytes, mode: Mode, limits: Limits) -> None:
+        self.problem = problem
+        self.source = source.encode("utf-8") if isinstance(source, str) else bytes(source)
+        self.mode = mode
+        self.limits = limits
+        self.cases: list[TestCase] = problem.cases(mode)
+        self.arg_names = [a.name for a in problem.arguments]
+        self.timings: dict[str, float] = {}
+        self.versions: dict[str, str] = {}
+        self.output = ""
+        self.requirements: list[RequirementResult] = []
+        self.tests: list[TestResult] = []
+        # Group tests by input signature: one export and one compile per distinct shape.
+        self.signatures: dict[str, dict[str, Any]] = {}
+        self.case_sig: dict[str, str] = {}
+        for case in self.cases:
+            spec = [_spec_of(case.inputs[name]) for name in self.arg_names]
+            key = json.dumps(spec, sort_keys=True)
+            if key not in self.signatures:
+                sid = f"s{len(self.signatures)}"
+                self.signatures[key] = {"id": sid, "args": spec}
+            self.case_sig[case.name] = self.signatures[key]["id"]
+
+    # -- sandbox plumbing ------------------------------------------------------------------
+    def _sandbox_limits(self) -> sandbox.SandboxLimits:
+        return sandbox.SandboxLimits(
+            wall_seconds=self.limits.wall_seconds,
+            cpu_seconds=self.limits.cpu_seconds,
+            memory_bytes=self.limits.memory_mb * 1024 * 1024,
+            output_bytes=max(self.limits.output_kb * 1024, 256 * 1024),
+        )
+
+    def _stage_failure(self, res: sandbox.SandboxResult, what: str) -> _Decided | None:
+        """Map a sandbox outcome that ended the stage abnormally to a verdict."""
+        lim = self.limits
+        if res.status in ("wall_timeout", "cpu_timeout"):
+            kind = "wall-clock" if res.status == "wall_timeout" else "CPU"
+            secs = lim.wall_seconds if res.status == "wall_timeout" else lim.cpu_seconds
+            return _Decided(
+                Verdict.TIME_LIMIT_EXCEEDED,
+                f"{what} exceeded the {kind} time limit of {secs:g} s. Look for infinite loops, "
+                "sleeps or huge computations.",
+            )
+        if res.status == "memory_exceeded":
+            return _Decided(
+                Verdict.MEMORY_LIMIT_EXCEEDED,
+                f"{what} used more than the memory limit of {lim.memory_mb} MB.",
+            )
+        if res.status == "output_exceeded":
+            return _Decided(
+                Verdict.RUNTIME_ERROR,
+                f"{what} wrote more output than the limit of {lim.output_kb} KB; remove large "
+                "prints.",
+            )
+        if res.status == "setup_failed":
+            raise RuntimeError(f"sandbox setup failed: {res.detail}")
+        return None
+
+    # -- the pipeline ----------------------------------------------------------------------
+    def run(self) -> Report:
+        if len(self.source) > MAX_SOURCE_BYTES:
+            return self._report(
+                Verdict.COMPILE_ERROR, f"the file is larger than {MAX_SOURCE_BYTES} bytes"
+            )
+        base = os.environ.get("JAXJUDGE_WORK_DIR") or None
+        if base:
+            Path(base).mkdir(parents=True, exist_ok=True)
+        root = Path(tempfile.mkdtemp(prefix="jaxjudge-", dir=base))
+        try:
+            os.chmod(root, 0o711)
+            return self._pipeline(root)
+        except _Decided as d:
+            return self._report(d.verdict, d.message)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    def _pipeline(self, root: Path) -> Report:
+        stage_a = self._stage_a(root / "a")
+        summary = stage_a.get("jaxpr")
+        self._spec_requirements(summary)
+        outputs, programs = self._stage_b(root / "a", root / "b", stage_a)
+        self._program_requirements(programs)
+        self._compare(outputs)
+        return self._decide()
+
+    def _stage_a(self, job: Path) -> dict[str, Any]:
+        job.mkdir()
+        (job / "submission.py").write_bytes(self.source)
+        (job / "job.json").write_text(
+            json.dumps(
+                {
+                    "entry_point": self.problem.entry_point,
+                    "source": "submission.py",
+                    "signatures": list(self.signatures.values()),
+                }
+            )
+        )
+        t = time.perf_counter()
+        res = _runner(TRACE_SCRIPT, job, self._sandbox_limits(), True, {})
+        self.timings["stage_a"] = round(time.perf_counter() - t, 4)
+        self.output = (res.stdout + res.stderr)[-self.limits.output_kb * 1024 :]
+        decided = self._stage_failure(res, "Your code (while loading, tracing or exporting)")
+        if decided:
+            raise decided
+        result = _read_json(job / "result.json")
+        if result is None:
+            how = (
+                f"exit code {res.exit_code}"
+                if res.status == "exited"
+                else f"signal {res.signal}"
+            )
+            raise _Decided(
+                Verdict.RUNTIME_ERROR,
+                f"Your code ended the grading process ({how}) before it could be traced and "
+                "exported. Do not call sys.exit/os._exit or kill processes in your file.",
+            )
+        for k, v in (result.get("timings") or {}).items():
+            if isinstance(v, (int, float)):
+                self.timings[f"stage_a.{k}"] = round(float(v), 4)
+        status = result.get("status")
+        message = _str(result.get("message"))
+        if status == "compile_error":
+            raise _Decided(Verdict.COMPILE_ERROR, message or "the file could not be compiled")
+        if status == "runtime_error":
+            if "MemoryError" in message:
+                raise _Decided(Verdict.MEMORY_LIMIT_EXCEEDED, message)
+            raise _Decided(Verdict.RUNTIME_ERROR, message)
+        if status in ("trace_error", "export_error"):
+            etype = _str(result.get("error_type"))
+            if etype == "MemoryError":
+                raise _Decided(Verdict.MEMORY_LIMIT_EXCEEDED, message)
+            if etype in UNTRACEABLE:
+                self._spec_requirements(None)
+                raise _Decided(
+                    Verdict.RUNTIME_ERROR,
+                    "solve cannot be traced by JAX: it uses a traced value where Python needs a "
+                    "concrete one (an `if`, `float()`, `int()` or numpy call on an array). Use "
+                    "jnp/lax operations (jnp.where, lax.cond) instead.\n" + message,
+                )
+            step = "tracing" if status == "trace_error" else "exporting"
+            raise _Decided(Verdict.RUNTIME_ERROR, f"solve raised an error while {step}:\n{message}")
+        if status != "ok" or not isinstance(result.get("exports"), dict):
+            raise _Decided(
+                Verdict.RUNTIME_ERROR,
+                "the tracing process returned no usable result (its output was tampered with)",
+            )
+        jv = result.get("jax_version")
+        if isinstance(jv, str):
+            self.versions["jax"] = jv[:40]
+        return result
+
+    def _spec_requirements(self, summary: Any) -> None:
+        self.requirements = [r for r in self.requirements if r.level != "spec"]
+        for req in self.problem.requirements:
+            if req.level != "spec":
+                continue
+            outcome = self._apply(SPEC_RULES, req.rule, summary, req.options)
+            self.requirements.append(
+                RequirementResult(
+                    name=req.name, level="spec", passed=outcome.passed, message=outcome.message
+                )
+            )
+
+    @staticmethod
+    def _apply(rules: dict[str, Any], rule: str, data: Any, options: dict[str, Any]) -> RuleOutcome:
+        fn = rules.get(rule)
+        if fn is None:
+            raise RuntimeError(f"unknown rule {rule!r} in problem.toml")
+        outcome = fn(data, **options)
+        if not isinstance(outcome, RuleOutcome):
+            raise RuntimeError(f"rule {rule!r} returned {type(outcome).__name__}")
+        return outcome
+
+    def _stage_b(
+        self, a_dir: Path, job: Path, stage_a: dict[str, Any]
+    ) -> tuple[dict[str, Any], list[ProgramInfo]]:
+        job.mkdir()
+        exports = stage_a["exports"]
+        sigs = []
+        for sig in self.signatures.values():
+            sid = sig["id"]
+            name = exports.get(sid)
+            src = a_dir / f"{sid}.jaxexport"
+            if name != src.name or not src.is_file() or src.is_symlink():
+                raise _Decided(
+                    Verdict.RUNTIME_ERROR,
+                    "the tracing process did not produce the exported program (tampered output)",
+                )
+            if src.stat().st_size > MAX_EXPORT_BYTES:
+                raise _Decided(Verdict.RUNTIME_ERROR, "the exported program is too large")
+            shutil.copyfile(src, job / src.name)
+            sigs.append({"id": sid, "export": src.name, "args": sig["args"]})
+        tests = [
+            {
+                "name": c.name,
+                "signature": self.case_sig[c.name],
+                "inputs": [c.inputs[n] for n in self.arg_names],
+            }
+            for c in self.cases
+        ]
+        (job / "job.json").write_text(
+            json.dumps(
+                {
+                    "arg_names": self.arg_names,
+                    "signatures": sigs,
+                    "tests": tests,
+                    "allowed_custom_calls": [],
+                    "max_program_bytes": MAX_PROGRAM_TEXT,
+                }
+            )
+        )
+        t = time.perf_counter()
+        flags = fast_compile_flags()
+        env = {"XLA_FLAGS": flags} if flags else {}
+        res = _runner(EXECUTE_SCRIPT, job, self._sandbox_limits(), False, env)
+        self.timings["stage_b"] = round(time.perf_counter() - t, 4)
+        decided = self._stage_failure(res, "Your exported program")
+        if decided:
+            raise decided
+        result = _read_json(job / "result.json")
+        if result is None:
+            raise RuntimeError(
+                f"stage B produced no result ({res.status}, exit {res.exit_code}, "
+                f"signal {res.signal}): {res.stderr[-2000:]}"
+            )
+        for k, v in (result.get("timings") or {}).items():
+            if isinstance(v, (int, float)):
+                self.timings[f"stage_b.{k}"] = round(float(v), 4)
+        status = result.get("status")
+        if status == "rejected":
+            self.requirements.append(
+                RequirementResult(
+                    name="pure-jax-program",
+                    level="program",
+                    passed=False,
+                    message=_str(result.get("message"), "the exported program was refused"),
+                )
+            )
+            raise _Decided(
+                Verdict.REQUIREMENT_FAILED,
+                "The grader refused to run your exported program: "
+                + _str(result.get("message"))
+                + ". Use only JAX operations on the inputs.",
+            )
+        if status != "ok":
+            raise RuntimeError(f"stage B failed: {_str(result.get('message'))}")
+        programs: list[ProgramInfo] = []
+        for sig in self.signatures.values():
+            info = (result.get("programs") or {}).get(sig["id"]) or {}
+            text_file = job / f"{sig['id']}.mlir"
+            text = text_file.read_text(encoding="utf-8")[:MAX_PROGRAM_TEXT]
+            args = [a for a in info.get("args", []) if isinstance(a, str)]
+            programs.append(
+                ProgramInfo(
+                    signature=_signature_name(sig["args"], self.arg_names), text=text, args=args
+                )
+            )
+        outputs = result.get("outputs")
+        if not isinstance(outputs, dict):
+            raise RuntimeError("stage B result has no outputs")
+        return outputs, programs
+
+    def _program_requirements(self, programs: list[ProgramInfo]) -> None:
+        for req in self.problem.requirements:
+            if req.level != "program":
+                continue
+            outcome = self._apply(PROGRAM_RULES, req.rule, programs, req.options)
+            self.requirements.append(
+                RequirementResult(
+                    name=req.name, level="program", passed=outcome.passed, message=outcome.message
+                )
+            )
+
+    def _compare(self, outputs: dict[str, Any]) -> None:
+        tol = self.problem.tolerance
+        for case in self.cases:
+            out = outputs.get(case.name)
+            got_value: Any = None
+            if not isinstance(out, dict):
+                raise RuntimeError(f"stage B returned nothing for test {case.name}")
+            if out.get("ok") is True:
+                try:
+                    got_value = cmp.decode_output(out.get("value"))
+                except cmp.DecodeError as exc:
+                    raise RuntimeError(f"stage B output for {case.name} malformed: {exc}") from exc
+                c = cmp.compare(case.expected, got_value, rtol=tol.rtol, atol=tol.atol)
+                verdict = Verdict.ACCEPTED if c.passed else Verdict.WRONG_ANSWER
+                result = TestResult(
+                    name=case.name,
+                    visible=case.visible,
+                    verdict=verdict,
+                    message=c.message,
+                    max_abs_error=c.max_abs_error,
+                )
+            else:
+                result = TestResult(
+                    name=case.name,
+                    visible=case.visible,
+                    verdict=Verdict.RUNTIME_ERROR,
+                    message="the program failed on this input: " + _str(out.get("error")),
+                )
+            if case.visible:
+                result.details = TestDetails(
+                    inputs=dict(case.inputs), expected=case.expected, got=_plain(got_value)
+                )
+            self.tests.append(result)
+
+    # -- verdict, score, report ----------------------------------------------------------------
+    def _decide(self) -> Report:
+        failed_tests = [t for t in self.tests if t.verdict is not Verdict.ACCEPTED]
+        failed_reqs = [r for r in self.requirements if not r.passed]
+        if any(t.verdict is Verdict.RUNTIME_ERROR for t in failed_tests):
+            first = next(t for t in failed_tests if t.verdict is Verdict.RUNTIME_ERROR)
+            return self._report(Verdict.RUNTIME_ERROR, f"Test {first.name}: {first.message}")
+        if failed_tests:
+            first = failed_tests[0]
+            msg = f"{len(failed_tests)} of {len(self.tests)} tests give wrong results. "
+            msg += f"First: {first.name}: {first.message}" if first.visible else (
+                f"First failing test {first.name} is hidden: {first.message}"
+            )
+            if failed_reqs:
+                msg += f" Also {len(failed_reqs)} requirement(s) failed; see below."
+            return self._report(Verdict.WRONG_ANSWER, msg)
+        if failed_reqs:
+            msg = "All tests pass, but a requirement failed: " + " ".join(
+                f"[{r.name}] {r.message}" for r in failed_reqs
+            )
+            return self._report(Verdict.REQUIREMENT_FAILED, msg)
+        return self._report(
+            Verdict.ACCEPTED,
+            f"All {len(self.tests)} tests pass and every requirement holds.",
+        )
+
+    def _report(self, verdict: Verdict, message: str) -> Report:
+        tests = self.tests or [
+            TestResult(
+                name=c.name,
+                visible=c.visible,
+                verdict=Verdict.SKIPPED,
+                message="not run: " + verdict.value,
+            )
+            for c in self.cases
+        ]
+        reqs = list(self.requirements)
+        seen = {r.name for r in reqs}
+        for req in self.problem.requirements:
+            if req.name not in seen:
+                reqs.append(
+                    RequirementResult(
+                        name=req.name,
+                        level=req.level,
+                        passed=False,
+                        message="not checked: grading stopped earlier (" + verdict.value + ")",
+                    )
+                )
+        score, max_score = _score(self.problem, tests, reqs, verdict)
+        return Report(
+            verdict=verdict,
+            problem=self.problem.id,
+            mode=self.mode,
+            message=message,
+            tests=tests,
+            requirements=reqs,
+            score=score,
+            max_score=max_score,
+            timings=dict(self.timings),
+            output=self.output,
+            versions=dict(self.versions),
+        )
+
+
+def _plain(value: Any) -> Any:
+    """Decoded output -> JSON-friendly lists for the report's visible-test details."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if value is None:
+        return None
+    try:
+        return value.tolist()
+    except AttributeError:
+        return value
+
+
+def _score(
+    problem: Problem, tests: list[TestResult], reqs: list[RequirementResult], verdict: Verdict
+) -> tuple[float, float]:
+    """Partial credit: each group's points split evenly; an item earns its share if it passed."""
+    sc = problem.scoring
+    visible = [t for t in tests if t.visible]
+    hidden = [t for t in tests if not t.visible]
+    total = 0.0
+    max_total = 0.0
+    for group, points in ((visible, sc.visible_tests), (hidden, sc.hidden_tests)):
+        if not group:
+            continue
+        share = points / len(group)
+        for t in group:
+            t.max_score = round(share, 6)
+            t.score = t.max_score if t.verdict is Verdict.ACCEPTED else 0.0
+            total += t.score
+            max_total += t.max_score
+    declared = {r.name for r in problem.requirements}
+    counted = [r for r in reqs if r.name in declared]
+    if counted:
+        share = sc.requirements / len(counted)
+        for r in counted:
+            r.max_score = round(share, 6)
+            r.score = r.max_score if r.passed else 0.0
+            max_total += r.max_score
+            # Structure points only count when the program actually ran to completion.
+            if verdict in (Verdict.ACCEPTED, Verdict.WRONG_ANSWER, Verdict.REQUIREMENT_FAILED):
+                total += r.score
+            else:
+                r.score = 0.0
+    return round(total, 4), round(max_total, 4)

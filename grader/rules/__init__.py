@@ -1,0 +1,51 @@
+"""Structural rules: checks on *how* a submission computes, not just what it returns.
+
+Both levels run in the trusted parent on data that came out of a sandbox, so every rule treats
+its input as hostile: sizes and depths are capped, types are checked, and a rule never raises on
+malformed input; it returns a failed `RuleOutcome` whose message says what was found.
+
+- spec level (`SPEC_RULES`): the jaxpr summary stage A wrote; `rule(summary, **options)`.
+- program level (`PROGRAM_RULES`): the exported StableHLO per input-shape signature;
+  `rule(programs, **options)`. This level is authoritative: it sees what actually runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RuleOutcome:
+    passed: bool
+    message: str  # actionable, learner-facing: what was found and what to do
+
+
+@dataclass(frozen=True)
+class ProgramInfo:
+    """One exported program, as stage B wrote it."""
+
+    signature: str  # e.g. "B=2,D=3,H=4"
+    text: str  # the module in MLIR generic op form, without debug info
+    args: list[str]  # main's argument i -> input path, e.g. ["params.b1", ..., "x", "y"]
+
+
+# The rule modules import the two dataclasses above, so they are imported after them.
+from grader.rules.jaxpr import check_checkpoint_region  # noqa: E402
+from grader.rules.program import check_rematerialized_activation  # noqa: E402
+
+SPEC_RULES: dict[str, Callable[..., RuleOutcome]] = {
+    "checkpoint_region": check_checkpoint_region,
+}
+PROGRAM_RULES: dict[str, Callable[..., RuleOutcome]] = {
+    "rematerialized_activation": check_rematerialized_activation,
+}
+
+__all__ = [
+    "PROGRAM_RULES",
+    "SPEC_RULES",
+    "ProgramInfo",
+    "RuleOutcome",
+    "check_checkpoint_region",
+    "check_rematerialized_activation",
+]

@@ -1,0 +1,371 @@
+"""A small parser for MLIR modules printed in *generic op form* (what stage B writes).
+
+Why our own: the text comes out of a sandbox that ran submission-shaped programs, so the parent
+must read it without loading MLIR bindings, without eval, and without recursion a deep input can
+blow. The generic form is regular enough for that: every op is
+
+    %r:2, %s = "dialect.op"(%a, %b#1) [^succ] <{props}> ({regions}) {attrs} : (types) -> types
+
+and we only need the dataflow skeleton: op names, result and operand value names, the few
+attributes that link functions (`sym_name`, `callee`), and nested regions with block arguments.
+Types and attribute values are skipped (strings stay opaque). Every size and depth is capped; any
+violation raises `ParseError` with a short reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+MAX_TEXT_CHARS = 4_000_000
+MAX_OPS = 200_000
+MAX_VALUES = 1_000_000
+MAX_REGION_DEPTH = 128
+MAX_BRACKET_DEPTH = 256
+
+
+class ParseError(ValueError):
+    """The text is not a module in generic op form we can read (or exceeds a cap)."""
+
+
+@dataclass
+class Block:
+    args: list[str] = field(default_factory=list)
+    ops: list[Op] = field(default_factory=list)
+
+
+@dataclass
+class Op:
+    name: str
+    results: list[str]
+    operands: list[str]
+    # Attribute values we need: symbol references and string attributes by key, e.g.
+    # {"callee": "block", "sym_name": "main"}. Keys come from both `<{props}>` and `{attrs}`.
+    attrs: dict[str, str] = field(default_factory=dict)
+    regions: list[list[Block]] = field(default_factory=list)
+
+
+@dataclass
+class Module:
+    ops: list[Op]  # the top-level ops (normally one builtin.module)
+
+    def functions(self) -> dict[str, Op]:
+        """Every func.func in the module, by sym_name (first one wins on duplicates)."""
+        found: dict[str, Op] = {}
+        stack = list(reversed(self.ops))
+        while stack:
+            op = stack.pop()
+            if op.name == "func.func":
+                name = op.attrs.get("sym_name")
+                if name is not None and name not in found:
+                    found[name] = op
+                continue  # functions do not nest
+            for region in reversed(op.regions):
+                for block in reversed(region):
+                    stack.extend(reversed(block.ops))
+        return found
+
+
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<ws>\s+)
+  | (?P<string>"(?:[^"\\\n]|\\.)*")
+  | (?P<value>%[\w$.\-]+(?:\#\d+)?)
+  | (?P<label>\^[\w$.\-]+)
+  | (?P<symbol>@(?:[\w$.\-]+|"(?:[^"\\\n]|\\.)*"))
+  | (?P<arrow>->)
+  | (?P<punct>[(){}\[\]<>,:=])
+  | (?P<word>[^\s(){}\[\]<>,:=%"^@]+)
+    """,
+    re.VERBOSE,
+)
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str
+    text: str
+    pos: int
+
+
+def _tokenize(text: str) -> list[_Tok]:
+    toks: list[_Tok] = []
+    pos = 0
+    n = len(text)
+    while pos < n:
+        m = _TOKEN_RE.match(text, pos)
+        if m is None:
+            raise ParseError(f"unexpected character {text[pos]!r} at offset {pos}")
+        kind = m.lastgroup or "word"
+        if kind != "ws":
+            toks.append(_Tok(kind, m.group(), pos))
+        pos = m.end()
+    return toks
+
+
+_OPENERS = {"(": ")", "[": "]", "{": "}", "<": ">"}
+_CLOSERS = {")", "]", "}", ">"}
+
+
+class _Parser:
+    def __init__(self, toks: list[_Tok]) -> None:
+        self.toks = toks
+        self.i = 0
+        self.n_ops = 0
+        self.n_values = 0
+
+    # -- token helpers ---------------------------------------------------------------------
+    def peek(self, k: int = 0) -> _Tok | None:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else None
+
+    def is_punct(self, text: str, k: int = 0) -> bool:
+        t = self.peek(k)
+        return t is not None and t.kind == "punct" and t.text == text
+
+    def next(self) -> _Tok:
+        t = self.peek()
+        if t is None:
+            raise ParseError("unexpected end of text")
+        self.i += 1
+        return t
+
+    def expect(self, text: str) -> _Tok:
+        t = self.next()
+        if t.kind != "punct" or t.text != text:
+            raise ParseError(f"expected {text!r} at offset {t.pos}, found {t.text[:40]!r}")
+        return t
+
+    def skip_balanced(self) -> list[_Tok]:
+        """Skip one bracketed group starting at the current opener; return the tokens inside."""
+        start = self.next()
+        if start.kind != "punct" or start.text not in _OPENERS:
+            raise ParseError(f"expected a bracket at offset {start.pos}")
+        stack = [_OPENERS[start.text]]
+        begin = self.i
+        while stack:
+            t = self.next()
+            if t.kind != "punct":
+                continue
+            if t.text in _OPENERS and not (t.text == "<" and start.text != "<"):
+                stack.append(_OPENERS[t.text])
+                if len(stack) > MAX_BRACKET_DEPTH:
+                    raise ParseError("brackets nested too deeply")
+            elif t.text in _CLOSERS and not (t.text == ">" and stack[-1] != ">"):
+                if t.text != stack[-1]:
+                    raise ParseError(f"unbalanced {t.text!r} at offset {t.pos}")
+                stack.pop()
+        return self.toks[begin : self.i - 1]
+
+    def count_value(self, k: int = 1) -> None:
+        self.n_values += k
+        if self.n_values > MAX_VALUES:
+            raise ParseError(f"more than {MAX_VALUES} values")
+
+    # -- grammar pieces --------------------------------------------------------------------
+    def results(self) -> list[str]:
+        names: list[str] = []
+        t = self.peek()
+        if t is None or t.kind != "value":
+            return names
+        while True:
+            t = self.next()
+            if t.kind != "value" or "#" in t.text:
+                raise ParseError(f"bad result name at offset {t.pos}")
+            if self.is_punct(":"):
+                self.next()
+                num = self.next()
+                if num.kind != "word" or not num.text.isdigit() or len(num.text) > 7:
+                    raise ParseError(f"bad result count at offset {num.pos}")
+                count = int(num.text)
+                self.count_value(count)
+                names.extend(f"{t.text}#{k}" for k in range(count))
+            else:
+                self.count_value()
+                names.append(t.text)
+            if self.is_punct(","):
+                self.next()
+                continue
+            self.expect("=")
+            return names
+
+    def operands(self) -> list[str]:
+        self.expect("(")
+        names: list[str] = []
+        if self.is_punct(")"):
+            self.next()
+            return names
+        while True:
+            t = self.next()
+            if t.kind != "value":
+                raise ParseError(f"expected an operand at offset {t.pos}")
+            names.append(t.text)
+            t = self.next()
+            if t.kind == "punct" and t.text == ")":
+                return names
+            if t.kind != "punct" or t.text != ",":
+                raise ParseError(f"expected ',' or ')' at offset {t.pos}")
+
+    @staticmethod
+    def read_attrs(toks: list[_Tok], into: dict[str, str]) -> None:
+        """Pick `key = @sym` and `key = "string"` pairs at the top level of an attribute dict."""
+        depth = 0
+        for j, t in enumerate(toks):
+            if t.kind == "punct" and t.text in _OPENERS:
+                depth += 1
+            elif t.kind == "punct" and t.text in _CLOSERS:
+                depth -= 1
+            elif (
+                depth == 0
+                and t.kind == "word"
+                and j + 2 < len(toks)
+                and toks[j + 1].text == "="
+                and toks[j + 2].kind in ("symbol", "string")
+            ):
+                value = toks[j + 2].text
+                value = value[1:] if value.startswith("@") else value
+                if value.startswith('"') and value.endswith('"') and len(value) >= 2:
+                    value = value[1:-1]
+                into.setdefault(t.text, value)
+
+    def skip_type(self) -> None:
+        """Skip the `: (..) -> ..` trailer up to what starts the next op or ends the region."""
+        depth = 0
+        while True:
+            t = self.peek()
+            if t is None:
+                return
+            if depth == 0 and (
+                t.kind in ("value", "string", "label") or (t.kind == "punct" and t.text == "}")
+            ):
+                return
+            self.i += 1
+            if t.kind != "punct":
+                continue
+            if t.text in _OPENERS:
+                depth += 1
+                if depth > MAX_BRACKET_DEPTH:
+                    raise ParseError("type nested too deeply")
+            elif t.text in _CLOSERS:
+                depth -= 1
+                if depth < 0:
+                    raise ParseError(f"unbalanced {t.text!r} at offset {t.pos}")
+
+    def block_header(self) -> list[str]:
+        """`^bb0(%a: type, %b: type):` -> ["%a", "%b"] (the label token is already consumed)."""
+        args: list[str] = []
+        if self.is_punct("("):
+            self.next()
+            while not self.is_punct(")"):
+                t = self.next()
+                if t.kind != "value" or "#" in t.text:
+                    raise ParseError(f"expected a block argument at offset {t.pos}")
+                self.count_value()
+                args.append(t.text)
+                self.expect(":")
+                depth = 0
+                while True:  # the argument's type (and maybe a loc(...))
+                    t = self.peek()
+                    if t is None:
+                        raise ParseError("unexpected end of text in a block header")
+                    if depth == 0 and t.kind == "punct" and t.text in (",", ")"):
+                        break
+                    self.i += 1
+                    if t.kind == "punct" and t.text in _OPENERS:
+                        depth += 1
+                        if depth > MAX_BRACKET_DEPTH:
+                            raise ParseError("type nested too deeply")
+                    elif t.kind == "punct" and t.text in _CLOSERS:
+                        depth -= 1
+                if self.is_punct(","):
+                    self.next()
+            self.expect(")")
+        self.expect(":")
+        return args
+
+    def op_head(self) -> Op:
+        results = self.results()
+        t = self.next()
+        if t.kind != "string":
+            raise ParseError(f"expected an op name at offset {t.pos}, found {t.text[:40]!r}")
+        self.n_ops += 1
+        if self.n_ops > MAX_OPS:
+            raise ParseError(f"more than {MAX_OPS} ops")
+        op = Op(name=t.text[1:-1], results=results, operands=self.operands())
+        if self.is_punct("["):
+            self.skip_balanced()  # successors
+        if self.is_punct("<") and self.is_punct("{", 1):
+            self.next()
+            self.read_attrs(self.skip_balanced(), op.attrs)
+            self.expect(">")
+        return op
+
+    def op_tail(self, op: Op) -> None:
+        if self.is_punct("{"):
+            self.read_attrs(self.skip_balanced(), op.attrs)
+        self.expect(":")
+        self.skip_type()
+
+    # -- the driver: an explicit stack of ops whose regions are being read -----------------
+    def module(self) -> Module:
+        top: list[Op] = []
+        # Each frame: the op whose regions we are inside; its last region's last block is where
+        # parsed ops go.
+        stack: list[Op] = []
+        while True:
+            t = self.peek()
+            if not stack:
+                if t is None:
+                    return Module(top)
+            elif t is None:
+                raise ParseError("unexpected end of text inside a region")
+            if not stack and t is not None and t.kind == "punct" and t.text == "{":
+                self.skip_balanced()  # a trailing `{-# dialect_resources ... #-}` section
+                continue
+            if stack and t is not None and t.kind == "punct" and t.text == "}":
+                self.next()  # end of a region
+                if self.is_punct(","):
+                    self.next()
+                    self.expect("{")
+                    stack[-1].regions.append([Block()])
+                    continue
+                self.expect(")")
+                op = stack.pop()
+                self.op_tail(op)
+                (stack[-1].regions[-1][-1].ops if stack else top).append(op)
+                continue
+            if stack and t is not None and t.kind == "label":
+                self.next()
+                region = stack[-1].regions[-1]
+                new = Block(args=self.block_header())
+                if len(region) == 1 and not region[0].ops and not region[0].args:
+                    region[0] = new  # the entry block's label
+                else:
+                    region.append(new)
+                continue
+            op = self.op_head()
+            if self.is_punct("(") and self.is_punct("{", 1):
+                self.next()
+                self.next()
+                op.regions.append([Block()])
+                stack.append(op)
+                if len(stack) > MAX_REGION_DEPTH:
+                    raise ParseError("regions nested too deeply")
+                continue
+            self.op_tail(op)
+            (stack[-1].regions[-1][-1].ops if stack else top).append(op)
+
+
+def parse_module(text: str) -> Module:
+    """Parse generic-op-form MLIR text. Raises ParseError (only) on anything unexpected."""
+    if not isinstance(text, str):
+        raise ParseError("the program text is not a string")
+    if len(text) > MAX_TEXT_CHARS:
+        raise ParseError(f"the program text is longer than {MAX_TEXT_CHARS} characters")
+    try:
+        module = _Parser(_tokenize(text)).module()
+    except (IndexError, RecursionError, MemoryError) as exc:  # defensive: never escape
+        raise ParseError(f"unreadable program ({type(exc).__name__})") from None
+    if not module.ops:
+        raise ParseError("the program text holds no op")
+    return module

@@ -1,0 +1,237 @@
+"""Stage A (UNTRUSTED): load a submission, trace it for the requirement report, export it.
+
+Runs inside the sandbox as `python -I trace.py JOB_DIR`, next to user code, so nothing it writes
+is believed by the grader without checking: the jaxpr summary only feeds learner messages and the
+exported programs are verified and executed by stage B. It must stay self-contained (stdlib,
+numpy, jax only): the sandbox shows it this one file, not the grader package.
+
+JOB_DIR/job.json:
+  {"entry_point": "solve", "source": "submission.py",
+   "signatures": [{"id": "s0", "args": [<pytree of {"shape": [..], "dtype": ".."}>, ...]}, ...]}
+Writes JOB_DIR/result.json and one JOB_DIR/<id>.jaxexport per signature.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+
+MAX_EQNS = 200_000
+MAX_MESSAGE = 4000
+
+
+def _write_result(job_dir: str, result: dict) -> None:
+    tmp = os.path.join(job_dir, "result.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(result, f)
+    os.replace(tmp, os.path.join(job_dir, "result.json"))
+
+
+def _short_traceback(exc: BaseException, filename: str) -> str:
+    """The traceback frames that belong to the submission, plus the error line."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    lines = traceback.format_list(frames[-8:]) if frames else []
+    lines += traceback.format_exception_only(type(exc), exc)
+    text = "".join(lines).strip()
+    return text[-MAX_MESSAGE:]
+
+
+def _to_spec_tree(node, jax, np):
+    if isinstance(node, dict) and set(node) == {"shape", "dtype"}:
+        return jax.ShapeDtypeStruct(tuple(int(d) for d in node["shape"]), np.dtype(node["dtype"]))
+    if isinstance(node, dict):
+        return {k: _to_spec_tree(v, jax, np) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_to_spec_tree(v, jax, np) for v in node]
+    raise ValueError(f"bad signature node {node!r}")
+
+
+def _policy_names(jax) -> list[tuple[str, object]]:
+    """(name, policy) for every policy jax ships, canonical names before their aliases."""
+    cp = jax.checkpoint_policies
+    preferred = [
+        "dots_saveable",
+        "dots_with_no_batch_dims_saveable",
+        "nothing_saveable",
+        "everything_saveable",
+    ]
+    names = preferred + sorted(n for n in dir(cp) if not n.startswith("_") and n not in preferred)
+    out = []
+    for n in names:
+        obj = getattr(cp, n, None)
+        if obj is not None and callable(obj):
+            out.append((n, obj))
+    return out
+
+
+def _name_policy(policy, policies) -> str:
+    if policy is None:
+        return "none"
+    for name, obj in policies:
+        if policy is obj:
+            return name
+    for name, obj in policies:
+        try:
+            if type(policy) is type(obj) and not callable(getattr(obj, "__code__", None)):
+                if policy == obj:
+                    return name
+        except Exception:
+            continue
+    return "custom"
+
+
+def _sub_jaxprs(value):
+    """Nested jaxprs held by one eqn param (Jaxpr, ClosedJaxpr, or sequences of them)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if hasattr(v, "eqns") and hasattr(v, "invars"):
+            yield v
+        elif hasattr(v, "jaxpr") and hasattr(getattr(v, "jaxpr"), "eqns"):
+            yield v.jaxpr
+        elif isinstance(v, (list, tuple)):
+            stack.extend(reversed(v))
+
+
+def summarize_jaxpr(jaxpr, checkpoint_prim, policies) -> dict:
+    """Plain-JSON summary of every eqn, recursing into nested jaxprs with an explicit stack."""
+    root: dict = {"eqns": []}
+    stack = [(jaxpr, root)]
+    count = 0
+    while stack:
+        jp, out = stack.pop()
+        for eqn in jp.eqns:
+            count += 1
+            if count > MAX_EQNS:
+                raise RuntimeError("the traced program is too large to summarize")
+            is_cp = eqn.primitive is checkpoint_prim
+            entry: dict = {
+                "primitive": str(eqn.primitive.name),
+                "checkpoint": is_cp,
+                "policy": None,
+                "differentiated": None,
+                "prevent_cse": None,
+                "jaxprs": [],
+            }
+            if is_cp:
+                entry["policy"] = _name_policy(eqn.params.get("policy"), policies)
+                entry["differentiated"] = bool(eqn.params.get("differentiated", False))
+                entry["prevent_cse"] = bool(eqn.params.get("prevent_cse", True))
+            for value in eqn.params.values():
+                for sub in _sub_jaxprs(value):
+                    child: dict = {"eqns": []}
+                    entry["jaxprs"].append(child)
+                    stack.append((sub, child))
+            out["eqns"].append(entry)
+    return root
+
+
+def main(job_dir: str) -> int:
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+    with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as f:
+        job = json.load(f)
+    source_name = job.get("source", "submission.py")
+    source_path = os.path.join(job_dir, source_name)
+    result: dict = {"status": "internal", "message": "", "timings": timings}
+
+    # Import everything we rely on BEFORE user code can patch it.
+    import jax
+    import numpy as np
+    from jax import export as jax_export
+
+    make_jaxpr = jax.make_jaxpr
+    jit = jax.jit
+    export_fn = jax_export.export
+    checkpoint_prim = jax.make_jaxpr(jax.checkpoint(lambda v: v))(np.float32(1)).eqns[0].primitive
+    policies = _policy_names(jax)
+    result["jax_version"] = jax.__version__
+    timings["import_jax"] = time.perf_counter() - t0
+
+    # 1. Load the submission.
+    with open(source_path, "rb") as f:
+        raw = f.read()
+    try:
+        source = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        result.update(status="compile_error", message=f"the file is not valid UTF-8 ({exc})")
+        _write_result(job_dir, result)
+        return 0
+    if not source.strip():
+        result.update(status="compile_error", message="the file is empty: define solve(params, x, y)")
+        _write_result(job_dir, result)
+        return 0
+    try:
+        code = compile(source, source_name, "exec")
+    except (SyntaxError, ValueError) as exc:
+        result.update(status="compile_error", message=_short_traceback(exc, source_name))
+        _write_result(job_dir, result)
+        return 0
+    module_globals: dict = {"__name__": "submission", "__file__": source_name}
+    t1 = time.perf_counter()
+    try:
+        exec(code, module_globals)
+    except BaseException as exc:  # SystemExit included: the submission ended its own import
+        result.update(
+            status="runtime_error",
+            message="importing your file failed:\n" + _short_traceback(exc, source_name),
+        )
+        _write_result(job_dir, result)
+        return 0
+    timings["load"] = time.perf_counter() - t1
+    entry = job.get("entry_point", "solve")
+    fn = module_globals.get(entry)
+    if not callable(fn):
+        result.update(
+            status="compile_error",
+            message=f"no function named {entry!r} is defined at the top level of your file",
+        )
+        _write_result(job_dir, result)
+        return 0
+
+    signatures = job["signatures"]
+    # 2. Trace for the requirement report (first signature is enough: structure only).
+    t2 = time.perf_counter()
+    try:
+        args = _to_spec_tree(signatures[0]["args"], jax, np)
+        closed = make_jaxpr(fn)(*args)
+        result["jaxpr"] = summarize_jaxpr(closed.jaxpr, checkpoint_prim, policies)
+    except BaseException as exc:
+        result.update(status="trace_error", message=_short_traceback(exc, source_name),
+                      error_type=type(exc).__name__)
+        _write_result(job_dir, result)
+        return 0
+    timings["trace"] = time.perf_counter() - t2
+
+    # 3. Export one program per input signature.
+    t3 = time.perf_counter()
+    exports = {}
+    for sig in signatures:
+        try:
+            args = _to_spec_tree(sig["args"], jax, np)
+            exported = export_fn(jit(fn))(*args)
+            blob = exported.serialize()
+        except BaseException as exc:
+            result.update(status="export_error", message=_short_traceback(exc, source_name),
+                          error_type=type(exc).__name__, signature=sig["id"])
+            _write_result(job_dir, result)
+            return 0
+        name = f"{sig['id']}.jaxexport"
+        with open(os.path.join(job_dir, name), "wb") as f:
+            f.write(bytes(blob))
+        exports[sig["id"]] = name
+    timings["export"] = time.perf_counter() - t3
+    result.update(status="ok", exports=exports)
+    _write_result(job_dir, result)
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown (jax's atexit work): the result is already on disk.
+    os._exit(code)

@@ -1,0 +1,98 @@
+"""grader.compare: decoding stage B's tagged JSON and comparing with the reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from grader.compare import DecodeError, compare, decode_output
+
+EXPECTED = {"loss": 0.5, "grads": {"w": [[1.0, 2.0]], "b": [0.0]}}
+
+
+def arr(values, dtype="float32"):
+    a = np.asarray(values, dtype=dtype)
+    return {"t": "array", "dtype": dtype, "shape": list(a.shape), "data": a.reshape(-1).tolist()}
+
+
+def tagged(loss=0.5, w=((1.0, 2.0),), b=(0.0,), dtype="float32"):
+    return {
+        "t": "dict",
+        "v": {
+            "loss": arr(loss, dtype),
+            "grads": {"t": "dict", "v": {"w": arr([list(r) for r in w], dtype), "b": arr(list(b), dtype)}},
+        },
+    }
+
+
+def check(node, **kw):
+    return compare(EXPECTED, decode_output(node), rtol=1e-4, atol=1e-5, **kw)
+
+
+def test_exact_match_passes() -> None:
+    c = check(tagged())
+    assert c.passed and c.max_abs_error == 0.0
+
+
+def test_within_tolerance_passes_and_outside_fails() -> None:
+    assert check(tagged(w=((1.0 + 5e-5, 2.0),))).passed
+    c = check(tagged(w=((1.5, 2.0),)))
+    assert not c.passed
+    assert "grads.w[0, 0]" in c.message and "1.5" in c.message
+    assert c.max_abs_error == pytest.approx(0.5)
+
+
+def test_missing_and_extra_keys_are_named() -> None:
+    node = tagged()
+    del node["v"]["grads"]["v"]["b"]
+    node["v"]["grads"]["v"]["c"] = arr([1.0])
+    c = check(node)
+    assert not c.passed
+    assert "missing key 'grads.b'" in c.message and "unexpected key 'grads.c'" in c.message
+
+
+def test_wrong_dtype_and_shape() -> None:
+    assert "dtype float64" in check(tagged(dtype="float64")).message
+    node = tagged()
+    node["v"]["loss"] = arr([0.5])
+    assert "shape (1,), expected ()" in check(node).message
+
+
+def test_non_finite_values_fail() -> None:
+    node = tagged()
+    node["v"]["loss"] = {"t": "array", "dtype": "float32", "shape": [], "data": ["nan"]}
+    assert "NaN" in check(node).message
+    node["v"]["loss"]["data"] = ["inf"]
+    assert "infinity" in check(node).message
+
+
+def test_result_not_a_dict() -> None:
+    c = compare(EXPECTED, decode_output({"t": "list", "v": [arr(1.0)]}), rtol=0, atol=0)
+    assert not c.passed and "should be a dict" in c.message
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        [],
+        {"t": "array", "dtype": "float32", "shape": [2], "data": [1.0]},
+        {"t": "array", "dtype": "float32", "shape": [-1], "data": []},
+        {"t": "array", "dtype": "nonsense", "shape": [1], "data": [1.0]},
+        {"t": "array", "dtype": "float32", "shape": [1], "data": ["rm -rf"]},
+        {"t": "dict", "v": []},
+        {"t": "pickle", "v": "x"},
+        {"t": "array", "dtype": "float32", "shape": [10**7], "data": []},
+    ],
+)
+def test_malformed_outputs_are_rejected(bad) -> None:
+    with pytest.raises(DecodeError):
+        decode_output(bad)
+
+
+def test_deep_nesting_is_rejected() -> None:
+    node: dict = arr(1.0)
+    for _ in range(100):
+        node = {"t": "list", "v": [node]}
+    with pytest.raises(DecodeError):
+        decode_output(node)

@@ -1,0 +1,190 @@
+"""Golden tests for every report format: text, Markdown and Gradescope JSON.
+
+The reports are built by hand (fixed timings, fixed versions), so the renderers' output is pinned
+byte for byte. After an intended change, regenerate with `JAXJUDGE_UPDATE_GOLDEN=1 pytest
+tests/test_render.py` and review the diff of tests/golden/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from grader import render
+from grader.report import Report, RequirementResult, Verdict
+from grader.report import TestDetails as TDetails
+from grader.report import TestResult as TResult  # aliased: pytest would try to collect Test*
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("JAXJUDGE_UPDATE_GOLDEN") == "1"
+VERSIONS = {"jax": "0.10.2", "grader": "0.1.0", "python": "3.11.7"}
+
+
+def _req(name: str, level: str, passed: bool, message: str, share: float) -> RequirementResult:
+    return RequirementResult(
+        name=name, level=level, passed=passed, message=message,  # type: ignore[arg-type]
+        score=share if passed else 0.0, max_score=share,
+    )
+
+
+def accepted() -> Report:
+    tests = [
+        TResult(name="example-1", visible=True, verdict=Verdict.ACCEPTED, max_abs_error=3.2e-8,
+                   score=5.0, max_score=5.0,
+                   details=TDetails(inputs={"x": [[1.0]]}, expected=1.0, got=1.0)),
+        TResult(name="example-2", visible=True, verdict=Verdict.ACCEPTED, max_abs_error=0.0,
+                   score=5.0, max_score=5.0),
+        *[
+            TResult(name=f"hidden-{i}", visible=False, verdict=Verdict.ACCEPTED,
+                       max_abs_error=1e-7, score=20.0, max_score=20.0)
+            for i in (1, 2, 3)
+        ],
+    ]
+    return Report(
+        verdict=Verdict.ACCEPTED, problem="rematerialized-mlp-block", mode="submit",
+        message="All 5 tests pass and every requirement holds.", tests=tests,
+        requirements=[
+            _req("differentiated-checkpoint", "spec", True, "found checkpoint(dots_saveable)", 15),
+            _req("tanh-rematerialized", "program", True, "tanh recomputed in the backward pass",
+                 15),
+        ],
+        score=100.0, max_score=100.0, timings={"trace": 2.5, "execute": 1.25, "total": 4.0},
+        output="", versions=VERSIONS,
+    )
+
+
+def wrong_answer_hidden() -> Report:
+    """Partial credit with thirds: the scores must not print as 13.333333."""
+    third = 60 / 3
+    tests = [
+        TResult(name="example-1", visible=True, verdict=Verdict.ACCEPTED, score=10.0,
+                   max_score=10.0, max_abs_error=0.0),
+        TResult(name="hidden-1", visible=False, verdict=Verdict.ACCEPTED, score=third,
+                   max_score=third),
+        TResult(name="hidden-2", visible=False, verdict=Verdict.WRONG_ANSWER,
+                   message="grads.w1 differs by 0.5 (tolerance 1e-05)", max_abs_error=0.5,
+                   score=0.0, max_score=third),
+        TResult(name="hidden-3", visible=False, verdict=Verdict.WRONG_ANSWER,
+                   message="loss | grads differ", score=0.0, max_score=third),
+    ]
+    return Report(
+        verdict=Verdict.WRONG_ANSWER, problem="rematerialized-mlp-block", mode="submit",
+        message="2 of 4 tests give wrong results. First failing test hidden-2 is hidden: "
+                "grads.w1 differs by 0.5 (tolerance 1e-05)",
+        tests=tests,
+        requirements=[
+            _req("differentiated-checkpoint", "spec", False,
+                 "no jax.checkpoint region with policy dots_saveable", 10.0),
+            _req("tanh-rematerialized", "program", True, "", 10.0),
+            _req("no-custom-calls", "program", True, "ok", 10.0),
+        ],
+        score=10.0 + third + 20.0, max_score=100.0,
+        timings={"trace": 3.0, "execute": 2.0},
+        output="step 1\nloss = 0.25 | `debug` ```\n", versions=VERSIONS,
+    )
+
+
+def compile_error_run() -> Report:
+    return Report(
+        verdict=Verdict.COMPILE_ERROR, problem="rematerialized-mlp-block", mode="run",
+        message="SyntaxError: invalid syntax (submission.py, line 3)",
+        tests=[
+            TResult(name="example-1", visible=True, verdict=Verdict.SKIPPED,
+                       message="not run: compile_error", score=0.0, max_score=10.0),
+        ],
+        requirements=[
+            RequirementResult(name="differentiated-checkpoint", level="spec", passed=False,
+                              message="not checked: grading stopped earlier (compile_error)",
+                              score=0.0, max_score=30.0),
+        ],
+        score=0.0, max_score=40.0, timings={}, output="  File \"submission.py\", line 3\n",
+        versions=VERSIONS,
+    )
+
+
+CASES = {
+    "accepted": accepted,
+    "wrong_answer": wrong_answer_hidden,
+    "compile_error": compile_error_run,
+}
+
+
+def _check(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if UPDATE:
+        path.write_text(text, encoding="utf-8")
+    assert path.is_file(), f"missing golden file {path}: run with JAXJUDGE_UPDATE_GOLDEN=1"
+    assert text == path.read_text(encoding="utf-8"), f"{name} differs from its golden file"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_text_matches_golden(case: str) -> None:
+    _check(f"{case}.txt", render.to_text(CASES[case]()))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_markdown_matches_golden(case: str) -> None:
+    _check(f"{case}.md", render.to_markdown(CASES[case]()))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_gradescope_matches_golden(case: str) -> None:
+    data = render.to_gradescope(CASES[case]())
+    _check(f"{case}.gradescope.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def test_gradescope_problem_set_matches_golden() -> None:
+    reports = {
+        "b-problem": wrong_answer_hidden().model_copy(update={"problem": "b-problem"}),
+        "a-problem": accepted().model_copy(update={"problem": "a-problem"}),
+    }
+    data = render.to_gradescope_set(reports)
+    assert data["score"] == 150.0
+    assert [t["name"] for t in data["tests"]][:1] == ["a-problem: test example-1"]
+    _check("problem_set.gradescope.json", json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def test_gradescope_follows_the_results_format() -> None:
+    """The fields and values Gradescope's autograder specification allows, whatever the golden."""
+    for make in CASES.values():
+        report = make()
+        data = render.to_gradescope(report)
+        assert data["score"] == pytest.approx(report.score, abs=1e-3)
+        assert len(data["tests"]) == len(report.tests) + len(report.requirements)
+        assert sum(t["max_score"] for t in data["tests"]) == pytest.approx(report.max_score,
+                                                                          abs=1e-3)
+        for t in data["tests"]:
+            assert set(t) <= {"name", "score", "max_score", "status", "output", "visibility",
+                              "tags", "number", "output_format", "name_format", "extra_data"}
+            assert t["status"] in ("passed", "failed")
+            assert t["visibility"] in ("visible", "after_published")
+            assert 0 <= t["score"] <= t["max_score"]
+        json.dumps(data, allow_nan=False)  # Gradescope rejects NaN/Infinity
+
+
+def test_hidden_tests_never_leak_inputs_and_can_be_fully_hidden() -> None:
+    report = accepted()
+    report.tests[2].details = TDetails(inputs={"secret": [42.0]}, expected=7.0)
+    data = render.to_gradescope(report, hidden_visibility="hidden")
+    hidden = [t for t in data["tests"] if "hidden" in t["tags"][0]]
+    assert len(hidden) == 3 and all(t["visibility"] == "hidden" for t in hidden)
+    for text in (json.dumps(data), render.to_text(report), render.to_markdown(report)):
+        assert "secret" not in text and "42.0" not in text
+
+
+def test_markdown_output_cannot_escape_its_fence() -> None:
+    report = compile_error_run()
+    report.output = "````\n# injected heading\n````"
+    md = render.to_markdown(report)
+    assert "`````text\n````\n# injected heading\n````\n`````" in md
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(70.0, "70"), (46.666666, "46.67"), (0.5, "0.5"), (0.0, "0"), (20.004, "20")],
+)
+def test_points_format(value: float, text: str) -> None:
+    assert render.fmt_points(value) == text

@@ -1,0 +1,50 @@
+"""The sample-submission suite: every problem's sample submissions get their expected verdicts.
+
+Like DMOJ's testsuite: problems/<id>/submissions/expected.toml names each file's verdict (and,
+for requirement failures, which requirements fail). CI runs this on the oldest and the newest
+supported JAX.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from grader import Verdict, grade, list_problems
+
+CASES = []
+for _problem in list_problems():
+    _expected_file = _problem.submissions_dir / "expected.toml"
+    if not _expected_file.is_file():
+        continue
+    _table = tomllib.loads(_expected_file.read_text(encoding="utf-8")).get("files", {})
+    for _name, _spec in sorted(_table.items()):
+        CASES.append(pytest.param(_problem, _name, _spec, id=f"{_problem.id}/{_name}"))
+
+
+def test_every_problem_has_samples() -> None:
+    assert CASES, "no sample submissions found"
+
+
+@pytest.mark.parametrize(("problem", "name", "spec"), CASES)
+def test_sample_submission(problem, name: str, spec: dict) -> None:
+    path: Path = problem.submissions_dir / name
+    report = grade(problem, path.read_bytes(), spec.get("mode", "submit"), filename=name)
+    expected = Verdict(spec["verdict"])
+    assert report.verdict is expected, (
+        f"{name}: expected {expected.value}, got {report.verdict.value}: {report.message}\n"
+        + "\n".join(f"  {r.name}: {r.passed} {r.message}" for r in report.requirements)
+    )
+    assert report.message.strip(), "every verdict needs a message a learner can act on"
+    failed = sorted(r.name for r in report.requirements if not r.passed)
+    if "failed" in spec:
+        assert failed == sorted(spec["failed"]), f"{name}: failed requirements {failed}"
+    if expected is Verdict.ACCEPTED:
+        assert report.score == report.max_score > 0
+        assert all(t.verdict is Verdict.ACCEPTED for t in report.tests)
+    else:
+        assert report.score < report.max_score
+    # Hidden tests never leak inputs or outputs.
+    assert all(t.details is None for t in report.tests if not t.visible)
