@@ -19,7 +19,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from app.store import Store
-from grader.report import Report, Verdict
+from grader import Report, Verdict, grade
 
 log = logging.getLogger("jaxjudge.queue")
 
@@ -38,8 +38,6 @@ class QueueFull(Exception):
 
 
 def _grade(problem_id: str, source: bytes, mode: str) -> Report:
-    from grader import grade
-
     return grade(problem_id, source, mode)  # type: ignore[arg-type]
 
 

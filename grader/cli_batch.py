@@ -59,7 +59,10 @@ def summary_table(result: BatchResult) -> Table:
     for verdict, count in result.verdict_counts().items():
         style = _VERDICT_STYLE.get(verdict, "")
         table.add_row(f"[{style}]{verdict}[/]" if style else verdict, str(count))
-    table.caption = f"graded now: {len(result.graded)}, reused: {len(result.reused)}"
+    missing = sum(1 for e in result.entries if e.path is None)
+    table.caption = f"graded now: {len(result.graded)}, reused: {len(result.reused)}" + (
+        f", nothing to grade: {missing}" if missing else ""
+    )
     return table
 
 

@@ -134,7 +134,7 @@ def _read_json(path: Path, limit: int = MAX_RESULT_BYTES) -> dict[str, Any] | No
         return None
     try:
         obj = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
 

@@ -26,7 +26,7 @@ from grader.rules import ProgramInfo, RuleOutcome
 from grader.rules.stablehlo import Block, Module, Op, ParseError, parse_module
 
 MAX_PROGRAMS = 64
-MAX_INLINED_OPS = 400_000
+MAX_INLINED_OPS = 200_000
 MAX_CALL_DEPTH = 32
 
 # Ops whose result *is* operand 0 (re-laid-out, re-typed or re-rounded but the same values).
@@ -202,12 +202,14 @@ def _build_graph(module: Module, activation: str) -> _Graph:
 
 
 def _display(path: str) -> str:
-    """"params.w1" -> "params['w1']" (how a learner writes it)."""
+    """Turn "params.w1" into "params['w1']", as a learner writes it."""
     head, *keys = path.split(".")
     return head + "".join(f"[{k!r}]" for k in keys)
 
 
-def analyze_program(program: ProgramInfo, *, activation: str, product: Sequence[str]) -> ProgramFinding:
+def analyze_program(
+    program: ProgramInfo, *, activation: str, product: Sequence[str]
+) -> ProgramFinding:
     """Classify one program. Never raises on hostile input: returns kind "parse_error"."""
     sig = program.signature if isinstance(program.signature, str) else "?"
     act = activation if "." in activation else f"stablehlo.{activation}"
@@ -217,8 +219,15 @@ def analyze_program(program: ProgramInfo, *, activation: str, product: Sequence[
         graph = _build_graph(parse_module(program.text), act)
     except ParseError as exc:
         return ProgramFinding(sig, "parse_error", detail=str(exc))
-    except (RecursionError, MemoryError) as exc:  # defensive: the caps should prevent these
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError, MemoryError) as exc:
+        # Defensive: the caps and checks above should make these unreachable.
         return ProgramFinding(sig, "parse_error", detail=type(exc).__name__)
+    if len(graph.main_args) != len(program.args):
+        detail = (
+            f"main has {len(graph.main_args)} arguments but {len(program.args)} input paths "
+            "were given"
+        )
+        return ProgramFinding(sig, "parse_error", detail=detail)
     a_path, b_path = product[0], product[1]
     seeds_a = [n for n, p in zip(graph.main_args, program.args, strict=False) if p == a_path]
     seeds_b = [n for n, p in zip(graph.main_args, program.args, strict=False) if p == b_path]
@@ -250,8 +259,8 @@ def _message(f: ProgramFinding, *, activation: str, product: Sequence[str]) -> s
     act = activation.removeprefix("stablehlo.")
     prod = f"{_display(product[0])} @ {_display(product[1])}"
     fix = (
-        f"wrap the block in jax.checkpoint(..., policy=jax.checkpoint_policies.dots_saveable) "
-        f"inside the function you pass to jax.grad/jax.value_and_grad"
+        "wrap the block in jax.checkpoint(..., policy=jax.checkpoint_policies.dots_saveable) "
+        "inside the function you pass to jax.grad/jax.value_and_grad"
     )
     if f.kind == "ok":
         return (

@@ -15,9 +15,12 @@ violation raises `ParseError` with a short reason.
 from __future__ import annotations
 
 import re
+from collections import deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-MAX_TEXT_CHARS = 4_000_000
+MAX_TEXT_CHARS = 2_000_000
+MAX_ATTR_TOKENS = 4096  # tokens of one attribute dict kept for reading sym_name/callee
 MAX_OPS = 200_000
 MAX_VALUES = 1_000_000
 MAX_REGION_DEPTH = 128
@@ -81,26 +84,44 @@ _TOKEN_RE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class _Tok:
+class _Tok(NamedTuple):
     kind: str
     text: str
     pos: int
 
 
-def _tokenize(text: str) -> list[_Tok]:
-    toks: list[_Tok] = []
-    pos = 0
-    n = len(text)
-    while pos < n:
-        m = _TOKEN_RE.match(text, pos)
-        if m is None:
-            raise ParseError(f"unexpected character {text[pos]!r} at offset {pos}")
-        kind = m.lastgroup or "word"
-        if kind != "ws":
-            toks.append(_Tok(kind, m.group(), pos))
-        pos = m.end()
-    return toks
+class _Lexer:
+    """Tokens on demand (a small lookahead buffer), so memory does not grow with the text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.buffer: deque[_Tok] = deque()
+
+    def _scan(self) -> _Tok | None:
+        text = self.text
+        while self.pos < len(text):
+            m = _TOKEN_RE.match(text, self.pos)
+            if m is None:
+                raise ParseError(f"unexpected character {text[self.pos]!r} at offset {self.pos}")
+            start, self.pos = self.pos, m.end()
+            kind = m.lastgroup or "word"
+            if kind != "ws":
+                return _Tok(kind, m.group(), start)
+        return None
+
+    def peek(self, k: int = 0) -> _Tok | None:
+        while len(self.buffer) <= k:
+            t = self._scan()
+            if t is None:
+                return None
+            self.buffer.append(t)
+        return self.buffer[k]
+
+    def next(self) -> _Tok | None:
+        if self.buffer:
+            return self.buffer.popleft()
+        return self._scan()
 
 
 _OPENERS = {"(": ")", "[": "]", "{": "}", "<": ">"}
@@ -108,26 +129,23 @@ _CLOSERS = {")", "]", "}", ">"}
 
 
 class _Parser:
-    def __init__(self, toks: list[_Tok]) -> None:
-        self.toks = toks
-        self.i = 0
+    def __init__(self, text: str) -> None:
+        self.lexer = _Lexer(text)
         self.n_ops = 0
         self.n_values = 0
 
     # -- token helpers ---------------------------------------------------------------------
     def peek(self, k: int = 0) -> _Tok | None:
-        j = self.i + k
-        return self.toks[j] if j < len(self.toks) else None
+        return self.lexer.peek(k)
 
     def is_punct(self, text: str, k: int = 0) -> bool:
         t = self.peek(k)
         return t is not None and t.kind == "punct" and t.text == text
 
     def next(self) -> _Tok:
-        t = self.peek()
+        t = self.lexer.next()
         if t is None:
             raise ParseError("unexpected end of text")
-        self.i += 1
         return t
 
     def expect(self, text: str) -> _Tok:
@@ -142,9 +160,11 @@ class _Parser:
         if start.kind != "punct" or start.text not in _OPENERS:
             raise ParseError(f"expected a bracket at offset {start.pos}")
         stack = [_OPENERS[start.text]]
-        begin = self.i
+        inside: list[_Tok] = []
         while stack:
             t = self.next()
+            if len(inside) < MAX_ATTR_TOKENS:
+                inside.append(t)
             if t.kind != "punct":
                 continue
             if t.text in _OPENERS and not (t.text == "<" and start.text != "<"):
@@ -155,7 +175,7 @@ class _Parser:
                 if t.text != stack[-1]:
                     raise ParseError(f"unbalanced {t.text!r} at offset {t.pos}")
                 stack.pop()
-        return self.toks[begin : self.i - 1]
+        return inside[:-1] if not stack and inside and inside[-1] is t else inside
 
     def count_value(self, k: int = 1) -> None:
         self.n_values += k
@@ -175,7 +195,8 @@ class _Parser:
             if self.is_punct(":"):
                 self.next()
                 num = self.next()
-                if num.kind != "word" or not num.text.isdigit() or len(num.text) > 7:
+                digits = num.kind == "word" and num.text.isascii() and num.text.isdigit()
+                if not digits or len(num.text) > 7:
                     raise ParseError(f"bad result count at offset {num.pos}")
                 count = int(num.text)
                 self.count_value(count)
@@ -239,7 +260,7 @@ class _Parser:
                 t.kind in ("value", "string", "label") or (t.kind == "punct" and t.text == "}")
             ):
                 return
-            self.i += 1
+            self.next()
             if t.kind != "punct":
                 continue
             if t.text in _OPENERS:
@@ -270,7 +291,7 @@ class _Parser:
                         raise ParseError("unexpected end of text in a block header")
                     if depth == 0 and t.kind == "punct" and t.text in (",", ")"):
                         break
-                    self.i += 1
+                    self.next()
                     if t.kind == "punct" and t.text in _OPENERS:
                         depth += 1
                         if depth > MAX_BRACKET_DEPTH:
@@ -363,8 +384,10 @@ def parse_module(text: str) -> Module:
     if len(text) > MAX_TEXT_CHARS:
         raise ParseError(f"the program text is longer than {MAX_TEXT_CHARS} characters")
     try:
-        module = _Parser(_tokenize(text)).module()
-    except (IndexError, RecursionError, MemoryError) as exc:  # defensive: never escape
+        module = _Parser(text).module()
+    except ParseError:
+        raise
+    except (ValueError, IndexError, RecursionError, MemoryError) as exc:  # defensive: never escape
         raise ParseError(f"unreadable program ({type(exc).__name__})") from None
     if not module.ops:
         raise ParseError("the program text holds no op")

@@ -33,8 +33,8 @@ from typing import Any
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import numpy as np
 
 SEED = 20240611
 HERE = Path(__file__).resolve().parent
@@ -45,7 +45,7 @@ CHECK_RTOL = 1e-6
 CHECK_ATOL = 1e-6
 # A case is accepted only if the float32 reference is this fraction of the grading tolerance
 # away from the float64 truth, leaving room for other (correct) float32 operation orders.
-CONDITIONING_MARGIN = 0.1
+CONDITIONING_MARGIN = 0.25
 
 Arrays = dict[str, np.ndarray]
 Builder = Callable[[np.random.RandomState, int, int, int], tuple[Arrays, np.ndarray, np.ndarray]]
@@ -273,13 +273,15 @@ def _zero_w2(rs, b, d, h):
 
 
 def _constant_target(rs, b, d, h):
-    return _params(rs, d, h), rs.normal(0, 1, (b, d)), np.full((b, d), -50.0)
+    return _params(rs, d, h, 0.5), rs.normal(0, 1, (b, d)), np.full((b, d), -50.0)
 
 
 # (shape, builder, note) for hidden-01.. in order. Reordering changes every later case.
 HIDDEN: list[tuple[tuple[int, int, int], Builder, str]] = [
-    *[(c, _normal(0.8), f"corner B={c[0]}, D={c[1]}, H={c[2]}: random normal values")
-      for c in CORNERS],
+    *[
+        (c, _normal(0.8), f"corner B={c[0]}, D={c[1]}, H={c[2]}: random normal values")
+        for c in CORNERS
+    ],
     ((1, 2, 3), _uniform(-2, 2), "shape of example 1, fresh uniform values in [-2, 2]"),
     ((2, 2, 2), _uniform(-2, 2), "shape of example 2, fresh uniform values in [-2, 2]"),
     ((3, 2, 2), _uniform(-2, 2), "shape of example 3, fresh uniform values in [-2, 2]"),
@@ -312,7 +314,7 @@ HIDDEN: list[tuple[tuple[int, int, int], Builder, str]] = [
     ((2, 2, 2), _duplicate_rows, "identical batch rows: the mean must divide by B*D"),
     ((4, 2, 5), _outlier_row, "one batch row ~50, the others ~0.1"),
     ((1, 4, 5), _zero_w2, "W2 = 0: the hidden layer does not reach out; w1/b1 gradients 0"),
-    ((2, 3, 4), _uniform(-3, 3), "every value uniform in [-3, 3]"),
+    ((2, 3, 4), _uniform(-1.5, 1.5), "every value uniform in [-1.5, 1.5]"),
     ((4, 4, 5), _normal(1.0), "largest shape, random normal values"),
     ((1, 2, 2), _constant_target, "y = -50 everywhere: a large constant error"),
 ]
@@ -384,8 +386,16 @@ def build_cases() -> dict[str, Any]:
     rs = np.random.RandomState(SEED)
     raw: list[tuple[str, bool, dict[str, np.ndarray], np.ndarray, np.ndarray, str]] = []
     for i, ex in enumerate(EXAMPLES, 1):
-        raw.append((f"example-{i}", True, _f32_tree(ex["params"]), _f32(ex["x"]), _f32(ex["y"]),
-                    ex["note"]))
+        raw.append(
+            (
+                f"example-{i}",
+                True,
+                _f32_tree(ex["params"]),
+                _f32(ex["x"]),
+                _f32(ex["y"]),
+                ex["note"],
+            )
+        )
     for i, ((b, d, h), build, note) in enumerate(HIDDEN, 1):
         p, x, y = build(rs, b, d, h)
         raw.append((f"hidden-{i:02d}", False, _f32_tree(p), _f32(x), _f32(y), note))
@@ -399,17 +409,19 @@ def build_cases() -> dict[str, Any]:
             "grads": {k: _to_json(got["grads"][k]) for k in ("w1", "b1", "w2", "b2")},
         }
         _check_conditioning(name, expected, loss_and_grads64(p, x, y), rtol, atol)
-        cases.append({
-            "name": name,
-            "visible": visible,
-            "inputs": {
-                "params": {k: _to_json(v) for k, v in p.items()},
-                "x": _to_json(x),
-                "y": _to_json(y),
-            },
-            "expected": expected,
-            "note": note,
-        })
+        cases.append(
+            {
+                "name": name,
+                "visible": visible,
+                "inputs": {
+                    "params": {k: _to_json(v) for k, v in p.items()},
+                    "x": _to_json(x),
+                    "y": _to_json(y),
+                },
+                "expected": expected,
+                "note": note,
+            }
+        )
     return {"generator": GENERATOR, "seed": SEED, "cases": cases}
 
 
@@ -422,8 +434,10 @@ def _check_conditioning(
         limit = CONDITIONING_MARGIN * (atol + rtol * np.abs(t))
         if np.any(np.abs(a - t) > limit):
             worst = float(np.max(np.abs(a - t) - limit))
-            raise SystemExit(f"{name}: {leaf} float32 reference is {worst:.3g} beyond the "
-                             "conditioning margin: the case is too close to a rounding edge")
+            raise SystemExit(
+                f"{name}: {leaf} float32 reference is {worst:.3g} beyond the "
+                "conditioning margin: the case is too close to a rounding edge"
+            )
 
 
 def dumps(data: dict[str, Any]) -> str:
@@ -463,8 +477,9 @@ def compare(fresh: dict[str, Any], stored: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="regenerate in memory and fail if cases.json differs")
+    parser.add_argument(
+        "--check", action="store_true", help="regenerate in memory and fail if cases.json differs"
+    )
     args = parser.parse_args(argv)
     fresh = build_cases()
     if args.check:

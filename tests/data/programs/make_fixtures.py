@@ -79,8 +79,8 @@ def no_tanh_block(p: Params, x: jax.Array) -> jax.Array:
 
 
 def decoy_block(p: Params, x: jax.Array) -> jax.Array:
-    """An unrelated checkpointed tanh (of x itself) next to an unchecked block."""
-    extra = jax.checkpoint(lambda z: jnp.tanh(z) * 1e-3, policy=cp.dots_saveable)(x)
+    """An unrelated checkpointed (and differentiated) tanh next to an unchecked block."""
+    extra = jax.checkpoint(lambda z: jnp.tanh(z) * 1e-3, policy=cp.dots_saveable)(p["b2"])
     return block(p, x) + extra
 
 
@@ -112,6 +112,33 @@ def scan_block(p: Params, x: jax.Array) -> jax.Array:
     return out
 
 
+def no_matmul_block(p: Params, x: jax.Array) -> jax.Array:
+    """x·W1 without a dot_general: an elementwise product and a sum."""
+    pre = jnp.sum(x[:, :, None] * p["w1"][None, :, :], axis=1) + p["b1"]
+    return x + jnp.tanh(pre) @ p["w2"] + p["b2"]
+
+
+def tanh_formula_block(p: Params, x: jax.Array) -> jax.Array:
+    """tanh spelled out with exp: there is no tanh op to rematerialize."""
+    z = x @ p["w1"] + p["b1"]
+    e = jnp.exp(-2.0 * z)
+    return x + ((1.0 - e) / (1.0 + e)) @ p["w2"] + p["b2"]
+
+
+def transposed_block(p: Params, x: jax.Array) -> jax.Array:
+    """x·W1 as (W1ᵀ·xᵀ)ᵀ: the product's operands come in the other order."""
+    h = jnp.tanh((p["w1"].T @ x.T).T + p["b1"])
+    return x + h @ p["w2"] + p["b2"]
+
+
+def double_tanh_block(p: Params, x: jax.Array) -> jax.Array:
+    """Two forward tanh of one product, no checkpoint: the dataflow signal alone is fooled
+    (the spec-level rule catches this one)."""
+    z = x @ p["w1"] + p["b1"]
+    h = 0.5 * (jnp.tanh(z) + jnp.tanh(z + 0.0))
+    return x + h @ p["w2"] + p["b2"]
+
+
 def ckpt(policy: Any, **kw: Any) -> Callable[[Params, jax.Array], jax.Array]:
     return jax.checkpoint(block, policy=policy, **kw)
 
@@ -126,6 +153,8 @@ CASES: dict[str, Solve] = {
     "inner_jit": with_block(inner_jit_block),
     "inner_jit_matmul": with_block(inner_jit_matmul_block),
     "scan": with_block(scan_block),
+    "transposed_matmul": with_block(jax.checkpoint(transposed_block, policy=cp.dots_saveable)),
+    "double_tanh_no_checkpoint": with_block(double_tanh_block),
     "nothing_saveable": with_block(ckpt(cp.nothing_saveable)),
     "no_policy": with_block(jax.checkpoint(block)),
     "everything_saveable": with_block(ckpt(cp.everything_saveable)),
@@ -133,6 +162,8 @@ CASES: dict[str, Solve] = {
     "checkpoint_outside_grad": outside,
     "checkpoint_without_tanh": with_block(no_tanh_block),
     "decoy": with_block(decoy_block),
+    "no_matmul": with_block(jax.checkpoint(no_matmul_block, policy=cp.dots_saveable)),
+    "tanh_formula": with_block(jax.checkpoint(tanh_formula_block, policy=cp.dots_saveable)),
 }
 
 

@@ -1,0 +1,56 @@
+"""The `jaxjudge` console script: the grader's CLI plus `jaxjudge serve` (the HTTP service)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from grader.cli import cli
+
+__all__ = ["cli", "main"]
+
+
+@cli.command("serve")
+def serve_cmd(
+    host: Annotated[str | None, typer.Option(help="Bind address [JAXJUDGE_HOST].")] = None,
+    port: Annotated[int | None, typer.Option(help="Port [JAXJUDGE_PORT].")] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="Concurrent grades [JAXJUDGE_WORKERS].")
+    ] = None,
+) -> None:
+    """Run the HTTP service (settings from JAXJUDGE_* variables; options override them)."""
+    import uvicorn
+
+    from app.core.config import Settings
+    from app.main import create_app
+
+    overrides = {"host": host, "port": port, "workers": workers}
+    try:
+        settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        lines = [f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+        typer.echo("error: invalid settings:\n" + "\n".join(lines), err=True)
+        raise typer.Exit(2) from exc
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger().setLevel(settings.log_level.upper())
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        # One process: the worker pool and the queue live in it.
+        workers=1,
+    )  # exits with status 3 if start-up fails (e.g. sandbox_require not met)
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""The app factory: `create_app(settings)` wires routers, error handlers and the worker pool.
+
+Run it with `jaxjudge serve`, or `uvicorn --factory app.main:create_app` (settings from the
+JAXJUDGE_* environment).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api.deps import AuthDep
+from app.api.errors import error_response, install_error_handlers
+from app.api.routes import problems, submissions, system
+from app.core.config import Settings
+from app.core.ratelimit import RateLimiter
+from app.queue import GradingQueue
+from app.store import Store
+from grader import protections
+
+log = logging.getLogger("jaxjudge.app")
+
+API_VERSION = "v1"
+
+
+class SandboxUnavailable(RuntimeError):
+    """sandbox_require is set but some sandbox protection is not active on this machine."""
+
+
+class BodySizeLimit:
+    """Answer 413 for a request body larger than `max_bytes` before anyone parses it, so a
+    huge upload costs neither memory nor JSON-decoding time. Works with and without
+    Content-Length."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_big = error_response(
+            413, f"the request body is larger than {self.max_bytes} bytes"
+        )
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = 0
+                if declared > self.max_bytes:
+                    await too_big(scope, receive, send)
+                    return
+        seen = 0
+        exceeded = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen, exceeded
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    exceeded = True
+                    return {"type": "http.disconnect"}
+            return message
+
+        started = False
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if exceeded:
+                # The app saw a disconnect; replace whatever it answers with the 413.
+                if message["type"] == "http.response.start" and not started:
+                    started = True
+                    await too_big(scope, receive, send)
+                return
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        await self.app(scope, limited_receive, guarded_send)
+
+
+def _check_sandbox(settings: Settings) -> dict[str, dict[str, object]]:
+    layers = protections()
+    if settings.sandbox_require:
+        missing = sorted(name for name, info in layers.items() if not info.get("active"))
+        if missing:
+            raise SandboxUnavailable(
+                "sandbox_require is set but these protections are not active: "
+                + ", ".join(f"{m} ({layers[m].get('detail', '')})" for m in missing)
+            )
+    return layers
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Open the store, re-queue unfinished submissions, run the pool; stop it on shutdown."""
+    settings: Settings = app.state.settings
+    app.state.protections = await asyncio.to_thread(_check_sandbox, settings)
+    store = Store(settings.database_url)
+    queue = GradingQueue(store, workers=settings.workers, queue_size=settings.queue_size)
+    recovered = queue.recover()
+    queue.start(asyncio.get_running_loop())
+    app.state.store = store
+    app.state.queue = queue
+    log.info(
+        "jaxjudge: %d workers, queue %d, %s database, %d submissions recovered",
+        settings.workers,
+        settings.queue_size,
+        store.backend,
+        recovered,
+    )
+    try:
+        yield
+    finally:
+        await asyncio.to_thread(queue.stop)
+        store.close()
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """A new app. Nothing starts until the ASGI lifespan does (so this is cheap and pure)."""
+    settings = settings or Settings()
+    app = FastAPI(
+        title="jaxjudge",
+        summary="An online judge for JAX programming problems.",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url="/docs",
+        openapi_url="/openapi.json",
+    )
+    app.state.settings = settings
+    app.state.limiter = RateLimiter(settings.rate_limit_per_minute)
+    install_error_handlers(app)
+    # JSON escapes can take 6 bytes per source byte; leave room for the other fields.
+    app.add_middleware(BodySizeLimit, max_bytes=6 * settings.max_source_bytes + 16 * 1024)
+    app.include_router(system.health_router)
+    for module in (problems, submissions, system):
+        app.include_router(module.router, prefix=f"/{API_VERSION}", dependencies=[AuthDep])
+    return app

@@ -1,0 +1,1031 @@
+"""Kernel-level isolation for the grading stages: cgroups, a uid pool, bubblewrap, seccomp, rlimits.
+
+`run()` starts `python -I <script> <job_dir>` through a short root-side trampoline that (in this
+order) joins a fresh per-run cgroup, optionally hides unreachable host directories behind a
+private mount namespace, sets rlimits, drops to a dedicated uid, and execs bubblewrap (or the
+interpreter directly when bwrap is missing). Inside, a tiny bootstrap installs the seccomp filter
+and then runs the script with `runpy`, so no untrusted byte executes before every layer is up.
+
+Every layer is detected once (`protections()`), used when available and reported; a missing layer
+is a logged warning unless `JAXJUDGE_SANDBOX_REQUIRE` names it (then `run()` raises
+`SandboxUnavailable`). `JAXJUDGE_SANDBOX_DISABLE` turns layers off (debugging and layer tests).
+See docs/sandbox.md for the threat model and container flags.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import logging
+import math
+import os
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from grader import seccomp
+
+log = logging.getLogger(__name__)
+
+LAYERS: tuple[str, ...] = ("cgroup", "uid_pool", "bwrap", "seccomp", "rlimits")
+JOB_MOUNT = "/job"  # where the job dir appears inside bubblewrap
+AS_FALLBACK_EXTRA = 3 << 30  # RLIMIT_AS headroom over memory_bytes: jax reserves ~1.5 GiB virtual
+DISK_FACTOR = 8  # total new bytes in job_dir may be DISK_FACTOR * output_bytes
+MAX_JOB_ENTRIES = 10_000
+KILL_GRACE_SECONDS = 5.0
+SETUP_EXIT = 125  # trampoline/bootstrap exit code after reporting a setup failure
+
+Status = Literal[
+    "exited", "signaled", "wall_timeout", "cpu_timeout", "memory_exceeded", "output_exceeded",
+    "setup_failed",
+]
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    wall_seconds: float
+    cpu_seconds: float
+    memory_bytes: int  # resident memory of the whole run (cgroup), fallback RLIMIT_AS ~ +3 GiB
+    output_bytes: int  # cap for stdout/stderr files and RLIMIT_FSIZE (files the run writes)
+    max_processes: int = 128  # tasks (threads count! jax starts ~20 threads)
+    max_open_files: int = 256
+
+
+@dataclass
+class SandboxResult:
+    status: Status
+    exit_code: int | None
+    signal: int | None
+    wall_seconds: float
+    cpu_seconds: float | None
+    peak_memory_bytes: int | None
+    detail: str
+    stdout: str
+    stderr: str
+
+
+class SandboxUnavailable(Exception):
+    """A layer named in JAXJUDGE_SANDBOX_REQUIRE is not available on this machine."""
+
+
+# --------------------------------------------------------------------------------------------
+# Child-side code. Both snippets run in fresh interpreters and must not import the grader.
+# --------------------------------------------------------------------------------------------
+
+# Runs as root (or the service user) with `python -I -S`, before any sandboxing is in place.
+_TRAMPOLINE = r"""
+import ctypes, json, os, resource, sys
+spec = json.loads(sys.argv[1])
+sfd = spec["status_fd"]
+def fail(msg):
+    try:
+        os.write(sfd, ("E:" + msg)[:4000].encode("utf-8", "replace"))
+    finally:
+        os._exit(125)
+try:
+    libc = ctypes.CDLL(None, use_errno=True)
+    for path in spec["cgroup_procs"]:
+        with open(path, "w") as f:
+            f.write(str(os.getpid()))
+    ov = spec["overlay"]
+    if ov:
+        def mount(src, dst, fstype, flags, data):
+            enc = lambda s: s.encode() if s is not None else None
+            if libc.mount(enc(src), enc(dst), enc(fstype), ctypes.c_ulong(flags), enc(data)):
+                e = ctypes.get_errno()
+                raise OSError(e, "mount %s on %s: %s" % (src, dst, os.strerror(e)))
+        if libc.unshare(0x00020000):
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
+        mount(None, "/", None, 0x4000 | 0x40000, None)  # MS_REC | MS_PRIVATE
+        fds = {src: os.open(src, os.O_PATH | os.O_CLOEXEC) for src, _ in ov["binds"]}
+        for top in ov["tops"]:
+            mount("tmpfs", top, "tmpfs", 0x2 | 0x4, "mode=0755,size=1m")  # nosuid, nodev
+        for src, is_dir in ov["binds"]:
+            if is_dir:
+                os.makedirs(src, exist_ok=True)
+            else:
+                os.makedirs(os.path.dirname(src), exist_ok=True)
+                os.close(os.open(src, os.O_CREAT | os.O_WRONLY, 0o644))
+            mount("/proc/self/fd/%d" % fds[src], src, None, 0x1000 | 0x4000, None)  # BIND|REC
+            os.close(fds[src])
+    for res, soft, hard in spec["rlimits"]:
+        resource.setrlimit(res, (soft, hard))
+    if spec["uid"] is not None:
+        os.setgroups([])
+        os.setresgid(spec["gid"], spec["gid"], spec["gid"])
+        os.setresuid(spec["uid"], spec["uid"], spec["uid"])
+    if libc.prctl(1, 9, 0, 0, 0):  # PR_SET_PDEATHSIG(SIGKILL): reset by setuid, so set it now
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
+    if spec["cwd"]:
+        os.chdir(spec["cwd"])
+    argv = spec["argv"]
+    os.execv(argv[0], argv)
+except BaseException as exc:
+    fail("trampoline: %s: %s" % (type(exc).__name__, exc))
+"""
+
+# Runs as `python -I -c _ENTER <bpf-hex|-> <status-fd> <script> <job_dir>` inside the sandbox.
+_ENTER = r"""
+import os, sys
+_bpf, _sfd, _script = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+if _bpf != "-":
+    import ctypes
+    class _Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    _raw = bytes.fromhex(_bpf)
+    _buf = ctypes.create_string_buffer(_raw, len(_raw))
+    _prog = _Prog(len(_raw) // 8, ctypes.cast(_buf, ctypes.c_void_p))
+    _libc = ctypes.CDLL(None, use_errno=True)
+    if _libc.prctl(38, 1, 0, 0, 0) or _libc.syscall(317, 1, 1, ctypes.byref(_prog)):
+        os.write(_sfd, b"E:seccomp install failed: errno %d" % ctypes.get_errno())
+        os._exit(125)
+    del _Prog, _raw, _buf, _prog, _libc
+os.write(_sfd, b"R")
+os.close(_sfd)
+sys.argv = sys.argv[3:]
+del _bpf, _sfd
+import runpy
+runpy.run_path(_script, run_name="__main__")
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# Settings
+# --------------------------------------------------------------------------------------------
+
+
+def _env_layers(name: str) -> set[str]:
+    raw = os.environ.get(name, "")
+    items = {p.strip() for p in raw.split(",") if p.strip()}
+    if "all" in items:
+        return set(LAYERS)
+    unknown = items - set(LAYERS)
+    if unknown:
+        log.warning("%s names unknown sandbox layers: %s", name, ", ".join(sorted(unknown)))
+    return items & set(LAYERS)
+
+
+def _uid_range() -> tuple[int, int]:
+    base = int(os.environ.get("JAXJUDGE_SANDBOX_UID_BASE", "64000"))
+    count = int(os.environ.get("JAXJUDGE_SANDBOX_UID_COUNT", "64"))
+    return base, count
+
+
+# --------------------------------------------------------------------------------------------
+# cgroups
+# --------------------------------------------------------------------------------------------
+
+_V1_CONTROLLERS = ("memory", "pids", "cpuacct", "freezer")
+
+
+@dataclass
+class _CgroupSupport:
+    version: int  # 1 or 2
+    bases: dict[str, Path]  # controller ("unified" for v2) -> our jaxjudge/ directory
+    controllers: tuple[str, ...]
+
+
+def _own_cgroup_paths() -> dict[str, str]:
+    """Controller name (or "" for v2) -> our cgroup path relative to the hierarchy root."""
+    out: dict[str, str] = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, ctrls, path = line.split(":", 2)
+        for c in ctrls.split(",") if ctrls else [""]:
+            out[c] = path
+    return out
+
+
+def _cgroup_mounts() -> list[tuple[str, str, str, set[str]]]:
+    """(fstype, mount point, mount root, super options) for every cgroup mount."""
+    mounts = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        parts, rparts = left.split(), right.split()
+        if len(rparts) < 3 or rparts[0] not in ("cgroup", "cgroup2"):
+            continue
+        mounts.append((rparts[0], parts[4], parts[3], set(rparts[2].split(","))))
+    return mounts
+
+
+def _under_mount(mount_point: str, mount_root: str, path: str) -> Path:
+    """Host directory of cgroup `path` (relative to the hierarchy) in a mount of `mount_root`."""
+    root = mount_root.rstrip("/")
+    if root and (path == root or path.startswith(root + "/")):
+        path = path[len(root):]
+    return Path(mount_point, *[p for p in path.split("/") if p and p != ".."])
+
+
+def _probe_dir(base: Path) -> None:
+    base.mkdir(exist_ok=True)
+    probe = base / f"probe-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    probe.mkdir()
+    probe.rmdir()
+
+
+def _detect_cgroup() -> tuple[_CgroupSupport | None, str]:
+    try:
+        own = _own_cgroup_paths()
+        mounts = _cgroup_mounts()
+    except OSError as exc:
+        return None, f"cannot read cgroup information: {exc}"
+    v1 = {}
+    for fstype, point, root, opts in mounts:
+        if fstype != "cgroup":
+            continue
+        for ctrl in _V1_CONTROLLERS:
+            if ctrl in opts and ctrl in own and ctrl not in v1:
+                v1[ctrl] = _under_mount(point, root, own[ctrl]) / "jaxjudge"
+    if "memory" in v1 and "pids" in v1:
+        bases: dict[str, Path] = {}
+        problems = []
+        for ctrl, base in v1.items():
+            try:
+                _probe_dir(base)
+                bases[ctrl] = base
+            except OSError as exc:
+                problems.append(f"{ctrl}: {exc.strerror or exc}")
+        if "memory" in bases and "pids" in bases:
+            extra = f" (unusable: {'; '.join(problems)})" if problems else ""
+            return (
+                _CgroupSupport(1, bases, tuple(bases)),
+                f"cgroup v1 per-run groups in {bases['memory']} (and likewise for "
+                f"{', '.join(c for c in bases if c != 'memory')}){extra}",
+            )
+        return None, "cgroup v1 memory/pids not writable: " + "; ".join(problems)
+    for fstype, point, root, _ in mounts:
+        if fstype != "cgroup2" or "" not in own:
+            continue
+        here = _under_mount(point, root, own[""])
+        try:
+            available = (here / "cgroup.controllers").read_text().split()
+        except OSError:
+            continue
+        if not {"memory", "pids"} <= set(available):
+            continue
+        base = here / "jaxjudge"
+        try:
+            subtree = (here / "cgroup.subtree_control").read_text().split()
+            missing = [c for c in ("memory", "pids", "cpu") if c not in subtree and c in available]
+            if missing:
+                (here / "cgroup.subtree_control").write_text(" ".join("+" + c for c in missing))
+            _probe_dir(base)
+            (base / "cgroup.subtree_control").write_text(
+                " ".join("+" + c for c in ("memory", "pids", "cpu") if c in available)
+            )
+        except OSError as exc:
+            return None, (
+                f"cgroup v2 at {here} not delegated ({exc.strerror or exc}); run the service in "
+                "a leaf cgroup with memory+pids enabled for its parent"
+            )
+        return _CgroupSupport(2, {"unified": base}, ("memory", "pids", "cpu")), (
+            f"cgroup v2 per-run groups under {base}"
+        )
+    return None, "no writable cgroup hierarchy with memory and pids controllers"
+
+
+class _RunCgroup:
+    """One run's cgroup directories: limits in, counters out, everything killed and removed."""
+
+    def __init__(self, support: _CgroupSupport, run_id: str) -> None:
+        self.support = support
+        self.dirs: dict[str, Path] = {}
+        for ctrl, base in support.bases.items():
+            d = base / run_id
+            d.mkdir()
+            self.dirs[ctrl] = d
+
+    def _write(self, ctrl: str, name: str, value: str, *, optional: bool = False) -> None:
+        try:
+            (self.dirs[ctrl] / name).write_text(value)
+        except OSError:
+            if not optional:
+                raise
+
+    def _read(self, ctrl: str, name: str) -> str | None:
+        d = self.dirs.get(ctrl)
+        if d is None:
+            return None
+        try:
+            return (d / name).read_text()
+        except OSError:
+            return None
+
+    def configure(self, limits: SandboxLimits) -> None:
+        mem = str(int(limits.memory_bytes))
+        if self.support.version == 1:
+            self._write("memory", "memory.limit_in_bytes", mem)
+            self._write("memory", "memory.memsw.limit_in_bytes", mem, optional=True)
+            self._write("memory", "memory.swappiness", "0", optional=True)
+            self._write("pids", "pids.max", str(limits.max_processes))
+        else:
+            self._write("unified", "memory.max", mem)
+            self._write("unified", "memory.swap.max", "0", optional=True)
+            self._write("unified", "pids.max", str(limits.max_processes))
+
+    def procs_files(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+
+    def pids(self) -> list[int]:
+        seen: set[int] = set()
+        for ctrl in self.dirs:
+            text = self._read(ctrl, "cgroup.procs") or ""
+            seen.update(int(x) for x in text.split())
+        return sorted(seen)
+
+    def cpu_seconds(self) -> float | None:
+        if self.support.version == 1:
+            text = self._read("cpuacct", "cpuacct.usage")
+            return int(text) / 1e9 if text else None
+        text = self._read("unified", "cpu.stat") or ""
+        for line in text.splitlines():
+            if line.startswith("usage_usec "):
+                return int(line.split()[1]) / 1e6
+        return None
+
+    def oom_kills(self) -> int:
+        """OOM kills inside this group (falls back to hitting the limit on old kernels)."""
+        if self.support.version == 1:
+            text = self._read("memory", "memory.oom_control") or ""
+        else:
+            text = self._read("unified", "memory.events") or ""
+        fields = dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
+        if "oom_kill" in fields:
+            return int(fields["oom_kill"])
+        return int(fields.get("oom", fields.get("under_oom", "0")))
+
+    def peak_memory(self) -> int | None:
+        name = "memory.max_usage_in_bytes" if self.support.version == 1 else "memory.peak"
+        text = self._read("memory" if self.support.version == 1 else "unified", name)
+        return int(text) if text else None
+
+    def pids_limited(self) -> bool:
+        ctrl = "pids" if self.support.version == 1 else "unified"
+        text = self._read(ctrl, "pids.events") or ""
+        return any(line.split()[:1] == ["max"] and line.split()[1] != "0"
+                   for line in text.splitlines())
+
+    def kill_all(self) -> None:
+        """Freeze (when possible), SIGKILL every member, thaw, repeat until empty."""
+        frozen = False
+        if self.support.version == 1 and "freezer" in self.dirs:
+            with contextlib.suppress(OSError):
+                self._write("freezer", "freezer.state", "FROZEN")
+                frozen = True
+        elif self.support.version == 2:
+            with contextlib.suppress(OSError):
+                self._write("unified", "cgroup.kill", "1")
+        deadline = time.monotonic() + KILL_GRACE_SECONDS
+        while True:
+            pids = self.pids()
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            if frozen:
+                with contextlib.suppress(OSError):
+                    self._write("freezer", "freezer.state", "THAWED")
+                frozen = False
+            if not pids or time.monotonic() > deadline:
+                if pids:
+                    log.error("sandbox: processes %s survive SIGKILL in %s", pids, self.dirs)
+                return
+            time.sleep(0.005)
+
+    def remove(self) -> None:
+        for d in self.dirs.values():
+            for attempt in range(200):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError as exc:
+                    if exc.errno != errno.EBUSY or attempt == 199:
+                        log.error("sandbox: cannot remove cgroup %s: %s", d, exc)
+                        break
+                    time.sleep(0.01)
+
+
+# --------------------------------------------------------------------------------------------
+# uid pool
+# --------------------------------------------------------------------------------------------
+
+
+def _lock_dir() -> Path:
+    d = Path(os.environ.get("JAXJUDGE_SANDBOX_STATE_DIR", "/run/jaxjudge-sandbox"))
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = d.lstat()
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        raise OSError(errno.EPERM, f"{d} is not a directory owned by us")
+    return d
+
+
+def _uid_processes(uid: int) -> list[int]:
+    """Live (non-zombie) pids whose real, effective or saved uid is `uid` (scan of /proc)."""
+    found = []
+    needle = str(uid).encode()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status", "rb") as f:
+                text = f.read()
+        except OSError:
+            continue
+        fields = dict(line.split(b":", 1) for line in text.splitlines() if b":" in line)
+        if fields.get(b"State", b"").split()[:1] == [b"Z"]:
+            continue
+        if needle in fields.get(b"Uid", b"").split()[:3]:
+            found.append(int(entry.name))
+    return found
+
+
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every process of a pool uid until none is left (bounded)."""
+    deadline = time.monotonic() + KILL_GRACE_SECONDS
+    while True:
+        pids = _uid_processes(uid)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if not pids:
+            return
+        if time.monotonic() > deadline:
+            log.error("sandbox: uid %d still has processes %s", uid, pids)
+            return
+        time.sleep(0.005)
+
+
+@contextlib.contextmanager
+def _uid_slot(wait_seconds: float) -> Iterator[int]:
+    """A pool uid nobody else (thread or process) uses until the block ends; flock-based."""
+    base, count = _uid_range()
+    lock_dir = _lock_dir()
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        for slot in range(count):
+            fd = os.open(lock_dir / f"uid-{base + slot}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            try:
+                _kill_uid(base + slot)  # a crashed earlier holder may have left something
+                yield base + slot
+            finally:
+                os.close(fd)
+            return
+        if time.monotonic() > deadline:
+            raise OSError(errno.EAGAIN, f"all {count} sandbox uids are busy")
+        time.sleep(0.05)
+
+
+# --------------------------------------------------------------------------------------------
+# Paths visible inside
+# --------------------------------------------------------------------------------------------
+
+
+def _python_roots() -> list[str]:
+    """Directories the interpreter needs: venv and base prefixes (real paths, no duplicates)."""
+    cands = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
+             os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))]
+    roots: list[str] = []
+    for c in cands:
+        r = os.path.realpath(c)
+        if r in ("/", "/usr") or any(r == x or r.startswith(x + "/") for x in roots):
+            continue
+        roots = [x for x in roots if not x.startswith(r + "/")] + [r]
+    return roots
+
+
+def _blocked_ancestor(path: str) -> str | None:
+    """The highest strict ancestor of `path` that 'other' users cannot search, if any."""
+    parts = Path(path).parts
+    for i in range(2, len(parts)):
+        anc = os.path.join(*parts[:i])
+        try:
+            mode = os.stat(anc).st_mode
+        except OSError:
+            return anc
+        if not mode & stat.S_IXOTH:
+            return anc
+    return None
+
+
+def _overlay_plan(sources: list[tuple[str, bool]]) -> dict | None:
+    """Which host dirs to cover with tmpfs (in a private mount ns) and what to re-bind there,
+    so a pool uid can reach e.g. a pyenv Python under a 0700 /root without opening /root."""
+    tops: list[str] = []
+    binds: list[tuple[str, bool]] = []
+    for src, is_dir in sources:
+        top = _blocked_ancestor(src)
+        if top is None:
+            continue
+        if not any(top == t or top.startswith(t + "/") for t in tops):
+            tops = [t for t in tops if not t.startswith(top + "/")] + [top]
+        binds.append((src, is_dir))
+    if not tops:
+        return None
+    binds = [(s, d) for s, d in binds if any(s.startswith(t + "/") for t in tops)]
+    return {"tops": tops, "binds": binds}
+
+
+def _bwrap_args(bwrap: str, script: str, job_dir: str, limits: SandboxLimits,
+                disable_userns: bool) -> list[str]:
+    args = [bwrap, "--unshare-all", "--unshare-user"]
+    if disable_userns:
+        args.append("--disable-userns")
+    args += ["--die-with-parent", "--new-session", "--hostname", "jaxjudge",
+             "--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
+        args += ["--ro-bind-try", etc, etc]
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--size", str(max(int(limits.memory_bytes), 1 << 20)), "--tmpfs", "/tmp"]
+    for root in _python_roots():
+        args += ["--ro-bind", root, root]
+    args += ["--ro-bind", script, script, "--bind", job_dir, JOB_MOUNT,
+             "--remount-ro", "/", "--chdir", JOB_MOUNT, "--"]
+    return args
+
+
+# --------------------------------------------------------------------------------------------
+# Detection
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Support:
+    cgroup: _CgroupSupport | None = None
+    uid_pool: bool = False
+    bwrap: str | None = None
+    bwrap_disable_userns: bool = True
+    seccomp: bool = False
+    details: dict[str, str] = field(default_factory=dict)
+
+
+_support: _Support | None = None
+_support_lock = threading.Lock()
+
+_PROBE_SCRIPT = """\
+import os, sys
+out = {"uid": os.getuid(), "pid": os.getpid(), "cwd": os.getcwd()}
+try:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    out["fork"] = "allowed"
+except PermissionError:
+    out["fork"] = "denied"
+print("PROBE", out)
+"""
+
+
+def _probe(sup: _Support, *, bwrap: bool, seccomp_on: bool) -> tuple[bool, str]:
+    """One real sandboxed run of a trivial script with the given layers."""
+    with tempfile.TemporaryDirectory(prefix="jaxjudge-probe-") as tmp:
+        os.chmod(tmp, 0o755)
+        script = Path(tmp) / "probe.py"
+        script.write_text(_PROBE_SCRIPT)
+        job = Path(tmp) / "job"
+        job.mkdir()
+        layers = {"uid_pool": sup.uid_pool, "bwrap": bwrap, "seccomp": seccomp_on,
+                  "rlimits": True, "cgroup": False}
+        limits = SandboxLimits(wall_seconds=30, cpu_seconds=30, memory_bytes=1 << 30,
+                               output_bytes=1 << 16)
+        res = _execute(sup, layers, script, job, limits, None, untrusted=True)
+    ok = res.status == "exited" and res.exit_code == 0 and "PROBE" in res.stdout
+    if ok and seccomp_on and "'fork': 'denied'" not in res.stdout:
+        return False, "filter installed but fork was not denied"
+    if ok:
+        return True, ""
+    return False, f"{res.status} {res.exit_code}: {res.detail} {res.stderr.strip()[-300:]}"
+
+
+def _detect() -> _Support:
+    global _support
+    with _support_lock:
+        if _support is not None:
+            return _support
+        sup = _Support()
+        d = sup.details
+        is_root = os.geteuid() == 0
+        sup.cgroup, d["cgroup"] = _detect_cgroup()
+        if is_root:
+            try:
+                _lock_dir()
+                base, count = _uid_range()
+                sup.uid_pool = count > 0
+                d["uid_pool"] = f"uids {base}..{base + count - 1}, one per concurrent run"
+            except (OSError, ValueError) as exc:
+                d["uid_pool"] = f"no lock directory: {exc}"
+        else:
+            d["uid_pool"] = "not root: runs keep the service's uid"
+        d["rlimits"] = "RLIMIT_CPU/FSIZE/NOFILE/CORE" + (
+            "/NPROC" if sup.uid_pool else "") + ("" if sup.cgroup else "/AS (no memory cgroup)")
+        bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            d["bwrap"] = "bubblewrap not installed (apt-get install bubblewrap)"
+        else:
+            sup.bwrap = bwrap
+            ok, why = _probe(sup, bwrap=True, seccomp_on=False)
+            if not ok:
+                sup.bwrap_disable_userns = False
+                ok2, why2 = _probe(sup, bwrap=True, seccomp_on=False)
+                if ok2:
+                    why = ""
+                    ok = True
+                else:
+                    why = why2 or why
+            if ok:
+                d["bwrap"] = (f"{bwrap}: user+pid+net+ipc+uts+mount namespaces, private /tmp, "
+                              "read-only Python, job dir at /job"
+                              + ("" if sup.bwrap_disable_userns else " (no --disable-userns)"))
+            else:
+                sup.bwrap = None
+                d["bwrap"] = f"{bwrap} present but unusable here: {why}"
+        ok_arch, why_arch = seccomp.supported()
+        if not ok_arch:
+            d["seccomp"] = why_arch
+        else:
+            sup.seccomp = True
+            ok, why = _probe(sup, bwrap=False, seccomp_on=True)
+            sup.seccomp = ok
+            d["seccomp"] = (
+                "BPF deny list: new processes, sockets, ptrace, namespaces/mounts, bpf, io_uring,"
+                " keyctl, perf; exec after start-up for untrusted stages"
+                if ok else f"cannot install filter: {why}"
+            )
+        _support = sup
+        return sup
+
+
+def protections() -> dict[str, dict]:
+    """Layer name -> {"active": bool, "detail": str} (detection is cached)."""
+    sup = _detect()
+    disabled = _env_layers("JAXJUDGE_SANDBOX_DISABLE")
+    avail = {"cgroup": sup.cgroup is not None, "uid_pool": sup.uid_pool,
+             "bwrap": sup.bwrap is not None, "seccomp": sup.seccomp, "rlimits": True}
+    out = {}
+    for name in LAYERS:
+        active = avail[name] and name not in disabled
+        detail = sup.details.get(name, "")
+        if avail[name] and name in disabled:
+            detail = "disabled by JAXJUDGE_SANDBOX_DISABLE; " + detail
+        out[name] = {"active": active, "detail": detail}
+    return out
+
+
+_warned: set[str] = set()
+
+
+def _select_layers() -> dict[str, bool]:
+    prot = protections()
+    required = _env_layers("JAXJUDGE_SANDBOX_REQUIRE")
+    missing = sorted(n for n in required if not prot[n]["active"])
+    if missing:
+        raise SandboxUnavailable(
+            "required sandbox layers unavailable: "
+            + "; ".join(f"{n} ({prot[n]['detail']})" for n in missing)
+        )
+    if os.geteuid() == 0 and not prot["uid_pool"]["active"]:
+        raise SandboxUnavailable(
+            "refusing to run stages as root without the uid pool: "
+            + prot["uid_pool"]["detail"]
+        )
+    for name, info in prot.items():
+        if not info["active"] and name not in _warned:
+            _warned.add(name)
+            log.warning("sandbox layer %s inactive: %s", name, info["detail"])
+    return {n: bool(info["active"]) for n, info in prot.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------------
+
+
+def _base_env(extra: dict[str, str] | None) -> dict[str, str]:
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "JAX_PLATFORMS": "cpu",
+        "MALLOC_ARENA_MAX": "2",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+    env.update(extra or {})
+    return env
+
+
+def _job_files(job_dir: Path) -> dict[str, tuple[int, int]]:
+    """relative path -> (size, mtime_ns) of regular files (no symlink following)."""
+    out: dict[str, tuple[int, int]] = {}
+    stack = [job_dir]
+    while stack and len(out) <= MAX_JOB_ENTRIES:
+        d = stack.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(Path(e.path))
+            out[os.path.relpath(e.path, job_dir)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _grown(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[int]:
+    """Sizes of files that are new or changed since `before`."""
+    return [v[0] for k, v in after.items() if before.get(k) != v]
+
+
+def _chown_tree(root: Path, uid: int, gid: int, *, sanitize: bool) -> None:
+    """lchown a tree; with `sanitize`, drop symlinks and special files the run left behind."""
+    os.lchown(root, uid, gid)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(p)
+                if sanitize and not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+                    os.unlink(p)
+                    continue
+                os.lchown(p, uid, gid)
+            except OSError:
+                continue
+
+
+def _read_capped(path: Path, cap: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(cap).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _rlimits(limits: SandboxLimits, layers: dict[str, bool], cgroup_memory: bool
+             ) -> list[tuple[int, int, int]]:
+    cpu = max(1, math.ceil(limits.cpu_seconds))
+    out = [
+        (resource.RLIMIT_CPU, cpu + 1, cpu + 2),  # the cgroup poll is exact; this is the floor
+        (resource.RLIMIT_FSIZE, int(limits.output_bytes), int(limits.output_bytes)),
+        (resource.RLIMIT_NOFILE, limits.max_open_files, limits.max_open_files),
+        (resource.RLIMIT_CORE, 0, 0),
+    ]
+    if not cgroup_memory:
+        cap = int(limits.memory_bytes) + AS_FALLBACK_EXTRA
+        out.append((resource.RLIMIT_AS, cap, cap))
+    if layers["uid_pool"]:
+        out.append((resource.RLIMIT_NPROC, limits.max_processes, limits.max_processes))
+    return out
+
+
+def _decode_wait(status: int, via_bwrap: bool) -> tuple[int | None, int | None]:
+    """(exit_code, signal). bwrap turns a child's death by signal N into exit code 128+N."""
+    if os.WIFSIGNALED(status):
+        return None, os.WTERMSIG(status)
+    code = os.waitstatus_to_exitcode(status)
+    if via_bwrap and 128 < code <= 128 + 64:
+        return None, code - 128
+    return code, None
+
+
+def run(script: Path, job_dir: Path, limits: SandboxLimits, *, env: dict[str, str] | None = None,
+        untrusted: bool = True) -> SandboxResult:
+    """Run `python -I <script> <job_dir>` with every available layer (see module docstring)."""
+    layers = _select_layers()
+    return _execute(_detect(), layers, Path(script), Path(job_dir), limits, env,
+                    untrusted=untrusted)
+
+
+def _execute(sup: _Support, layers: dict[str, bool], script: Path, job_dir: Path,
+             limits: SandboxLimits, env: dict[str, str] | None, *, untrusted: bool
+             ) -> SandboxResult:
+    t0 = time.monotonic()
+    script = script.resolve()
+    job_dir = job_dir.resolve()
+    private = Path(tempfile.mkdtemp(prefix="jaxjudge-sbx-"))
+
+    def failed(detail: str) -> SandboxResult:
+        return SandboxResult("setup_failed", None, None, time.monotonic() - t0, None, None,
+                             detail, "", "")
+
+    try:
+        with contextlib.ExitStack() as stack:
+            uid = None
+            if layers["uid_pool"]:
+                try:
+                    uid = stack.enter_context(_uid_slot(max(30.0, limits.wall_seconds)))
+                except OSError as exc:
+                    return failed(f"no sandbox uid: {exc}")
+            cg = None
+            if layers["cgroup"] and sup.cgroup is not None:
+                try:
+                    cg = _RunCgroup(sup.cgroup, f"run-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+                except OSError as exc:
+                    return failed(f"cannot create cgroup: {exc}")
+                stack.callback(cg.remove)
+                try:
+                    cg.configure(limits)
+                except OSError as exc:
+                    return failed(f"cannot configure cgroup: {exc}")
+            return _execute_in(sup, layers, script, job_dir, limits, env, untrusted, uid, cg,
+                               private, t0)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
+def _execute_in(sup: _Support, layers: dict[str, bool], script: Path, job_dir: Path,
+                limits: SandboxLimits, env: dict[str, str] | None, untrusted: bool,
+                uid: int | None, cg: _RunCgroup | None, private: Path, t0: float
+                ) -> SandboxResult:
+    use_bwrap = layers["bwrap"] and sup.bwrap is not None
+    use_seccomp = layers["seccomp"] and sup.seccomp
+    bpf = seccomp.build_filter(allow_exec=not untrusted).hex() if use_seccomp else "-"
+    inner_job = JOB_MOUNT if use_bwrap else str(job_dir)
+    python = sys.executable
+    enter = [python, "-I", "-c", _ENTER, bpf]  # status fd and the rest appended below
+    owner = (os.geteuid(), os.getegid())
+    if uid is not None:
+        _chown_tree(job_dir, uid, uid, sanitize=False)
+
+    overlay = None
+    if uid is not None:
+        sources = [(r, True) for r in _python_roots()]
+        sources += [(str(script), False), (str(job_dir), True)]
+        overlay = _overlay_plan(sources)
+
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    out_path, err_path = private / "stdout", private / "stderr"
+    before = _job_files(job_dir)
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        argv_tail = [str(write_fd), str(script), inner_job]
+        if use_bwrap:
+            assert sup.bwrap is not None
+            argv = _bwrap_args(sup.bwrap, str(script), str(job_dir), limits,
+                               sup.bwrap_disable_userns) + enter + argv_tail
+            cwd = None
+        else:
+            argv = [*enter, *argv_tail]
+            cwd = str(job_dir)
+        spec = {
+            "status_fd": write_fd,
+            "cgroup_procs": cg.procs_files() if cg else [],
+            "overlay": overlay,
+            "rlimits": _rlimits(limits, layers, cg is not None) if layers["rlimits"] else [],
+            "uid": uid,
+            "gid": uid,
+            "cwd": cwd,
+            "argv": argv,
+        }
+        with open(out_path, "wb") as fo, open(err_path, "wb") as fe:
+            try:
+                proc = subprocess.Popen(
+                    [python, "-I", "-S", "-c", _TRAMPOLINE, json.dumps(spec)],
+                    stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, pass_fds=(write_fd,),
+                    close_fds=True, start_new_session=True, env=_base_env(env),
+                    cwd=str(private),
+                )
+            except OSError as exc:
+                return SandboxResult("setup_failed", None, None, time.monotonic() - t0, None,
+                                     None, f"cannot start trampoline: {exc}", "", "")
+        os.close(write_fd)
+        write_fd = -1
+        reason, reason_detail = _supervise(proc, cg, limits, job_dir, before, t0)
+        wall = time.monotonic() - t0
+    finally:
+        if write_fd >= 0:
+            os.close(write_fd)
+        # Teardown: nothing of the run may outlive this block. The direct child is not reaped
+        # yet, so its process group id still names only our processes.
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        if cg is not None:
+            cg.kill_all()
+        if uid is not None:
+            _kill_uid(uid)
+        status, rusage = _reap(proc) if proc is not None else (None, None)
+        if uid is not None:
+            _chown_tree(job_dir, owner[0], owner[1], sanitize=True)
+
+    started = b""
+    with contextlib.suppress(OSError):
+        started = os.read(read_fd, 8192)
+    os.close(read_fd)
+
+    cpu = cg.cpu_seconds() if cg else None
+    if cpu is None and rusage is not None:
+        cpu = rusage.ru_utime + rusage.ru_stime
+    peak = cg.peak_memory() if cg else None
+    if peak is None and rusage is not None:
+        peak = rusage.ru_maxrss * 1024
+    oom = cg.oom_kills() if cg else 0
+    exit_code, sig = _decode_wait(status, use_bwrap) if status is not None else (None, None)
+    stdout = _read_capped(out_path, limits.output_bytes)
+    stderr = _read_capped(err_path, limits.output_bytes)
+    out_full = any(p.stat().st_size >= limits.output_bytes for p in (out_path, err_path))
+    file_full = any(s >= limits.output_bytes for s in _grown(before, _job_files(job_dir)))
+    cpu_cap = max(1, math.ceil(limits.cpu_seconds)) + 1
+
+    def result(st: Status, detail: str) -> SandboxResult:
+        return SandboxResult(st, exit_code, sig, wall, cpu, peak, detail, stdout, stderr)
+
+    if reason is not None:
+        return result(reason, reason_detail)
+    if oom:
+        return result("memory_exceeded", f"killed after {oom} OOM kill(s) in the run's cgroup")
+    if not started.startswith(b"R"):
+        msg = started.decode("utf-8", "replace")[2:] if started.startswith(b"E:") else ""
+        return result("setup_failed", (msg or "sandbox did not start") + (
+            f"; stderr: {stderr.strip()[-500:]}" if stderr.strip() else ""))
+    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu is not None and cpu >= cpu_cap):
+        return result("cpu_timeout", f"CPU time limit of {limits.cpu_seconds:g} s (RLIMIT_CPU)")
+    if sig == signal.SIGXFSZ or out_full or file_full:
+        what = "stdout/stderr" if out_full else "a file"
+        return result("output_exceeded", f"{what} reached the {limits.output_bytes} byte cap")
+    if sig is not None:
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
+        return result("signaled", f"killed by {name}" + (
+            f" (bwrap reported exit status {128 + sig})" if use_bwrap else ""))
+    return result("exited", f"exit code {exit_code}")
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> tuple[int | None, resource.struct_rusage | None]:
+    """Wait (bounded) for our direct child; it has been SIGKILLed or has exited."""
+    deadline = time.monotonic() + KILL_GRACE_SECONDS
+    while True:
+        try:
+            pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:
+            proc.returncode = -1
+            return None, None
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return status, ru
+        if time.monotonic() > deadline:
+            log.error("sandbox: child %d did not die after SIGKILL", proc.pid)
+            return None, None
+        time.sleep(0.005)
+
+
+def _supervise(proc: subprocess.Popen[bytes], cg: _RunCgroup | None, limits: SandboxLimits,
+               job_dir: Path, before: dict[str, tuple[int, int]], t0: float
+               ) -> tuple[Status | None, str]:
+    """Poll until the child exits or a limit is crossed; returns (kill reason, detail).
+
+    The child is left unreaped (a zombie keeps its pid and process group id from being reused)
+    so the caller can still signal its process group safely before reaping it."""
+    deadline = t0 + limits.wall_seconds
+    disk_cap = DISK_FACTOR * int(limits.output_bytes)
+    next_disk = 0.0
+    pause = 0.002
+    while True:
+        if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return None, ""
+        now = time.monotonic()
+        if now >= deadline:
+            return "wall_timeout", f"wall-clock limit of {limits.wall_seconds:g} s"
+        if cg is not None:
+            cpu = cg.cpu_seconds()
+            if cpu is not None and cpu > limits.cpu_seconds:
+                return "cpu_timeout", (
+                    f"CPU time {cpu:.2f} s over the limit of {limits.cpu_seconds:g} s (cgroup)")
+            if cg.oom_kills():
+                return "memory_exceeded", "killed by the OOM killer in the run's cgroup"
+        if now >= next_disk:
+            next_disk = now + 0.25
+            files = _job_files(job_dir)
+            written = sum(_grown(before, files))
+            if written > disk_cap or len(files) > MAX_JOB_ENTRIES:
+                return "output_exceeded", (
+                    f"the run wrote more than {disk_cap} bytes or {MAX_JOB_ENTRIES} entries "
+                    "into its job directory")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)

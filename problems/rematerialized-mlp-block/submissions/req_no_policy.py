@@ -1,0 +1,19 @@
+# Requirement failed: jax.checkpoint without a policy saves nothing (same as nothing_saveable),
+# so x·W1 is recomputed too. Both levels fail.
+import jax
+import jax.numpy as jnp
+
+
+def block(params, x):
+    h = jnp.tanh(x @ params["w1"] + params["b1"])
+    return x + h @ params["w2"] + params["b2"]
+
+
+def loss_fn(params, x, y):
+    out = jax.checkpoint(block)(params, x)
+    return jnp.mean((out - y) ** 2)
+
+
+def solve(params, x, y):
+    loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+    return {"loss": loss, "grads": grads}

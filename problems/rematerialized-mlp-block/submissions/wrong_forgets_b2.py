@@ -1,0 +1,19 @@
+# Wrong answer: forgets the output bias b2, so the loss is off and grads["b2"] (still returned,
+# because value_and_grad differentiates the whole dict) is the gradient at the wrong point.
+import jax
+import jax.numpy as jnp
+
+
+def block(params, x):
+    h = jnp.tanh(x @ params["w1"] + params["b1"])
+    return x + h @ params["w2"]
+
+
+def loss_fn(params, x, y):
+    out = jax.checkpoint(block, policy=jax.checkpoint_policies.dots_saveable)(params, x)
+    return jnp.mean((out - y) ** 2)
+
+
+def solve(params, x, y):
+    loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+    return {"loss": loss, "grads": grads}

@@ -1,0 +1,175 @@
+"""Helpers for the HTTP service tests: a real server in a subprocess, a real PostgreSQL.
+
+Plain functions and classes (no fixtures) so each test module declares the fixtures it needs
+and nothing leaks into other engineers' test modules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO = Path(__file__).resolve().parent.parent
+PROBLEM = "rematerialized-mlp-block"
+REFERENCE = (REPO / "problems" / PROBLEM / "reference.py").read_text(encoding="utf-8")
+BROKEN = "def solve(:\n"  # compile_error, the fastest grade there is
+STARTUP_SECONDS = 90.0  # a guard against hanging, not a performance assertion
+GRADE_SECONDS = 300.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def service_env(**settings: Any) -> dict[str, str]:
+    """The environment for a server: only our JAXJUDGE_* settings, repo importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAXJUDGE_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    for key, value in settings.items():
+        env[f"JAXJUDGE_{key.upper()}"] = str(value)
+    return env
+
+
+class Server:
+    """A jaxjudge server process on loopback. Started in its own session so a test can kill
+    it (and any grading process it started) with one signal, like a crash would."""
+
+    def __init__(self, workdir: Path, *, via_cli: bool = False, **settings: Any) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.log_path = workdir / f"server-{self.port}.log"
+        if via_cli:
+            cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1",
+                   "--port", str(self.port)]
+        else:
+            settings.setdefault("port", self.port)
+            cmd = [sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app",
+                   "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
+        settings.setdefault("log_level", "warning")
+        workdir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                cmd,
+                cwd=workdir,
+                env=service_env(**settings),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self._wait_ready()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited ({self.proc.returncode}):\n{self.log()}")
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"{self.base_url}/healthz", timeout=2).status_code == 200:
+                    return
+            time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"server did not start within {STARTUP_SECONDS} s:\n{self.log()}")
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.base_url, headers=headers, timeout=60)
+
+    def kill(self) -> None:
+        """SIGKILL the server's whole session (no shutdown code runs)."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+
+    def stop(self) -> None:
+        """A graceful stop (SIGTERM, lifespan shutdown), then make sure nothing is left."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(30)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+
+
+def wait_done(client: httpx.Client, submission_id: str) -> dict[str, Any]:
+    """Poll a submission until it is done (bounded so a broken pool fails instead of hangs)."""
+    deadline = time.monotonic() + GRADE_SECONDS
+    while time.monotonic() < deadline:
+        r = client.get(f"/v1/submissions/{submission_id}")
+        assert r.status_code == 200, r.text
+        body: dict[str, Any] = r.json()
+        if body["status"] == "done":
+            return body
+        time.sleep(0.2)
+    raise AssertionError(f"submission {submission_id} not done after {GRADE_SECONDS} s")
+
+
+def submit(client: httpx.Client, source: str, mode: str = "run", **params: Any) -> httpx.Response:
+    return client.post(
+        "/v1/submissions",
+        json={"problem_id": PROBLEM, "source": source, "mode": mode},
+        params=params,
+    )
+
+
+# -- PostgreSQL --------------------------------------------------------------------------------
+def find_pg_bin() -> Path | None:
+    """The bin directory of an installed PostgreSQL (Debian layout or initdb on PATH)."""
+    for initdb in sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), reverse=True):
+        return Path(initdb).parent
+    found = shutil.which("initdb")
+    return Path(found).resolve().parent if found else None
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster on a free loopback port; yields its SQLAlchemy URL.
+
+    Raises LookupError when PostgreSQL is not installed (the caller skips)."""
+    bindir = find_pg_bin()
+    if bindir is None:
+        raise LookupError("PostgreSQL is not installed (apt-get install postgresql)")
+    root = Path(tempfile.mkdtemp(prefix="jaxjudge-pg-"))
+    data, sock = root / "data", root / "sock"
+    sock.mkdir()
+    as_user: list[str] = []
+    if os.geteuid() == 0:  # initdb refuses to run as root
+        shutil.chown(root, "postgres", "postgres")
+        shutil.chown(sock, "postgres", "postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+
+    def run(*args: str) -> None:
+        subprocess.run([*as_user, *args], check=True, capture_output=True, timeout=120)
+
+    try:
+        run(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+            "--encoding=UTF8", "--no-sync")
+        run(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-t", "60",
+            "-o", f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
+        try:
+            yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+        finally:
+            run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

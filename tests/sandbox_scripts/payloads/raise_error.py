@@ -1,0 +1,1 @@
+raise ValueError("boom from payload")

@@ -1,0 +1,350 @@
+"""Batch grading end to end: real folders, real grades (sandboxed subprocesses), real CLI runs.
+
+One module-scoped folder grade covers every kind of broken submission at once (syntax error,
+time-out, empty file, non-UTF-8 bytes, no file at all) next to a correct one, so the expensive
+part runs once; the other tests read its outputs or re-run it to check resuming. Everything is
+graded in mode "run" (examples only) to keep the suite short.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grader.batch import (
+    SCORES_HEADER,
+    BatchError,
+    BatchResult,
+    discover,
+    grade_file,
+    grade_folder,
+)
+from grader.problem import Limits, load_problem
+from grader.report import Report, Verdict
+
+REPO = Path(__file__).resolve().parent.parent
+PROBLEM = "rematerialized-mlp-block"
+PY = sys.executable
+
+CORRECT = '''\
+import jax
+import jax.numpy as jnp
+
+
+def _block(p, x):
+    return x + jnp.tanh(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+
+def solve(params, x, y):
+    def loss_fn(p):
+        block = jax.checkpoint(_block, policy=jax.checkpoint_policies.dots_saveable)
+        return jnp.mean((block(p, x) - y) ** 2)
+
+    loss, grads = jax.value_and_grad(loss_fn)(params)
+    return {"loss": loss, "grads": grads}
+'''
+SYNTAX_ERROR = "def solve(params, x, y)\n    return params\n"
+# Spins at import time, so stage A never finishes and the wall/CPU limit has to stop it.
+FOREVER = "import jax\nwhile True:\n    pass\n"
+NOT_UTF8 = b"# caf\xe9 cr\xe8me\ndef solve(params, x, y):\n    return params\n"
+
+# Short limits keep the time-out student cheap; a correct grade needs far less than this.
+LIMITS = Limits(wall_seconds=40, cpu_seconds=12, memory_mb=2048, output_kb=64)
+
+pytestmark = pytest.mark.slow
+
+
+def _write(path: Path, content: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def class_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("subs")
+    _write(root / "alice.py", CORRECT)
+    _write(root / "bob" / "solution.py", SYNTAX_ERROR)
+    _write(root / "bob" / "notes.txt", "not graded")
+    _write(root / "carol.py", "")
+    _write(root / "dave.py", NOT_UTF8)
+    _write(root / "erin.py", FOREVER)
+    _write(root / "frank" / "README.md", "I forgot to upload my code")
+    _write(root / ".hidden.py", SYNTAX_ERROR)  # dotfiles are never students
+    return root
+
+
+@pytest.fixture(scope="module")
+def first_run(class_folder: Path, tmp_path_factory: pytest.TempPathFactory
+              ) -> tuple[BatchResult, Path]:
+    out = tmp_path_factory.mktemp("out")
+    seen: list[str] = []
+    result = grade_folder(class_folder, PROBLEM, mode="run", jobs=2, out_dir=out,
+                          limits=LIMITS, on_result=lambda e: seen.append(e.student))
+    assert sorted(seen) == sorted(e.student for e in result.entries)
+    return result, out
+
+
+def _verdicts(result: BatchResult) -> dict[str, Verdict]:
+    return {e.student: e.report.verdict for e in result.entries}
+
+
+def test_every_student_gets_a_verdict(first_run: tuple[BatchResult, Path]) -> None:
+    result, _ = first_run
+    verdicts = _verdicts(result)
+    assert verdicts == {
+        "alice": Verdict.ACCEPTED,
+        "bob": Verdict.COMPILE_ERROR,
+        "carol": Verdict.COMPILE_ERROR,
+        "dave": Verdict.COMPILE_ERROR,
+        "erin": Verdict.TIME_LIMIT_EXCEEDED,
+        "frank": Verdict.COMPILE_ERROR,
+    }
+    dave = next(e for e in result.entries if e.student == "dave")
+    assert "UTF-8" in dave.report.message
+    frank = next(e for e in result.entries if e.student == "frank")
+    assert frank.path is None and "no Python file" in frank.report.message
+    alice = next(e for e in result.entries if e.student == "alice")
+    assert alice.report.score == pytest.approx(alice.report.max_score) and alice.report.score > 0
+    assert {e.student for e in result.graded} == {"alice", "bob", "carol", "dave", "erin"}
+
+
+def test_output_files(first_run: tuple[BatchResult, Path]) -> None:
+    _, out = first_run
+    with open(out / "scores.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == list(SCORES_HEADER)
+    assert rows[0] == ["student", "problem", "verdict", "score", "max_score", "seconds"]
+    by_student = {r[0]: r for r in rows[1:]}
+    assert sorted(by_student) == ["alice", "bob", "carol", "dave", "erin", "frank"]
+    assert by_student["alice"][1:3] == [PROBLEM, "accepted"]
+    assert by_student["alice"][3] == by_student["alice"][4] != "0"
+    assert by_student["erin"][2:4] == ["time_limit_exceeded", "0"]
+
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert sorted(results) == sorted(by_student)
+    for student, data in results.items():
+        report = Report.model_validate(data)
+        assert str(report.verdict) == by_student[student][2]
+
+    for student in by_student:
+        gs = json.loads((out / "gradescope" / f"{student}.json").read_text(encoding="utf-8"))
+        assert gs["score"] == pytest.approx(float(by_student[student][3]), abs=0.01)
+        assert all(t["status"] in ("passed", "failed") for t in gs["tests"])
+    alice_gs = json.loads((out / "gradescope" / "alice.json").read_text(encoding="utf-8"))
+    assert alice_gs["tests"] and all(t["status"] == "passed" for t in alice_gs["tests"])
+
+
+def test_resume_skips_graded_and_regrades_changed(
+    class_folder: Path, first_run: tuple[BatchResult, Path], tmp_path: Path
+) -> None:
+    first, out = first_run
+    again = grade_folder(class_folder, PROBLEM, mode="run", out_dir=out, limits=LIMITS)
+    assert again.graded == []
+    assert _verdicts(again) == _verdicts(first)
+    assert {e.student for e in again.reused} == {"alice", "bob", "carol", "dave", "erin"}
+
+    # A changed file (and only it) is graded again; the copy keeps the module fixture intact.
+    folder, out2 = tmp_path / "subs", tmp_path / "out"
+    shutil.copytree(class_folder, folder)
+    shutil.copytree(out, out2)
+    (folder / "carol.py").write_text(SYNTAX_ERROR, encoding="utf-8")
+    changed = grade_folder(folder, PROBLEM, mode="run", out_dir=out2, limits=LIMITS)
+    assert [e.student for e in changed.graded] == ["carol"]
+    carol = next(e for e in changed.entries if e.student == "carol")
+    assert carol.report.verdict is Verdict.COMPILE_ERROR and "empty" not in carol.report.message
+    assert "SyntaxError" in (out2 / "results.json").read_text()
+
+    # force regrades even what is unchanged (here limited to the cheap, fast-failing students).
+    for student in ("alice.py", "carol.py", "erin.py"):
+        (folder / student).unlink()
+    forced = grade_folder(folder, PROBLEM, mode="run", out_dir=out2, limits=LIMITS, force=True)
+    assert {e.student for e in forced.graded} == {"bob", "dave"}
+
+
+def test_grade_file_matches_batch(first_run: tuple[BatchResult, Path],
+                                  class_folder: Path) -> None:
+    report = grade_file(PROBLEM, class_folder / "bob" / "solution.py", "run")
+    assert report.verdict is Verdict.COMPILE_ERROR
+    assert report.problem == PROBLEM and report.mode == "run"
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "120", "NO_COLOR": "1"}
+    return subprocess.run([PY, "-m", "grader.cli", *args], cwd=cwd, env=env, text=True,
+                          capture_output=True, timeout=600, check=False)
+
+
+def test_grade_set_cli_resume_and_force(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    _write(subs / "zoe.py", SYNTAX_ERROR)
+    first = _cli("grade-set", str(subs), "--problem", PROBLEM, "--mode", "run", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "compile_error" in first.stdout and "graded now: 1, reused: 0" in first.stdout
+    out = tmp_path / "jaxjudge-results"  # the default --out, relative to the working directory
+    assert (out / "scores.csv").read_text().splitlines()[1].startswith(
+        f"zoe,{PROBLEM},compile_error,0,")
+
+    second = _cli("grade-set", str(subs), "-p", PROBLEM, "--mode", "run", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert "graded now: 0, reused: 1" in second.stdout
+
+    forced = _cli("grade-set", str(subs), "-p", PROBLEM, "--mode", "run", "--force",
+                  cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert "graded now: 1, reused: 0" in forced.stdout
+
+
+def test_grade_set_cli_usage_errors(tmp_path: Path) -> None:
+    missing = _cli("grade-set", str(tmp_path / "nope"), "-p", PROBLEM, cwd=tmp_path)
+    assert missing.returncode == 2 and "not a folder" in missing.stderr
+    unknown = _cli("grade-set", str(tmp_path), "-p", "no-such-problem", cwd=tmp_path)
+    assert unknown.returncode == 2 and "unknown problem" in unknown.stderr
+
+
+# -- problem sets --------------------------------------------------------------------------------
+@pytest.fixture
+def problems_root(tmp_path: Path) -> Path:
+    """The real problem, plus one whose tests file its author broke."""
+    root = tmp_path / "problems"
+    shutil.copytree(REPO / "problems" / PROBLEM, root / PROBLEM)
+    broken = root / "broken-problem"
+    shutil.copytree(REPO / "problems" / PROBLEM, broken)
+    toml = (broken / "problem.toml").read_text(encoding="utf-8")
+    (broken / "problem.toml").write_text(toml.replace(f'id = "{PROBLEM}"',
+                                                      'id = "broken-problem"'), encoding="utf-8")
+    (broken / "tests" / "cases.json").write_text("{ this is not json", encoding="utf-8")
+    return root
+
+
+def test_problem_set_layout_survives_a_broken_problem(problems_root: Path,
+                                                      tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    _write(subs / "gina" / f"{PROBLEM}.py", SYNTAX_ERROR)
+    _write(subs / "gina" / "broken-problem.py", SYNTAX_ERROR)
+    _write(subs / "gina" / "helpers.py", "X = 1\n")  # not a problem id: ignored
+    _write(subs / "hank" / f"{PROBLEM}.py", "")
+    found, problem_set = discover(subs, None, ["broken-problem", PROBLEM])
+    assert problem_set
+    assert [(s.student, s.problem) for s in found] == [
+        ("gina", "broken-problem"), ("gina", PROBLEM), ("hank", PROBLEM)]
+
+    out = tmp_path / "out"
+    result = grade_folder(subs, None, mode="run", out_dir=out, problems_root=problems_root)
+    verdicts = {(e.student, e.problem): e.report.verdict for e in result.entries}
+    assert verdicts == {
+        ("gina", "broken-problem"): Verdict.INTERNAL_ERROR,
+        ("gina", PROBLEM): Verdict.COMPILE_ERROR,
+        ("hank", PROBLEM): Verdict.COMPILE_ERROR,
+    }
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert sorted(results) == ["gina", "hank"]
+    assert sorted(results["gina"]) == ["broken-problem", PROBLEM]
+    gina = json.loads((out / "gradescope" / "gina.json").read_text(encoding="utf-8"))
+    assert {t["name"].split(":")[0] for t in gina["tests"]} <= {"broken-problem", PROBLEM}
+    assert any(t["name"].startswith(f"{PROBLEM}: ") for t in gina["tests"])
+
+    # The internal error is retried on the next run; the real verdicts are reused.
+    again = grade_folder(subs, None, mode="run", out_dir=out, problems_root=problems_root)
+    assert [(e.student, e.problem) for e in again.graded] == [("gina", "broken-problem")]
+
+
+def test_layout_errors_are_batch_errors(tmp_path: Path) -> None:
+    _write(tmp_path / "alice.py", "")
+    with pytest.raises(BatchError, match="pass --problem"):
+        discover(tmp_path, None, [PROBLEM])
+    _write(tmp_path / "alice" / "solution.py", "")
+    with pytest.raises(BatchError, match="alice"):
+        discover(tmp_path, PROBLEM)
+    with pytest.raises(BatchError, match="not a folder"):
+        discover(tmp_path / "missing", PROBLEM)
+
+
+def test_folder_with_several_files_needs_solution_py(tmp_path: Path) -> None:
+    _write(tmp_path / "ivy" / "a.py", "")
+    _write(tmp_path / "ivy" / "b.py", "")
+    _write(tmp_path / "jon" / "work.py", "")
+    _write(tmp_path / "kim" / "helper.py", "")
+    _write(tmp_path / "kim" / f"{PROBLEM}.py", "")
+    found = {s.student: s for s in discover(tmp_path, PROBLEM)[0]}
+    assert found["ivy"].path is None and "a.py, b.py" in found["ivy"].problem_note
+    assert found["jon"].path == tmp_path / "jon" / "work.py"
+    assert found["kim"].path == tmp_path / "kim" / f"{PROBLEM}.py"
+
+
+# -- Gradescope run_autograder -------------------------------------------------------------------
+def _autograder(tmp_path: Path, config: str | None) -> tuple[Path, Path, Path]:
+    sub, src, res = tmp_path / "submission", tmp_path / "source", tmp_path / "results"
+    sub.mkdir()
+    src.mkdir()
+    if config is not None:
+        _write(src / "jaxjudge.toml", config)
+    return sub, src, res / "results.json"
+
+
+def _gradescope(sub: Path, src: Path, res: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "JAXJUDGE_PROBLEM"}
+    env.update(PYTHONPATH=str(REPO), COLUMNS="120")
+    return subprocess.run(
+        [PY, "-m", "grader.cli", "gradescope", "--submission-dir", str(sub),
+         "--source-dir", str(src), "--results", str(res), *extra],
+        cwd=sub.parent, env=env, text=True, capture_output=True, timeout=600, check=False,
+    )
+
+
+def test_gradescope_grades_the_uploaded_file(tmp_path: Path) -> None:
+    sub, src, res = _autograder(tmp_path, f'problem = "{PROBLEM}"\nmode = "run"\n')
+    _write(sub / "my-upload" / "solution.py", CORRECT)
+    _write(sub / "my-upload" / "scratch.py", SYNTAX_ERROR)
+    done = _gradescope(sub, src, res)
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads(res.read_text(encoding="utf-8"))
+    problem = load_problem(PROBLEM)
+    expected_max = problem.scoring.visible_tests + problem.scoring.requirements
+    assert data["score"] == pytest.approx(expected_max)
+    assert data["tests"] and all(t["status"] == "passed" for t in data["tests"])
+    assert {t["visibility"] for t in data["tests"]} == {"visible"}  # run mode: examples only
+
+
+def test_gradescope_without_a_python_file_scores_zero(tmp_path: Path) -> None:
+    sub, src, res = _autograder(tmp_path, None)
+    _write(sub / "answer.txt", "42")
+    done = _gradescope(sub, src, res, "--problem", PROBLEM)
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads(res.read_text(encoding="utf-8"))
+    assert data["score"] == 0 and "no Python file" in data["output"]
+
+
+def test_gradescope_misconfigured_still_writes_results(tmp_path: Path) -> None:
+    sub, src, res = _autograder(tmp_path, "mode = 'run'\n")
+    _write(sub / "solution.py", CORRECT)
+    done = _gradescope(sub, src, res)
+    assert done.returncode == 1
+    data = json.loads(res.read_text(encoding="utf-8"))
+    assert data["score"] == 0 and "misconfigured" in data["output"]
+
+
+# -- docs ----------------------------------------------------------------------------------------
+def test_library_doc_examples_run(tmp_path: Path) -> None:
+    """docs/library.md promises runnable examples: run its Python blocks, in order."""
+    text = (REPO / "docs" / "library.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+    assert len(blocks) >= 4
+    script = tmp_path / "examples.py"
+    script.write_text("\n\n".join(blocks), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run([PY, str(script)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "runtime_error" in done.stdout and "compile_error" in done.stdout
+    assert (tmp_path / "results" / "scores.csv").is_file()

@@ -1,0 +1,63 @@
+"""The `jaxjudge` command: JSON contract and exit statuses, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+JAXJUDGE = Path(sys.executable).parent / "jaxjudge"
+REFERENCE = ROOT / "problems" / "rematerialized-mlp-block" / "reference.py"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(JAXJUDGE), *args], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_grade_json_accepted_exit_0() -> None:
+    proc = run("grade", "--problem", "rematerialized-mlp-block", str(REFERENCE), "--mode", "run",
+               "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)  # exactly one JSON object
+    for key in ("verdict", "problem", "mode", "tests", "requirements", "timings"):
+        assert key in report
+    assert report["verdict"] == "accepted" and report["mode"] == "run"
+    assert {"name", "visible", "verdict", "message"} <= set(report["tests"][0])
+    assert {"name", "passed", "message"} <= set(report["requirements"][0])
+
+
+def test_grade_non_accepted_exit_1_and_human_output(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def solve(:\n")
+    proc = run("grade", "-p", "rematerialized-mlp-block", str(bad), "--mode", "run")
+    assert proc.returncode == 1
+    assert "compile_error" in proc.stdout
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    assert run("grade", "-p", "no-such-problem", str(REFERENCE)).returncode == 2
+    assert run("grade", "-p", "rematerialized-mlp-block", str(REFERENCE), "--mode", "x").returncode == 2
+    assert run("grade", "-p", "rematerialized-mlp-block", str(tmp_path / "missing.py")).returncode == 2
+    assert run("grade").returncode == 2
+
+
+def test_problems_and_show() -> None:
+    proc = run("problems", "--json")
+    assert proc.returncode == 0
+    assert any(p["id"] == "rematerialized-mlp-block" for p in json.loads(proc.stdout))
+    show = run("show", "rematerialized-mlp-block")
+    assert show.returncode == 0 and "checkpoint" in show.stdout
+    starter = run("show", "rematerialized-mlp-block", "--starter")
+    assert "def solve" in starter.stdout
+    compile(starter.stdout, "starter.py", "exec")
+
+
+def test_doctor_reports_layers() -> None:
+    proc = run("doctor", "--json")
+    assert proc.returncode == 0
+    layers = json.loads(proc.stdout)
+    assert layers and all("active" in v for v in layers.values())

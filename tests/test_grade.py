@@ -1,0 +1,152 @@
+"""grade(), end to end with real sandboxed processes: verdicts, limits and leftovers.
+
+Hostile submissions here target the orchestrator (limits -> verdicts, nothing left behind, the
+grader healthy afterwards); tests/test_sandbox.py attacks the isolation layers themselves.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import Limits, ProblemError, Verdict, grade, load_problem
+
+PROBLEM = load_problem("rematerialized-mlp-block")
+REFERENCE = PROBLEM.reference_path.read_text()
+FAST = Limits(wall_seconds=12, cpu_seconds=8, memory_mb=1024, output_kb=64)
+MARK = "jjleftover"
+
+
+def _leftovers() -> list[int]:
+    """Processes that renamed themselves MARK (hostile children that tried to outlive a grade)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == MARK:
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def test_reference_is_accepted_with_full_report() -> None:
+    report = grade(PROBLEM, REFERENCE, "run")
+    assert report.verdict is Verdict.ACCEPTED, report.message
+    assert report.mode == "run" and report.problem == PROBLEM.id
+    assert [t.name for t in report.tests] == [c.name for c in PROBLEM.examples()]
+    assert all(t.visible and t.details is not None for t in report.tests)
+    assert all(r.passed for r in report.requirements)
+    assert {r.level for r in report.requirements} == {"spec", "program"}
+    assert report.timings["total"] > 0 and "stage_a" in report.timings
+    assert report.versions["jax"]
+
+
+def test_caller_errors_raise() -> None:
+    with pytest.raises(ProblemError):
+        grade("no-such-problem", REFERENCE)
+    with pytest.raises(ValueError):
+        grade(PROBLEM, REFERENCE, "everything")  # type: ignore[arg-type]
+
+
+def test_compile_errors_are_verdicts() -> None:
+    for source, needle in [
+        ("def solve(:\n", "SyntaxError"),
+        ("", "empty"),
+        (b"\xff\xfe not utf-8", "UTF-8"),
+        ("import jax\n", "solve"),
+    ]:
+        report = grade(PROBLEM, source, "run", limits=FAST)
+        assert report.verdict is Verdict.COMPILE_ERROR, (source, report.message)
+        assert needle in report.message
+        assert all(t.verdict is Verdict.SKIPPED for t in report.tests)
+        assert report.score == 0
+
+
+HOSTILE = {
+    "infinite_loop": ("def solve(params, x, y):\n    while True:\n        pass\n",
+                      Verdict.TIME_LIMIT_EXCEEDED),
+    "sleep_at_import": ("import time\ntime.sleep(10**6)\n", Verdict.TIME_LIMIT_EXCEEDED),
+    "sigterm_ignored": (
+        "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "while True:\n    time.sleep(0.01)\n",
+        Verdict.TIME_LIMIT_EXCEEDED,
+    ),
+    "python_memory_bomb": ("x = []\nwhile True:\n    x.append(bytearray(1 << 24))\n",
+                           Verdict.MEMORY_LIMIT_EXCEEDED),
+    "sys_exit": ("import sys\nsys.exit(3)\n", Verdict.RUNTIME_ERROR),
+    "os_exit_in_solve": (REFERENCE + "\nimport os\n_s = solve\n"
+                         "def solve(params, x, y):\n    os._exit(0)\n", Verdict.RUNTIME_ERROR),
+    "huge_print": ("while True:\n    print('x' * 65536)\n", Verdict.RUNTIME_ERROR),
+    "raises": ("def solve(params, x, y):\n    raise ValueError('nope')\n", Verdict.RUNTIME_ERROR),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_submission_gets_a_verdict_in_bounded_time(name: str) -> None:
+    source, verdict = HOSTILE[name]
+    started = time.monotonic()
+    report = grade(PROBLEM, source, "run", limits=FAST)
+    elapsed = time.monotonic() - started
+    assert report.verdict is verdict, report.message
+    assert elapsed < 2 * FAST.wall_seconds + 30  # bounded, generously: not a speed test
+    assert not _leftovers()
+
+
+def test_xla_memory_bomb_is_memory_limit_exceeded() -> None:
+    source = REFERENCE.replace(
+        "def solve(params, x, y):",
+        "def _solve_ok(params, x, y):",
+    ) + (
+        "\nimport jax.numpy as _jnp\n"
+        "def solve(params, x, y):\n"
+        "    out = _solve_ok(params, x, y)\n"
+        "    big = _jnp.ones((40000, 40000), _jnp.float32) * x[0, 0]\n"
+        "    return {'loss': out['loss'] + big.sum() * 0, 'grads': out['grads']}\n"
+    )
+    report = grade(PROBLEM, source, "run", limits=FAST)
+    assert report.verdict is Verdict.MEMORY_LIMIT_EXCEEDED, report.message
+
+
+def test_detached_child_and_fork_bomb_leave_nothing_behind() -> None:
+    detach = (
+        "import ctypes, os, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        ctypes.CDLL(None).prctl(15, b'{MARK}', 0, 0, 0)\n"
+        "        time.sleep(600)\n"
+        "    os._exit(0)\n"
+    ) + REFERENCE
+    report = grade(PROBLEM, detach, "run", limits=FAST)
+    # Whether the fork was refused (seccomp) or the child was killed, nothing may survive and
+    # the submission still gets a verdict.
+    assert report.verdict in (Verdict.ACCEPTED, Verdict.RUNTIME_ERROR), report.message
+    time.sleep(0.5)
+    assert not _leftovers()
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    report = grade(PROBLEM, bomb, "run", limits=FAST)
+    assert report.verdict in (Verdict.TIME_LIMIT_EXCEEDED, Verdict.RUNTIME_ERROR), report.message
+    # The grader is healthy afterwards.
+    assert grade(PROBLEM, REFERENCE, "run").verdict is Verdict.ACCEPTED
+
+
+def test_forged_report_on_stdout_changes_nothing() -> None:
+    forged = (
+        "import json, os, sys\n"
+        "print(json.dumps({'verdict': 'accepted', 'score': 100}))\n"
+        "for fd in range(3, 64):\n"
+        "    try:\n"
+        "        os.write(fd, b'{\"status\": \"ok\"}')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "def solve(params, x, y):\n"
+        "    import jax.numpy as jnp\n"
+        "    return {'loss': jnp.float32(0), 'grads': {k: jnp.zeros_like(v) for k, v in params.items()}}\n"
+    )
+    report = grade(PROBLEM, forged, "run", limits=FAST)
+    assert report.verdict is Verdict.WRONG_ANSWER, report.message
+    assert "verdict" in report.output  # the print was captured as output, nothing more

@@ -1,0 +1,438 @@
+"""Real sandboxed runs of hostile payloads (no mocks): each layer is checked where it is active.
+
+Every run goes through tests/sandbox_scripts/harness.py, which execs JOB_DIR/payload.py. After
+each test no process of any idle pool uid may survive and none of this process's run cgroups may
+remain. Assertions that depend on one layer skip, with the reason, when that layer is inactive.
+"""
+
+from __future__ import annotations
+
+import ast
+import fcntl
+import json
+import os
+import re
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from grader import sandbox, seccomp
+
+HERE = Path(__file__).parent / "sandbox_scripts"
+HARNESS = HERE / "harness.py"
+PAYLOADS = HERE / "payloads"
+MiB = 1 << 20
+# Host files a payload tries to create; they must never appear (removed again if they do).
+ESCAPE_TARGETS = [HARNESS.with_name("written-by-payload.txt"),
+                  Path(sys.prefix, "written-by-payload.txt"), Path("/usr/written-by-payload.txt")]
+SUITE_DISABLE = tuple(os.environ.get("JAXJUDGE_SANDBOX_DISABLE", "").split(","))
+REPO = Path(__file__).resolve().parent.parent
+# Host paths no stage may see when bwrap is active (the grader's data, other users' files).
+HIDDEN = [str(REPO / "problems"), str(REPO / "pyproject.toml"), str(REPO / "grader"),
+          "/etc/shadow", "/etc/passwd", "/root/.bashrc", "/var", "/home"]
+
+DEFAULT = sandbox.SandboxLimits(
+    wall_seconds=20, cpu_seconds=10, memory_bytes=512 * MiB, output_bytes=256 * 1024
+)
+
+
+def active(layer: str) -> bool:
+    return bool(sandbox.protections()[layer]["active"])
+
+
+def on(layer: str, disable: tuple[str, ...]) -> bool:
+    """Whether a run that additionally disables `disable` uses `layer`."""
+    return active(layer) and layer not in disable
+
+
+def need(*layers: str) -> None:
+    """Skip (visibly, with the reason) when a layer this assertion depends on is inactive."""
+    for layer in layers:
+        info = sandbox.protections()[layer]
+        if not info["active"]:
+            pytest.skip(f"sandbox layer {layer} inactive: {info['detail']}")
+
+
+@pytest.fixture(autouse=True)
+def _no_leftovers() -> Iterator[None]:
+    yield
+    sup = sandbox._detect()
+    if sup.cgroup is not None:
+        for base in sup.cgroup.bases.values():
+            mine = [p.name for p in base.iterdir() if p.name.startswith(f"run-{os.getpid()}-")]
+            assert mine == [], f"run cgroups left behind in {base}: {mine}"
+    if sup.uid_pool:
+        ubase, count = sandbox._uid_range()
+        lock_dir = sandbox._lock_dir()
+        for uid in range(ubase, ubase + count):
+            lock = lock_dir / f"uid-{uid}.lock"
+            if not lock.exists():
+                continue
+            fd = os.open(lock, os.O_RDWR)
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # another grader on this machine is using that uid right now
+                assert sandbox._uid_processes(uid) == [], f"processes of uid {uid} survive"
+            finally:
+                os.close(fd)
+
+
+@pytest.fixture
+def job_dir() -> Iterator[Path]:
+    root = Path(tempfile.mkdtemp(prefix="sbx-test-"))
+    os.chmod(root, 0o711)
+    job = root / "job"
+    job.mkdir()
+    yield job
+    shutil.rmtree(root, ignore_errors=True)
+
+
+Runner = Callable[..., sandbox.SandboxResult]
+
+
+@pytest.fixture
+def run(job_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Runner:
+    def _run(payload: str, *, limits: sandbox.SandboxLimits = DEFAULT,
+             disable: tuple[str, ...] = (), env: dict[str, str] | None = None,
+             untrusted: bool = True, params: dict | None = None) -> sandbox.SandboxResult:
+        shutil.copy(PAYLOADS / f"{payload}.py", job_dir / "payload.py")
+        if params is not None:
+            (job_dir / "params.json").write_text(json.dumps(params))
+        # keep layers the caller disabled for the whole suite (degraded-configuration runs)
+        monkeypatch.setenv("JAXJUDGE_SANDBOX_DISABLE", ",".join((*disable, *SUITE_DISABLE)))
+        return sandbox.run(HARNESS, job_dir, limits, env=env, untrusted=untrusted)
+
+    return _run
+
+
+def result_json(res: sandbox.SandboxResult) -> dict:
+    line = next((ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    assert line is not None, f"payload printed no RESULT: {res}"
+    return json.loads(line[len("RESULT "):])
+
+
+# -- basics ---------------------------------------------------------------------------------
+
+
+def test_protections_shape() -> None:
+    prot = sandbox.protections()
+    assert set(prot) == set(sandbox.LAYERS)
+    for info in prot.values():
+        assert isinstance(info["active"], bool) and isinstance(info["detail"], str)
+    assert prot["rlimits"]["active"] is True
+
+
+def test_normal_exit_captures_output_env_and_fds(run: Runner) -> None:
+    res = run("hello", env={"PAYLOAD_EXIT": "0"})
+    assert res.status == "exited" and res.exit_code == 0 and res.signal is None, res
+    assert "hello from" in res.stdout and res.stderr.strip() == "to stderr"
+    env_line = next(ln for ln in res.stdout.splitlines() if ln.startswith("ENV "))
+    assert set(ast.literal_eval(env_line[4:])) <= {  # the environment is exactly what we built
+        "PATH", "HOME", "TMPDIR", "LANG", "JAX_PLATFORMS", "MALLOC_ARENA_MAX",
+        "OPENBLAS_NUM_THREADS", "PAYLOAD_EXIT", "LC_CTYPE", "PWD",  # PWD: set by bwrap
+    }
+    fds = ast.literal_eval(next(ln for ln in res.stdout.splitlines() if ln.startswith("FDS "))[4:])
+    assert fds[:3] == [0, 1, 2] and len(fds) <= 4, f"leaked descriptors: {fds}"
+    assert res.wall_seconds > 0 and res.cpu_seconds is not None
+
+
+@pytest.mark.parametrize("code", [3, 77])
+def test_exit_codes(run: Runner, code: int) -> None:
+    res = run("hello", env={"PAYLOAD_EXIT": str(code)})
+    assert (res.status, res.exit_code) == ("exited", code), res
+
+
+def test_uncaught_exception_is_exit_1(run: Runner) -> None:
+    res = run("raise_error")
+    assert (res.status, res.exit_code) == ("exited", 1), res
+    assert "boom from payload" in res.stderr
+
+
+def test_job_dir_is_cwd_and_argument(run: Runner, job_dir: Path) -> None:
+    res = run("hello")
+    inner = sandbox.JOB_MOUNT if active("bwrap") else str(job_dir.resolve())
+    assert f"hello from {inner}" in res.stdout and f"ARGV ['{inner}']" in res.stdout
+
+
+# -- time -----------------------------------------------------------------------------------
+
+
+def test_infinite_loop_is_cpu_timeout(run: Runner) -> None:
+    limits = sandbox.SandboxLimits(wall_seconds=15, cpu_seconds=1, memory_bytes=512 * MiB,
+                                   output_bytes=64 * 1024)
+    res = run("spin", limits=limits)
+    assert res.status == "cpu_timeout", res
+    assert res.wall_seconds < 10
+
+
+def test_sleep_is_wall_timeout_even_ignoring_sigterm(run: Runner) -> None:
+    limits = sandbox.SandboxLimits(wall_seconds=1.5, cpu_seconds=10, memory_bytes=512 * MiB,
+                                   output_bytes=64 * 1024)
+    res = run("sleep", limits=limits)
+    assert res.status == "wall_timeout", res
+    assert "sleeping" in res.stdout
+    assert 1.5 <= res.wall_seconds < 8
+
+
+# -- memory ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("payload", ["mem_list", "mem_numpy", "mem_shared_mmap", "mem_tmpfs"])
+def test_memory_bombs(run: Runner, payload: str) -> None:
+    need("cgroup")
+    if payload == "mem_tmpfs":
+        need("bwrap")  # without bwrap /tmp is the host's and not a per-run tmpfs
+    limits = sandbox.SandboxLimits(wall_seconds=30, cpu_seconds=20, memory_bytes=256 * MiB,
+                                   output_bytes=64 * MiB)
+    res = run(payload, limits=limits)
+    assert res.status == "memory_exceeded", res
+    assert res.peak_memory_bytes is not None and res.peak_memory_bytes <= 257 * MiB
+
+
+# -- processes ------------------------------------------------------------------------------
+
+
+def test_fork_denied_by_seccomp(run: Runner) -> None:
+    need("seccomp")
+    res = run("fork_bomb")
+    assert res.status == "exited" and res.exit_code == 0, res
+    assert "FORK denied 1" in res.stdout
+
+
+def test_fork_bomb_contained_by_pids_cgroup(run: Runner) -> None:
+    need("cgroup")
+    limits = sandbox.SandboxLimits(wall_seconds=3, cpu_seconds=30, memory_bytes=512 * MiB,
+                                   output_bytes=64 * 1024, max_processes=32)
+    res = run("fork_bomb", limits=limits, disable=("seccomp",))
+    assert "FORK allowed" in res.stdout
+    assert res.status in ("wall_timeout", "cpu_timeout"), res
+
+
+@pytest.mark.parametrize("disable", [("seccomp",), ("seccomp", "bwrap")])
+def test_setsid_grandchild_is_killed(run: Runner, disable: tuple[str, ...]) -> None:
+    if not (active("cgroup") or active("uid_pool") or active("bwrap")):
+        pytest.skip("no layer here can find a setsid() grandchild (cgroup, uid pool, pid ns)")
+    res = run("setsid_grandchild", disable=disable)
+    assert res.status == "exited" and res.exit_code == 0, res
+    assert "DAEMON started" in res.stdout
+    # the autouse fixture checks that no process of the run's uid and no run cgroup survive
+
+
+def test_killing_the_parent_does_not_hurt(run: Runner) -> None:
+    res = run("kill_parent")
+    assert res.status in ("exited", "signaled"), res
+    assert f"PPID {os.getpid()}" not in res.stdout or "KILL refused" in res.stdout
+    res2 = run("hello")  # the grader (this process) is alive and still works
+    assert res2.status == "exited" and res2.exit_code == 0, res2
+
+
+def test_exhausting_file_descriptors(run: Runner) -> None:
+    res = run("fds")
+    assert res.status == "exited" and res.exit_code == 0, res
+    m = re.search(r"FDS exhausted (\d+) (\d+)", res.stdout)
+    assert m is not None, res
+    assert int(m.group(1)) <= DEFAULT.max_open_files and int(m.group(2)) == 24  # EMFILE
+
+
+# -- output ---------------------------------------------------------------------------------
+
+
+def test_huge_print_is_output_exceeded_and_truncated(run: Runner) -> None:
+    limits = sandbox.SandboxLimits(wall_seconds=20, cpu_seconds=10, memory_bytes=512 * MiB,
+                                   output_bytes=64 * 1024)
+    res = run("big_print", limits=limits)
+    assert res.status == "output_exceeded", res
+    assert len(res.stdout) <= 64 * 1024
+
+
+def test_big_file_in_job_dir_is_output_exceeded(run: Runner, job_dir: Path) -> None:
+    limits = sandbox.SandboxLimits(wall_seconds=20, cpu_seconds=10, memory_bytes=512 * MiB,
+                                   output_bytes=256 * 1024)
+    res = run("big_file", limits=limits)
+    assert res.status == "output_exceeded", res
+    assert (job_dir / "out.bin").stat().st_size <= 256 * 1024
+
+
+# -- isolation ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[int, list[bytes]]]:
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    srv.settimeout(0.2)
+    got: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
+            with conn:
+                got.append(conn.recv(100))
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    yield srv.getsockname()[1], got
+    stop.set()
+    t.join()
+    srv.close()
+
+
+@pytest.fixture
+def outside() -> Iterator[Path]:
+    """A world-readable, world-writable host dir holding a world-readable secret."""
+    d = Path(tempfile.mkdtemp(prefix="sbx-outside-"))
+    os.chmod(d, 0o777)
+    (d / "secret.txt").write_text("TOP-SECRET-42")
+    os.chmod(d / "secret.txt", 0o644)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _escape(run: Runner, listener: tuple[int, list[bytes]], outside: Path, job_dir: Path,
+            disable: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setenv("JAXJUDGE_TEST_SERVICE_SECRET", "service-secret-value")
+    targets = [str(outside / "written.txt"), str(job_dir.parent / "sibling.txt")]
+    for t in ESCAPE_TARGETS:
+        assert not t.exists()
+        targets.append(str(t))
+    res = run("escape", disable=disable,
+              params={"port": listener[0], "secret": str(outside / "secret.txt"),
+                      "write_targets": targets, "hidden": HIDDEN})
+    assert res.status == "exited" and res.exit_code == 0, res
+    out = result_json(res)
+    # never: the service's environment, files written outside, bytes on the listener
+    assert "service-secret-value" not in json.dumps(out)
+    assert not (job_dir.parent / "sibling.txt").exists()
+    written = [t for t in ESCAPE_TARGETS if t.exists()]
+    for t in written:
+        t.unlink()
+    assert written == []
+    assert listener[1] == []
+    if active("seccomp") and "seccomp" not in disable:
+        assert "PermissionError" in out["ptrace"]["error"], out["ptrace"]
+    if not on("bwrap", disable):
+        # the parent is this (root or other-uid) grader process: never traceable or readable
+        assert not out["ptrace"]["ok"] and not out["ppid_mem"]["ok"]
+        assert not out["ppid_environ"]["ok"]
+    return out
+
+
+def test_escape_attempts_all_layers(run: Runner, listener: tuple[int, list[bytes]],
+                                    outside: Path, job_dir: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    out = _escape(run, listener, outside, job_dir, (), monkeypatch)
+    if not active("bwrap"):
+        pytest.skip(f"bwrap inactive ({sandbox.protections()['bwrap']['detail']}): host files "
+                    "readable by 'other' stay visible")
+    assert not out["secret"]["ok"], out["secret"]
+    assert out["visible"] == []
+    assert not (outside / "written.txt").exists()
+
+
+def test_network_blocked_by_seccomp_alone(run: Runner, listener: tuple[int, list[bytes]],
+                                          outside: Path, job_dir: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    need("seccomp")
+    out = _escape(run, listener, outside, job_dir, ("bwrap",), monkeypatch)
+    assert "PermissionError" in out["connect"]["error"]
+
+
+def test_network_blocked_by_bwrap_alone(run: Runner, listener: tuple[int, list[bytes]],
+                                        outside: Path, job_dir: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    need("bwrap")
+    out = _escape(run, listener, outside, job_dir, ("seccomp",), monkeypatch)
+    assert not out["connect"]["ok"] and not out["secret"]["ok"] and out["visible"] == []
+    assert not (outside / "written.txt").exists()
+
+
+def test_exec_banned_for_untrusted_only(run: Runner) -> None:
+    need("seccomp")
+    res = run("exec_self", untrusted=True)
+    assert "EXEC denied 1" in res.stdout, res
+    res = run("exec_self", untrusted=False)
+    assert "EXEC worked" in res.stdout, res
+
+
+def test_jax_grad_works_with_every_layer(run: Runner) -> None:
+    limits = sandbox.SandboxLimits(wall_seconds=120, cpu_seconds=60, memory_bytes=1024 * MiB,
+                                   output_bytes=256 * 1024)
+    res = run("jax_grad", limits=limits)
+    assert res.status == "exited" and res.exit_code == 0, res
+    assert re.search(r"JAX \S+ [0-9.]+ [-0-9.e]+", res.stdout), res
+    missing = [n for n, i in sandbox.protections().items() if not i["active"]]
+    if missing:
+        pytest.skip(f"jax ran, but without layers {missing}")
+
+
+def test_concurrent_runs_get_distinct_uids(tmp_path: Path) -> None:
+    need("uid_pool")
+    results: list[sandbox.SandboxResult] = []
+    jobs = []
+    for i in range(2):
+        job = tmp_path / f"job{i}"
+        job.mkdir()
+        shutil.copy(PAYLOADS / "hello.py", job / "payload.py")
+        jobs.append(job)
+    os.chmod(tmp_path, 0o711)
+    threads = [threading.Thread(target=lambda j=j: results.append(
+        sandbox.run(HARNESS, j, DEFAULT))) for j in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    uids = {re.search(r"uid (\d+)", r.stdout).group(1) for r in results}  # type: ignore[union-attr]
+    assert len(uids) == 2, results
+
+
+def test_required_layer_missing_raises(monkeypatch: pytest.MonkeyPatch, job_dir: Path) -> None:
+    monkeypatch.setenv("JAXJUDGE_SANDBOX_REQUIRE", "all")
+    monkeypatch.setenv("JAXJUDGE_SANDBOX_DISABLE", "seccomp")
+    with pytest.raises(sandbox.SandboxUnavailable, match="seccomp"):
+        sandbox.run(HARNESS, job_dir, DEFAULT)
+
+
+def test_root_never_runs_stages_as_root(monkeypatch: pytest.MonkeyPatch, job_dir: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("not root: stages run as the service user by design")
+    monkeypatch.setenv("JAXJUDGE_SANDBOX_DISABLE", "uid_pool")
+    with pytest.raises(sandbox.SandboxUnavailable, match="as root"):
+        sandbox.run(HARNESS, job_dir, DEFAULT)
+
+
+def test_job_dir_handed_back_to_owner(run: Runner, job_dir: Path) -> None:
+    run("big_file")
+    for p in [job_dir, *job_dir.rglob("*")]:
+        assert p.lstat().st_uid == os.geteuid(), p
+
+
+# -- seccomp filter -------------------------------------------------------------------------
+
+
+def test_syscall_numbers_match_kernel_headers() -> None:
+    header = Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h")
+    if not header.exists():
+        pytest.skip(f"{header} not installed (linux-libc-dev)")
+    nums = dict(re.findall(r"#define __NR_(\w+) (\d+)", header.read_text()))
+    for name, nr in seccomp.SYSCALLS_X86_64.items():
+        assert int(nums[name]) == nr, name
+
+
+def test_filter_program_is_well_formed() -> None:
+    strict = seccomp.build_filter(allow_exec=False)
+    loose = seccomp.build_filter(allow_exec=True)
+    assert len(strict) % 8 == 0 and len(strict) // 8 < 200
+    assert len(strict) - len(loose) == 8 * len(seccomp.EXEC_CALLS)  # the exec ban
