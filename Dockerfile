@@ -19,7 +19,6 @@ COPY grader ./grader
 COPY app ./app
 RUN /opt/jaxjudge/bin/pip install "jax==0.10.2" "jaxlib==0.10.2" . \
     && /opt/jaxjudge/bin/python -m compileall -q /opt/jaxjudge/lib
-COPY problems /opt/jaxjudge/problems
 COPY docker/entrypoint.sh /opt/jaxjudge/bin/docker-entrypoint
 # World-readable (and never writable): the sandbox runs submissions as another user and only
 # mounts this prefix read-only, so every file must be readable by anyone.
@@ -41,12 +40,16 @@ RUN groupadd --system --gid 10001 jaxjudge \
     && mkdir -p /data \
     && chown 10001:10001 /data \
     && chmod 0775 /data
+# Problem packages hold the hidden tests and the reference: outside the Python prefix (which the
+# sandbox mounts for graded code) and readable by the service's group only.
+COPY --chown=0:10001 problems /srv/jaxjudge/problems
+RUN chmod -R u=rwX,g=rX,o= /srv/jaxjudge
 ENV PATH=/opt/jaxjudge/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     HOME=/data \
     XDG_CACHE_HOME=/tmp/.cache \
-    JAXJUDGE_PROBLEMS_DIR=/opt/jaxjudge/problems \
+    JAXJUDGE_PROBLEMS_DIR=/srv/jaxjudge/problems \
     JAXJUDGE_DATABASE_URL=sqlite:////data/jaxjudge.db \
     JAX_PLATFORMS=cpu
 WORKDIR /data

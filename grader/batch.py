@@ -116,18 +116,24 @@ def _pick_file(folder: Path, problem_id: str) -> tuple[Path | None, str]:
 
 
 def discover(
-    root: Path, problem: str | None = None, known_problems: Iterable[str] | None = None
+    root: Path,
+    problem: str | None = None,
+    known_problems: Iterable[str] | None = None,
+    *,
+    exclude: Path | None = None,
 ) -> tuple[list[Submission], bool]:
     """The submissions under `root` and whether this is a problem-set layout.
 
     With `problem`: `root/<student>.py` or `root/<student>/` (holding `solution.py`,
     `<problem>.py` or a single `.py` file). Without: `root/<student>/<problem-id>.py` for every
-    known problem id (a problem set); other files are ignored with a warning.
+    known problem id (a problem set); other files are ignored with a warning. `exclude` (the
+    results folder, when it sits among the submissions) is never taken for a student.
     """
     root = Path(root)
     if not root.is_dir():
         raise BatchError(f"{root} is not a folder")
-    entries = sorted(p for p in root.iterdir() if _visible(p))
+    skip = exclude.resolve() if exclude is not None else None
+    entries = sorted(p for p in root.iterdir() if _visible(p) and p.resolve() != skip)
     subs: list[Submission] = []
     if problem is not None:
         for p in entries:
@@ -215,9 +221,13 @@ def _max_score(problem: Problem, mode: Mode) -> float:
 
 # -- the resume cache ----------------------------------------------------------------------------
 def _cache_key(problem: Problem, mode: Mode, source_sha256: str, limits: Limits | None) -> str:
-    """What a stored result must match to be reused: same bytes, problem, mode and limits."""
+    """What a stored result must match to be reused: same bytes, problem, mode, limits and
+    grader version (a fixed grader bug must reach everyone's grade)."""
+    from grader.grade import GRADER_VERSION
+
     parts = {
         "v": _CACHE_VERSION,
+        "grader": GRADER_VERSION,
         "problem": problem.id,
         "fingerprint": problem.fingerprint(),
         "mode": mode,
@@ -278,20 +288,20 @@ def grade_folder(
     if jobs < 1:
         raise BatchError("jobs must be at least 1")
     proot = Path(problems_root) if problems_root is not None else None
+    out = Path(out_dir) if out_dir is not None else None
     problems: dict[str, Problem] = {}
     if problem is not None:
         p = problem if isinstance(problem, Problem) else _load(problem, proot)
         problems[p.id] = p
-        subs, problem_set = discover(Path(root), p.id)
+        subs, problem_set = discover(Path(root), p.id, exclude=out)
     else:
         try:
             known = [p.id for p in list_problems(proot)]
         except ProblemError as exc:
             raise BatchError(str(exc)) from exc
-        subs, problem_set = discover(Path(root), None, known)
+        subs, problem_set = discover(Path(root), None, known, exclude=out)
         for pid in sorted({s.problem for s in subs}):
             problems[pid] = _load(pid, proot)
-    out = Path(out_dir) if out_dir is not None else None
     if on_start is not None:
         on_start(len(subs))
 
@@ -309,7 +319,7 @@ def grade_folder(
         try:
             digest = hashlib.sha256(sub.path.read_bytes()).hexdigest()
         except OSError as exc:
-            entry = BatchEntry(sub.student, sub.problem, sub.path,
+            entry = BatchEntry(sub.student, sub.problem, None,
                                _missing_file(prob, mode, f"cannot read {sub.path.name}: {exc}"),
                                0.0)
             entries.append(entry)

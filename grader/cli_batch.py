@@ -13,10 +13,11 @@ import logging
 import os
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -28,7 +29,7 @@ from rich.progress import (
 from rich.table import Table
 
 from grader import render
-from grader.batch import BatchError, BatchResult, grade_file, grade_folder
+from grader.batch import BatchEntry, BatchError, BatchResult, grade_file, grade_folder
 from grader.problem import Problem, ProblemError, load_problem
 from grader.report import Mode, Report, Verdict
 
@@ -58,7 +59,7 @@ def summary_table(result: BatchResult) -> Table:
     table.add_column("submissions", justify="right", footer=str(n))
     for verdict, count in result.verdict_counts().items():
         style = _VERDICT_STYLE.get(verdict, "")
-        table.add_row(f"[{style}]{verdict}[/]" if style else verdict, str(count))
+        table.add_row(f"[{style}]{verdict}[/]" if style else escape(verdict), str(count))
     missing = sum(1 for e in result.entries if e.path is None)
     table.caption = f"graded now: {len(result.graded)}, reused: {len(result.reused)}" + (
         f", nothing to grade: {missing}" if missing else ""
@@ -85,6 +86,7 @@ def grade_set(
     force: Annotated[bool, typer.Option(help="Regrade even unchanged submissions.")] = False,
 ) -> None:
     """Grade a folder of submissions into scores.csv, results.json and gradescope/*.json."""
+    run_mode = _mode(mode)
     err = Console(stderr=True)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     progress = Progress(
@@ -102,19 +104,19 @@ def grade_set(
     def started(n: int) -> None:
         progress.update(task, total=n)
 
-    def finished(entry: Any) -> None:
+    def finished(entry: BatchEntry) -> None:
         tag = " (reused)" if entry.cached else ""
         progress.update(task, advance=1,
-                        description=f"{entry.student}: {entry.report.verdict}{tag}")
+                        description=f"{escape(entry.student)}: {entry.report.verdict}{tag}")
 
     try:
         with progress:
             result = grade_folder(
-                submissions_dir, problem, mode=_mode(mode), jobs=jobs, out_dir=out,
+                submissions_dir, problem, mode=run_mode, jobs=jobs, out_dir=out,
                 force=force, on_start=started, on_result=finished,
             )
     except BatchError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from exc
     Console().print(summary_table(result))
     err.print(f"results in {out}/ (scores.csv, results.json, gradescope/)")
@@ -195,7 +197,7 @@ def gradescope(
     mode: Annotated[str | None, typer.Option(help="'submit' (default) or 'run'.")] = None,
 ) -> None:
     """Grade one Gradescope submission (use as run_autograder) and write results.json."""
-    console = Console()  # Gradescope shows run_autograder's stdout to instructors only
+    # Everything printed goes to Gradescope's stdout box, which only instructors see.
     try:
         config = _read_config(source_dir)
         prob = _resolve_problem(problem, config, source_dir)
@@ -208,7 +210,7 @@ def gradescope(
             "score": 0, "output": f"The autograder is misconfigured: {exc}",
             "tests": [],
         })
-        console.print(f"error: {exc}")
+        typer.echo(f"error: {exc}")
         raise typer.Exit(1) from exc
 
     try:
@@ -217,7 +219,7 @@ def gradescope(
         report = Report(verdict=Verdict.COMPILE_ERROR, problem=prob.id, mode=run_mode,
                         message=f"Nothing to grade: {exc}.")
     else:
-        console.print(f"grading {path} for {prob.id} ({run_mode})")
+        typer.echo(f"grading {path} for {prob.id} ({run_mode})")
         try:
             report = grade_file(prob, path, run_mode)
         except Exception as exc:
@@ -228,8 +230,9 @@ def gradescope(
                           "Please tell your course staff.",
             })
             raise typer.Exit(1) from exc
-    _write_results(results, render.to_gradescope(report, hidden_visibility=visibility))  # type: ignore[arg-type]
-    console.print(render.to_text(report))
+    _write_results(results, render.to_gradescope(
+        report, hidden_visibility=cast(render.GradescopeVisibility, visibility)))
+    typer.echo(render.to_text(report), nl=False)
 
 
 def register(cli: typer.Typer) -> None:

@@ -620,6 +620,36 @@ def _probe(sup: _Support, *, bwrap: bool, seccomp_on: bool) -> tuple[bool, str]:
     return False, f"{res.status} {res.exit_code}: {res.detail} {res.stderr.strip()[-300:]}"
 
 
+_PRIVATE_PREFIX = "jaxjudge-sbx-"
+
+
+def _pid_alive(pid: int) -> bool:
+    return os.path.exists(f"/proc/{pid}")
+
+
+def _sweep_stale(cg: _CgroupSupport | None) -> None:
+    """Remove run cgroups and private temp dirs of grader processes that died mid-run
+    (SIGKILL, OOM of the service): their `finally` blocks never ran."""
+    if cg is not None:
+        for ctrl, base in cg.bases.items():
+            with contextlib.suppress(OSError):
+                for d in base.iterdir():
+                    parts = d.name.split("-")
+                    if d.name.startswith("run-") and parts[1].isdigit() \
+                            and not _pid_alive(int(parts[1])):
+                        stale = _RunCgroup.__new__(_RunCgroup)
+                        stale.support, stale.dirs = cg, {ctrl: d}
+                        stale.kill_all()
+                        stale.remove()
+    tmp = Path(tempfile.gettempdir())
+    with contextlib.suppress(OSError):
+        for d in tmp.iterdir():
+            parts = d.name[len(_PRIVATE_PREFIX):].split("-")
+            if d.name.startswith(_PRIVATE_PREFIX) and parts[0].isdigit() \
+                    and not _pid_alive(int(parts[0])) and d.lstat().st_uid == os.geteuid():
+                shutil.rmtree(d, ignore_errors=True)
+
+
 def _detect() -> _Support:
     global _support
     with _support_lock:
@@ -629,6 +659,7 @@ def _detect() -> _Support:
         d = sup.details
         is_root = os.geteuid() == 0
         sup.cgroup, d["cgroup"] = _detect_cgroup()
+        _sweep_stale(sup.cgroup)
         if is_root:
             try:
                 _lock_dir()
@@ -828,7 +859,7 @@ def _execute(sup: _Support, layers: dict[str, bool], script: Path, job_dir: Path
     t0 = time.monotonic()
     script = script.resolve()
     job_dir = job_dir.resolve()
-    private = Path(tempfile.mkdtemp(prefix="jaxjudge-sbx-"))
+    private = Path(tempfile.mkdtemp(prefix=f"{_PRIVATE_PREFIX}{os.getpid()}-"))
 
     def failed(detail: str) -> SandboxResult:
         return SandboxResult("setup_failed", None, None, time.monotonic() - t0, None, None,

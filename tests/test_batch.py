@@ -188,19 +188,20 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_grade_set_cli_resume_and_force(tmp_path: Path) -> None:
     subs = tmp_path / "subs"
     _write(subs / "zoe.py", SYNTAX_ERROR)
-    first = _cli("grade-set", str(subs), "--problem", PROBLEM, "--mode", "run", cwd=tmp_path)
+    # Run from inside the submissions folder: the default --out lands among the students.
+    first = _cli("grade-set", ".", "--problem", PROBLEM, "--mode", "run", cwd=subs)
     assert first.returncode == 0, first.stderr
     assert "compile_error" in first.stdout and "graded now: 1, reused: 0" in first.stdout
-    out = tmp_path / "jaxjudge-results"  # the default --out, relative to the working directory
-    assert (out / "scores.csv").read_text().splitlines()[1].startswith(
-        f"zoe,{PROBLEM},compile_error,0,")
+    out = subs / "jaxjudge-results"  # the default --out, relative to the working directory
+    rows = (out / "scores.csv").read_text().splitlines()
+    assert len(rows) == 2 and rows[1].startswith(f"zoe,{PROBLEM},compile_error,0,")
 
-    second = _cli("grade-set", str(subs), "-p", PROBLEM, "--mode", "run", cwd=tmp_path)
+    second = _cli("grade-set", ".", "-p", PROBLEM, "--mode", "run", cwd=subs)
     assert second.returncode == 0, second.stderr
     assert "graded now: 0, reused: 1" in second.stdout
+    assert "nothing to grade" not in second.stdout  # the results folder is not a student
 
-    forced = _cli("grade-set", str(subs), "-p", PROBLEM, "--mode", "run", "--force",
-                  cwd=tmp_path)
+    forced = _cli("grade-set", ".", "-p", PROBLEM, "--mode", "run", "--force", cwd=subs)
     assert forced.returncode == 0, forced.stderr
     assert "graded now: 1, reused: 0" in forced.stdout
 

@@ -96,31 +96,19 @@ def test_hostile_submission_gets_a_verdict_in_bounded_time(name: str) -> None:
     assert not _leftovers()
 
 
-def test_xla_memory_bomb_is_memory_limit_exceeded() -> None:
-    source = REFERENCE.replace(
-        "def solve(params, x, y):",
-        "def _solve_ok(params, x, y):",
-    ) + (
-        "\nimport jax.numpy as _jnp\n"
-        "def solve(params, x, y):\n"
-        "    out = _solve_ok(params, x, y)\n"
-        "    big = _jnp.ones((40000, 40000), _jnp.float32) * x[0, 0]\n"
-        "    return {'loss': out['loss'] + big.sum() * 0, 'grads': out['grads']}\n"
-    )
-    report = grade(PROBLEM, source, "run", limits=FAST)
-    assert report.verdict is Verdict.MEMORY_LIMIT_EXCEEDED, report.message
+# The XLA-side memory bomb is a sample submission (mle_xla_bomb.py), graded by test_samples.
 
 
 def test_detached_child_and_fork_bomb_leave_nothing_behind() -> None:
-    detach = (
-        "import ctypes, os, time\n"
+    detach = REFERENCE + (
+        "\nimport ctypes, os, time\n"
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
         "    if os.fork() == 0:\n"
         f"        ctypes.CDLL(None).prctl(15, b'{MARK}', 0, 0, 0)\n"
         "        time.sleep(600)\n"
         "    os._exit(0)\n"
-    ) + REFERENCE
+    )
     report = grade(PROBLEM, detach, "run", limits=FAST)
     # Whether the fork was refused (seccomp) or the child was killed, nothing may survive and
     # the submission still gets a verdict.
