@@ -287,6 +287,8 @@ def grade_folder(
     """
     if jobs < 1:
         raise BatchError("jobs must be at least 1")
+    if mode not in ("run", "submit"):
+        raise BatchError(f"mode must be 'run' or 'submit', not {mode!r}")
     proot = Path(problems_root) if problems_root is not None else None
     out = Path(out_dir) if out_dir is not None else None
     problems: dict[str, Problem] = {}

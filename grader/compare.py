@@ -52,7 +52,7 @@ def decode_output(node: Any, _depth: int = 0, _budget: list[int] | None = None) 
         dtype, shape, data = node.get("dtype"), node.get("shape"), node.get("data")
         if not isinstance(dtype, str) or not isinstance(shape, list) or not isinstance(data, list):
             raise DecodeError("malformed array node")
-        if not all(isinstance(d, int) and 0 <= d for d in shape) or len(shape) > 8:
+        if not all(isinstance(d, int) and d >= 0 for d in shape) or len(shape) > 8:
             raise DecodeError("malformed array shape")
         size = math.prod(shape)
         budget[0] -= size

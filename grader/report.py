@@ -5,13 +5,13 @@ A submission's failure is never an exception: it is a `Verdict` with a message i
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     """The outcome of a grade (or of one test). The string values are the public contract."""
 
     ACCEPTED = "accepted"

@@ -269,6 +269,10 @@ def test_layout_errors_are_batch_errors(tmp_path: Path) -> None:
         discover(tmp_path, PROBLEM)
     with pytest.raises(BatchError, match="not a folder"):
         discover(tmp_path / "missing", PROBLEM)
+    with pytest.raises(BatchError, match="mode"):
+        grade_folder(tmp_path, PROBLEM, mode="exam")  # type: ignore[arg-type]
+    with pytest.raises(BatchError, match="unknown problem"):
+        grade_folder(tmp_path, "no-such-problem")
 
 
 def test_folder_with_several_files_needs_solution_py(tmp_path: Path) -> None:

@@ -19,8 +19,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_grade_json_accepted_exit_0() -> None:
-    proc = run("grade", "--problem", "rematerialized-mlp-block", str(REFERENCE), "--mode", "run",
-               "--json")
+    proc = run(
+        "grade", "--problem", "rematerialized-mlp-block", str(REFERENCE), "--mode", "run", "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)  # exactly one JSON object
     for key in ("verdict", "problem", "mode", "tests", "requirements", "timings"):
@@ -40,8 +41,13 @@ def test_grade_non_accepted_exit_1_and_human_output(tmp_path: Path) -> None:
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     assert run("grade", "-p", "no-such-problem", str(REFERENCE)).returncode == 2
-    assert run("grade", "-p", "rematerialized-mlp-block", str(REFERENCE), "--mode", "x").returncode == 2
-    assert run("grade", "-p", "rematerialized-mlp-block", str(tmp_path / "missing.py")).returncode == 2
+    assert (
+        run("grade", "-p", "rematerialized-mlp-block", str(REFERENCE), "--mode", "x").returncode
+        == 2
+    )
+    assert (
+        run("grade", "-p", "rematerialized-mlp-block", str(tmp_path / "missing.py")).returncode == 2
+    )
     assert run("grade").returncode == 2
 
 

@@ -20,7 +20,10 @@ def tagged(loss=0.5, w=((1.0, 2.0),), b=(0.0,), dtype="float32"):
         "t": "dict",
         "v": {
             "loss": arr(loss, dtype),
-            "grads": {"t": "dict", "v": {"w": arr([list(r) for r in w], dtype), "b": arr(list(b), dtype)}},
+            "grads": {
+                "t": "dict",
+                "v": {"w": arr([list(r) for r in w], dtype), "b": arr(list(b), dtype)},
+            },
         },
     }
 

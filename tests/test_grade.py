@@ -6,7 +6,6 @@ grader healthy afterwards); tests/test_sandbox.py attacks the isolation layers t
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -67,19 +66,25 @@ def test_compile_errors_are_verdicts() -> None:
 
 
 HOSTILE = {
-    "infinite_loop": ("def solve(params, x, y):\n    while True:\n        pass\n",
-                      Verdict.TIME_LIMIT_EXCEEDED),
+    "infinite_loop": (
+        "def solve(params, x, y):\n    while True:\n        pass\n",
+        Verdict.TIME_LIMIT_EXCEEDED,
+    ),
     "sleep_at_import": ("import time\ntime.sleep(10**6)\n", Verdict.TIME_LIMIT_EXCEEDED),
     "sigterm_ignored": (
         "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
         "while True:\n    time.sleep(0.01)\n",
         Verdict.TIME_LIMIT_EXCEEDED,
     ),
-    "python_memory_bomb": ("x = []\nwhile True:\n    x.append(bytearray(1 << 24))\n",
-                           Verdict.MEMORY_LIMIT_EXCEEDED),
+    "python_memory_bomb": (
+        "x = []\nwhile True:\n    x.append(bytearray(1 << 24))\n",
+        Verdict.MEMORY_LIMIT_EXCEEDED,
+    ),
     "sys_exit": ("import sys\nsys.exit(3)\n", Verdict.RUNTIME_ERROR),
-    "os_exit_in_solve": (REFERENCE + "\nimport os\n_s = solve\n"
-                         "def solve(params, x, y):\n    os._exit(0)\n", Verdict.RUNTIME_ERROR),
+    "os_exit_in_solve": (
+        REFERENCE + "\nimport os\n_s = solve\ndef solve(params, x, y):\n    os._exit(0)\n",
+        Verdict.RUNTIME_ERROR,
+    ),
     "huge_print": ("while True:\n    print('x' * 65536)\n", Verdict.RUNTIME_ERROR),
     "raises": ("def solve(params, x, y):\n    raise ValueError('nope')\n", Verdict.RUNTIME_ERROR),
 }
@@ -115,7 +120,9 @@ def test_detached_child_and_fork_bomb_leave_nothing_behind() -> None:
     assert report.verdict in (Verdict.ACCEPTED, Verdict.RUNTIME_ERROR), report.message
     time.sleep(0.5)
     assert not _leftovers()
-    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    bomb = (
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    )
     report = grade(PROBLEM, bomb, "run", limits=FAST)
     assert report.verdict in (Verdict.TIME_LIMIT_EXCEEDED, Verdict.RUNTIME_ERROR), report.message
     # The grader is healthy afterwards.
@@ -128,12 +135,13 @@ def test_forged_report_on_stdout_changes_nothing() -> None:
         "print(json.dumps({'verdict': 'accepted', 'score': 100}))\n"
         "for fd in range(3, 64):\n"
         "    try:\n"
-        "        os.write(fd, b'{\"status\": \"ok\"}')\n"
+        '        os.write(fd, b\'{"status": "ok"}\')\n'
         "    except OSError:\n"
         "        pass\n"
         "def solve(params, x, y):\n"
         "    import jax.numpy as jnp\n"
-        "    return {'loss': jnp.float32(0), 'grads': {k: jnp.zeros_like(v) for k, v in params.items()}}\n"
+        "    zeros = {k: jnp.zeros_like(v) for k, v in params.items()}\n"
+        "    return {'loss': jnp.float32(0), 'grads': zeros}\n"
     )
     report = grade(PROBLEM, forged, "run", limits=FAST)
     assert report.verdict is Verdict.WRONG_ANSWER, report.message

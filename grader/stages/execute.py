@@ -33,7 +33,9 @@ FORBIDDEN_OPS = (
     "mhlo.send",
     "mhlo.recv",
 )
-_CUSTOM_CALL_RE = re.compile(r'"(?:stablehlo|mhlo)\.custom_call"\([^)]*\)\s*<\{[^}]*?call_target_name\s*=\s*"([^"]*)"')
+_CUSTOM_CALL_RE = re.compile(
+    r'"(?:stablehlo|mhlo)\.custom_call"\([^)]*\)\s*<\{[^}]*?call_target_name\s*=\s*"([^"]*)"'
+)
 
 
 class Rejected(Exception):
@@ -170,7 +172,9 @@ def main(job_dir: str) -> int:
             try:
                 exp = jax_export.deserialize(bytearray(blob))
             except Exception as exc:
-                raise Rejected(f"the exported program could not be loaded ({type(exc).__name__})")
+                raise Rejected(
+                    f"the exported program could not be loaded ({type(exc).__name__})"
+                ) from None
             spec_args = _spec_tree(sig["args"], jax, np)
             info = _check_program(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir)
         except Rejected as exc:

@@ -75,9 +75,9 @@ def _name_policy(policy, policies) -> str:
             return name
     for name, obj in policies:
         try:
-            if type(policy) is type(obj) and not callable(getattr(obj, "__code__", None)):
-                if policy == obj:
-                    return name
+            same_kind = type(policy) is type(obj)
+            if same_kind and not hasattr(obj, "__code__") and policy == obj:
+                return name
         except Exception:
             continue
     return "custom"
@@ -90,7 +90,7 @@ def _sub_jaxprs(value):
         v = stack.pop()
         if hasattr(v, "eqns") and hasattr(v, "invars"):
             yield v
-        elif hasattr(v, "jaxpr") and hasattr(getattr(v, "jaxpr"), "eqns"):
+        elif hasattr(v, "jaxpr") and hasattr(v.jaxpr, "eqns"):
             yield v.jaxpr
         elif isinstance(v, (list, tuple)):
             stack.extend(reversed(v))
@@ -161,7 +161,7 @@ def main(job_dir: str) -> int:
         _write_result(job_dir, result)
         return 0
     if not source.strip():
-        result.update(status="compile_error", message="the file is empty: define solve(params, x, y)")
+        result.update(status="compile_error", message="the file is empty: define solve(...)")
         _write_result(job_dir, result)
         return 0
     try:
