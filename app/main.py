@@ -88,8 +88,9 @@ class BodySizeLimit:
 
 def _check_sandbox(settings: Settings) -> dict[str, dict[str, object]]:
     layers = protections()
-    if settings.sandbox_require:
-        missing = sorted(name for name, info in layers.items() if not info.get("active"))
+    required = settings.required_layers
+    if required:
+        missing = sorted(n for n in required if not layers.get(n, {}).get("active"))
         if missing:
             raise SandboxUnavailable(
                 "sandbox_require is set but these protections are not active: "

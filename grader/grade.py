@@ -97,6 +97,7 @@ def grade(
             mode=mode,
             message="The grader failed on its own (not your fault); the error was logged. "
             "Please resubmit later.",
+            max_score=_max_score(prob, mode),
         )
     report.timings["total"] = round(time.perf_counter() - started, 4)
     report.versions.setdefault("grader", GRADER_VERSION)
@@ -515,6 +516,13 @@ class _Grading:
             output=self.output,
             versions=dict(self.versions),
         )
+
+
+def _max_score(problem: Problem, mode: Mode) -> float:
+    sc = problem.scoring
+    hidden = sc.hidden_tests if mode == "submit" else 0.0
+    reqs = sc.requirements if problem.requirements else 0.0
+    return round(sc.visible_tests + hidden + reqs, 4)
 
 
 def _plain(value: Any) -> Any:

@@ -341,13 +341,13 @@ def test_serve_refuses_bad_settings(tmp_path: Path) -> None:
 def test_sandbox_require_refuses_to_start_without_every_protection(tmp_path: Path) -> None:
     inactive = sorted(n for n, info in protections().items() if not info.get("active"))
     if not inactive:  # every layer works here: the server must start normally
-        srv = Server(tmp_path, sandbox_require="true", workers=1)
+        srv = Server(tmp_path, sandbox_require="all", workers=1)
         srv.stop()
         return
     proc = subprocess.run(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(free_port())],
         cwd=tmp_path,
-        env=service_env(sandbox_require="true"),
+        env=service_env(sandbox_require="all"),
         capture_output=True,
         text=True,
         timeout=120,

@@ -13,6 +13,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from grader.sandbox import LAYERS
+
 LogLevel = Literal["critical", "error", "warning", "info", "debug"]
 
 
@@ -53,11 +55,28 @@ class Settings(BaseSettings):
     )
     host: str = Field("127.0.0.1", min_length=1, description="Address `jaxjudge serve` binds.")
     port: int = Field(8000, ge=1, le=65535, description="Port `jaxjudge serve` binds.")
-    sandbox_require: bool = Field(
-        False,
-        description="Refuse to start unless every sandbox protection (grader.protections()) "
-        "is active.",
+    sandbox_require: str = Field(
+        "",
+        description="Sandbox layers that must be active (`all`, or a comma list of "
+        "cgroup, uid_pool, bwrap, seccomp, rlimits): the service refuses to start and every "
+        "grade refuses to run without them. Empty: missing layers are logged warnings.",
     )
+
+    @field_validator("sandbox_require")
+    @classmethod
+    def _check_layers(cls, v: str) -> str:
+        names = {p.strip() for p in v.split(",") if p.strip()}
+        unknown = names - set(LAYERS) - {"all"}
+        if unknown:
+            raise ValueError(
+                f"unknown sandbox layers {sorted(unknown)}; choose from all, {', '.join(LAYERS)}"
+            )
+        return ",".join(sorted(names))
+
+    @property
+    def required_layers(self) -> set[str]:
+        names = set(self.sandbox_require.split(",")) - {""}
+        return set(LAYERS) if "all" in names else names
     log_level: LogLevel = Field("info", description="uvicorn and service log level.")
 
     @field_validator("auth_tokens", mode="before")
