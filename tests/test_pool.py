@@ -1,0 +1,197 @@
+"""The warm pool (grader.pool) with real zygotes: same verdicts as fresh processes, every layer
+per child, a dead or poisoned zygote is replaced, nothing outlives the pool.
+
+Expected verdicts come from problems/<id>/submissions/expected.toml, which tests/test_samples.py
+checks on the cold path (a fresh sandboxed process per stage), so equal verdicts here mean the
+pool and the cold path agree.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from grader import Verdict, grade, load_problem, pool, sandbox
+from grader.grade import set_stage_runner
+from grader.problem import Limits
+
+PROBLEM = load_problem("rematerialized-mlp-block")
+SUBMISSIONS = PROBLEM.submissions_dir
+EXPECTED = tomllib.loads((SUBMISSIONS / "expected.toml").read_text(encoding="utf-8"))["files"]
+REFERENCE = (SUBMISSIONS / "accepted_reference_style.py").read_text(encoding="utf-8")
+# Small CPU/wall budget so the timeout case is quick (the verdict does not depend on it).
+FAST = Limits(wall_seconds=8, cpu_seconds=3, memory_mb=1024, output_kb=256)
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the pool needs fork")
+
+
+def _own_cgroups() -> set[str]:
+    """Per-run/slot cgroup directories this process created and has not removed."""
+    found: set[str] = set()
+    sup = sandbox._detect().cgroup
+    if sup is None:
+        return found
+    for base in sup.bases.values():
+        if base.is_dir():
+            found |= {d.name for d in base.iterdir() if d.name.startswith(f"run-{os.getpid()}-")}
+    return found
+
+
+@pytest.fixture(scope="module")
+def warm() -> Iterator[pool.WarmPool]:
+    p = pool.WarmPool(2, compile_cache=False).start()
+    set_stage_runner(p.runner)
+    try:
+        yield p
+    finally:
+        set_stage_runner(None)
+        p.close()
+
+
+def _grade(name: str, limits: Limits | None = None, mode: str | None = None):
+    spec = EXPECTED[name]
+    source = (SUBMISSIONS / name).read_bytes()
+    return grade(PROBLEM, source, mode or spec.get("mode", "submit"), filename=name, limits=limits)
+
+
+def test_pool_really_started(warm: pool.WarmPool) -> None:
+    mem = warm.zygote_memory()
+    assert len(mem) == 4
+    assert all(m["pid"] and m["rss"] > 0 for m in mem), mem
+
+
+@pytest.mark.parametrize("name", [
+    "accepted_reference_style.py",
+    "wrong_forgets_b2.py",
+    "req_no_checkpoint.py",
+    "forge_patch_allclose.py",
+    "runtime_sys_exit_at_import.py",
+    "compile_error_syntax.py",
+])
+def test_same_verdict_as_cold_path(warm: pool.WarmPool, name: str) -> None:
+    before = warm.stats.runs
+    report = _grade(name)
+    assert report.verdict is Verdict(EXPECTED[name]["verdict"]), report.message
+    if "failed" in EXPECTED[name]:
+        failed = sorted(r.name for r in report.requirements if not r.passed)
+        assert failed == sorted(EXPECTED[name]["failed"])
+    assert warm.stats.runs > before  # it went through the zygotes, not the cold path
+
+
+@pytest.mark.parametrize("name", ["tle_infinite_loop.py", "mle_list_bomb_at_import.py"])
+def test_limits_kill_the_child_not_the_zygote(warm: pool.WarmPool, name: str) -> None:
+    pids = {m["name"]: m["pid"] for m in warm.zygote_memory()}
+    report = _grade(name, FAST)
+    assert report.verdict is Verdict(EXPECTED[name]["verdict"]), report.message
+    assert {m["name"]: m["pid"] for m in warm.zygote_memory()} == pids
+
+
+def test_fork_is_denied_in_the_child(warm: pool.WarmPool) -> None:
+    source = "import os\nos.fork()\n\ndef solve(params, x, y):\n    return None\n"
+    report = grade(PROBLEM, source, "run")
+    assert report.verdict is Verdict.RUNTIME_ERROR
+    assert "PermissionError" in report.message or "not permitted" in report.message
+
+
+def test_zygote_killer_is_a_runtime_error_and_the_pool_recovers(warm: pool.WarmPool) -> None:
+    source = (
+        "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n\n"
+        "def solve(params, x, y):\n    return None\n"
+    )
+    respawns = warm.stats.respawns
+    report = grade(PROBLEM, source, "run")
+    assert report.verdict in (Verdict.RUNTIME_ERROR, Verdict.COMPILE_ERROR), report.message
+    assert report.verdict is not Verdict.INTERNAL_ERROR
+    warm.settle()
+    assert warm.stats.respawns > respawns
+    assert all(m["pid"] for m in warm.zygote_memory())
+    again = grade(PROBLEM, REFERENCE, "run")
+    assert again.verdict is Verdict.ACCEPTED, again.message
+    assert warm.stats.cold_runs == 0
+
+
+def test_jobs_do_not_see_each_other(warm: pool.WarmPool) -> None:
+    writer = (
+        "import os\nopen('/tmp/secret-from-earlier-job', 'w').write('x')\n"
+        "open('planted-in-job-dir', 'w').write('x')\n"
+        "try:\n    open('/job/planted-in-spool', 'w').write('x')\nexcept OSError:\n    pass\n"
+        "def solve(params, x, y):\n    raise ValueError('first')\n"
+    )
+    reader = (
+        "import os\nseen = sorted(os.listdir('/tmp')) + sorted(os.listdir('.'))\n"
+        "try:\n    seen += os.listdir('/job')\nexcept OSError:\n    seen.append('no-list')\n"
+        "def solve(params, x, y):\n    raise ValueError('SEEN ' + repr(seen))\n"
+    )
+    for _ in range(2):  # both untrusted zygotes get the writer at least once
+        grade(PROBLEM, writer, "run")
+    reports = [grade(PROBLEM, reader, "run") for _ in range(2)]
+    for r in reports:
+        assert "SEEN" in r.message and "no-list" in r.message, r.message  # /job is not listable
+        assert "secret-from-earlier-job" not in r.message
+        assert "planted-in" not in r.message
+
+
+def test_concurrent_grades(warm: pool.WarmPool) -> None:
+    out: list[Verdict] = []
+    names = ["accepted_reference_style.py", "wrong_forgets_b2.py"] * 2
+
+    def work(n: str) -> None:
+        out.append(_grade(n, mode="run").verdict)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(v.value for v in out) == sorted(
+        [Verdict.ACCEPTED.value] * 2 + [Verdict.WRONG_ANSWER.value] * 2)
+
+
+def test_recycled_after_n_jobs(tmp_path: Path) -> None:
+    with pool.WarmPool(1, jobs_per_zygote=1, compile_cache=False) as p:
+        set_stage_runner(p.runner)
+        try:
+            first = {m["name"]: m["pid"] for m in p.zygote_memory()}
+            assert grade(PROBLEM, REFERENCE, "run").verdict is Verdict.ACCEPTED
+            assert grade(PROBLEM, REFERENCE, "run").verdict is Verdict.ACCEPTED
+        finally:
+            set_stage_runner(None)
+        assert p.stats.cold_runs == 0
+        assert p.stats.respawns >= 4
+        assert {m["name"]: m["pid"] for m in p.zygote_memory()} != first
+
+
+def test_cold_fallback_when_zygotes_cannot_start(tmp_path: Path) -> None:
+    with pool.WarmPool(1, compile_cache=False, base_dir=tmp_path / "missing") as p:
+        set_stage_runner(p.runner)
+        try:
+            report = grade(PROBLEM, REFERENCE, "run")
+        finally:
+            set_stage_runner(None)
+        assert report.verdict is Verdict.ACCEPTED, report.message
+        assert p.stats.runs == 0 and p.stats.cold_runs == 2
+
+
+def test_close_leaves_nothing(warm: pool.WarmPool) -> None:
+    warm.settle()
+    cgroups_before = _own_cgroups()  # the module pool's slot groups
+    p = pool.WarmPool(1, compile_cache=False).start()
+    uids = [z.res.uid for z in p._zygotes if z.res is not None and z.res.uid is not None]
+    spools = [z.spool for z in p._zygotes if z.spool is not None]
+    hosts = [m["pid"] for m in p.zygote_memory()]
+    assert spools and hosts
+    set_stage_runner(p.runner)
+    try:
+        assert grade(PROBLEM, REFERENCE, "run").verdict is Verdict.ACCEPTED
+    finally:
+        set_stage_runner(None)
+    p.close()
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in hosts)
+    assert all(not sandbox._uid_processes(u) for u in uids)
+    assert all(not s.exists() for s in spools)
+    assert _own_cgroups() == cgroups_before
