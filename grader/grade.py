@@ -226,9 +226,9 @@ class _Grading:
     def _pipeline(self, root: Path) -> Report:
         stage_a = self._stage_a(root / "a")
         summary = stage_a.get("jaxpr")
-        self._spec_requirements(summary)
+        self._check_requirements("spec", summary)
         outputs, programs = self._stage_b(root / "a", root / "b", stage_a)
-        self._program_requirements(programs)
+        self._check_requirements("program", programs)
         self._compare(outputs)
         return self._decide()
 
@@ -279,7 +279,7 @@ class _Grading:
             if etype == "MemoryError":
                 raise _Decided(Verdict.MEMORY_LIMIT_EXCEEDED, message)
             if etype in UNTRACEABLE:
-                self._spec_requirements(None)
+                self._check_requirements("spec", None)
                 raise _Decided(
                     Verdict.RUNTIME_ERROR,
                     "solve cannot be traced by JAX: it uses a traced value where Python needs a "
@@ -298,15 +298,17 @@ class _Grading:
             self.versions["jax"] = jv[:40]
         return result
 
-    def _spec_requirements(self, summary: Any) -> None:
-        self.requirements = [r for r in self.requirements if r.level != "spec"]
+    def _check_requirements(self, level: str, data: Any) -> None:
+        """Apply every requirement of one level (spec: jaxpr summary; program: StableHLO)."""
+        rules = SPEC_RULES if level == "spec" else PROGRAM_RULES
+        self.requirements = [r for r in self.requirements if r.level != level]
         for req in self.problem.requirements:
-            if req.level != "spec":
+            if req.level != level:
                 continue
-            outcome = self._apply(SPEC_RULES, req.rule, summary, req.options)
+            outcome = self._apply(rules, req.rule, data, req.options)
             self.requirements.append(
                 RequirementResult(
-                    name=req.name, level="spec", passed=outcome.passed, message=outcome.message
+                    name=req.name, level=req.level, passed=outcome.passed, message=outcome.message
                 )
             )
 
@@ -408,17 +410,6 @@ class _Grading:
         if not isinstance(outputs, dict):
             raise RuntimeError("stage B result has no outputs")
         return outputs, programs
-
-    def _program_requirements(self, programs: list[ProgramInfo]) -> None:
-        for req in self.problem.requirements:
-            if req.level != "program":
-                continue
-            outcome = self._apply(PROGRAM_RULES, req.rule, programs, req.options)
-            self.requirements.append(
-                RequirementResult(
-                    name=req.name, level="program", passed=outcome.passed, message=outcome.message
-                )
-            )
 
     def _compare(self, outputs: dict[str, Any]) -> None:
         tol = self.problem.tolerance
