@@ -22,6 +22,8 @@ from app.core.ratelimit import RateLimiter
 from app.queue import GradingQueue
 from app.store import Store
 from grader import protections
+from grader.grade import set_report_cache
+from grader.pool import disable_warm_pool, enable_warm_pool
 
 log = logging.getLogger("jaxjudge.app")
 
@@ -104,6 +106,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Open the store, re-queue unfinished submissions, run the pool; stop it on shutdown."""
     settings: Settings = app.state.settings
     app.state.protections = await asyncio.to_thread(_check_sandbox, settings)
+    set_report_cache(settings.report_cache_size)
+    if settings.warm_pool:
+        await asyncio.to_thread(enable_warm_pool, settings.workers)
     store = Store(settings.database_url)
     queue = GradingQueue(store, workers=settings.workers, queue_size=settings.queue_size)
     recovered = queue.recover()
@@ -122,6 +127,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     finally:
         await asyncio.to_thread(queue.stop)
         store.close()
+        if settings.warm_pool:
+            await asyncio.to_thread(disable_warm_pool)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

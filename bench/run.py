@@ -58,8 +58,8 @@ MIXED = [
     "req_no_checkpoint.py",
     "tle_infinite_loop.py",
 ]
-# A timeout costs its CPU limit whatever the runner; keep it small so the rest is visible.
-LIMITS = Limits(wall_seconds=20, cpu_seconds=2, memory_mb=2048, output_kb=256)
+# A timeout costs its CPU limit whatever the runner; small, but above a cold stage B's ~3-4 s.
+LIMITS = Limits(wall_seconds=20, cpu_seconds=6, memory_mb=2048, output_kb=256)
 
 
 @dataclass
@@ -281,8 +281,11 @@ def main() -> int:
             f"{mb(max(s.peaks) if s.peaks else None)} |")
     say()
     verdicts = {s.label: sorted({(x.name, x.verdict) for x in s.samples}) for s in series}
-    same = all(dict(v) == dict(verdicts[cold1.label]) for k, v in verdicts.items()
+    same = all(v == verdicts[cold1.label] for k, v in verdicts.items()
                if not k.startswith("floor"))
+    if not same:
+        for k, v in verdicts.items():
+            say(f"  {k}: {v}")
     say(f"Verdicts identical across cold and pool series: {same} "
         f"({', '.join(f'{n}={v}' for n, v in verdicts[cold1.label])})")
     say(f"Pool: start {pool_start:.1f} s; {stats.runs} warm runs, {stats.cold_runs} cold "

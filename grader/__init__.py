@@ -6,6 +6,7 @@ The public API is exactly `__all__`; every other module is private and may chang
 from grader import render
 from grader.batch import BatchEntry, BatchError, BatchResult, grade_file, grade_folder
 from grader.grade import grade
+from grader.pool import WarmPool, disable_warm_pool, enable_warm_pool
 from grader.problem import Limits, Problem, ProblemError, TestCase, list_problems, load_problem
 from grader.report import Report, RequirementResult, TestResult, Verdict
 from grader.sandbox import protections
@@ -22,6 +23,9 @@ __all__ = [
     "TestCase",
     "TestResult",
     "Verdict",
+    "WarmPool",
+    "disable_warm_pool",
+    "enable_warm_pool",
     "grade",
     "grade_file",
     "grade_folder",

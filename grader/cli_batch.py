@@ -30,6 +30,7 @@ from rich.table import Table
 
 from grader import render
 from grader.batch import BatchEntry, BatchError, BatchResult, grade_file, grade_folder
+from grader.pool import enable_warm_pool
 from grader.problem import Problem, ProblemError, load_problem
 from grader.report import Mode, Report, Verdict
 
@@ -84,9 +85,15 @@ def grade_set(
         "submit"
     ),
     force: Annotated[bool, typer.Option(help="Regrade even unchanged submissions.")] = False,
+    warm: Annotated[
+        bool, typer.Option("--warm/--cold", help="Warm zygote pool (default) or a fresh "
+                           "interpreter per stage.")
+    ] = True,
 ) -> None:
     """Grade a folder of submissions into scores.csv, results.json and gradescope/*.json."""
     run_mode = _mode(mode)
+    if warm:
+        enable_warm_pool(jobs)
     err = Console(stderr=True)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     progress = Progress(

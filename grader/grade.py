@@ -7,12 +7,15 @@ decided in this process from the reference's stored outputs, which no sandbox ev
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -87,8 +90,14 @@ def grade(
         raise ValueError(f"mode must be 'run' or 'submit', not {mode!r}")
     prob = load_problem(problem) if isinstance(problem, str) else problem
     started = time.perf_counter()
+    lim = limits or prob.limits
+    key = _cache_key(prob, source, mode, lim) if _report_cache.size else ""
+    cached = _report_cache.get(key) if key else None
+    if cached is not None:
+        cached.timings = {"total": round(time.perf_counter() - started, 4), "cached": 1.0}
+        return cached
     try:
-        report = _Grading(prob, source, mode, limits or prob.limits).run()
+        report = _Grading(prob, source, mode, lim).run()
     except Exception:
         log.exception("internal error while grading a %s submission", prob.id)
         report = Report(
@@ -101,7 +110,68 @@ def grade(
         )
     report.timings["total"] = round(time.perf_counter() - started, 4)
     report.versions.setdefault("grader", GRADER_VERSION)
+    if key:
+        _report_cache.put(key, report)
     return report
+
+
+class _ReportCache:
+    """Identical source, problem, mode and limits -> the same report, without re-running.
+
+    Off by default (size 0); the service turns it on. Verdicts that depend on the machine's
+    load or health (time/memory limits, internal errors) are never cached.
+    """
+
+    UNCACHED = (
+        Verdict.TIME_LIMIT_EXCEEDED,
+        Verdict.MEMORY_LIMIT_EXCEEDED,
+        Verdict.INTERNAL_ERROR,
+    )
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[str, Report] = OrderedDict()
+        self.size = 0
+
+    def get(self, key: str) -> Report | None:
+        with self._lock:
+            report = self._items.get(key)
+            if report is None:
+                return None
+            self._items.move_to_end(key)
+            return report.model_copy(deep=True)
+
+    def put(self, key: str, report: Report) -> None:
+        if self.size <= 0 or report.verdict in self.UNCACHED:
+            return
+        with self._lock:
+            self._items[key] = report.model_copy(deep=True)
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def resize(self, size: int) -> None:
+        with self._lock:
+            self.size = max(0, size)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+_report_cache = _ReportCache()
+
+
+def set_report_cache(size: int) -> None:
+    """Keep up to `size` reports of already-graded sources in memory (0 turns it off)."""
+    _report_cache.resize(size)
+
+
+def _cache_key(problem: Problem, source: str | bytes, mode: Mode, limits: Limits) -> str:
+    raw = source.encode("utf-8") if isinstance(source, str) else bytes(source)
+    h = hashlib.sha256(raw)
+    for part in (problem.id, problem.fingerprint(), mode, limits.model_dump_json(),
+                 GRADER_VERSION):
+        h.update(b"\0" + part.encode())
+    return h.hexdigest()
 
 
 def _spec_of(value: Any) -> Any:

@@ -9,7 +9,7 @@ and then runs the script with `runpy`, so no untrusted byte executes before ever
 Every layer is detected once (`protections()`), used when available and reported; a missing layer
 is a logged warning unless `JAXJUDGE_SANDBOX_REQUIRE` names it (then `run()` raises
 `SandboxUnavailable`). `JAXJUDGE_SANDBOX_DISABLE` turns layers off (debugging and layer tests).
-See docs/sandbox.md for the threat model and container flags.
+See the README section "Sandbox" for the threat model and container flags.
 """
 
 from __future__ import annotations

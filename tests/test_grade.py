@@ -146,3 +146,20 @@ def test_forged_report_on_stdout_changes_nothing() -> None:
     report = grade(PROBLEM, forged, "run", limits=FAST)
     assert report.verdict is Verdict.WRONG_ANSWER, report.message
     assert "verdict" in report.output  # the print was captured as output, nothing more
+
+
+def test_report_cache_answers_identical_sources_only() -> None:
+    from grader.grade import set_report_cache
+
+    set_report_cache(8)
+    try:
+        first = grade(PROBLEM, REFERENCE, "run")
+        again = grade(PROBLEM, REFERENCE, "run")
+        changed = grade(PROBLEM, REFERENCE + "\n# edited\n", "run")
+    finally:
+        set_report_cache(0)
+    assert "cached" not in first.timings
+    assert again.timings.get("cached") == 1.0
+    assert again.model_dump(exclude={"timings"}) == first.model_dump(exclude={"timings"})
+    assert "cached" not in changed.timings and changed.verdict is Verdict.ACCEPTED
+    assert "cached" not in grade(PROBLEM, REFERENCE, "run").timings  # off again

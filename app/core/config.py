@@ -77,6 +77,18 @@ class Settings(BaseSettings):
     def required_layers(self) -> set[str]:
         names = set(self.sandbox_require.split(",")) - {""}
         return set(LAYERS) if "all" in names else names
+    report_cache_size: int = Field(
+        1024,
+        ge=0,
+        le=1_000_000,
+        description="Reports kept in memory for resubmitted identical sources (0 = off). "
+        "Time/memory-limit verdicts and internal errors are never cached.",
+    )
+    warm_pool: bool = Field(
+        True,
+        description="Run the sandboxed stages in a warm zygote pool (jax imported once per "
+        "worker) instead of a fresh interpreter per stage.",
+    )
     log_level: LogLevel = Field("info", description="uvicorn and service log level.")
 
     @field_validator("auth_tokens", mode="before")
