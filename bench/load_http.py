@@ -105,8 +105,11 @@ async def run_load(base_url: str, args: argparse.Namespace) -> Tally:
     deadline = time.monotonic() + args.timeout
     limits = httpx.Limits(max_connections=args.concurrency * 2)
     async with httpx.AsyncClient(base_url=base_url, timeout=60, limits=limits) as client:
-        source = SOURCES[args.source]
-        await asyncio.gather(*(one(client, source, sem, tally, deadline) for _ in range(args.n)))
+        # Every submission is a distinct source (a numbered comment), so the service's report
+        # cache for resubmitted identical sources never answers: each one is really graded.
+        base = SOURCES[args.source]
+        sources = [f"{base}\n# load test {i}\n" for i in range(args.n)]
+        await asyncio.gather(*(one(client, s, sem, tally, deadline) for s in sources))
     return tally
 
 

@@ -190,8 +190,28 @@ def _signature_name(spec: list[Any], arg_names: list[str]) -> str:
     parts = []
     for name, s in zip(arg_names, spec, strict=False):
         if isinstance(s, dict) and "shape" in s:
-            parts.append(f"{name}{tuple(s['shape'])}")
+            parts.append(f"{name}({', '.join(str(d) for d in s['shape'])})")
     return " ".join(parts) or "signature"
+
+
+def _symbolic_spec(problem: Problem) -> dict[str, Any] | None:
+    """Argument specs with named dimensions, for one shape-polymorphic export (None if the
+    problem does not declare every argument's shape)."""
+    args: list[Any] = []
+    dims: set[str] = set()
+    for arg in problem.arguments:
+        if arg.shapes is not None:
+            node: Any = {k: {"shape": v, "dtype": "float32"} for k, v in sorted(arg.shapes.items())}
+            shapes = list(arg.shapes.values())
+        elif arg.shape is not None:
+            node = {"shape": arg.shape, "dtype": "float32"}
+            shapes = [arg.shape]
+        else:
+            return None
+        for shape in shapes:
+            dims.update(d for d in shape if isinstance(d, str))
+        args.append(node)
+    return {"dims": sorted(dims), "args": args}
 
 
 def _read_json(path: Path, limit: int = MAX_RESULT_BYTES) -> dict[str, Any] | None:
@@ -239,6 +259,7 @@ class _Grading:
                 sid = f"s{len(self.signatures)}"
                 self.signatures[key] = {"id": sid, "args": spec}
             self.case_sig[case.name] = self.signatures[key]["id"]
+        self.symbolic = _symbolic_spec(problem)
 
     # -- sandbox plumbing ------------------------------------------------------------------
     def _sandbox_limits(self) -> sandbox.SandboxLimits:
@@ -311,6 +332,7 @@ class _Grading:
                     "entry_point": self.problem.entry_point,
                     "source": "submission.py",
                     "signatures": list(self.signatures.values()),
+                    "symbolic": self.symbolic,
                 }
             )
         )
@@ -397,12 +419,25 @@ class _Grading:
     ) -> tuple[dict[str, Any], list[ProgramInfo]]:
         job.mkdir()
         exports = stage_a["exports"]
-        sigs = []
-        for sig in self.signatures.values():
-            sid = sig["id"]
-            name = exports.get(sid)
-            src = a_dir / f"{sid}.jaxexport"
-            if name != src.name or not src.is_file() or src.is_symlink():
+        all_sigs = [s["id"] for s in self.signatures.values()]
+        if "poly" in exports and self.symbolic:
+            # One shape-polymorphic program serves every signature.
+            progs = [
+                {
+                    "id": "poly",
+                    "args": self.symbolic["args"],
+                    "signatures": all_sigs,
+                    "allowed_custom_calls": ["shape_assertion"],
+                }
+            ]
+        else:
+            progs = [
+                {"id": s["id"], "args": s["args"], "signatures": [s["id"]]}
+                for s in self.signatures.values()
+            ]
+        for prog in progs:
+            src = a_dir / f"{prog['id']}.jaxexport"
+            if exports.get(prog["id"]) != src.name or not src.is_file() or src.is_symlink():
                 raise _Decided(
                     Verdict.RUNTIME_ERROR,
                     "the tracing process did not produce the exported program (tampered output)",
@@ -410,7 +445,7 @@ class _Grading:
             if src.stat().st_size > MAX_EXPORT_BYTES:
                 raise _Decided(Verdict.RUNTIME_ERROR, "the exported program is too large")
             shutil.copyfile(src, job / src.name)
-            sigs.append({"id": sid, "export": src.name, "args": sig["args"]})
+            prog["export"] = src.name
         tests = [
             {
                 "name": c.name,
@@ -423,7 +458,8 @@ class _Grading:
             json.dumps(
                 {
                     "arg_names": self.arg_names,
-                    "signatures": sigs,
+                    "signatures": list(self.signatures.values()),
+                    "programs": progs,
                     "tests": tests,
                     "allowed_custom_calls": [],
                     "max_program_bytes": MAX_PROGRAM_TEXT,
@@ -466,14 +502,14 @@ class _Grading:
         if status != "ok":
             raise RuntimeError(f"stage B failed: {_str(result.get('message'))}")
         programs: list[ProgramInfo] = []
-        for sig in self.signatures.values():
-            info = (result.get("programs") or {}).get(sig["id"]) or {}
-            text_file = job / f"{sig['id']}.mlir"
+        for prog in progs:
+            info = (result.get("programs") or {}).get(prog["id"]) or {}
+            text_file = job / f"{prog['id']}.mlir"
             text = text_file.read_text(encoding="utf-8")[:MAX_PROGRAM_TEXT]
             args = [a for a in info.get("args", []) if isinstance(a, str)]
             programs.append(
                 ProgramInfo(
-                    signature=_signature_name(sig["args"], self.arg_names), text=text, args=args
+                    signature=_signature_name(prog["args"], self.arg_names), text=text, args=args
                 )
             )
         outputs = result.get("outputs")

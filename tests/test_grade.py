@@ -163,3 +163,16 @@ def test_report_cache_answers_identical_sources_only() -> None:
     assert again.model_dump(exclude={"timings"}) == first.model_dump(exclude={"timings"})
     assert "cached" not in changed.timings and changed.verdict is Verdict.ACCEPTED
     assert "cached" not in grade(PROBLEM, REFERENCE, "run").timings  # off again
+
+
+def test_export_is_shape_polymorphic_with_a_concrete_fallback() -> None:
+    poly = grade(PROBLEM, REFERENCE, "run")
+    concrete_src = (PROBLEM.submissions_dir / "accepted_concrete_shapes.py").read_text()
+    concrete = grade(PROBLEM, concrete_src, "run")
+    assert poly.verdict is concrete.verdict is Verdict.ACCEPTED
+    program = {r.name: r.message for r in concrete.requirements if r.level == "program"}
+    # The fallback checks one exported program per input shape (3 for the examples)...
+    assert any("3 input-shape signatures" in m for m in program.values()), program
+    # ... the polymorphic export checks the single program that ran every test.
+    program = {r.name: r.message for r in poly.requirements if r.level == "program"}
+    assert not any("input-shape signatures" in m for m in program.values()), program

@@ -7,10 +7,12 @@ an untrusted process, hence the sandbox. Self-contained (stdlib, numpy, jax) lik
 
 JOB_DIR/job.json:
   {"arg_names": ["params", "x", "y"],
-   "signatures": [{"id": "s0", "export": "s0.jaxexport", "args": [<spec tree>, ...]}],
+   "signatures": [{"id": "s0", "args": [<concrete spec tree>, ...]}, ...],
+   "programs": [{"id": "poly", "export": "poly.jaxexport", "args": [<spec tree; str dims are
+                 symbolic>], "signatures": ["s0", ...], "allowed_custom_calls": [...]}],
    "tests": [{"name": "example-1", "signature": "s0", "inputs": [<value tree>, ...]}],
    "allowed_custom_calls": [], "max_program_bytes": 8000000}
-Writes JOB_DIR/result.json and JOB_DIR/<id>.mlir (generic op form) per signature.
+Writes JOB_DIR/result.json and JOB_DIR/<program id>.mlir (generic op form) per program.
 """
 
 from __future__ import annotations
@@ -49,14 +51,8 @@ def _write_result(job_dir: str, result: dict) -> None:
     os.replace(tmp, os.path.join(job_dir, "result.json"))
 
 
-def _spec_tree(node, jax, np):
-    if isinstance(node, dict) and set(node) == {"shape", "dtype"}:
-        return jax.ShapeDtypeStruct(tuple(int(d) for d in node["shape"]), np.dtype(node["dtype"]))
-    if isinstance(node, dict):
-        return {k: _spec_tree(v, jax, np) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_spec_tree(v, jax, np) for v in node]
-    raise ValueError(f"bad spec node {node!r}")
+def _is_spec(node) -> bool:
+    return isinstance(node, dict) and set(node) == {"shape", "dtype"}
 
 
 def _value_tree(value, spec, np):
@@ -103,6 +99,10 @@ def _path_name(path, arg_names: list[str]) -> str:
 
 
 def _check_program(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir) -> dict:
+    """Refuse anything but a pure, single-device CPU program with exactly the test's inputs.
+
+    `spec_args` is the JSON spec tree; a dimension is an int, or a string naming a symbolic
+    dimension of a shape-polymorphic export."""
     if "cpu" not in tuple(exp.platforms):
         raise Rejected(f"the program was exported for {list(exp.platforms)}, not for cpu")
     if tuple(exp.ordered_effects) or tuple(exp.unordered_effects):
@@ -110,11 +110,12 @@ def _check_program(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir)
                        "solve must be a pure JAX function")
     if int(getattr(exp, "nr_devices", 1)) != 1:
         raise Rejected("the program must run on a single device")
-    expected_tree = jax.tree_util.tree_structure((tuple(spec_args), {}))
+    tree = (tuple(spec_args), {})
+    leaves, expected_tree = jax.tree_util.tree_flatten(tree, is_leaf=_is_spec)
     if exp.in_tree != expected_tree:
         raise Rejected(f"the program's inputs {exp.in_tree} are not (params, x, y)")
-    want = [(tuple(s.shape), str(s.dtype)) for s in jax.tree_util.tree_leaves(spec_args)]
-    got = [(tuple(a.shape), str(a.dtype)) for a in exp.in_avals]
+    want = [(tuple(str(d) for d in s["shape"]), str(s["dtype"])) for s in leaves]
+    got = [(tuple(str(d) for d in a.shape), str(a.dtype)) for a in exp.in_avals]
     if want != got:
         raise Rejected(f"the program's input shapes/dtypes {got} differ from the test's {want}")
     with mlir.make_ir_context():
@@ -132,8 +133,8 @@ def _check_program(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir)
     if bad:
         raise Rejected(f"the program calls out to {bad} (host callbacks or custom kernels are "
                        "not allowed; use only jax.numpy / jax.lax operations)")
-    leaves = jax.tree_util.tree_flatten_with_path((tuple(spec_args), {}))[0]
-    names = [_path_name(p, arg_names) for p, _ in leaves]
+    paths = jax.tree_util.tree_flatten_with_path(tree, is_leaf=_is_spec)[0]
+    names = [_path_name(p, arg_names) for p, _ in paths]
     kept = sorted(int(i) for i in exp.module_kept_var_idx)
     return {"text": text, "args": [names[i] for i in kept]}
 
@@ -159,11 +160,12 @@ def main(job_dir: str) -> int:
 
     programs: dict[str, dict] = {}
     callables = {}
-    specs = {}
+    specs = {sig["id"]: sig["args"] for sig in job["signatures"]}
+    program_of: dict[str, str] = {}
     t1 = time.perf_counter()
-    for sig in job["signatures"]:
-        sid = sig["id"]
-        path = os.path.join(job_dir, os.path.basename(sig["export"]))
+    for prog in job["programs"]:
+        pid = prog["id"]
+        path = os.path.join(job_dir, os.path.basename(prog["export"]))
         try:
             with open(path, "rb") as f:
                 blob = f.read(64 * 1024 * 1024 + 1)
@@ -175,18 +177,19 @@ def main(job_dir: str) -> int:
                 raise Rejected(
                     f"the exported program could not be loaded ({type(exc).__name__})"
                 ) from None
-            spec_args = _spec_tree(sig["args"], jax, np)
-            info = _check_program(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir)
+            ok_calls = allowed | set(prog.get("allowed_custom_calls", []))
+            info = _check_program(exp, prog["args"], arg_names, ok_calls, max_bytes, jax, ir, mlir)
         except Rejected as exc:
-            result.update(status="rejected", message=str(exc), signature=sid)
+            result.update(status="rejected", message=str(exc), program=pid)
             _write_result(job_dir, result)
             return 0
-        text_name = f"{sid}.mlir"
+        text_name = f"{pid}.mlir"
         with open(os.path.join(job_dir, text_name), "w", encoding="utf-8") as f:
             f.write(info["text"])
-        programs[sid] = {"text_file": text_name, "args": info["args"]}
-        callables[sid] = jax.jit(exp.call)
-        specs[sid] = sig["args"]
+        programs[pid] = {"text_file": text_name, "args": info["args"]}
+        callables[pid] = jax.jit(exp.call)
+        for sid in prog["signatures"]:
+            program_of[sid] = pid
     timings["verify"] = time.perf_counter() - t1
     result["programs"] = programs
 
@@ -196,7 +199,7 @@ def main(job_dir: str) -> int:
         sid = test["signature"]
         try:
             args = _value_tree(test["inputs"], specs[sid], np)
-            out = callables[sid](*args)
+            out = callables[program_of[sid]](*args)
             out = jax.block_until_ready(out)
             outputs[test["name"]] = {"ok": True, "value": _encode(out, np, jax)}
         except Exception as exc:
