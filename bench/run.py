@@ -179,9 +179,9 @@ def http_load(n: int, with_pool: bool) -> str:
     env["JAXJUDGE_DATABASE_URL"] = f"sqlite:///{workdir}/bench.db"
     env["JAXJUDGE_LOG_LEVEL"] = "warning"
     env["JAXJUDGE_WORKERS"] = "2"
-    boot = ("import sys\nfrom grader import pool\n"
-            + ("pool.enable_warm_pool(2)\n" if with_pool else "")
-            + f"sys.argv = ['jaxjudge', 'serve', '--host', '127.0.0.1', '--port', '{port}']\n"
+    env["JAXJUDGE_WARM_POOL"] = "true" if with_pool else "false"
+    boot = ("import sys\n"
+            f"sys.argv = ['jaxjudge', 'serve', '--host', '127.0.0.1', '--port', '{port}']\n"
             "from app.cli import main\nmain()\n")
     log = open(workdir / "server.log", "wb")  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen([sys.executable, "-c", boot], cwd=workdir, env=env, stdout=log,
