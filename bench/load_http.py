@@ -113,7 +113,10 @@ async def run_load(base_url: str, args: argparse.Namespace) -> Tally:
     return tally
 
 
-def start_server(workdir: Path, port: int, args: argparse.Namespace) -> subprocess.Popen[bytes]:
+def start_server(
+    workdir: Path, port: int, args: argparse.Namespace, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """`jaxjudge serve` on loopback with a fresh SQLite database in workdir; waits for /healthz."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAXJUDGE_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env["JAXJUDGE_DATABASE_URL"] = f"sqlite:///{workdir}/bench.db"
@@ -121,6 +124,7 @@ def start_server(workdir: Path, port: int, args: argparse.Namespace) -> subproce
     env["JAXJUDGE_LOG_LEVEL"] = "warning"
     if args.workers:
         env["JAXJUDGE_WORKERS"] = str(args.workers)
+    env.update(extra_env or {})
     cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
     log = open(workdir / "server.log", "wb")  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen(
@@ -136,6 +140,16 @@ def start_server(workdir: Path, port: int, args: argparse.Namespace) -> subproce
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     sys.exit("server did not start within 120 s")
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (graceful: the pool's zygotes are shut down), SIGKILL the session if stuck."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def main() -> int:
@@ -160,12 +174,7 @@ def main() -> int:
                 print(f"server: {info['workers']} workers, {info['database']}, "
                       f"stored {info['submissions']}")
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            stop_server(proc)
         elapsed = time.monotonic() - started
 
     print(f"{args.n} submissions ({args.source}, mode run) at concurrency {args.concurrency} "

@@ -27,9 +27,7 @@ import os
 import platform
 import runpy
 import shutil
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -169,44 +167,22 @@ def ms(s: float) -> str:
 
 def http_load(n: int, with_pool: bool) -> str:
     """bench/load_http.py's client against a real server (cold, or with the pool enabled)."""
-    import httpx
     import load_http
 
     workdir = Path(tempfile.mkdtemp(prefix="jaxjudge-bench-http-"))
     port = load_http.free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JAXJUDGE_")}
-    env["PYTHONPATH"] = str(REPO)
-    env["JAXJUDGE_DATABASE_URL"] = f"sqlite:///{workdir}/bench.db"
-    env["JAXJUDGE_LOG_LEVEL"] = "warning"
-    env["JAXJUDGE_WORKERS"] = "2"
-    env["JAXJUDGE_WARM_POOL"] = "true" if with_pool else "false"
-    boot = ("import sys\n"
-            f"sys.argv = ['jaxjudge', 'serve', '--host', '127.0.0.1', '--port', '{port}']\n"
-            "from app.cli import main\nmain()\n")
-    log = open(workdir / "server.log", "wb")  # noqa: SIM115 - lives as long as the server
-    proc = subprocess.Popen([sys.executable, "-c", boot], cwd=workdir, env=env, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    args = argparse.Namespace(concurrency=2, timeout=1200, n=n, source="reference",
+                              workers=2, queue_size=1000)
+    env = {"JAXJUDGE_WARM_POOL": "true" if with_pool else "false"}
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and proc.poll() is None:
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            time.sleep(0.3)
-        else:
-            return "server did not start: " + (workdir / "server.log").read_text()[-500:]
-        args = argparse.Namespace(concurrency=2, timeout=1200, n=n, source="reference")
-        t0 = time.monotonic()
-        tally = asyncio.run(load_http.run_load(f"http://127.0.0.1:{port}", args))
-        elapsed = time.monotonic() - t0
-    finally:
-        proc.send_signal(signal.SIGTERM)
+        proc = load_http.start_server(workdir, port, args, extra_env=env)
         try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
+            t0 = time.monotonic()
+            tally = asyncio.run(load_http.run_load(f"http://127.0.0.1:{port}", args))
+            elapsed = time.monotonic() - t0
+        finally:
+            load_http.stop_server(proc)
+    finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return (f"{n} x reference (mode run) at concurrency 2, {'warm pool' if with_pool else 'cold'}"
             f": {len(tally.done_latency) / elapsed:.2f} grades/s; submit-to-done "
