@@ -166,7 +166,7 @@ def set_report_cache(size: int) -> None:
 
 
 def _cache_key(problem: Problem, source: str | bytes, mode: Mode, limits: Limits) -> str:
-    raw = source.encode("utf-8") if isinstance(source, str) else bytes(source)
+    raw = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
     h = hashlib.sha256(raw)
     for part in (problem.id, problem.fingerprint(), mode, limits.model_dump_json(),
                  GRADER_VERSION):
@@ -239,7 +239,11 @@ class _Grading:
 
     def __init__(self, problem: Problem, source: str | bytes, mode: Mode, limits: Limits) -> None:
         self.problem = problem
-        self.source = source.encode("utf-8") if isinstance(source, str) else bytes(source)
+        # surrogatepass: a str with lone surrogates becomes bytes stage A rejects as non-UTF-8
+        # (a compile_error), instead of an exception here.
+        self.source = (
+            source.encode("utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
+        )
         self.mode = mode
         self.limits = limits
         self.cases: list[TestCase] = problem.cases(mode)

@@ -56,6 +56,7 @@ def test_compile_errors_are_verdicts() -> None:
         ("def solve(:\n", "SyntaxError"),
         ("", "empty"),
         (b"\xff\xfe not utf-8", "UTF-8"),
+        ("x = '\ud800'\n", "UTF-8"),
         ("import jax\n", "solve"),
     ]:
         report = grade(PROBLEM, source, "run", limits=FAST)
