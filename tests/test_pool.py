@@ -195,3 +195,29 @@ def test_close_leaves_nothing(warm: pool.WarmPool) -> None:
     assert all(not sandbox._uid_processes(u) for u in uids)
     assert all(not s.exists() for s in spools)
     assert _own_cgroups() == cgroups_before
+
+
+def test_identical_program_from_a_different_source_is_not_executed_again() -> None:
+    """Stage B's trusted results cache: same verified program + same inputs -> same outputs."""
+    with pool.WarmPool(1) as p:
+        if p.cache_dir is None:
+            pytest.skip("no trusted cache dir (needs the uid_pool and bwrap layers)")
+        set_stage_runner(p.runner)
+        try:
+            first = grade(PROBLEM, REFERENCE + "\n# first\n", "run")
+            # Other local names, comments and layout; function names (which can reach the
+            # program as symbol names) kept.
+            renamed = (
+                "# my solution\n\n"
+                + REFERENCE.replace(" h ", " hidden ").replace("(h ", "(hidden ")
+                .replace("h @", "hidden @").replace("out", "pred")
+            )
+            again = grade(PROBLEM, renamed, "run")
+            # A different program is executed for real and gets its own (wrong) numbers.
+            wrong = grade(PROBLEM, REFERENCE.replace("** 2", "** 3") + "\n# cubed\n", "run")
+        finally:
+            set_stage_runner(None)
+    assert first.verdict is again.verdict is Verdict.ACCEPTED
+    assert "stage_b.execute" not in again.timings  # served from the results cache
+    assert wrong.verdict is Verdict.WRONG_ANSWER
+    assert "stage_b.execute" in wrong.timings

@@ -104,6 +104,9 @@ def _child(req: dict, spool: str, mains: dict, go_r: int, closing: tuple[int, ..
             jax.config.update("jax_compilation_cache_dir", req["cache_dir"])
             jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
             jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+            # Trusted-only results cache of stage B (see execute.py), beside the compile cache.
+            # Files sit directly in the group-writable (setgid) dir: any trusted uid may share.
+            os.environ["JAXJUDGE_RESULTS_CACHE"] = req["cache_dir"]
         if req.get("bpf", "-") != "-":
             _install_seccomp(req["bpf"])
         os.chdir(job)
