@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,14 +66,17 @@ def test_pool_really_started(warm: pool.WarmPool) -> None:
     assert all(m["pid"] and m["rss"] > 0 for m in mem), mem
 
 
-@pytest.mark.parametrize("name", [
-    "accepted_reference_style.py",
-    "wrong_forgets_b2.py",
-    "req_no_checkpoint.py",
-    "forge_patch_allclose.py",
-    "runtime_sys_exit_at_import.py",
-    "compile_error_syntax.py",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "accepted_reference_style.py",
+        "wrong_forgets_b2.py",
+        "req_no_checkpoint.py",
+        "forge_patch_allclose.py",
+        "runtime_sys_exit_at_import.py",
+        "compile_error_syntax.py",
+    ],
+)
 def test_same_verdict_as_cold_path(warm: pool.WarmPool, name: str) -> None:
     before = warm.stats.runs
     report = _grade(name)
@@ -149,7 +153,8 @@ def test_concurrent_grades(warm: pool.WarmPool) -> None:
     for t in threads:
         t.join()
     assert sorted(v.value for v in out) == sorted(
-        [Verdict.ACCEPTED.value] * 2 + [Verdict.WRONG_ANSWER.value] * 2)
+        [Verdict.ACCEPTED.value] * 2 + [Verdict.WRONG_ANSWER.value] * 2
+    )
 
 
 def test_recycled_after_n_jobs(tmp_path: Path) -> None:
@@ -199,25 +204,28 @@ def test_close_leaves_nothing(warm: pool.WarmPool) -> None:
 
 def test_identical_program_from_a_different_source_is_not_executed_again() -> None:
     """Stage B's trusted results cache: same verified program + same inputs -> same outputs."""
+    # A constant unique to this run makes the programs new to the (persistent) cache; it does
+    # not change the numbers.
+    unique = f"** 2 + jnp.float32({time.time_ns() % 10**9}.0) * 0)"
+    source = REFERENCE.replace("** 2)", unique)
+    # Other local names, comments and layout: the same program.
+    renamed = "# my solution\n\n" + source.replace("out", "pred").replace(
+        " h ", " hidden "
+    ).replace("(h ", "(hidden ").replace("h @", "hidden @")
+    wrong = source.replace("** 2 +", "** 3 +")
     with pool.WarmPool(1) as p:
         if p.cache_dir is None:
             pytest.skip("no trusted cache dir (needs the uid_pool and bwrap layers)")
         set_stage_runner(p.runner)
         try:
-            first = grade(PROBLEM, REFERENCE + "\n# first\n", "run")
-            # Other local names, comments and layout; function names (which can reach the
-            # program as symbol names) kept.
-            renamed = (
-                "# my solution\n\n"
-                + REFERENCE.replace(" h ", " hidden ").replace("(h ", "(hidden ")
-                .replace("h @", "hidden @").replace("out", "pred")
-            )
+            first = grade(PROBLEM, source, "run")
             again = grade(PROBLEM, renamed, "run")
-            # A different program is executed for real and gets its own (wrong) numbers.
-            wrong = grade(PROBLEM, REFERENCE.replace("** 2", "** 3") + "\n# cubed\n", "run")
+            other = grade(PROBLEM, wrong, "run")
         finally:
             set_stage_runner(None)
     assert first.verdict is again.verdict is Verdict.ACCEPTED
+    assert "stage_b.execute" in first.timings  # executed for real
     assert "stage_b.execute" not in again.timings  # served from the results cache
-    assert wrong.verdict is Verdict.WRONG_ANSWER
-    assert "stage_b.execute" in wrong.timings
+    # A different program is executed for real and gets its own (wrong) numbers.
+    assert other.verdict is Verdict.WRONG_ANSWER
+    assert "stage_b.execute" in other.timings
