@@ -97,7 +97,7 @@ def grade(
         cached.timings = {"total": round(time.perf_counter() - started, 4), "cached": 1.0}
         return cached
     try:
-        report = _Grading(prob, source, mode, lim).run()
+        report = _Grading(prob, source, mode, lim, _display_name(filename)).run()
     except Exception:
         log.exception("internal error while grading a %s submission", prob.id)
         report = Report(
@@ -237,8 +237,16 @@ def _str(value: Any, default: str = "", limit: int = 4000) -> str:
 class _Grading:
     """State of one grade; `run()` walks the stages and builds the report."""
 
-    def __init__(self, problem: Problem, source: str | bytes, mode: Mode, limits: Limits) -> None:
+    def __init__(
+        self,
+        problem: Problem,
+        source: str | bytes,
+        mode: Mode,
+        limits: Limits,
+        display_name: str = "submission.py",
+    ) -> None:
         self.problem = problem
+        self.display_name = display_name
         # surrogatepass: a str with lone surrogates becomes bytes stage A rejects as non-UTF-8
         # (a compile_error), instead of an exception here.
         self.source = (
@@ -335,6 +343,7 @@ class _Grading:
                 {
                     "entry_point": self.problem.entry_point,
                     "source": "submission.py",
+                    "display_name": self.display_name,
                     "signatures": list(self.signatures.values()),
                     "symbolic": self.symbolic,
                 }
@@ -617,6 +626,13 @@ class _Grading:
             output=self.output,
             versions=dict(self.versions),
         )
+
+
+def _display_name(filename: str) -> str:
+    """The uploaded file's base name, reduced to safe characters, for learner messages."""
+    base = os.path.basename(str(filename).replace("\\", "/"))
+    safe = "".join(c for c in base if c.isalnum() or c in "._-")[:64]
+    return safe if safe.endswith(".py") and len(safe) > 3 else "submission.py"
 
 
 def _max_score(problem: Problem, mode: Mode) -> float:

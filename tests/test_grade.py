@@ -177,3 +177,12 @@ def test_export_is_shape_polymorphic_with_a_concrete_fallback() -> None:
     # ... the polymorphic export checks the single program that ran every test.
     program = {r.name: r.message for r in poly.requirements if r.level == "program"}
     assert not any("input-shape signatures" in m for m in program.values()), program
+
+
+def test_messages_name_the_learners_file() -> None:
+    report = grade(PROBLEM, "def solve(:\n", "run", filename="alice_hw3.py", limits=FAST)
+    assert report.verdict is Verdict.COMPILE_ERROR
+    assert "alice_hw3.py" in report.message
+    hostile = grade(PROBLEM, "def solve(:\n", "run", filename="../../x\n.py", limits=FAST)
+    # Path parts and control characters never reach the learner's message.
+    assert "x.py" in hostile.message and "../" not in hostile.message

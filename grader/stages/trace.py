@@ -143,8 +143,9 @@ def main(job_dir: str) -> int:
     timings: dict[str, float] = {}
     with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as f:
         job = json.load(f)
-    source_name = job.get("source", "submission.py")
-    source_path = os.path.join(job_dir, source_name)
+    source_path = os.path.join(job_dir, os.path.basename(job.get("source", "submission.py")))
+    # The name the learner knows the file by, for tracebacks (sanitized by the grader).
+    source_name = str(job.get("display_name") or "submission.py")
     result: dict = {"status": "internal", "message": "", "timings": timings}
 
     # Import everything we rely on BEFORE user code can patch it.
