@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
 
+from grader import cli_batch
 from grader.grade import grade
 from grader.problem import ProblemError, list_problems, load_problem
 from grader.report import Report, Verdict
@@ -162,16 +163,8 @@ def doctor_cmd(
     _out.print(table)
 
 
-def _register_extensions() -> None:
-    """Commands that live in their own modules (batch grading, Gradescope)."""
-    try:
-        from grader import cli_batch
-    except ImportError:  # pragma: no cover - optional while being built
-        return
-    cli_batch.register(cli)
-
-
-_register_extensions()
+# Batch grading and Gradescope live in their own module.
+cli_batch.register(cli)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -215,12 +216,23 @@ def _symbolic_spec(problem: Problem) -> dict[str, Any] | None:
 
 
 def _read_json(path: Path, limit: int = MAX_RESULT_BYTES) -> dict[str, Any] | None:
-    """A result file from a sandbox, or None if missing, oversized or not a JSON object."""
+    """A result file from a sandbox, or None if missing, oversized, not a regular file (a
+    symlink planted to make us read a host file, a FIFO to make us block) or not a JSON object."""
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
             data = f.read(limit + 1)
     except OSError:
         return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
     if len(data) > limit:
         return None
     try:

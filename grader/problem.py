@@ -139,13 +139,28 @@ class Problem(BaseModel):
         return self.cases("run")
 
     def fingerprint(self) -> str:
-        """Changes whenever the reference or the tests change (used to key caches)."""
-        h = hashlib.sha256()
-        for rel in ("problem.toml", "reference.py", "tests/cases.json"):
-            p = self.root / rel
-            if p.exists():
-                h.update(rel.encode() + b"\0" + p.read_bytes())
-        return h.hexdigest()[:16]
+        """Changes whenever the reference or the tests change (used to key caches). Hashed once
+        per file version: it is asked on every cached grade."""
+        stamps = []
+        for rel in _FINGERPRINTED:
+            try:
+                st = (self.root / rel).stat()
+                stamps.append((rel, st.st_mtime_ns, st.st_size))
+            except FileNotFoundError:
+                stamps.append((rel, 0, -1))
+        return _fingerprint(str(self.root), tuple(stamps))
+
+
+_FINGERPRINTED = ("problem.toml", "reference.py", "tests/cases.json")
+
+
+@cache
+def _fingerprint(root: str, stamps: tuple[tuple[str, int, int], ...]) -> str:
+    h = hashlib.sha256()
+    for rel, _, size in stamps:
+        if size >= 0:
+            h.update(rel.encode() + b"\0" + (Path(root) / rel).read_bytes())
+    return h.hexdigest()[:16]
 
 
 @cache

@@ -186,3 +186,21 @@ def test_messages_name_the_learners_file() -> None:
     hostile = grade(PROBLEM, "def solve(:\n", "run", filename="../../x\n.py", limits=FAST)
     # Path parts and control characters never reach the learner's message.
     assert "x.py" in hostile.message and "../" not in hostile.message
+
+
+@pytest.mark.parametrize("plant", ["symlink", "fifo"])
+def test_planted_result_file_is_not_believed(plant: str) -> None:
+    """Stage A's result.json replaced by a symlink to the hidden tests (which the parent could
+    read) or by a FIFO (which would block a naive reader): neither leaks nor hangs."""
+    cases = PROBLEM.root / "tests" / "cases.json"
+    action = (
+        f"os.symlink({str(cases)!r}, 'result.json')" if plant == "symlink"
+        else "os.mkfifo('result.json')"
+    )
+    source = f"import os\n{action}\nos._exit(0)\n"
+    report = grade(PROBLEM, source, "submit", limits=FAST)
+    assert report.verdict is Verdict.RUNTIME_ERROR, report.message
+    assert "ended the grading process" in report.message
+    hidden = next(c for c in PROBLEM.cases("submit") if not c.visible)
+    leaked = repr(hidden.expected["loss"])  # a value only the hidden tests hold
+    assert leaked not in report.model_dump_json()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
@@ -33,22 +34,8 @@ def to_public(record: SubmissionRecord, *, with_report: bool = True) -> Submissi
         # Stored reports were stripped when written; strip again in case an older writer
         # did not.
         report = public_report(Report.model_validate_json(record.report_json))
-    return SubmissionPublic(
-        id=record.id,
-        problem_id=record.problem_id,
-        mode=record.mode,  # type: ignore[arg-type]
-        status=record.status,
-        verdict=Verdict(record.verdict) if record.verdict else None,
-        score=record.score,
-        max_score=record.max_score,
-        source_bytes=record.source_bytes,
-        source_sha256=record.source_sha256,
-        attempts=record.attempts,
-        created_at=record.created_at,
-        started_at=record.started_at,
-        finished_at=record.finished_at,
-        report=report,
-    )
+    # The record's fields are the public ones plus `seq` and `report_json` (ignored here).
+    return SubmissionPublic.model_validate({**asdict(record), "report": report})
 
 
 def _get_or_404(store: Store, submission_id: str) -> SubmissionRecord:
