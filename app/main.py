@@ -22,7 +22,7 @@ from app.core.ratelimit import RateLimiter
 from app.queue import GradingQueue
 from app.store import Store
 from grader import protections
-from grader.grade import set_report_cache
+from grader.grade import set_engine, set_report_cache
 from grader.pool import disable_warm_pool, enable_warm_pool
 
 log = logging.getLogger("jaxjudge.app")
@@ -107,6 +107,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     app.state.protections = await asyncio.to_thread(_check_sandbox, settings)
     set_report_cache(settings.report_cache_size)
+    set_engine(settings.engine)
     if settings.warm_pool:
         await asyncio.to_thread(enable_warm_pool, settings.workers)
     store = Store(settings.database_url)

@@ -38,6 +38,10 @@ MAX_RESULT_BYTES = 64 * 1024 * 1024
 MAX_PROGRAM_TEXT = 8 * 1024 * 1024
 MAX_EXPORT_BYTES = 64 * 1024 * 1024
 GRADER_VERSION = "0.1.0"
+# How stage B runs the verified programs: "interpret" (default) evaluates each shape on the
+# StableHLO reference interpreter bundled with jaxlib when the program is small and made of
+# supported ops, else compiles it with XLA; "xla" always compiles. See stages/execute.py.
+ENGINES = ("interpret", "xla")
 UNTRACEABLE = {
     "ConcretizationTypeError",
     "TracerBoolConversionError",
@@ -60,6 +64,27 @@ def _default_runner(
 
 
 _runner: StageRunner = _default_runner
+
+
+_engine_override: str | None = None
+
+
+def set_engine(engine: str | None) -> None:
+    """Choose stage B's engine for this process (None: JAXJUDGE_ENGINE, default interpret)."""
+    global _engine_override
+    if engine is not None and engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+    _engine_override = engine
+
+
+def _engine() -> str:
+    """Stage B's engine: set_engine(), else JAXJUDGE_ENGINE (read per grade)."""
+    if _engine_override is not None:
+        return _engine_override
+    value = os.environ.get("JAXJUDGE_ENGINE", "interpret").strip().lower() or "interpret"
+    if value not in ENGINES:
+        raise ValueError(f"JAXJUDGE_ENGINE must be one of {ENGINES}, not {value!r}")
+    return value
 
 
 def set_stage_runner(runner: StageRunner | None) -> None:
@@ -86,9 +111,11 @@ def grade(
     limits: Limits | None = None,
 ) -> Report:
     """Grade one submission. Never raises for anything the submission does; an unknown
-    problem raises `ProblemError`, a bad `mode` raises `ValueError` (caller errors)."""
+    problem raises `ProblemError`, a bad `mode` or JAXJUDGE_ENGINE raises `ValueError`
+    (caller errors)."""
     if mode not in ("run", "submit"):
         raise ValueError(f"mode must be 'run' or 'submit', not {mode!r}")
+    _engine()  # a misconfigured engine is the caller's error, before any work
     prob = load_problem(problem) if isinstance(problem, str) else problem
     started = time.perf_counter()
     lim = limits or prob.limits
@@ -170,7 +197,7 @@ def _cache_key(problem: Problem, source: str | bytes, mode: Mode, limits: Limits
     raw = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
     h = hashlib.sha256(raw)
     for part in (problem.id, problem.fingerprint(), mode, limits.model_dump_json(),
-                 GRADER_VERSION):
+                 GRADER_VERSION, _engine()):
         h.update(b"\0" + part.encode())
     return h.hexdigest()
 
@@ -488,6 +515,7 @@ class _Grading:
                     "tests": tests,
                     "allowed_custom_calls": [],
                     "max_program_bytes": MAX_PROGRAM_TEXT,
+                    "engine": _engine(),
                 }
             )
         )
@@ -495,6 +523,18 @@ class _Grading:
         flags = fast_compile_flags()
         env = {"XLA_FLAGS": flags} if flags else {}
         res = _runner(EXECUTE_SCRIPT, job, self._sandbox_limits(), False, env)
+        if _engine() == "interpret" and res.status in ("exited", "signaled") and (
+            res.signal is not None or not (job / "result.json").is_file()
+        ):
+            # The reference interpreter aborts the process on what it cannot evaluate. Our
+            # pre-checks make that rare; when it happens the program runs again on XLA.
+            log.warning("stage B died under the interpreter (%s, signal %s); rerunning on XLA",
+                        res.status, res.signal)
+            self.timings["stage_b.interpret_crash"] = 1.0
+            job_spec = json.loads((job / "job.json").read_text())
+            job_spec["engine"] = "xla"
+            (job / "job.json").write_text(json.dumps(job_spec))
+            res = _runner(EXECUTE_SCRIPT, job, self._sandbox_limits(), False, env)
         self.timings["stage_b"] = round(time.perf_counter() - t, 4)
         decided = self._stage_failure(res, "Your exported program")
         if decided:
@@ -508,6 +548,9 @@ class _Grading:
         for k, v in (result.get("timings") or {}).items():
             if isinstance(v, (int, float)):
                 self.timings[f"stage_b.{k}"] = round(float(v), 4)
+        engines = result.get("engines")
+        if isinstance(engines, list) and all(isinstance(e, str) for e in engines) and engines:
+            self.versions["engine"] = "+".join(sorted(engines))[:40]
         status = result.get("status")
         if status == "rejected":
             self.requirements.append(

@@ -89,6 +89,12 @@ class Settings(BaseSettings):
         description="Run the sandboxed stages in a warm zygote pool (jax imported once per "
         "worker) instead of a fresh interpreter per stage.",
     )
+    engine: Literal["interpret", "xla"] = Field(
+        "interpret",
+        description="How stage B runs the verified programs: 'interpret' evaluates small "
+        "programs on jaxlib's StableHLO reference interpreter (no XLA compile per shape) and "
+        "compiles the rest; 'xla' always compiles.",
+    )
     log_level: LogLevel = Field("info", description="uvicorn and service log level.")
 
     @field_validator("auth_tokens", mode="before")

@@ -203,6 +203,31 @@ def main(job_dir: str) -> int:
         return 0
 
     signatures = job["signatures"]
+    symbolic = job.get("symbolic")
+    jitted = jit(fn)
+    # 2+3 fast path: one shape-polymorphic trace feeds both the requirement report and the
+    #    export (jax caches the trace, so exporting the same jitted function does not trace
+    #    again): one trace, one program, one verification; stage B still specialises per shape.
+    if symbolic:
+        t2 = time.perf_counter()
+        try:
+            names = list(symbolic["dims"])
+            dims = dict(zip(names, jax_export.symbolic_shape(", ".join(names)), strict=True))
+            args = _to_spec_tree(symbolic["args"], jax, np, dims)
+            traced = jitted.trace(*args) if hasattr(jitted, "trace") else None
+            closed = traced.jaxpr if traced is not None else make_jaxpr(fn)(*args)
+            summary = summarize_jaxpr(closed.jaxpr, checkpoint_prim, policies)
+            timings["trace"] = time.perf_counter() - t2
+            t3 = time.perf_counter()
+            blob = export_fn(jitted)(*args).serialize()
+            _write_blob(job_dir, "poly.jaxexport", blob)
+            timings["export"] = time.perf_counter() - t3
+            result.update(status="ok", jaxpr=summary, exports={"poly": "poly.jaxexport"})
+            _write_result(job_dir, result)
+            return 0
+        except BaseException:  # SystemExit too: the per-signature path below reports it
+            pass  # needs concrete shapes (or fails): the per-signature path reports errors
+
     # 2. Trace for the requirement report (first signature is enough: structure only).
     t2 = time.perf_counter()
     try:
@@ -216,23 +241,8 @@ def main(job_dir: str) -> int:
         return 0
     timings["trace"] = time.perf_counter() - t2
 
-    # 3. Export. Preferably one shape-polymorphic program for every test (one trace, one
-    #    verification, still one compile per shape in stage B); functions that need concrete
-    #    shapes fall back to one program per input signature.
+    # 3. Export one program per input signature.
     t3 = time.perf_counter()
-    symbolic = job.get("symbolic")
-    if symbolic:
-        try:
-            names = list(symbolic["dims"])
-            dims = dict(zip(names, jax_export.symbolic_shape(", ".join(names)), strict=True))
-            args = _to_spec_tree(symbolic["args"], jax, np, dims)
-            _write_blob(job_dir, "poly.jaxexport", export_fn(jit(fn))(*args).serialize())
-            timings["export"] = time.perf_counter() - t3
-            result.update(status="ok", exports={"poly": "poly.jaxexport"})
-            _write_result(job_dir, result)
-            return 0
-        except Exception:
-            pass  # not shape-polymorphic: export per concrete signature below
     exports = {}
     for sig in signatures:
         try:

@@ -65,6 +65,43 @@ def _contamination(xla_bridge) -> str:
     return ""
 
 
+def _warm_up() -> None:
+    """Trace a small remat MLP and round-trip StableHLO through MLIR before the first fork.
+
+    A child pays ~60 ms the first time it traces, lowers or parses (lazy rule registration,
+    MLIR context and dialect loading); doing it here once makes that work part of the shared,
+    copy-on-write heap. None of it creates a JAX backend or a thread (checked before every fork
+    by `_contamination`), and none of it touches user code or data."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import export
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    def block(p, x):
+        return x + jnp.tanh(x @ p["w"] + p["b"]) @ p["w"].T
+
+    def loss(p, x, y):
+        out = jax.checkpoint(block, policy=jax.checkpoint_policies.dots_saveable)(p, x)
+        return jnp.mean((out - y) ** 2)
+
+    b, d, h = export.symbolic_shape("b, d, h")
+    f32 = np.float32
+    params = {"w": jax.ShapeDtypeStruct((d, h), f32), "b": jax.ShapeDtypeStruct((h,), f32)}
+    xs = jax.ShapeDtypeStruct((b, d), f32)
+    jax.make_jaxpr(jax.value_and_grad(loss))(params, xs, xs)
+    with mlir.make_ir_context():
+        module = ir.Module.parse(
+            "func.func public @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+            "  %0 = stablehlo.tanh %a : tensor<2xf32>\n"
+            "  return %0 : tensor<2xf32>\n}\n"
+        )
+        module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
+    with contextlib.suppress(ImportError):
+        from jaxlib.mlir.dialects import stablehlo  # noqa: F401  (stage B's interpreter)
+
+
 def _clean_tmp() -> None:
     """Empty the private /tmp (bwrap tmpfs) so no child sees what an earlier one left."""
     for name in os.listdir("/tmp"):
@@ -141,6 +178,11 @@ def main(spool: str) -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     mains = {s: runpy.run_path(os.path.join(here, f"{s}.py"), run_name="jaxjudge_stage")["main"]
              for s in STAGES}
+    if os.environ.get("JAXJUDGE_ZYGOTE_WARMUP", "1") != "0":
+        try:
+            _warm_up()
+        except Exception:
+            traceback.print_exc()  # only costs speed; the log shows why
     # A child (same uid) must not be able to read or write our memory through /proc.
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     private_tmp = os.environ.get("JAXJUDGE_ZYGOTE_PRIVATE_TMP") == "1"

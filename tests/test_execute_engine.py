@@ -1,0 +1,214 @@
+"""Stage B's engines (grader/stages/execute.py): the StableHLO reference interpreter and XLA.
+
+The interpreter path must give the numbers XLA gives (to well within the grading tolerance),
+refuse every program it is not safe or cheap for, and a grade must survive the interpreter
+dying under it. The stage module is self-contained, so it is imported here directly.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+from jax import export
+
+from grader import Verdict, grade, load_problem, sandbox
+from grader.grade import set_engine, set_stage_runner
+
+grade_module = importlib.import_module("grader.grade")
+
+PROBLEM = load_problem("rematerialized-mlp-block")
+REFERENCE = PROBLEM.reference_path.read_text()
+STAGES = Path(grade_module.__file__).resolve().parent / "stages"
+
+
+def _load_stage(name: str):
+    spec = importlib.util.spec_from_file_location(f"jaxjudge_test_{name}", STAGES / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+execute = _load_stage("execute")
+
+
+def _reference_solve():
+    spec = importlib.util.spec_from_file_location("jaxjudge_test_reference",
+                                                  PROBLEM.reference_path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.solve
+
+
+def _poly_export(fn):
+    b, d, h = export.symbolic_shape("B, D, H")
+
+    def s(*shape):
+        return jax.ShapeDtypeStruct(shape, np.float32)
+
+    exp = export.export(jax.jit(fn))({"w1": s(d, h), "b1": s(h), "w2": s(h, d), "b2": s(d)},
+                                     s(b, d), s(b, d))
+    return export.deserialize(exp.serialize())
+
+
+def _spec(case_inputs) -> list:
+    def leaf(a):
+        return {"shape": list(np.shape(a)), "dtype": "float32"}
+
+    return [{k: leaf(v) for k, v in case_inputs["params"].items()},
+            leaf(case_inputs["x"]), leaf(case_inputs["y"])]
+
+
+def _arrays(case_inputs):
+    p = {k: np.asarray(v, np.float32) for k, v in case_inputs["params"].items()}
+    return p, np.asarray(case_inputs["x"], np.float32), np.asarray(case_inputs["y"], np.float32)
+
+
+def test_interpreter_matches_xla_on_every_hidden_case() -> None:
+    exp = _poly_export(_reference_solve())
+    spec = execute._specializer(exp, jax, np)
+    if spec is None:
+        pytest.skip("this jaxlib has no StableHLO interpreter")
+    xla = jax.jit(exp.call)
+    rtol, atol = PROBLEM.tolerance.rtol, PROBLEM.tolerance.atol
+    by_shape: dict = {}
+    for case in PROBLEM.cases("submit"):
+        key = str(_spec(case.inputs))
+        if key not in by_shape:
+            by_shape[key] = spec.at(_spec(case.inputs))
+        fn = by_shape[key]
+        assert fn is not None, f"{case.name}: the reference was not interpretable"
+        got = jax.tree_util.tree_leaves(fn(*_arrays(case.inputs)))
+        want = jax.tree_util.tree_leaves(xla(*_arrays(case.inputs)))
+        assert len(got) == len(want) == 5
+        for g, w in zip(got, want, strict=True):
+            w = np.asarray(w)
+            assert g.dtype == w.dtype and g.shape == w.shape
+            # A quarter of the tolerance: the two engines round differently, never by much.
+            assert np.all(np.abs(g - w) <= 0.25 * (atol + rtol * np.abs(w))), case.name
+
+
+def _refined_text(fn, *args) -> str:
+    from jax._src.interpreters import mlir
+
+    lowered = jax.jit(fn).lower(*args)
+    module = mlir.refine_polymorphic_shapes(lowered.compiler_ir("stablehlo"))
+    with module.context:
+        return module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
+
+
+def test_interpretable_accepts_small_elementwise_programs() -> None:
+    x = np.ones((3, 4), np.float32)
+    assert execute._interpretable(_refined_text(lambda a: jax.numpy.tanh(a @ a.T).sum(), x))
+
+
+@pytest.mark.parametrize(
+    "why, fn, args",
+    [
+        ("a loop", lambda a: jax.lax.fori_loop(0, 3, lambda i, c: c * 2.0, a),
+         (np.ones(3, np.float32),)),
+        ("integer division", lambda a: a // 3, (np.arange(6, dtype=np.int32),)),
+        ("a big tensor", lambda a: a * 2.0, (np.ones((200, 200), np.float32),)),
+        ("a sort", lambda a: jax.numpy.sort(a), (np.ones(5, np.float32),)),
+        ("too much work", lambda a: (a[:, None] * a[None, :]).sum(),
+         (np.ones(4000, np.float32),)),
+    ],
+)
+def test_interpretable_refuses(why: str, fn, args) -> None:
+    assert not execute._interpretable(_refined_text(fn, *args)), why
+
+
+def test_interpretable_refuses_dynamic_shapes_and_empty_text() -> None:
+    assert not execute._interpretable("")
+    text = '%0 = "stablehlo.tanh"(%arg0) : (tensor<?x3xf32>) -> tensor<?x3xf32>'
+    assert not execute._interpretable(text)
+
+
+@pytest.mark.parametrize("engine", ["interpret", "xla"])
+def test_both_engines_accept_the_reference(engine: str) -> None:
+    set_engine(engine)
+    try:
+        report = grade(PROBLEM, REFERENCE, "submit")
+    finally:
+        set_engine(None)
+    assert report.verdict is Verdict.ACCEPTED, report.message
+    assert report.versions.get("engine") == engine
+
+
+def test_loops_run_on_xla_under_the_interpret_engine() -> None:
+    looped = REFERENCE.replace(
+        "    return jnp.mean((out - y) ** 2)",
+        "    sq = jax.lax.fori_loop(0, 1, lambda i, acc: acc + (out - y) ** 2, jnp.zeros_like(y))\n"
+        "    return jnp.mean(sq)",
+    )
+    assert looped != REFERENCE
+    set_engine("interpret")
+    try:
+        report = grade(PROBLEM, looped, "run")
+    finally:
+        set_engine(None)
+    assert report.verdict is Verdict.ACCEPTED, report.message
+    assert report.versions.get("engine") == "xla"
+
+
+def test_a_dying_interpreter_falls_back_to_xla() -> None:
+    """The interpreter aborts the process on what it cannot do; the grade reruns on XLA."""
+    calls: list[str] = []
+
+    def runner(script, job_dir, limits, untrusted, env):
+        if script.name == "execute.py":
+            engine = __import__("json").loads((job_dir / "job.json").read_text())["engine"]
+            calls.append(engine)
+            if engine == "interpret":  # what an LLVM fatal error looks like from outside
+                crash = job_dir / "crash.py"
+                crash.write_text("import os\nos.abort()\n")
+                return sandbox.run(crash, job_dir, limits, env=env, untrusted=False)
+        return sandbox.run(script, job_dir, limits, env=env, untrusted=untrusted)
+
+    set_engine("interpret")
+    set_stage_runner(runner)
+    try:
+        report = grade(PROBLEM, REFERENCE + "\n# crash test\n", "run")
+    finally:
+        set_stage_runner(None)
+        set_engine(None)
+    assert calls == ["interpret", "xla"]
+    assert report.verdict is Verdict.ACCEPTED, report.message
+    assert report.timings.get("stage_b.interpret_crash") == 1.0
+    assert report.versions.get("engine") == "xla"
+
+
+def test_a_bad_engine_setting_is_a_caller_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError):
+        set_engine("gpu")
+    monkeypatch.setenv("JAXJUDGE_ENGINE", "fast")
+    with pytest.raises(ValueError, match="JAXJUDGE_ENGINE"):
+        grade(PROBLEM, REFERENCE, "run")
+    monkeypatch.setenv("JAXJUDGE_ENGINE", "XLA")
+    assert grade_module._engine() == "xla"
+
+
+def test_zygote_warm_up_leaves_the_process_fork_safe() -> None:
+    """The pool's zygote warms jax and MLIR before forking; it must stay single-threaded with
+    no backend, or every fork would hang at its first compile."""
+    code = (
+        "import os, runpy, sys\n"
+        f"z = runpy.run_path({str(STAGES / 'zygote.py')!r}, run_name='z')\n"
+        "z['_warm_up']()\n"
+        "from jax._src import xla_bridge\n"
+        "print(z['_contamination'](xla_bridge) or 'clean')\n"
+    )
+    import subprocess
+
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=300, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "clean", out.stdout + out.stderr
