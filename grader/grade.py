@@ -42,6 +42,7 @@ GRADER_VERSION = "0.1.0"
 # StableHLO reference interpreter bundled with jaxlib when the program is small and made of
 # supported ops, else compiles it with XLA; "xla" always compiles. See stages/execute.py.
 ENGINES = ("interpret", "xla")
+PROGRAM_CACHE_SIZE = 256  # stage B results of distinct exported programs kept in memory
 UNTRACEABLE = {
     "ConcretizationTypeError",
     "TracerBoolConversionError",
@@ -60,7 +61,8 @@ def _default_runner(
     script: Path, job_dir: Path, limits: sandbox.SandboxLimits, untrusted: bool,
     env: dict[str, str],
 ) -> sandbox.SandboxResult:
-    return sandbox.run(script, job_dir, limits, env=env, untrusted=untrusted)
+    return sandbox.run(script, job_dir, sandbox.with_cold_start(limits), env=env,
+                       untrusted=untrusted)
 
 
 _runner: StageRunner = _default_runner
@@ -188,6 +190,61 @@ class _ReportCache:
 _report_cache = _ReportCache()
 
 
+class _ProgramCache:
+    """Stage B's result for exactly these exported bytes and this job, kept in memory.
+
+    Stage B is a function of (exported program bytes, job, engine, XLA flags, grader version),
+    so a hit is the result of running exactly those bytes in the trusted stage: as good as a
+    fresh run, minus the whole stage. Stage A leaves source locations out of its exports, so
+    different sources of one program (names, comments, layout) share an entry."""
+
+    def __init__(self, size: int = PROGRAM_CACHE_SIZE) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[str, tuple[str, dict[str, str]]] = OrderedDict()
+        self.size = size
+
+    @staticmethod
+    def key(job_text: str, flags: str, blobs: dict[str, bytes]) -> str:
+        h = hashlib.sha256()
+        for part in (GRADER_VERSION, flags, job_text):
+            h.update(part.encode() + b"\0")
+        for pid in sorted(blobs):
+            h.update(pid.encode() + b"\0" + hashlib.sha256(blobs[pid]).digest())
+        return h.hexdigest()
+
+    def get(self, key: str) -> tuple[dict[str, Any], dict[str, str]] | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+        return json.loads(item[0]), dict(item[1])  # a private copy for the caller
+
+    def put(self, key: str, value: tuple[dict[str, Any], dict[str, str]]) -> None:
+        if self.size <= 0:
+            return
+        frozen = (json.dumps(value[0]), dict(value[1]))
+        with self._lock:
+            self._items[key] = frozen
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def resize(self, size: int) -> None:
+        with self._lock:
+            self.size = max(0, size)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+_program_cache = _ProgramCache()
+
+
+def set_program_cache(size: int) -> None:
+    """Keep stage B results for up to `size` distinct exported programs (0 turns it off)."""
+    _program_cache.resize(size)
+
+
 def set_report_cache(size: int) -> None:
     """Keep up to `size` reports of already-graded sources in memory (0 turns it off)."""
     _report_cache.resize(size)
@@ -242,9 +299,9 @@ def _symbolic_spec(problem: Problem) -> dict[str, Any] | None:
     return {"dims": sorted(dims), "args": args}
 
 
-def _read_json(path: Path, limit: int = MAX_RESULT_BYTES) -> dict[str, Any] | None:
-    """A result file from a sandbox, or None if missing, oversized, not a regular file (a
-    symlink planted to make us read a host file, a FIFO to make us block) or not a JSON object."""
+def _read_regular(path: Path, limit: int) -> bytes | None:
+    """A file a sandbox wrote, or None if missing, over `limit` bytes or not a regular file (a
+    symlink planted to make us read a host file, a FIFO to make us block)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -260,7 +317,13 @@ def _read_json(path: Path, limit: int = MAX_RESULT_BYTES) -> dict[str, Any] | No
     finally:
         if fd >= 0:
             os.close(fd)
-    if len(data) > limit:
+    return data if len(data) <= limit else None
+
+
+def _read_json(path: Path, limit: int = MAX_RESULT_BYTES) -> dict[str, Any] | None:
+    """A JSON object result file from a sandbox (see `_read_regular`), or None."""
+    data = _read_regular(path, limit)
+    if data is None:
         return None
     try:
         obj = json.loads(data)
@@ -487,6 +550,7 @@ class _Grading:
                 {"id": s["id"], "args": s["args"], "signatures": [s["id"]]}
                 for s in self.signatures.values()
             ]
+        blobs: dict[str, bytes] = {}
         for prog in progs:
             src = a_dir / f"{prog['id']}.jaxexport"
             if exports.get(prog["id"]) != src.name or not src.is_file() or src.is_symlink():
@@ -496,7 +560,11 @@ class _Grading:
                 )
             if src.stat().st_size > MAX_EXPORT_BYTES:
                 raise _Decided(Verdict.RUNTIME_ERROR, "the exported program is too large")
-            shutil.copyfile(src, job / src.name)
+            blob = _read_regular(src, MAX_EXPORT_BYTES)
+            if blob is None:
+                raise _Decided(Verdict.RUNTIME_ERROR, "the exported program could not be read")
+            blobs[prog["id"]] = blob
+            (job / src.name).write_bytes(blob)
             prog["export"] = src.name
         tests = [
             {
@@ -506,21 +574,36 @@ class _Grading:
             }
             for c in self.cases
         ]
-        (job / "job.json").write_text(
-            json.dumps(
-                {
-                    "arg_names": self.arg_names,
-                    "signatures": list(self.signatures.values()),
-                    "programs": progs,
-                    "tests": tests,
-                    "allowed_custom_calls": [],
-                    "max_program_bytes": MAX_PROGRAM_TEXT,
-                    "engine": _engine(),
-                }
-            )
+        job_text = json.dumps(
+            {
+                "arg_names": self.arg_names,
+                "signatures": list(self.signatures.values()),
+                "programs": progs,
+                "tests": tests,
+                "allowed_custom_calls": [],
+                "max_program_bytes": MAX_PROGRAM_TEXT,
+                "engine": _engine(),
+            },
+            sort_keys=True,
         )
-        t = time.perf_counter()
+        (job / "job.json").write_text(job_text)
         flags = fast_compile_flags()
+        key = _program_cache.key(job_text, flags, blobs)
+        hit = _program_cache.get(key)
+        if hit is not None:
+            self.timings["stage_b.cached"] = 1.0
+            result, texts = hit
+        else:
+            result, texts = self._run_stage_b(job, progs, flags)
+            if result.get("status") == "ok":
+                _program_cache.put(key, (result, texts))
+        return self._stage_b_outcome(result, texts, progs)
+
+    def _run_stage_b(
+        self, job: Path, progs: list[dict[str, Any]], flags: str
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """Run stage B in its sandbox; its parsed result and each program's verified text."""
+        t = time.perf_counter()
         env = {"XLA_FLAGS": flags} if flags else {}
         res = _runner(EXECUTE_SCRIPT, job, self._sandbox_limits(), False, env)
         if _engine() == "interpret" and res.status in ("exited", "signaled") and (
@@ -548,6 +631,20 @@ class _Grading:
         for k, v in (result.get("timings") or {}).items():
             if isinstance(v, (int, float)):
                 self.timings[f"stage_b.{k}"] = round(float(v), 4)
+        texts: dict[str, str] = {}
+        if result.get("status") == "ok":
+            for prog in progs:
+                text_file = job / f"{prog['id']}.mlir"
+                raw = _read_regular(text_file, MAX_PROGRAM_TEXT)
+                if raw is None:
+                    raise RuntimeError(f"stage B wrote no program text for {prog['id']}")
+                texts[prog["id"]] = raw.decode("utf-8", "replace")
+        return result, texts
+
+    def _stage_b_outcome(
+        self, result: dict[str, Any], texts: dict[str, str], progs: list[dict[str, Any]]
+    ) -> tuple[dict[str, Any], list[ProgramInfo]]:
+        """Stage B's (fresh or cached) result -> outputs and verified programs, or a verdict."""
         engines = result.get("engines")
         if isinstance(engines, list) and all(isinstance(e, str) for e in engines) and engines:
             self.versions["engine"] = "+".join(sorted(engines))[:40]
@@ -572,8 +669,7 @@ class _Grading:
         programs: list[ProgramInfo] = []
         for prog in progs:
             info = (result.get("programs") or {}).get(prog["id"]) or {}
-            text_file = job / f"{prog['id']}.mlir"
-            text = text_file.read_text(encoding="utf-8")[:MAX_PROGRAM_TEXT]
+            text = texts[prog["id"]]
             args = [a for a in info.get("args", []) if isinstance(a, str)]
             programs.append(
                 ProgramInfo(

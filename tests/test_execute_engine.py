@@ -19,7 +19,7 @@ import pytest
 from jax import export
 
 from grader import Verdict, grade, load_problem, sandbox
-from grader.grade import set_engine, set_stage_runner
+from grader.grade import PROGRAM_CACHE_SIZE, set_engine, set_program_cache, set_stage_runner
 
 grade_module = importlib.import_module("grader.grade")
 
@@ -171,13 +171,16 @@ def test_a_dying_interpreter_falls_back_to_xla() -> None:
                 crash = job_dir / "crash.py"
                 crash.write_text("import os\nos.abort()\n")
                 return sandbox.run(crash, job_dir, limits, env=env, untrusted=False)
-        return sandbox.run(script, job_dir, limits, env=env, untrusted=untrusted)
+        return sandbox.run(script, job_dir, sandbox.with_cold_start(limits), env=env,
+                           untrusted=untrusted)
 
     set_engine("interpret")
     set_stage_runner(runner)
+    set_program_cache(0)  # stage B must really run
     try:
         report = grade(PROBLEM, REFERENCE + "\n# crash test\n", "run")
     finally:
+        set_program_cache(PROGRAM_CACHE_SIZE)
         set_stage_runner(None)
         set_engine(None)
     assert calls == ["interpret", "xla"]
@@ -212,3 +215,34 @@ def test_zygote_warm_up_leaves_the_process_fork_safe() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          timeout=300, check=True)
     assert out.stdout.strip().splitlines()[-1] == "clean", out.stdout + out.stderr
+
+
+def test_one_program_from_different_sources_runs_stage_b_once() -> None:
+    """The parent's cache of stage B results is keyed by the exported bytes, which carry no
+    source locations: renamed helpers, comments and layout share one stage B run."""
+    unique = f"** 2 + jnp.float32({os.getpid()}{len(REFERENCE)}.0) * 0)"
+    source = REFERENCE.replace("** 2)", unique)
+    assert source != REFERENCE
+    renamed = "# my own solution\n\n\n" + source.replace("_block", "_my_block").replace(
+        "_loss", "_objective")
+    wrong = source.replace("** 2 +", "** 3 +")
+    runs: list[str] = []
+
+    def runner(script, job_dir, limits, untrusted, env):
+        runs.append(script.name)
+        return sandbox.run(script, job_dir, sandbox.with_cold_start(limits), env=env,
+                           untrusted=untrusted)
+
+    set_stage_runner(runner)
+    try:
+        first = grade(PROBLEM, source, "run")
+        again = grade(PROBLEM, renamed, "run")
+        other = grade(PROBLEM, wrong, "run")
+    finally:
+        set_stage_runner(None)
+    assert first.verdict is again.verdict is Verdict.ACCEPTED, (first.message, again.message)
+    assert runs == ["trace.py", "execute.py", "trace.py", "trace.py", "execute.py"]
+    assert "stage_b.cached" in again.timings and "stage_b.cached" not in first.timings
+    assert [t.model_dump() for t in again.tests] == [t.model_dump() for t in first.tests]
+    assert again.requirements == first.requirements
+    assert other.verdict is Verdict.WRONG_ANSWER  # a different program runs for real

@@ -15,7 +15,7 @@ from grader import Limits, ProblemError, Verdict, grade, load_problem
 
 PROBLEM = load_problem("rematerialized-mlp-block")
 REFERENCE = PROBLEM.reference_path.read_text()
-FAST = Limits(wall_seconds=12, cpu_seconds=8, memory_mb=1024, output_kb=64)
+FAST = Limits(wall_seconds=6, cpu_seconds=3, memory_mb=1024, output_kb=64)
 MARK = "jjleftover"
 
 

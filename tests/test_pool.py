@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from grader import Verdict, grade, load_problem, pool, sandbox
-from grader.grade import set_stage_runner
+from grader.grade import PROGRAM_CACHE_SIZE, set_program_cache, set_stage_runner
 from grader.problem import Limits
 
 PROBLEM = load_problem("rematerialized-mlp-block")
@@ -29,6 +29,14 @@ REFERENCE = (SUBMISSIONS / "accepted_reference_style.py").read_text(encoding="ut
 FAST = Limits(wall_seconds=8, cpu_seconds=3, memory_mb=1024, output_kb=256)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the pool needs fork")
+
+
+@pytest.fixture(autouse=True)
+def _stage_b_always_runs():
+    """These tests count zygote runs; the parent's program cache would skip repeated stage Bs."""
+    set_program_cache(0)
+    yield
+    set_program_cache(PROGRAM_CACHE_SIZE)
 
 
 def _own_cgroups() -> set[str]:
@@ -220,7 +228,7 @@ def test_identical_program_from_a_different_source_is_not_executed_again() -> No
     with pool.WarmPool(1) as p:
         if p.cache_dir is None:
             pytest.skip("no trusted cache dir (needs the uid_pool and bwrap layers)")
-        set_stage_runner(p.runner)
+        set_stage_runner(p.runner)  # (the program cache is off here: see the fixture)
         try:
             first = grade(PROBLEM, source, "run")
             again = grade(PROBLEM, renamed, "run")

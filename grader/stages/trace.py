@@ -15,6 +15,7 @@ or one JOB_DIR/<id>.jaxexport per signature.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -153,6 +154,10 @@ def main(job_dir: str) -> int:
     import numpy as np
     from jax import export as jax_export
 
+    # No source locations in the exported program: they differ between sources of one program
+    # and would defeat the grader's cache of stage B results (and they reach no learner).
+    with contextlib.suppress(Exception):
+        jax.config.update("jax_traceback_in_locations_limit", 0)
     make_jaxpr = jax.make_jaxpr
     jit = jax.jit
     export_fn = jax_export.export
