@@ -3,10 +3,13 @@
 In one run, side by side, grades the same mixed set of submissions (correct, wrong,
 requirement-failing, a timeout) with
   (a) cold:  a fresh sandboxed interpreter per stage (`sandbox.run`, the default runner),
-  (b) pool:  the warm zygote pool (`grader.pool`), first with an empty compile cache ("new
-             program"), then again ("already seen"),
+  (b) pool:  the warm zygote pool (`grader.pool`), first with empty caches (on-disk compile
+             and results caches, in-memory program cache: "new program"), then again ("already
+             seen": stage B and the program rules are answered from the caches; stage A, the
+             submission's own code, always runs),
   (c) floor: both stages' `main()` called in this already-warm process (no sandbox; the timeout
-             submission is left out since nothing could stop it),
+             submission is left out since nothing could stop it), with the in-memory caches
+             off (new programs) and on (seen),
 at concurrency 1 and 2; then a soak of consecutive grades through one pool (zygote RSS first vs
 last), and an HTTP load run (bench/load_http.py's client) against the real service, cold and
 with the pool enabled in the server process. Prints a table and writes bench/RESULTS.md.
@@ -41,7 +44,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from grader import grade as grade_fn  # noqa: E402
 from grader import load_problem, pool, sandbox  # noqa: E402
-from grader.grade import set_stage_runner  # noqa: E402
+from grader.grade import PROGRAM_CACHE_SIZE, set_program_cache, set_stage_runner  # noqa: E402
 from grader.problem import Limits  # noqa: E402
 from grader.xla import fast_compile_flags  # noqa: E402
 
@@ -101,7 +104,14 @@ def _recording(runner: Any, peaks: list[int]) -> Any:
 
 def _cold_runner(script: Path, job: Path, limits: sandbox.SandboxLimits, untrusted: bool,
                  env: dict[str, str]) -> sandbox.SandboxResult:
-    return sandbox.run(script, job, limits, env=env, untrusted=untrusted)
+    return sandbox.run(script, job, sandbox.with_cold_start(limits), env=env,
+                       untrusted=untrusted)
+
+
+def caches(on: bool) -> None:
+    """The grader's in-memory caches of stage B results and program-rule outcomes (off: a
+    process that has seen nothing; on: what a long-running service or grade-set has)."""
+    set_program_cache(PROGRAM_CACHE_SIZE if on else 0)
 
 
 _MAINS: dict[Path, Any] = {}
@@ -222,9 +232,11 @@ def main() -> int:
     correct = {"accepted_reference_style.py", "accepted_einsum_dot.py"}
     no_tle = [n for n in MIXED if not n.startswith("tle_")]
 
-    # (a) cold
+    # (a) cold: a fresh interpreter per stage and a grader that remembers nothing
+    caches(False)
     cold1 = measure("cold c=1", _cold_runner, MIXED)
     cold2 = measure("cold c=2", _cold_runner, MIXED, concurrency=2)
+    caches(True)
 
     # (b) pool, on an empty private compile cache
     cache = Path(tempfile.mkdtemp(prefix="jaxjudge-bench-cache-"))
@@ -245,11 +257,16 @@ def main() -> int:
         os.environ.pop("JAXJUDGE_COMPILE_CACHE_DIR", None)
         shutil.rmtree(cache, ignore_errors=True)
 
-    # (c) floor: in this process (no timeout submission: nothing could stop it)
+    # (c) floor: the stages' code in this process, no isolation (no timeout submission:
+    #     nothing could stop it); new programs with the caches off, then seen ones.
+    caches(False)
     measure("floor warm-up", _inprocess_runner, no_tle[:1])
-    floor1 = measure("floor c=1", _inprocess_runner, no_tle * args.reps)
+    floor1 = measure("floor c=1 new programs", _inprocess_runner, no_tle * args.reps)
+    caches(True)
+    measure("floor warm-up", _inprocess_runner, no_tle)
+    floor_seen = measure("floor c=1 seen programs", _inprocess_runner, no_tle * args.reps)
 
-    series = [cold1, cold2, pool_new, pool_seen, pool2, floor1]
+    series = [cold1, cold2, pool_new, pool_seen, pool2, floor1, floor_seen]
     say("| series | grades | p50 all | p95 all | p50 correct | throughput | peak run memory |")
     say("|---|---|---|---|---|---|---|")
     for s in series:
@@ -273,10 +290,9 @@ def main() -> int:
     r_ab = cold1.lat(50, correct) / pool_new.lat(50, correct)
     r_ab_seen = cold1.lat(50, correct) / pool_seen.lat(50, correct)
     r_bc = pool_new.lat(50, correct) / floor1.lat(50, correct)
-    r_bc_seen = pool_seen.lat(50, correct) / floor1.lat(50, correct)
+    r_bc_seen = pool_seen.lat(50, correct) / floor_seen.lat(50, correct)
     say(f"Ratios (p50, correct submissions): (a)/(b) = {r_ab:.1f}x new programs, "
-        f"{r_ab_seen:.1f}x seen; (b)/(c) = {r_bc:.2f}x new, {r_bc_seen:.2f}x seen "
-        "(the floor compiles every program afresh: no persistent cache in-process)")
+        f"{r_ab_seen:.1f}x seen; (b)/(c) = {r_bc:.2f}x new, {r_bc_seen:.2f}x seen")
     say(f"Throughput at concurrency 2 on the mixed set: cold {cold2.throughput:.2f}/s, "
         f"pool {pool2.throughput:.2f}/s")
     say()

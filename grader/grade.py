@@ -145,7 +145,47 @@ def grade(
     return report
 
 
-class _ReportCache:
+class _LRU:
+    """A thread-safe bounded map; subclasses say what a stored value is (`_freeze`/`_thaw`:
+    callers get private copies, never the cached object)."""
+
+    def __init__(self, size: int) -> None:
+        self._lock = threading.Lock()
+        self._items: OrderedDict[str, Any] = OrderedDict()
+        self.size = size
+
+    def _freeze(self, value: Any) -> Any:
+        return value
+
+    def _thaw(self, stored: Any) -> Any:
+        return stored
+
+    def get(self, key: str) -> Any | None:
+        with self._lock:
+            stored = self._items.get(key)
+            if stored is None:
+                return None
+            self._items.move_to_end(key)
+        return self._thaw(stored)
+
+    def put(self, key: str, value: Any) -> None:
+        if self.size <= 0:
+            return
+        stored = self._freeze(value)
+        with self._lock:
+            self._items[key] = stored
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+    def resize(self, size: int) -> None:
+        with self._lock:
+            self.size = max(0, size)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+class _ReportCache(_LRU):
     """Identical source, problem, mode and limits -> the same report, without re-running.
 
     Off by default (size 0); the service turns it on. Verdicts that depend on the machine's
@@ -159,38 +199,23 @@ class _ReportCache:
     )
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._items: OrderedDict[str, Report] = OrderedDict()
-        self.size = 0
+        super().__init__(0)
 
-    def get(self, key: str) -> Report | None:
-        with self._lock:
-            report = self._items.get(key)
-            if report is None:
-                return None
-            self._items.move_to_end(key)
-            return report.model_copy(deep=True)
+    def _freeze(self, value: Report) -> Report:
+        return value.model_copy(deep=True)
 
-    def put(self, key: str, report: Report) -> None:
-        if self.size <= 0 or report.verdict in self.UNCACHED:
-            return
-        with self._lock:
-            self._items[key] = report.model_copy(deep=True)
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+    def _thaw(self, stored: Report) -> Report:
+        return stored.model_copy(deep=True)
 
-    def resize(self, size: int) -> None:
-        with self._lock:
-            self.size = max(0, size)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+    def put(self, key: str, value: Report) -> None:
+        if value.verdict not in self.UNCACHED:
+            super().put(key, value)
 
 
 _report_cache = _ReportCache()
 
 
-class _ProgramCache:
+class _ProgramCache(_LRU):
     """Stage B's result for exactly these exported bytes and this job, kept in memory.
 
     Stage B is a function of (exported program bytes, job, engine, XLA flags, grader version),
@@ -198,10 +223,8 @@ class _ProgramCache:
     fresh run, minus the whole stage. Stage A leaves source locations out of its exports, so
     different sources of one program (names, comments, layout) share an entry."""
 
-    def __init__(self, size: int = PROGRAM_CACHE_SIZE) -> None:
-        self._lock = threading.Lock()
-        self._items: OrderedDict[str, tuple[str, dict[str, str]]] = OrderedDict()
-        self.size = size
+    def __init__(self) -> None:
+        super().__init__(PROGRAM_CACHE_SIZE)
 
     @staticmethod
     def key(job_text: str, flags: str, blobs: dict[str, bytes]) -> str:
@@ -212,37 +235,34 @@ class _ProgramCache:
             h.update(pid.encode() + b"\0" + hashlib.sha256(blobs[pid]).digest())
         return h.hexdigest()
 
-    def get(self, key: str) -> tuple[dict[str, Any], dict[str, str]] | None:
-        with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                return None
-            self._items.move_to_end(key)
-        return json.loads(item[0]), dict(item[1])  # a private copy for the caller
+    def _freeze(self, value: tuple[dict[str, Any], dict[str, str]]) -> tuple[str, dict[str, str]]:
+        return json.dumps(value[0]), dict(value[1])
 
-    def put(self, key: str, value: tuple[dict[str, Any], dict[str, str]]) -> None:
-        if self.size <= 0:
-            return
-        frozen = (json.dumps(value[0]), dict(value[1]))
-        with self._lock:
-            self._items[key] = frozen
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-
-    def resize(self, size: int) -> None:
-        with self._lock:
-            self.size = max(0, size)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+    def _thaw(self, stored: tuple[str, dict[str, str]]) -> tuple[dict[str, Any], dict[str, str]]:
+        return json.loads(stored[0]), dict(stored[1])
 
 
 _program_cache = _ProgramCache()
 
 
+class _RulesCache(_LRU):
+    """Program-level requirement results per (problem, verified program texts)."""
+
+    def _freeze(self, value: list[RequirementResult]) -> list[RequirementResult]:
+        return [r.model_copy() for r in value]
+
+    def _thaw(self, stored: list[RequirementResult]) -> list[RequirementResult]:
+        return [r.model_copy() for r in stored]
+
+
+_rules_cache = _RulesCache(PROGRAM_CACHE_SIZE)
+
+
 def set_program_cache(size: int) -> None:
-    """Keep stage B results for up to `size` distinct exported programs (0 turns it off)."""
+    """Keep stage B results and program-rule outcomes for up to `size` distinct exported
+    programs (0 turns both off and forgets everything)."""
     _program_cache.resize(size)
+    _rules_cache.resize(size)
 
 
 def set_report_cache(size: int) -> None:
@@ -509,6 +529,19 @@ class _Grading:
         """Apply every requirement of one level (spec: jaxpr summary; program: StableHLO)."""
         rules = SPEC_RULES if level == "spec" else PROGRAM_RULES
         self.requirements = [r for r in self.requirements if r.level != level]
+        key = ""
+        if level == "program" and isinstance(data, list):
+            # Program rules are a pure function of the verified texts (parsing them is ~30 ms).
+            h = hashlib.sha256((self.problem.id + self.problem.fingerprint()).encode())
+            for prog in data:
+                h.update(json.dumps([prog.signature, prog.args]).encode())
+                h.update(hashlib.sha256(prog.text.encode()).digest())
+            key = h.hexdigest()
+            known = _rules_cache.get(key)
+            if known is not None:
+                self.requirements.extend(known)
+                return
+        before = len(self.requirements)
         for req in self.problem.requirements:
             if req.level != level:
                 continue
@@ -518,6 +551,8 @@ class _Grading:
                     name=req.name, level=req.level, passed=outcome.passed, message=outcome.message
                 )
             )
+        if key:
+            _rules_cache.put(key, self.requirements[before:])
 
     @staticmethod
     def _apply(rules: dict[str, Any], rule: str, data: Any, options: dict[str, Any]) -> RuleOutcome:

@@ -120,6 +120,7 @@ def test_interpretable_accepts_small_elementwise_programs() -> None:
         ("a sort", lambda a: jax.numpy.sort(a), (np.ones(5, np.float32),)),
         ("too much work", lambda a: (a[:, None] * a[None, :]).sum(),
          (np.ones(4000, np.float32),)),
+        ("big matmuls", lambda a: (a @ a @ a @ a).sum(), (np.ones((128, 128), np.float32),)),
     ],
 )
 def test_interpretable_refuses(why: str, fn, args) -> None:

@@ -67,7 +67,7 @@ INTERPRETABLE_OPS = frozenset(
 )
 INTEGER_UNSAFE_OPS = frozenset({"stablehlo.divide", "stablehlo.remainder", "stablehlo.power"})
 INTERP_MAX_TENSOR = 1 << 14  # elements in any one tensor
-INTERP_MAX_WORK = 1 << 21  # sum over ops of their largest tensor's elements
+INTERP_MAX_WORK = 1 << 21  # element operations: largest tensor per op, multiply-adds per dot
 INTERP_MAX_OPS = 20_000
 _OP_RE = re.compile(r'"([a-z_]+\.[a-z_0-9.]+)"\(')
 _TENSOR_RE = re.compile(r"tensor<([^>]*)>")
@@ -129,7 +129,7 @@ def _interpretable(text: str) -> bool:
         name = m.group(1)
         if name not in INTERPRETABLE_OPS or ops > INTERP_MAX_OPS:
             return False
-        biggest = 1
+        sizes = []
         for t in _TENSOR_RE.findall(line):
             dims, _, etype = t.rpartition("x") if "x" in t else ("", "", t)
             if not etype or etype[0] not in "fi" or etype.startswith("f8"):
@@ -143,8 +143,12 @@ def _interpretable(text: str) -> bool:
                 n *= int(d)
             if n > INTERP_MAX_TENSOR:
                 return False
-            biggest = max(biggest, n)
-        work += biggest
+            sizes.append(n)
+        if name == "stablehlo.dot_general" and len(sizes) >= 3:
+            # multiply-adds = batch * lhs_free * rhs_free * contracting <= sqrt(lhs * rhs * out)
+            work += math.isqrt(sizes[0] * sizes[1] * sizes[-1])
+        else:
+            work += max(sizes, default=1)
         if work > INTERP_MAX_WORK:
             return False
     return ops > 0
