@@ -299,7 +299,8 @@ def main() -> int:
 
     if args.soak:
         say(f"Soak: {args.soak} consecutive grades (mode run, reference and wrong alternating) "
-            "through one pool, 1 worker, no recycling")
+            "through one pool, 1 worker, no recycling, in-memory caches off")
+        caches(False)  # every grade runs both stages: both zygotes do the work they would
         with pool.WarmPool(1, jobs_per_zygote=10**9, compile_cache=False) as sp:
             first = sp.zygote_memory()
             names = ["accepted_reference_style.py", "wrong_forgets_b2.py"] * (args.soak // 2)

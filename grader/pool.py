@@ -57,6 +57,11 @@ COPY_CAP = 64 << 20  # per file copied in or out (exports; RLIMIT_FSIZE bounds o
 ZYGOTE_LIMITS = sandbox.SandboxLimits(
     wall_seconds=float("inf"), cpu_seconds=3600, memory_bytes=4 << 30, output_bytes=64 << 20,
 )
+# A spare child's cgroup until its run's limits are written (it runs nothing before that).
+SPARE_LIMITS = sandbox.SandboxLimits(
+    wall_seconds=float("inf"), cpu_seconds=3600, memory_bytes=256 << 20, output_bytes=1 << 20,
+    max_processes=4,
+)
 
 
 class _Broken(Exception):
@@ -170,6 +175,10 @@ class _Zygote:
         self.cold_until = 0.0
         self.broken = False
         self._buf = b""
+        # The next child, forked ahead and already in its own cgroup: (host pid, cgroup).
+        self.spare: tuple[int, sandbox.RunCgroup | None] | None = None
+        self._prep: threading.Thread | None = None
+        self._prep_error = ""
 
     # -- life cycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -194,8 +203,13 @@ class _Zygote:
             raise _Broken(f"zygote {self.name} did not start: {hello} {tail[-800:]}")
         self.host_pid = self.res.host_pid(int(hello["hello"]))
         self.jobs = 0
+        self._take_spare()
 
     def stop(self) -> None:
+        if self._prep is not None:
+            self._prep.join(REPLY_SECONDS + 5)
+            self._prep = None
+        self._drop_spare()
         if self.res is not None:
             with contextlib.suppress(OSError, _Broken):
                 self._send({"op": "quit"})
@@ -205,6 +219,49 @@ class _Zygote:
             shutil.rmtree(self.spool, ignore_errors=True)
             self.spool = None
         self.host_pid = None
+
+    def _take_spare(self) -> None:
+        """Receive the zygote's next pre-forked child and move it into a fresh cgroup (the slow
+        part of starting a run, done here while no grade waits on it)."""
+        assert self.res is not None
+        msg = self._recv(REPLY_SECONDS)
+        if not msg or "forked" not in msg:
+            raise _Broken(f"zygote {self.name} did not fork a spare: {msg}")
+        host = self.res.host_pid(int(msg["forked"]))
+        if host is None:
+            raise _Broken(f"zygote {self.name}: spare {msg['forked']} not found")
+        cg = sandbox.new_run_cgroup(SPARE_LIMITS)
+        self.spare = (host, cg)  # before add(): _drop_spare kills it whatever happens next
+        if cg is not None:
+            try:
+                cg.add(host)
+            except OSError as exc:
+                raise _Broken(f"cannot move the spare into its cgroup: {exc}") from exc
+
+    def _prepare_spare(self) -> None:
+        try:
+            self._take_spare()
+        except Exception as exc:  # reported to the slot's next run, which restarts the zygote
+            self._prep_error = str(exc)[:300] or type(exc).__name__
+
+    def _await_spare(self) -> None:
+        if self._prep is not None:
+            self._prep.join()
+            self._prep = None
+        if self._prep_error:
+            why, self._prep_error = self._prep_error, ""
+            raise _Broken(why)
+
+    def _drop_spare(self) -> None:
+        if self.spare is None:
+            return
+        host, cg = self.spare
+        self.spare = None
+        if cg is not None:
+            cg.remove()  # kills it
+        else:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(host, signal.SIGKILL)
 
     @property
     def alive(self) -> bool:
@@ -257,6 +314,9 @@ class _Zygote:
         if not self.alive or self.spool is None:
             raise _Broken(f"zygote {self.name} is not running")
         assert self.res is not None
+        self._await_spare()
+        if self.spare is None:
+            raise _Broken(f"zygote {self.name} has no spare child")
         self.seq += 1
         self.jobs += 1
         self.broken = False
@@ -274,10 +334,17 @@ class _Zygote:
             for d in (work, spool / ".io"):
                 sandbox._chown_tree(d, self.res.uid, self.res.uid, sanitize=False)
         before = sandbox._job_files(work)
-        cg = sandbox.new_run_cgroup(limits)
+        host, cg = self.spare
+        self.spare = None
         try:
+            if cg is not None:
+                try:
+                    cg.configure(limits)
+                except OSError as exc:
+                    self.broken = True
+                    raise _Broken(f"cannot set the run's cgroup limits: {exc}") from exc
             return self._run_child(stage, jid, job_dir, work, out_path, err_path, before, cg,
-                                   limits, untrusted, env)
+                                   host, limits, untrusted, env)
         finally:
             if cg is not None:
                 cg.remove()
@@ -285,11 +352,15 @@ class _Zygote:
                 _clear_dir(spool)
             if self.broken:
                 self.stop()  # the slot's next run starts a fresh zygote
+            elif self.jobs < self.pool.jobs_per_zygote:
+                # Off this grade's clock: the next spare is moved into its cgroup meanwhile.
+                self._prep = threading.Thread(target=self._prepare_spare, daemon=True)
+                self._prep.start()
 
     def _run_child(self, stage: str, jid: str, job_dir: Path, work: Path, out_path: Path,
                    err_path: Path, before: dict[str, tuple[int, int]],
-                   cg: sandbox.RunCgroup | None, limits: sandbox.SandboxLimits, untrusted: bool,
-                   env: dict[str, str]) -> sandbox.SandboxResult:
+                   cg: sandbox.RunCgroup | None, host: int, limits: sandbox.SandboxLimits,
+                   untrusted: bool, env: dict[str, str]) -> sandbox.SandboxResult:
         assert self.res is not None
         layers = self.res.layers
         bpf = seccomp.build_filter(allow_exec=not untrusted).hex() if layers["seccomp"] else "-"
@@ -297,18 +368,6 @@ class _Zygote:
         self._send({"op": "run", "stage": stage, "job": jid, "env": sandbox._base_env(env),
                     "cpu": math.ceil(limits.cpu_seconds), "fsize": int(limits.output_bytes),
                     "bpf": bpf, "cache_dir": cache})
-        forked = self._recv(REPLY_SECONDS)
-        if not forked or "forked" not in forked:
-            raise _Broken(f"zygote {self.name} did not fork: {forked}")
-        host = self.res.host_pid(int(forked["forked"]))
-        if host is None:
-            raise _Broken(f"zygote {self.name}: child {forked['forked']} not found")
-        if cg is not None:
-            try:
-                cg.add(host)
-            except OSError as exc:
-                raise _Broken(f"cannot move child into its cgroup: {exc}") from exc
-        self._send({"op": "go"})
         started = time.monotonic()
         deadline = started + limits.wall_seconds
         disk_cap = sandbox.DISK_FACTOR * int(limits.output_bytes)

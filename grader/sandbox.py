@@ -341,6 +341,9 @@ class _RunCgroup:
     def configure(self, limits: SandboxLimits) -> None:
         mem = str(int(limits.memory_bytes))
         if self.support.version == 1:
+            # memsw (memory+swap) may never be below the memory limit: when raising, memsw
+            # first; when lowering, memory first. Writing memsw both times covers both cases.
+            self._write("memory", "memory.memsw.limit_in_bytes", mem, optional=True)
             self._write("memory", "memory.limit_in_bytes", mem)
             self._write("memory", "memory.memsw.limit_in_bytes", mem, optional=True)
             self._write("memory", "memory.swappiness", "0", optional=True)
@@ -1088,6 +1091,10 @@ class RunCgroup:
 
     def __init__(self, inner: _RunCgroup) -> None:
         self._cg = inner
+
+    def configure(self, limits: SandboxLimits) -> None:
+        """(Re)write the memory and pids limits, e.g. of a cgroup created ahead of its run."""
+        self._cg.configure(limits)
 
     def add(self, host_pid: int) -> None:
         for path in self._cg.procs_files():

@@ -9,6 +9,7 @@ pool and the cold path agree.
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 import tomllib
@@ -212,6 +213,35 @@ def test_close_leaves_nothing(warm: pool.WarmPool) -> None:
     assert all(not sandbox._uid_processes(u) for u in uids)
     assert all(not s.exists() for s in spools)
     assert _own_cgroups() == cgroups_before
+
+
+def test_spare_children_wait_in_their_own_cgroup_and_die_with_the_zygote() -> None:
+    """Each zygote forks its next child ahead of time and the pool moves it into a fresh
+    cgroup off the grade's clock; a spare must never outlive its zygote."""
+    with pool.WarmPool(1, compile_cache=False) as p:
+        z = p._zygotes[0]
+        assert z.spare is not None
+        spare_pid, cg = z.spare
+        assert os.path.exists(f"/proc/{spare_pid}")
+        if cg is not None:
+            assert cg.pids() == [spare_pid]  # alone in its own group, not the zygote's
+        set_stage_runner(p.runner)
+        try:
+            assert grade(PROBLEM, REFERENCE, "run").verdict is Verdict.ACCEPTED
+        finally:
+            set_stage_runner(None)
+        z._await_spare()
+        assert z.spare is not None and z.spare[0] != spare_pid  # used, and replaced
+        assert not os.path.exists(f"/proc/{spare_pid}")
+        orphan = z.spare[0]
+        assert z.host_pid is not None
+        os.kill(z.host_pid, signal.SIGKILL)  # the zygote dies without a word
+        deadline = time.monotonic() + 10
+        while os.path.exists(f"/proc/{orphan}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        status = Path(f"/proc/{orphan}/status")
+        alive = status.exists() and "State:\tZ" not in status.read_text()
+        assert not alive, "the spare outlived its zygote"
 
 
 def test_identical_program_from_a_different_source_is_not_executed_again() -> None:
