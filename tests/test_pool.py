@@ -52,6 +52,15 @@ def _own_cgroups() -> set[str]:
     return found
 
 
+def _accepted_through(p: pool.WarmPool) -> None:
+    """Grade the reference through `p` (not the module pool) and expect it accepted."""
+    set_stage_runner(p.runner)
+    try:
+        assert grade(PROBLEM, REFERENCE, "run").verdict is Verdict.ACCEPTED
+    finally:
+        set_stage_runner(None)
+
+
 @pytest.fixture(scope="module")
 def warm() -> Iterator[pool.WarmPool]:
     p = pool.WarmPool(2, compile_cache=False).start()
@@ -203,11 +212,7 @@ def test_close_leaves_nothing(warm: pool.WarmPool) -> None:
     spools = [z.spool for z in p._zygotes if z.spool is not None]
     hosts = [m["pid"] for m in p.zygote_memory()]
     assert spools and hosts
-    set_stage_runner(p.runner)
-    try:
-        assert grade(PROBLEM, REFERENCE, "run").verdict is Verdict.ACCEPTED
-    finally:
-        set_stage_runner(None)
+    _accepted_through(p)
     p.close()
     assert not any(os.path.exists(f"/proc/{pid}") for pid in hosts)
     assert all(not sandbox._uid_processes(u) for u in uids)
@@ -225,11 +230,7 @@ def test_spare_children_wait_in_their_own_cgroup_and_die_with_the_zygote() -> No
         assert os.path.exists(f"/proc/{spare_pid}")
         if cg is not None:
             assert cg.pids() == [spare_pid]  # alone in its own group, not the zygote's
-        set_stage_runner(p.runner)
-        try:
-            assert grade(PROBLEM, REFERENCE, "run").verdict is Verdict.ACCEPTED
-        finally:
-            set_stage_runner(None)
+        _accepted_through(p)
         z._await_spare()
         assert z.spare is not None and z.spare[0] != spare_pid  # used, and replaced
         assert not os.path.exists(f"/proc/{spare_pid}")
