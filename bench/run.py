@@ -197,7 +197,8 @@ def http_load(n: int, with_pool: bool) -> str:
         shutil.rmtree(workdir, ignore_errors=True)
     return (f"{n} x reference (mode run) at concurrency 2, {'warm pool' if with_pool else 'cold'}"
             f": {len(tally.done_latency) / elapsed:.2f} grades/s; submit-to-done "
-            f"{load_http.percentiles(tally.done_latency)} (client polls every 0.5 s); "
+            f"{load_http.percentiles(tally.done_latency)} (the client polls from 50 ms, backing "
+            "off to 0.5 s); "
             f"verdicts {dict(tally.verdicts)}, lost {tally.lost}, errors {dict(tally.errors)}")
 
 
