@@ -245,17 +245,20 @@ class _ProgramCache(_LRU):
 _program_cache = _ProgramCache()
 
 
-class _RulesCache(_LRU):
-    """Program-level requirement results per (problem, verified program texts)."""
+class _ModelsCache(_LRU):
+    """Lists of report models (requirement or test results) derived from a cached program."""
 
-    def _freeze(self, value: list[RequirementResult]) -> list[RequirementResult]:
-        return [r.model_copy() for r in value]
+    def _freeze(self, value: list[Any]) -> list[Any]:
+        return [r.model_copy(deep=True) for r in value]
 
-    def _thaw(self, stored: list[RequirementResult]) -> list[RequirementResult]:
-        return [r.model_copy() for r in stored]
+    def _thaw(self, stored: list[Any]) -> list[Any]:
+        return [r.model_copy(deep=True) for r in stored]
 
 
-_rules_cache = _RulesCache(PROGRAM_CACHE_SIZE)
+# Program-level requirement results per (problem, verified program texts).
+_rules_cache = _ModelsCache(PROGRAM_CACHE_SIZE)
+# Test results per (problem, program cache key): the same outputs compare the same way.
+_tests_cache = _ModelsCache(PROGRAM_CACHE_SIZE)
 
 
 def set_program_cache(size: int) -> None:
@@ -263,6 +266,7 @@ def set_program_cache(size: int) -> None:
     programs (0 turns both off and forgets everything)."""
     _program_cache.resize(size)
     _rules_cache.resize(size)
+    _tests_cache.resize(size)
 
 
 def set_report_cache(size: int) -> None:
@@ -379,6 +383,7 @@ class _Grading:
         self.cases: list[TestCase] = problem.cases(mode)
         self.arg_names = [a.name for a in problem.arguments]
         self.timings: dict[str, float] = {}
+        self.program_key = ""  # stage B's program cache key, once known
         self.versions: dict[str, str] = {}
         self.output = ""
         self.requirements: list[RequirementResult] = []
@@ -624,6 +629,7 @@ class _Grading:
         (job / "job.json").write_text(job_text)
         flags = fast_compile_flags()
         key = _program_cache.key(job_text, flags, blobs)
+        self.program_key = key
         hit = _program_cache.get(key)
         if hit is not None:
             self.timings["stage_b.cached"] = 1.0
@@ -718,6 +724,16 @@ class _Grading:
 
     def _compare(self, outputs: dict[str, Any]) -> None:
         tol = self.problem.tolerance
+        key = ""
+        if self.program_key:
+            key = hashlib.sha256(
+                (self.program_key + self.problem.fingerprint() + tol.model_dump_json()).encode()
+            ).hexdigest()
+            known = _tests_cache.get(key)
+            if known is not None:
+                self.tests.extend(known)
+                return
+        before = len(self.tests)
         for case in self.cases:
             out = outputs.get(case.name)
             got_value: Any = None
@@ -749,6 +765,8 @@ class _Grading:
                     inputs=dict(case.inputs), expected=case.expected, got=_plain(got_value)
                 )
             self.tests.append(result)
+        if key:
+            _tests_cache.put(key, self.tests[before:])
 
     # -- verdict, score, report ----------------------------------------------------------------
     def _decide(self) -> Report:

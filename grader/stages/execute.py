@@ -69,6 +69,8 @@ INTEGER_UNSAFE_OPS = frozenset({"stablehlo.divide", "stablehlo.remainder", "stab
 INTERP_MAX_TENSOR = 1 << 14  # elements in any one tensor
 INTERP_MAX_WORK = 1 << 21  # element operations: largest tensor per op, multiply-adds per dot
 INTERP_MAX_OPS = 20_000
+_MLIR_ELEMENT_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64",
+                       "bool": "i1"}
 _OP_RE = re.compile(r'"([a-z_]+\.[a-z_0-9.]+)"\(')
 _TENSOR_RE = re.compile(r"tensor<([^>]*)>")
 
@@ -193,14 +195,21 @@ class _Specializer:
                 raise LookupError("the exported main takes extra arguments (platform, tokens)")
             self.body = module.operation.get_asm(enable_debug_info=False)
 
-    def _wrapper(self, shapes: list[tuple[int, ...]]) -> str:
+    def _wrapper(self, leaves: list) -> str | None:
+        """The module with a static-typed `main` for these input leaves (None: a dtype we do
+        not map, e.g. bfloat16; XLA runs it)."""
         args, lines, call_args = [], [], []
-        for i, shape in enumerate(shapes):
-            if i not in self.kept:
-                etype = "f32"  # an unused argument: any static type of the right shape works
+        for i, leaf in enumerate(leaves):
+            shape = tuple(leaf.shape)
+            if i not in self.kept:  # unused by the program, still passed: type it exactly
+                etype = _MLIR_ELEMENT_TYPES.get(str(leaf.dtype))
+                if etype is None:
+                    return None
                 args.append(f"%a{i}: {self._static(shape, etype)}")
                 continue
             dyn = self.ins[self.kept.index(i)]
+            if _MLIR_ELEMENT_TYPES.get(str(leaf.dtype)) != str(dyn.element_type):
+                return None  # the input's dtype is not the program's: let XLA say so
             st = self._static(shape, str(dyn.element_type))
             args.append(f"%a{i}: {st}")
             lines.append(f"    %c{i} = stablehlo.convert %a{i} : ({st}) -> {dyn}")
@@ -226,7 +235,10 @@ class _Specializer:
             return None  # DenseElementsAttr.get would turn a 0-d input into tensor<1x..>
         try:
             with self.context:
-                wrapped = ir.Module.parse(self._wrapper([tuple(x.shape) for x in leaves]))
+                text = self._wrapper(leaves)
+                if text is None:
+                    return None
+                wrapped = ir.Module.parse(text)
                 try:
                     from jax._src.lib import _jax
 

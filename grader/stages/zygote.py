@@ -213,11 +213,15 @@ def main(spool: str) -> int:
     from jax._src.lib.mlir import ir  # noqa: F401
 
     here = os.path.dirname(os.path.abspath(__file__))
-    mains = {s: runpy.run_path(os.path.join(here, f"{s}.py"), run_name="jaxjudge_stage")["main"]
-             for s in STAGES}
+    stages = {s: runpy.run_path(os.path.join(here, f"{s}.py"), run_name="jaxjudge_stage")
+              for s in STAGES}
+    mains = {s: g["main"] for s, g in stages.items()}
     if os.environ.get("JAXJUDGE_ZYGOTE_WARMUP", "1") != "0":
         try:
             _warm_up()
+            for g in stages.values():
+                if callable(g.get("prepare")):
+                    g["prepare"]()
         except Exception:
             traceback.print_exc()  # only costs speed; the log shows why
     # A child (same uid) must not be able to read or write our memory through /proc.
