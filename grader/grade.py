@@ -636,7 +636,12 @@ class _Grading:
             result, texts = hit
         else:
             result, texts = self._run_stage_b(job, progs, flags)
-            if result.get("status") == "ok":
+            outputs = result.get("outputs")
+            if result.get("status") == "ok" and isinstance(outputs, dict) and all(
+                isinstance(o, dict) and o.get("ok") is True for o in outputs.values()
+            ):
+                # Only complete successes: a test that failed may have failed for a reason of
+                # the moment (memory pressure), which must not be replayed to later submissions.
                 _program_cache.put(key, (result, texts))
         return self._stage_b_outcome(result, texts, progs)
 
@@ -765,7 +770,7 @@ class _Grading:
                     inputs=dict(case.inputs), expected=case.expected, got=_plain(got_value)
                 )
             self.tests.append(result)
-        if key:
+        if key and all(t.verdict is not Verdict.RUNTIME_ERROR for t in self.tests[before:]):
             _tests_cache.put(key, self.tests[before:])
 
     # -- verdict, score, report ----------------------------------------------------------------

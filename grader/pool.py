@@ -209,6 +209,7 @@ class _Zygote:
         if self._prep is not None:
             self._prep.join(REPLY_SECONDS + 5)
             self._prep = None
+        self._prep_error = ""  # about this zygote only; the next one starts clean
         self._drop_spare()
         if self.res is not None:
             with contextlib.suppress(OSError, _Broken):
@@ -221,9 +222,11 @@ class _Zygote:
         self.host_pid = None
 
     def _take_spare(self) -> None:
-        """Receive the zygote's next pre-forked child and move it into a fresh cgroup (the slow
-        part of starting a run, done here while no grade waits on it)."""
+        """Have the zygote fork the next child and move it into a fresh cgroup (the slow part
+        of starting a run, done here while no grade waits on it). Only called once the last
+        run's cgroup is gone, so nothing of that run can reach the new child."""
         assert self.res is not None
+        self._send({"op": "spare"})
         msg = self._recv(REPLY_SECONDS)
         if not msg or "forked" not in msg:
             raise _Broken(f"zygote {self.name} did not fork a spare: {msg}")

@@ -59,6 +59,21 @@ def _poly_export(fn):
     return export.deserialize(exp.serialize())
 
 
+def _symbolic_spec() -> list:
+    def leaf(*shape):
+        return {"shape": list(shape), "dtype": "float32"}
+
+    return [{"b1": leaf("H"), "b2": leaf("D"), "w1": leaf("D", "H"), "w2": leaf("H", "D")},
+            leaf("B", "D"), leaf("B", "D")]
+
+
+def _ir_modules():
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    return ir, mlir
+
+
 def _spec(case_inputs) -> list:
     def leaf(a):
         return {"shape": list(np.shape(a)), "dtype": "float32"}
@@ -74,7 +89,9 @@ def _arrays(case_inputs):
 
 def test_interpreter_matches_xla_on_every_hidden_case() -> None:
     exp = _poly_export(_reference_solve())
-    spec = execute._specializer(exp, jax, np)
+    checked = execute._check_program(exp, _symbolic_spec(), ["params", "x", "y"],
+                                     {"shape_assertion"}, 8_000_000, jax, *_ir_modules())
+    spec = execute._specializer(exp, checked["text"], jax, np)
     if spec is None:
         pytest.skip("this jaxlib has no StableHLO interpreter")
     xla = jax.jit(exp.call)

@@ -8,13 +8,13 @@ thread and no backend, and exits (the pool respawns it) if not.
 
 Protocol, JSON lines on stdin/stdout (stdout is reserved for it; stray prints go to stderr):
   <- {"hello": pid, "jax": version}
+  -> {"op": "spare"}                   (after the previous run's leftovers are gone)
   <- {"forked": child_pid}            a spare child, forked ahead of the request: the pool moves
                                        it into a fresh per-run cgroup while nothing waits on it
   -> {"op": "run", "stage": "trace"|"execute", "job": "<subdir of SPOOL>", "env": {...},
       "cpu": seconds, "fsize": bytes, "bpf": "<hex seccomp filter>"|"-", "cache_dir": path|null}
                                        handed to the spare over its pipe: it starts at once
-  <- {"exit": wait_status, "cpu": s}   after the child is gone
-  <- {"forked": child_pid}            the next spare
+  <- {"exit": wait_status, "cpu": s}   after the child is gone; then "spare" again
   -> {"op": "quit"} or EOF             the zygote exits (the spare sees EOF and exits)
 The child: waits for the request, sends stdout/stderr to SPOOL/.io/<job>.out/.err, sets per-run
 rlimits and a fresh environment (XLA_FLAGS is read at backend init, which happens in the child),
@@ -249,9 +249,6 @@ def main(spool: str) -> int:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(spare[0], 0)
 
-    rc = next_spare()
-    if rc:
-        return rc
     while True:
         line = proto_in.readline()
         if not line:
@@ -261,6 +258,13 @@ def main(spool: str) -> int:
         if req.get("op") == "quit":
             drop_spare()
             return 0
+        if req.get("op") == "spare" and spare is None:
+            # Asked for only once the pool has killed the last run's cgroup: nothing of an
+            # earlier run is alive when the next child is forked.
+            rc = next_spare()
+            if rc:
+                return rc
+            continue
         if req.get("op") != "run" or req.get("stage") not in mains or spare is None:
             _send(proto_out, {"error": f"bad request {str(req)[:200]}"})
             drop_spare()
@@ -278,9 +282,6 @@ def main(spool: str) -> int:
         if private_tmp:
             _clean_tmp()
         _send(proto_out, {"exit": status, "cpu": ru.ru_utime + ru.ru_stime})
-        rc = next_spare()
-        if rc:
-            return rc
 
 
 if __name__ == "__main__":
