@@ -104,8 +104,7 @@ def _recording(runner: Any, peaks: list[int]) -> Any:
 
 def _cold_runner(script: Path, job: Path, limits: sandbox.SandboxLimits, untrusted: bool,
                  env: dict[str, str]) -> sandbox.SandboxResult:
-    return sandbox.run(script, job, sandbox.with_cold_start(limits), env=env,
-                       untrusted=untrusted)
+    return sandbox.run_stage(script, job, limits, env=env, untrusted=untrusted)
 
 
 def caches(on: bool) -> None:

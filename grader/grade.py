@@ -61,8 +61,7 @@ def _default_runner(
     script: Path, job_dir: Path, limits: sandbox.SandboxLimits, untrusted: bool,
     env: dict[str, str],
 ) -> sandbox.SandboxResult:
-    return sandbox.run(script, job_dir, sandbox.with_cold_start(limits), env=env,
-                       untrusted=untrusted)
+    return sandbox.run_stage(script, job_dir, limits, env=env, untrusted=untrusted)
 
 
 _runner: StageRunner = _default_runner
@@ -534,14 +533,9 @@ class _Grading:
         """Apply every requirement of one level (spec: jaxpr summary; program: StableHLO)."""
         rules = SPEC_RULES if level == "spec" else PROGRAM_RULES
         self.requirements = [r for r in self.requirements if r.level != level]
-        key = ""
-        if level == "program" and isinstance(data, list):
-            # Program rules are a pure function of the verified texts (parsing them is ~30 ms).
-            h = hashlib.sha256((self.problem.id + self.problem.fingerprint()).encode())
-            for prog in data:
-                h.update(json.dumps([prog.signature, prog.args]).encode())
-                h.update(hashlib.sha256(prog.text.encode()).digest())
-            key = h.hexdigest()
+        key = self._derived_key("rules") if level == "program" else ""
+        if key:
+            # A pure function of the verified programs (parsing them alone is ~30 ms).
             known = _rules_cache.get(key)
             if known is not None:
                 self.requirements.extend(known)
@@ -593,18 +587,16 @@ class _Grading:
         blobs: dict[str, bytes] = {}
         for prog in progs:
             src = a_dir / f"{prog['id']}.jaxexport"
-            if exports.get(prog["id"]) != src.name or not src.is_file() or src.is_symlink():
+            blob = None
+            if exports.get(prog["id"]) == src.name:  # the name we expect, nothing else
+                blob = _read_regular(src, MAX_EXPORT_BYTES)
+            if blob is None:
                 raise _Decided(
                     Verdict.RUNTIME_ERROR,
-                    "the tracing process did not produce the exported program (tampered output)",
+                    "the tracing process did not produce the exported program (missing, not a "
+                    f"regular file, or over {MAX_EXPORT_BYTES >> 20} MiB)",
                 )
-            if src.stat().st_size > MAX_EXPORT_BYTES:
-                raise _Decided(Verdict.RUNTIME_ERROR, "the exported program is too large")
-            blob = _read_regular(src, MAX_EXPORT_BYTES)
-            if blob is None:
-                raise _Decided(Verdict.RUNTIME_ERROR, "the exported program could not be read")
             blobs[prog["id"]] = blob
-            (job / src.name).write_bytes(blob)
             prog["export"] = src.name
         tests = [
             {
@@ -614,28 +606,24 @@ class _Grading:
             }
             for c in self.cases
         ]
-        job_text = json.dumps(
-            {
-                "arg_names": self.arg_names,
-                "signatures": list(self.signatures.values()),
-                "programs": progs,
-                "tests": tests,
-                "allowed_custom_calls": [],
-                "max_program_bytes": MAX_PROGRAM_TEXT,
-                "engine": _engine(),
-            },
-            sort_keys=True,
-        )
-        (job / "job.json").write_text(job_text)
+        spec = {
+            "arg_names": self.arg_names,
+            "signatures": list(self.signatures.values()),
+            "programs": progs,
+            "tests": tests,
+            "allowed_custom_calls": [],
+            "max_program_bytes": MAX_PROGRAM_TEXT,
+            "engine": _engine(),
+        }
         flags = fast_compile_flags()
-        key = _program_cache.key(job_text, flags, blobs)
+        key = _program_cache.key(json.dumps(spec, sort_keys=True), flags, blobs)
         self.program_key = key
         hit = _program_cache.get(key)
         if hit is not None:
             self.timings["stage_b.cached"] = 1.0
             result, texts = hit
         else:
-            result, texts = self._run_stage_b(job, progs, flags)
+            result, texts = self._run_stage_b(job, spec, blobs, flags)
             outputs = result.get("outputs")
             if result.get("status") == "ok" and isinstance(outputs, dict) and all(
                 isinstance(o, dict) and o.get("ok") is True for o in outputs.values()
@@ -646,11 +634,14 @@ class _Grading:
         return self._stage_b_outcome(result, texts, progs)
 
     def _run_stage_b(
-        self, job: Path, progs: list[dict[str, Any]], flags: str
+        self, job: Path, spec: dict[str, Any], blobs: dict[str, bytes], flags: str
     ) -> tuple[dict[str, Any], dict[str, str]]:
         """Run stage B in its sandbox; its parsed result and each program's verified text."""
         t = time.perf_counter()
         env = {"XLA_FLAGS": flags} if flags else {}
+        for prog in spec["programs"]:
+            (job / prog["export"]).write_bytes(blobs[prog["id"]])
+        (job / "job.json").write_text(json.dumps(spec))
         res = _runner(EXECUTE_SCRIPT, job, self._sandbox_limits(), False, env)
         if _engine() == "interpret" and res.status in ("exited", "signaled") and (
             res.signal is not None or not (job / "result.json").is_file()
@@ -660,9 +651,7 @@ class _Grading:
             log.warning("stage B died under the interpreter (%s, signal %s); rerunning on XLA",
                         res.status, res.signal)
             self.timings["stage_b.interpret_crash"] = 1.0
-            job_spec = json.loads((job / "job.json").read_text())
-            job_spec["engine"] = "xla"
-            (job / "job.json").write_text(json.dumps(job_spec))
+            (job / "job.json").write_text(json.dumps({**spec, "engine": "xla"}))
             res = _runner(EXECUTE_SCRIPT, job, self._sandbox_limits(), False, env)
         self.timings["stage_b"] = round(time.perf_counter() - t, 4)
         decided = self._stage_failure(res, "Your exported program")
@@ -679,7 +668,7 @@ class _Grading:
                 self.timings[f"stage_b.{k}"] = round(float(v), 4)
         texts: dict[str, str] = {}
         if result.get("status") == "ok":
-            for prog in progs:
+            for prog in spec["programs"]:
                 text_file = job / f"{prog['id']}.mlir"
                 raw = _read_regular(text_file, MAX_PROGRAM_TEXT)
                 if raw is None:
@@ -727,13 +716,19 @@ class _Grading:
             raise RuntimeError("stage B result has no outputs")
         return outputs, programs
 
+    def _derived_key(self, kind: str) -> str:
+        """Key for what follows from stage B's result and the problem package alone (program
+        rules, compared tests): the program cache key plus the package's fingerprint, which
+        covers requirements, expected outputs and tolerances. '' before stage B has run."""
+        if not self.program_key:
+            return ""
+        parts = (kind, self.program_key, self.problem.fingerprint())
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
     def _compare(self, outputs: dict[str, Any]) -> None:
         tol = self.problem.tolerance
-        key = ""
-        if self.program_key:
-            key = hashlib.sha256(
-                (self.program_key + self.problem.fingerprint() + tol.model_dump_json()).encode()
-            ).hexdigest()
+        key = self._derived_key("tests")
+        if key:
             known = _tests_cache.get(key)
             if known is not None:
                 self.tests.extend(known)

@@ -623,8 +623,7 @@ class WarmPool:
               untrusted: bool, env: dict[str, str]) -> sandbox.SandboxResult:
         with self._lock:
             self.stats.cold_runs += 1
-        return sandbox.run(script, job_dir, sandbox.with_cold_start(limits), env=env,
-                           untrusted=untrusted)
+        return sandbox.run_stage(script, job_dir, limits, env=env, untrusted=untrusted)
 
 
 _global: WarmPool | None = None

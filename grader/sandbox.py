@@ -68,15 +68,9 @@ class SandboxLimits:
 # A stage started in a fresh interpreter first imports jax: ~1.5-2.5 s of CPU here and more wall
 # time on a busy machine. The warm pool's forked children start with that done. So that a
 # problem's limits are the same budget for the submission's own work either way, a cold start
-# gets this much on top (`with_cold_start`).
+# gets this much on top (`run_stage`).
 COLD_START_CPU_SECONDS = 5.0
 COLD_START_WALL_SECONDS = 10.0
-
-
-def with_cold_start(limits: SandboxLimits) -> SandboxLimits:
-    """`limits` plus the allowance for importing jax in a fresh interpreter."""
-    return replace(limits, cpu_seconds=limits.cpu_seconds + COLD_START_CPU_SECONDS,
-                   wall_seconds=limits.wall_seconds + COLD_START_WALL_SECONDS)
 
 
 @dataclass
@@ -869,6 +863,15 @@ def run(script: Path, job_dir: Path, limits: SandboxLimits, *, env: dict[str, st
     layers = _select_layers()
     return _execute(_detect(), layers, Path(script), Path(job_dir), limits, env,
                     untrusted=untrusted)
+
+
+def run_stage(script: Path, job_dir: Path, limits: SandboxLimits, *,
+              env: dict[str, str] | None = None, untrusted: bool = True) -> SandboxResult:
+    """`run()` for a grading stage in a fresh interpreter: `limits` are the stage's budget for
+    its own work, so the jax import it must do first comes on top (COLD_START_*)."""
+    cold = replace(limits, cpu_seconds=limits.cpu_seconds + COLD_START_CPU_SECONDS,
+                   wall_seconds=limits.wall_seconds + COLD_START_WALL_SECONDS)
+    return run(script, job_dir, cold, env=env, untrusted=untrusted)
 
 
 def _execute(sup: _Support, layers: dict[str, bool], script: Path, job_dir: Path,

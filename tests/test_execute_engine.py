@@ -16,10 +16,11 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from helpers import grade_through
 from jax import export
 
 from grader import Verdict, grade, load_problem, sandbox
-from grader.grade import PROGRAM_CACHE_SIZE, set_engine, set_program_cache, set_stage_runner
+from grader.grade import PROGRAM_CACHE_SIZE, set_engine, set_program_cache
 
 grade_module = importlib.import_module("grader.grade")
 
@@ -189,17 +190,14 @@ def test_a_dying_interpreter_falls_back_to_xla() -> None:
                 crash = job_dir / "crash.py"
                 crash.write_text("import os\nos.abort()\n")
                 return sandbox.run(crash, job_dir, limits, env=env, untrusted=False)
-        return sandbox.run(script, job_dir, sandbox.with_cold_start(limits), env=env,
-                           untrusted=untrusted)
+        return sandbox.run_stage(script, job_dir, limits, env=env, untrusted=untrusted)
 
     set_engine("interpret")
-    set_stage_runner(runner)
     set_program_cache(0)  # stage B must really run
     try:
-        report = grade(PROBLEM, REFERENCE + "\n# crash test\n", "run")
+        [report] = grade_through(runner, PROBLEM, [REFERENCE + "\n# crash test\n"])
     finally:
         set_program_cache(PROGRAM_CACHE_SIZE)
-        set_stage_runner(None)
         set_engine(None)
     assert calls == ["interpret", "xla"]
     assert report.verdict is Verdict.ACCEPTED, report.message
@@ -250,16 +248,9 @@ def test_one_program_from_different_sources_runs_stage_b_once() -> None:
 
     def runner(script, job_dir, limits, untrusted, env):
         runs.append(script.name)
-        return sandbox.run(script, job_dir, sandbox.with_cold_start(limits), env=env,
-                           untrusted=untrusted)
+        return sandbox.run_stage(script, job_dir, limits, env=env, untrusted=untrusted)
 
-    set_stage_runner(runner)
-    try:
-        first = grade(PROBLEM, source, "run")
-        again = grade(PROBLEM, renamed, "run")
-        other = grade(PROBLEM, wrong, "run")
-    finally:
-        set_stage_runner(None)
+    first, again, other = grade_through(runner, PROBLEM, [source, renamed, wrong])
     assert first.verdict is again.verdict is Verdict.ACCEPTED, (first.message, again.message)
     assert runs == ["trace.py", "execute.py", "trace.py", "trace.py", "execute.py"]
     assert "stage_b.cached" in again.timings and "stage_b.cached" not in first.timings

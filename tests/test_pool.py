@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import grade_through
 
 from grader import Verdict, grade, load_problem, pool, sandbox
 from grader.grade import PROGRAM_CACHE_SIZE, set_program_cache, set_stage_runner
@@ -54,11 +55,8 @@ def _own_cgroups() -> set[str]:
 
 def _accepted_through(p: pool.WarmPool) -> None:
     """Grade the reference through `p` (not the module pool) and expect it accepted."""
-    set_stage_runner(p.runner)
-    try:
-        assert grade(PROBLEM, REFERENCE, "run").verdict is Verdict.ACCEPTED
-    finally:
-        set_stage_runner(None)
+    [report] = grade_through(p.runner, PROBLEM, [REFERENCE])
+    assert report.verdict is Verdict.ACCEPTED, report.message
 
 
 @pytest.fixture(scope="module")
@@ -259,13 +257,8 @@ def test_identical_program_from_a_different_source_is_not_executed_again() -> No
     with pool.WarmPool(1) as p:
         if p.cache_dir is None:
             pytest.skip("no trusted cache dir (needs the uid_pool and bwrap layers)")
-        set_stage_runner(p.runner)  # (the program cache is off here: see the fixture)
-        try:
-            first = grade(PROBLEM, source, "run")
-            again = grade(PROBLEM, renamed, "run")
-            other = grade(PROBLEM, wrong, "run")
-        finally:
-            set_stage_runner(None)
+        # (the program cache is off here: see the fixture)
+        first, again, other = grade_through(p.runner, PROBLEM, [source, renamed, wrong])
     assert first.verdict is again.verdict is Verdict.ACCEPTED
     assert "stage_b.execute" in first.timings  # executed for real
     assert "stage_b.execute" not in again.timings  # served from the results cache

@@ -234,8 +234,7 @@ def main(job_dir: str) -> int:
             names = list(symbolic["dims"])
             dims = dict(zip(names, jax_export.symbolic_shape(", ".join(names)), strict=True))
             args = _to_spec_tree(symbolic["args"], jax, np, dims)
-            traced = jitted.trace(*args) if hasattr(jitted, "trace") else None
-            closed = traced.jaxpr if traced is not None else make_jaxpr(fn)(*args)
+            closed = jitted.trace(*args).jaxpr  # jax >= 0.4.38 (pyproject's floor)
             summary = summarize_jaxpr(closed.jaxpr, checkpoint_prim, policies)
             timings["trace"] = time.perf_counter() - t2
             t3 = time.perf_counter()

@@ -133,7 +133,7 @@ def _read_request(fd: int) -> dict | None:
     return req if isinstance(req, dict) else None
 
 
-def _child(spool: str, mains: dict, req_r: int, closing: tuple[int, ...]) -> None:
+def _child(spool: str, mains: dict, req_r: int, closing: tuple[int, ...], zygote: int) -> None:
     """Runs in the forked spare; never returns."""
     rc = 70
     try:
@@ -141,7 +141,7 @@ def _child(spool: str, mains: dict, req_r: int, closing: tuple[int, ...]) -> Non
             os.close(fd)
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # never outlive the zygote
-        if os.getppid() == 1:
+        if os.getppid() != zygote:  # it died before the death signal was armed
             os._exit(0)
         req = _read_request(req_r)
         if req is None:
@@ -189,10 +189,11 @@ def _fork_spare(spool: str, mains: dict, closing: tuple[int, ...]) -> tuple[int,
     sys.stdout.flush()
     sys.stderr.flush()
     req_r, req_w = os.pipe()
+    zygote = os.getpid()
     pid = os.fork()
     if pid == 0:
         os.close(req_w)
-        _child(spool, mains, req_r, closing)
+        _child(spool, mains, req_r, closing, zygote)
     os.close(req_r)
     return pid, req_w
 
