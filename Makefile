@@ -32,7 +32,7 @@ $(OLDEST)/.installed: pyproject.toml
 	touch $@
 
 test-oldest: $(OLDEST)/.installed
-	$(OLDEST)/bin/python -m pytest tests/test_samples.py tests/test_problem_package.py
+	$(OLDEST)/bin/python -m pytest tests/test_samples.py tests/test_problem_package.py tests/test_stages_trace.py
 
 bench: install
 	$(VENV)/bin/python bench/run.py

@@ -57,10 +57,11 @@ COPY_CAP = 64 << 20  # per file copied in or out (exports; RLIMIT_FSIZE bounds o
 ZYGOTE_LIMITS = sandbox.SandboxLimits(
     wall_seconds=float("inf"), cpu_seconds=3600, memory_bytes=4 << 30, output_bytes=64 << 20,
 )
-# A spare child's cgroup until its run's limits are written (it runs nothing before that).
+# A spare child's cgroup until its run's limits are written. It runs no user code before that,
+# only its stage's warm-up (an XLA CPU client: ~20 threads, ~60 MB).
 SPARE_LIMITS = sandbox.SandboxLimits(
     wall_seconds=float("inf"), cpu_seconds=3600, memory_bytes=256 << 20, output_bytes=1 << 20,
-    max_processes=4,
+    max_processes=64,
 )
 
 
@@ -189,7 +190,10 @@ class _Zygote:
         os.chmod(self.spool, 0o711)  # root-owned: a child can only write in its own subdirs
         binds: tuple[tuple[str, str], ...] = ()
         env = {"JAXJUDGE_ZYGOTE_PRIVATE_TMP": "1" if sandbox.protections()["bwrap"]["active"]
-               else "0"}
+               else "0",
+               # Untrusted spares warm up stage A while they wait (zygote.py); trusted ones get
+               # their XLA flags only with the request, so they cannot start a backend early.
+               "JAXJUDGE_ZYGOTE_SPARE_WARMUP": "" if self.trusted else "trace"}
         gid = None
         if self.trusted and self.pool.cache_dir is not None:
             binds = ((str(self.pool.cache_dir), CACHE_MOUNT),)
@@ -340,14 +344,17 @@ class _Zygote:
         host, cg = self.spare
         self.spare = None
         try:
+            cpu_base = 0.0
             if cg is not None:
                 try:
                     cg.configure(limits)
                 except OSError as exc:
                     self.broken = True
                     raise _Broken(f"cannot set the run's cgroup limits: {exc}") from exc
+                # What the spare spent warming up is ours, not the submission's.
+                cpu_base = cg.cpu_seconds() or 0.0
             return self._run_child(stage, jid, job_dir, work, out_path, err_path, before, cg,
-                                   host, limits, untrusted, env)
+                                   host, limits, untrusted, env, cpu_base)
         finally:
             if cg is not None:
                 cg.remove()
@@ -363,7 +370,7 @@ class _Zygote:
     def _run_child(self, stage: str, jid: str, job_dir: Path, work: Path, out_path: Path,
                    err_path: Path, before: dict[str, tuple[int, int]],
                    cg: sandbox.RunCgroup | None, host: int, limits: sandbox.SandboxLimits,
-                   untrusted: bool, env: dict[str, str]) -> sandbox.SandboxResult:
+                   untrusted: bool, env: dict[str, str], cpu_base: float) -> sandbox.SandboxResult:
         assert self.res is not None
         layers = self.res.layers
         bpf = seccomp.build_filter(allow_exec=not untrusted).hex() if layers["seccomp"] else "-"
@@ -398,10 +405,10 @@ class _Zygote:
                     detail = f"wall-clock limit of {limits.wall_seconds:g} s"
                 elif cg is not None:
                     cpu = cg.cpu_seconds()
-                    if cpu is not None and cpu > limits.cpu_seconds:
+                    if cpu is not None and cpu - cpu_base > limits.cpu_seconds:
                         reason, detail = "cpu_timeout", (
-                            f"CPU time {cpu:.2f} s over the limit of {limits.cpu_seconds:g} s "
-                            "(cgroup)")
+                            f"CPU time {cpu - cpu_base:.2f} s over the limit of "
+                            f"{limits.cpu_seconds:g} s (cgroup)")
                     elif cg.oom_kills():
                         reason, detail = ("memory_exceeded",
                                           "killed by the OOM killer in the run's cgroup")
@@ -424,6 +431,8 @@ class _Zygote:
         self._kill_child(cg, host)
         self.broken = zygote_died  # run() stops it once the outputs are copied out
         cpu = cg.cpu_seconds() if cg is not None else None
+        if cpu is not None:
+            cpu = max(0.0, cpu - cpu_base)
         if cpu is None and done is not None:
             cpu = float(done.get("cpu", 0.0))
         peak = cg.peak_memory() if cg is not None else None

@@ -223,6 +223,7 @@ def test_zygote_warm_up_leaves_the_process_fork_safe() -> None:
         f"z = runpy.run_path({str(STAGES / 'zygote.py')!r}, run_name='z')\n"
         "z['_warm_up']()\n"
         f"t = runpy.run_path({str(STAGES / 'trace.py')!r}, run_name='t')\n"
+        "t['warm_zygote']()\n"
         "assert t['prepare']()[1]\n"
         "from jax._src import xla_bridge\n"
         "print(z['_contamination'](xla_bridge) or 'clean')\n"

@@ -16,8 +16,11 @@ Protocol, JSON lines on stdin/stdout (stdout is reserved for it; stray prints go
                                        handed to the spare over its pipe: it starts at once
   <- {"exit": wait_status, "cpu": s}   after the child is gone; then "spare" again
   -> {"op": "quit"} or EOF             the zygote exits (the spare sees EOF and exits)
-The child: waits for the request, sends stdout/stderr to SPOOL/.io/<job>.out/.err, sets per-run
-rlimits and a fresh environment (XLA_FLAGS is read at backend init, which happens in the child),
+A spare of the stage named by JAXJUDGE_ZYGOTE_SPARE_WARMUP first runs that stage's `warm_spare`
+(trace: create the CPU backend, trace and export a built-in program), step by step, stopping as
+soon as its request arrives. The child: waits for the request, sends stdout/stderr to
+SPOOL/.io/<job>.out/.err, sets per-run rlimits and a fresh environment (XLA_FLAGS is read at
+backend init, which happens in the child: the trusted zygote's spares never warm up),
 installs the seccomp filter, chdirs to its job dir, runs the stage's `main()`, and `os._exit`s
 (no teardown). Forking ahead takes the fork and the cgroup move (~15-20 ms: the kernel's
 first cgroup migration waits for an RCU grace period) off each run's critical path.
@@ -33,6 +36,7 @@ import json
 import os
 import resource
 import runpy
+import select
 import shutil
 import signal
 import sys
@@ -72,31 +76,17 @@ def _contamination(xla_bridge) -> str:
 
 
 def _warm_up() -> None:
-    """Trace a small remat MLP and round-trip StableHLO through MLIR before the first fork.
+    """Round-trip StableHLO through MLIR and find the PJRT plugins before the first fork.
 
     A child pays ~60 ms the first time it traces, lowers or parses (lazy rule registration,
     MLIR context and dialect loading); doing it here once makes that work part of the shared,
-    copy-on-write heap. None of it creates a JAX backend or a thread (checked before every fork
-    by `_contamination`), and none of it touches user code or data."""
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-    from jax import export
+    copy-on-write heap. Each stage adds its own part (`warm_zygote`). None of it creates a JAX
+    backend or a thread (checked before every fork by `_contamination`), and none of it touches
+    user code or data."""
+    from jax._src import xla_bridge
     from jax._src.interpreters import mlir
     from jax._src.lib.mlir import ir
 
-    def block(p, x):
-        return x + jnp.tanh(x @ p["w"] + p["b"]) @ p["w"].T
-
-    def loss(p, x, y):
-        out = jax.checkpoint(block, policy=jax.checkpoint_policies.dots_saveable)(p, x)
-        return jnp.mean((out - y) ** 2)
-
-    b, d, h = export.symbolic_shape("b, d, h")
-    f32 = np.float32
-    params = {"w": jax.ShapeDtypeStruct((d, h), f32), "b": jax.ShapeDtypeStruct((h,), f32)}
-    xs = jax.ShapeDtypeStruct((b, d), f32)
-    jax.make_jaxpr(jax.value_and_grad(loss))(params, xs, xs)
     with mlir.make_ir_context():
         module = ir.Module.parse(
             "func.func public @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
@@ -106,6 +96,11 @@ def _warm_up() -> None:
         module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
     with contextlib.suppress(ImportError):
         from jaxlib.mlir.dialects import stablehlo  # noqa: F401  (stage B's interpreter)
+    # The plugin scan (entry points, ~7 ms) registers factories and creates no backend; done
+    # here, a child's backend start-up is only the client itself.
+    register = getattr(xla_bridge, "_discover_and_register_pjrt_plugins", None)
+    if callable(register):
+        register()
 
 
 def _clean_tmp() -> None:
@@ -133,7 +128,17 @@ def _read_request(fd: int) -> dict | None:
     return req if isinstance(req, dict) else None
 
 
-def _child(spool: str, mains: dict, req_r: int, closing: tuple[int, ...], zygote: int) -> None:
+def _warm(warm, req_r: int) -> None:
+    """The stage's own warm-up in a spare that is still waiting for its request (trusted code,
+    no user data): each step first checks whether the request has arrived."""
+    try:
+        warm(lambda: bool(select.select([req_r], [], [], 0)[0]))
+    except Exception:
+        traceback.print_exc()  # only costs speed; the run itself starts as it would have
+
+
+def _child(spool: str, mains: dict, req_r: int, closing: tuple[int, ...], zygote: int,
+           warm) -> None:
     """Runs in the forked spare; never returns."""
     rc = 70
     try:
@@ -143,6 +148,8 @@ def _child(spool: str, mains: dict, req_r: int, closing: tuple[int, ...], zygote
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # never outlive the zygote
         if os.getppid() != zygote:  # it died before the death signal was armed
             os._exit(0)
+        if warm is not None:
+            _warm(warm, req_r)
         req = _read_request(req_r)
         if req is None:
             os._exit(0)
@@ -184,7 +191,7 @@ def _child(spool: str, mains: dict, req_r: int, closing: tuple[int, ...], zygote
             os._exit(rc)
 
 
-def _fork_spare(spool: str, mains: dict, closing: tuple[int, ...]) -> tuple[int, int]:
+def _fork_spare(spool: str, mains: dict, closing: tuple[int, ...], warm) -> tuple[int, int]:
     """Fork the next child; it waits for its request on a pipe. (pid, write end)."""
     sys.stdout.flush()
     sys.stderr.flush()
@@ -193,7 +200,7 @@ def _fork_spare(spool: str, mains: dict, closing: tuple[int, ...]) -> tuple[int,
     pid = os.fork()
     if pid == 0:
         os.close(req_w)
-        _child(spool, mains, req_r, closing, zygote)
+        _child(spool, mains, req_r, closing, zygote, warm)
     os.close(req_r)
     return pid, req_w
 
@@ -217,12 +224,16 @@ def main(spool: str) -> int:
     stages = {s: runpy.run_path(os.path.join(here, f"{s}.py"), run_name="jaxjudge_stage")
               for s in STAGES}
     mains = {s: g["main"] for s, g in stages.items()}
+    # The stage whose spares warm up while they wait (the pool names it: the untrusted zygote's
+    # trace stage; the trusted one's XLA flags only arrive with the request).
+    spare_stage = os.environ.get("JAXJUDGE_ZYGOTE_SPARE_WARMUP", "")
+    warm = stages[spare_stage].get("warm_spare") if spare_stage in stages else None
     if os.environ.get("JAXJUDGE_ZYGOTE_WARMUP", "1") != "0":
         try:
             _warm_up()
             for g in stages.values():
-                if callable(g.get("prepare")):
-                    g["prepare"]()
+                if callable(g.get("warm_zygote")):
+                    g["warm_zygote"]()
         except Exception:
             traceback.print_exc()  # only costs speed; the log shows why
     # A child (same uid) must not be able to read or write our memory through /proc.
@@ -240,7 +251,7 @@ def main(spool: str) -> int:
         if why:
             _send(proto_out, {"error": why})
             return 3
-        spare = _fork_spare(spool, mains, closing)
+        spare = _fork_spare(spool, mains, closing, warm)
         _send(proto_out, {"forked": spare[0]})
         return 0
 
