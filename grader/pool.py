@@ -180,6 +180,9 @@ class _Zygote:
         self.spare: tuple[int, sandbox.RunCgroup | None] | None = None
         self._prep: threading.Thread | None = None
         self._prep_error = ""
+        # The last child said it was finished before it was gone: the zygote's "exit" for it
+        # is still to be read (by the prep thread, before the next spare is asked for).
+        self._exit_pending = False
 
     # -- life cycle ----------------------------------------------------------------------
     def start(self) -> None:
@@ -214,6 +217,7 @@ class _Zygote:
             self._prep.join(REPLY_SECONDS + 5)
             self._prep = None
         self._prep_error = ""  # about this zygote only; the next one starts clean
+        self._exit_pending = False
         self._drop_spare()
         if self.res is not None:
             with contextlib.suppress(OSError, _Broken):
@@ -245,11 +249,27 @@ class _Zygote:
             except OSError as exc:
                 raise _Broken(f"cannot move the spare into its cgroup: {exc}") from exc
 
-    def _prepare_spare(self) -> None:
+    def _prepare_spare(self, last: sandbox.RunCgroup | None, spool: Path) -> None:
+        """After a run, off its grade's clock: wait for the last child to be gone (its
+        cgroup removed, its files cleared, the zygote's "exit" read), then take a spare."""
         try:
+            self._finish_last(last, spool)
             self._take_spare()
         except Exception as exc:  # reported to the slot's next run, which restarts the zygote
             self._prep_error = str(exc)[:300] or type(exc).__name__
+
+    def _finish_last(self, last: sandbox.RunCgroup | None, spool: Path) -> None:
+        try:
+            if last is not None:
+                last.remove()
+        finally:
+            with contextlib.suppress(OSError):
+                _clear_dir(spool)
+        if self._exit_pending:
+            self._exit_pending = False
+            msg = self._recv(REPLY_SECONDS)
+            if not msg or "exit" not in msg:
+                raise _Broken(f"zygote {self.name} did not report its last child's exit: {msg}")
 
     def _await_spare(self) -> None:
         if self._prep is not None:
@@ -356,15 +376,16 @@ class _Zygote:
             return self._run_child(stage, jid, job_dir, work, out_path, err_path, before, cg,
                                    host, limits, untrusted, env, cpu_base)
         finally:
-            if cg is not None:
-                cg.remove()
-            with contextlib.suppress(OSError):
-                _clear_dir(spool)
-            if self.broken:
-                self.stop()  # the slot's next run starts a fresh zygote
-            elif self.jobs < self.pool.jobs_per_zygote:
-                # Off this grade's clock: the next spare is moved into its cgroup meanwhile.
-                self._prep = threading.Thread(target=self._prepare_spare, daemon=True)
+            if self.broken or self.jobs >= self.pool.jobs_per_zygote:
+                self._exit_pending = False  # the zygote is stopped next (here or by the pool)
+                self._finish_last(cg, spool)
+                if self.broken:
+                    self.stop()  # the slot's next run starts a fresh zygote
+            else:
+                # Off this grade's clock: the child's teardown, then the next spare's fork and
+                # its move into a fresh cgroup.
+                self._prep = threading.Thread(target=self._prepare_spare, args=(cg, spool),
+                                              daemon=True)
                 self._prep.start()
 
     def _run_child(self, stage: str, jid: str, job_dir: Path, work: Path, out_path: Path,
@@ -428,16 +449,24 @@ class _Zygote:
                 zygote_died = True
                 break
         wall = time.monotonic() - started
-        self._kill_child(cg, host)
+        # "finished": the child's outputs are complete. It gets SIGKILL now, so it runs nothing
+        # more, but its teardown (~5-9 ms) is waited for off the grade's clock.
+        early = done is not None and "finished" in done
+        self._exit_pending = early
+        self._kill_child(cg, host, wait=not early)
         self.broken = zygote_died  # run() stops it once the outputs are copied out
         cpu = cg.cpu_seconds() if cg is not None else None
         if cpu is not None:
             cpu = max(0.0, cpu - cpu_base)
-        if cpu is None and done is not None:
-            cpu = float(done.get("cpu", 0.0))
+        if cpu is None and done is not None and isinstance(done.get("cpu"), (int, float)):
+            cpu = float(done["cpu"])
         peak = cg.peak_memory() if cg is not None else None
         oom = cg.oom_kills() if cg is not None else 0
-        if done is not None:
+        if early:
+            assert done is not None
+            code = done["finished"]
+            exit_code, sig = (code if isinstance(code, int) else 1), None
+        elif done is not None:
             status = int(done["exit"])
             if os.WIFSIGNALED(status):
                 exit_code, sig = None, os.WTERMSIG(status)
@@ -473,9 +502,9 @@ class _Zygote:
             return result("signaled", f"killed by {name}")
         return result("exited", f"exit code {exit_code}")
 
-    def _kill_child(self, cg: sandbox.RunCgroup | None, host: int) -> None:
+    def _kill_child(self, cg: sandbox.RunCgroup | None, host: int, wait: bool = True) -> None:
         if cg is not None:
-            cg.kill_all()
+            cg.kill_all(wait)
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(host, signal.SIGKILL)

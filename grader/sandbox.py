@@ -389,8 +389,10 @@ class _RunCgroup:
         return any(line.split()[:1] == ["max"] and line.split()[1] != "0"
                    for line in text.splitlines())
 
-    def kill_all(self) -> None:
-        """Freeze (when possible), SIGKILL every member, thaw, repeat until empty."""
+    def kill_all(self, wait: bool = True) -> None:
+        """Freeze (when possible), SIGKILL every member, thaw, repeat until empty. With
+        `wait=False`, one pass: every member has a pending SIGKILL and runs no more user code,
+        but may still be tearing down."""
         frozen = False
         if self.support.version == 1 and "freezer" in self.dirs:
             with contextlib.suppress(OSError):
@@ -409,6 +411,8 @@ class _RunCgroup:
                 with contextlib.suppress(OSError):
                     self._write("freezer", "freezer.state", "THAWED")
                 frozen = False
+            if not wait:
+                return
             if not pids or time.monotonic() > deadline:
                 if pids:
                     log.error("sandbox: processes %s survive SIGKILL in %s", pids, self.dirs)
@@ -1116,8 +1120,8 @@ class RunCgroup:
     def pids(self) -> list[int]:
         return self._cg.pids()
 
-    def kill_all(self) -> None:
-        self._cg.kill_all()
+    def kill_all(self, wait: bool = True) -> None:
+        self._cg.kill_all(wait)
 
     def remove(self) -> None:
         self._cg.kill_all()

@@ -139,6 +139,30 @@ def test_zygote_killer_is_a_runtime_error_and_the_pool_recovers(warm: pool.WarmP
     assert warm.stats.cold_runs == 0
 
 
+def test_a_child_that_says_finished_early_is_killed_and_judged(warm: pool.WarmPool) -> None:
+    """The "finished" byte lets the pool skip waiting for a child's teardown. A submission that
+    finds the pipe and writes it early, then keeps going, only ends its own run: it is killed
+    at once (no result: a runtime error) and the zygote goes on serving."""
+    source = (
+        "import os, time\n"
+        "for fd in range(3, 256):\n"
+        "    try:\n        os.write(fd, b'\\0')\n    except OSError:\n        pass\n"
+        "time.sleep(30)\n\n"
+        "def solve(params, x, y):\n    return None\n"
+    )
+    respawns = warm.stats.respawns
+    t = time.monotonic()
+    report = grade(PROBLEM, source, "run", limits=FAST)
+    assert time.monotonic() - t < FAST.wall_seconds  # ended by its own byte, not by the limit
+    assert report.verdict is Verdict.RUNTIME_ERROR, report.message
+    warm.settle()
+    for _ in range(2):  # both untrusted zygotes still serve, without a respawn
+        again = grade(PROBLEM, REFERENCE, "run")
+        assert again.verdict is Verdict.ACCEPTED, again.message
+    assert warm.stats.respawns == respawns
+    assert warm.stats.cold_runs == 0
+
+
 def test_jobs_do_not_see_each_other(warm: pool.WarmPool) -> None:
     writer = (
         "import os\nopen('/tmp/secret-from-earlier-job', 'w').write('x')\n"
