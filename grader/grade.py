@@ -18,6 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -359,6 +360,56 @@ def _str(value: Any, default: str = "", limit: int = 4000) -> str:
     return value[:limit] if isinstance(value, str) else default
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What a grade derives from the problem package and the mode alone, built once per package
+    version: the tests, grouped by input signature (one export and one compile per distinct
+    shape), the symbolic signature, and stage B's test list with the digest of its JSON.
+    Shared between grades: read-only."""
+
+    cases: list[TestCase]
+    arg_names: list[str]
+    signatures: dict[str, dict[str, Any]]  # signature JSON -> {"id", "args"}
+    case_sig: dict[str, str]  # test name -> signature id
+    symbolic: dict[str, Any] | None
+    tests: list[dict[str, Any]]
+    tests_digest: str
+
+
+_plans: OrderedDict[tuple[str, str, str], _Plan] = OrderedDict()
+_plans_lock = threading.Lock()
+
+
+def _plan(problem: Problem, mode: Mode) -> _Plan:
+    key = (str(problem.root), problem.fingerprint(), mode)
+    with _plans_lock:
+        found = _plans.get(key)
+        if found is not None:
+            _plans.move_to_end(key)
+            return found
+    cases = problem.cases(mode)
+    arg_names = [a.name for a in problem.arguments]
+    signatures: dict[str, dict[str, Any]] = {}
+    case_sig: dict[str, str] = {}
+    for case in cases:
+        spec = [_spec_of(case.inputs[name]) for name in arg_names]
+        skey = json.dumps(spec, sort_keys=True)
+        if skey not in signatures:
+            signatures[skey] = {"id": f"s{len(signatures)}", "args": spec}
+        case_sig[case.name] = signatures[skey]["id"]
+    tests = [
+        {"name": c.name, "signature": case_sig[c.name], "inputs": [c.inputs[n] for n in arg_names]}
+        for c in cases
+    ]
+    digest = hashlib.sha256(json.dumps(tests, sort_keys=True).encode()).hexdigest()
+    plan = _Plan(cases, arg_names, signatures, case_sig, _symbolic_spec(problem), tests, digest)
+    with _plans_lock:
+        _plans[key] = plan
+        while len(_plans) > 64:
+            _plans.popitem(last=False)
+    return plan
+
+
 class _Grading:
     """State of one grade; `run()` walks the stages and builds the report."""
 
@@ -379,25 +430,19 @@ class _Grading:
         )
         self.mode = mode
         self.limits = limits
-        self.cases: list[TestCase] = problem.cases(mode)
-        self.arg_names = [a.name for a in problem.arguments]
+        plan = _plan(problem, mode)
+        self.cases: list[TestCase] = plan.cases
+        self.arg_names = plan.arg_names
         self.timings: dict[str, float] = {}
         self.program_key = ""  # stage B's program cache key, once known
         self.versions: dict[str, str] = {}
         self.output = ""
         self.requirements: list[RequirementResult] = []
         self.tests: list[TestResult] = []
-        # Group tests by input signature: one export and one compile per distinct shape.
-        self.signatures: dict[str, dict[str, Any]] = {}
-        self.case_sig: dict[str, str] = {}
-        for case in self.cases:
-            spec = [_spec_of(case.inputs[name]) for name in self.arg_names]
-            key = json.dumps(spec, sort_keys=True)
-            if key not in self.signatures:
-                sid = f"s{len(self.signatures)}"
-                self.signatures[key] = {"id": sid, "args": spec}
-            self.case_sig[case.name] = self.signatures[key]["id"]
-        self.symbolic = _symbolic_spec(problem)
+        self.signatures = plan.signatures
+        self.case_sig = plan.case_sig
+        self.symbolic = plan.symbolic
+        self.plan = plan
 
     # -- sandbox plumbing ------------------------------------------------------------------
     def _sandbox_limits(self) -> sandbox.SandboxLimits:
@@ -598,25 +643,20 @@ class _Grading:
                 )
             blobs[prog["id"]] = blob
             prog["export"] = src.name
-        tests = [
-            {
-                "name": c.name,
-                "signature": self.case_sig[c.name],
-                "inputs": [c.inputs[n] for n in self.arg_names],
-            }
-            for c in self.cases
-        ]
         spec = {
             "arg_names": self.arg_names,
             "signatures": list(self.signatures.values()),
             "programs": progs,
-            "tests": tests,
             "allowed_custom_calls": [],
             "max_program_bytes": MAX_PROGRAM_TEXT,
             "engine": _engine(),
         }
         flags = fast_compile_flags()
-        key = _program_cache.key(json.dumps(spec, sort_keys=True), flags, blobs)
+        # The tests' part of the key is hashed once per problem and mode (see _Plan).
+        key = _program_cache.key(
+            json.dumps(spec, sort_keys=True) + self.plan.tests_digest, flags, blobs
+        )
+        spec["tests"] = self.plan.tests
         self.program_key = key
         hit = _program_cache.get(key)
         if hit is not None:
