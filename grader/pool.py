@@ -58,7 +58,7 @@ ZYGOTE_LIMITS = sandbox.SandboxLimits(
     wall_seconds=float("inf"), cpu_seconds=3600, memory_bytes=4 << 30, output_bytes=64 << 20,
 )
 # A spare child's cgroup until its run's limits are written. It runs no user code before that,
-# only its stage's warm-up (an XLA CPU client: ~20 threads, ~60 MB).
+# only its stage's warm-up (an XLA CPU client and its threads, a trace and an export: ~20 MB).
 SPARE_LIMITS = sandbox.SandboxLimits(
     wall_seconds=float("inf"), cpu_seconds=3600, memory_bytes=256 << 20, output_bytes=1 << 20,
     max_processes=64,

@@ -341,6 +341,8 @@ class _RunCgroup:
             self._write("memory", "memory.limit_in_bytes", mem)
             self._write("memory", "memory.memsw.limit_in_bytes", mem, optional=True)
             self._write("memory", "memory.swappiness", "0", optional=True)
+            # Peak from here on (a pool spare's warm-up before its run is not the run's peak).
+            self._write("memory", "memory.max_usage_in_bytes", "0", optional=True)
             self._write("pids", "pids.max", str(limits.max_processes))
         else:
             self._write("unified", "memory.max", mem)
