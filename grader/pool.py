@@ -241,7 +241,8 @@ class _Zygote:
         host = self.res.host_pid(int(msg["forked"]))
         if host is None:
             raise _Broken(f"zygote {self.name}: spare {msg['forked']} not found")
-        cg = sandbox.new_run_cgroup(SPARE_LIMITS)
+        # Background CPU weight: the spare's warm-up takes only idle CPU, never a run's.
+        cg = sandbox.new_run_cgroup(SPARE_LIMITS, background=True)
         self.spare = (host, cg)  # before add(): _drop_spare kills it whatever happens next
         if cg is not None:
             try:

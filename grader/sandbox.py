@@ -197,7 +197,10 @@ def _uid_range() -> tuple[int, int]:
 # cgroups
 # --------------------------------------------------------------------------------------------
 
-_V1_CONTROLLERS = ("memory", "pids", "cpuacct", "freezer")
+# "cpu" (optional) only weighs a pool's spare children down while they warm up; it is often
+# co-mounted with cpuacct, so two controllers may share one directory.
+_V1_CONTROLLERS = ("memory", "pids", "cpuacct", "freezer", "cpu")
+CPU_WEIGHT = {1: ("cpu.shares", "1024", "2"), 2: ("cpu.weight", "100", "1")}  # file, run, spare
 
 
 @dataclass
@@ -311,10 +314,12 @@ class _RunCgroup:
     def __init__(self, support: _CgroupSupport, run_id: str) -> None:
         self.support = support
         self.dirs: dict[str, Path] = {}
+        made: dict[Path, Path] = {}  # co-mounted controllers (cpu,cpuacct) share a directory
         for ctrl, base in support.bases.items():
-            d = base / run_id
-            d.mkdir()
-            self.dirs[ctrl] = d
+            if base not in made:
+                made[base] = base / run_id
+                made[base].mkdir()
+            self.dirs[ctrl] = made[base]
 
     def _write(self, ctrl: str, name: str, value: str, *, optional: bool = False) -> None:
         try:
@@ -332,7 +337,13 @@ class _RunCgroup:
         except OSError:
             return None
 
-    def configure(self, limits: SandboxLimits) -> None:
+    def configure(self, limits: SandboxLimits, background: bool = False) -> None:
+        """Write the limits; `background`: a CPU weight that only takes idle CPU (a spare
+        warming up), else the default weight."""
+        name, normal, low = CPU_WEIGHT[self.support.version]
+        ctrl = "cpu" if self.support.version == 1 else "unified"
+        if ctrl in self.dirs:
+            self._write(ctrl, name, low if background else normal, optional=True)
         mem = str(int(limits.memory_bytes))
         if self.support.version == 1:
             # memsw (memory+swap) may never be below the memory limit: when raising, memsw
@@ -350,7 +361,7 @@ class _RunCgroup:
             self._write("unified", "pids.max", str(limits.max_processes))
 
     def procs_files(self) -> list[str]:
-        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+        return [str(d / "cgroup.procs") for d in dict.fromkeys(self.dirs.values())]
 
     def pids(self) -> list[int]:
         seen: set[int] = set()
@@ -422,7 +433,7 @@ class _RunCgroup:
             time.sleep(0.005)
 
     def remove(self) -> None:
-        for d in self.dirs.values():
+        for d in dict.fromkeys(self.dirs.values()):
             for attempt in range(200):
                 try:
                     d.rmdir()
@@ -1101,9 +1112,10 @@ class RunCgroup:
     def __init__(self, inner: _RunCgroup) -> None:
         self._cg = inner
 
-    def configure(self, limits: SandboxLimits) -> None:
-        """(Re)write the memory and pids limits, e.g. of a cgroup created ahead of its run."""
-        self._cg.configure(limits)
+    def configure(self, limits: SandboxLimits, background: bool = False) -> None:
+        """(Re)write the memory and pids limits, e.g. of a cgroup created ahead of its run, and
+        its CPU weight (`background`: only idle CPU, for a spare warming up)."""
+        self._cg.configure(limits, background)
 
     def add(self, host_pid: int) -> None:
         for path in self._cg.procs_files():
@@ -1130,14 +1142,14 @@ class RunCgroup:
         self._cg.remove()
 
 
-def new_run_cgroup(limits: SandboxLimits) -> RunCgroup | None:
+def new_run_cgroup(limits: SandboxLimits, background: bool = False) -> RunCgroup | None:
     """A configured per-run cgroup, or None when the cgroup layer is inactive."""
     sup = _detect()
     if sup.cgroup is None or not protections()["cgroup"]["active"]:
         return None
     cg = _RunCgroup(sup.cgroup, f"run-{os.getpid()}-{uuid.uuid4().hex[:12]}")
     try:
-        cg.configure(limits)
+        cg.configure(limits, background)
     except OSError:
         cg.remove()
         raise

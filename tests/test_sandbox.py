@@ -216,6 +216,30 @@ def test_fork_bomb_contained_by_pids_cgroup(run: Runner) -> None:
     assert res.status in ("wall_timeout", "cpu_timeout"), res
 
 
+def test_background_cgroup_takes_only_idle_cpu_until_its_run() -> None:
+    """A pool spare warms up in a cgroup with the lowest CPU weight; writing its run's limits
+    gives it the default weight back (and co-mounted controllers share one directory)."""
+    need("cgroup")
+    sup = sandbox._detect().cgroup
+    assert sup is not None
+    ctrl = "cpu" if sup.version == 1 else "unified"
+    if ctrl not in sup.bases:
+        pytest.skip("no cpu controller in the cgroup hierarchy")
+    name, normal, low = sandbox.CPU_WEIGHT[sup.version]
+    limits = sandbox.SandboxLimits(wall_seconds=1, cpu_seconds=1, memory_bytes=256 * MiB,
+                                   output_bytes=64 * 1024)
+    cg = sandbox.new_run_cgroup(limits, background=True)
+    assert cg is not None
+    weight = cg._cg.dirs[ctrl] / name
+    try:
+        assert weight.read_text().strip() == low
+        cg.configure(limits)
+        assert weight.read_text().strip() == normal
+    finally:
+        cg.remove()
+    assert not any(d.exists() for d in cg._cg.dirs.values())
+
+
 @pytest.mark.parametrize("disable", [("seccomp",), ("seccomp", "bwrap")])
 def test_setsid_grandchild_is_killed(run: Runner, disable: tuple[str, ...]) -> None:
     if not (active("cgroup") or active("uid_pool") or active("bwrap")):
