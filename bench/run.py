@@ -14,7 +14,7 @@ at concurrency 1 and 2; then a soak of consecutive grades through one pool (zygo
 last), and an HTTP load run (bench/load_http.py's client) against the real service, cold and
 with the pool enabled in the server process. Prints a table and writes bench/RESULTS.md.
 
-    .venv/bin/python bench/run.py              # ~6-8 minutes on 2 cores
+    .venv/bin/python bench/run.py              # ~2 minutes on 2 cores
     .venv/bin/python bench/run.py --quick      # fewer repetitions, no HTTP
     .venv/bin/python bench/run.py --soak 1000  # the 1,000-grade leak check
 """
@@ -203,7 +203,7 @@ def http_load(n: int, with_pool: bool) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--reps", type=int, default=2, help="passes over the mixed set (pool/floor)")
+    ap.add_argument("--reps", type=int, default=4, help="passes over the mixed set (pool/floor)")
     ap.add_argument("--soak", type=int, default=60, help="consecutive grades for the leak check")
     ap.add_argument("--http", type=int, default=16, help="HTTP submissions per server (0: skip)")
     ap.add_argument("--quick", action="store_true", help="1 rep, short soak, no HTTP")
