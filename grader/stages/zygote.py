@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import importlib.util
 import json
 import os
 import resource
@@ -99,9 +100,10 @@ def _warm_up() -> None:
     with contextlib.suppress(ImportError):
         from jaxlib.mlir.dialects import stablehlo  # noqa: F401  (stage B's interpreter)
     # The plugin scan (entry points, ~7 ms) registers factories and creates no backend; done
-    # here, a child's backend start-up is only the client itself.
+    # here, a child's backend start-up is only the client itself. Not when real plugins are
+    # installed (e.g. jax[cuda]): loading one could start threads, so children keep doing it.
     register = getattr(xla_bridge, "_discover_and_register_pjrt_plugins", None)
-    if callable(register):
+    if callable(register) and importlib.util.find_spec("jax_plugins") is None:
         register()
 
 
