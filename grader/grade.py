@@ -376,12 +376,15 @@ class _Plan:
     tests_digest: str
 
 
-_plans: OrderedDict[tuple[str, str, str], _Plan] = OrderedDict()
+_plans: OrderedDict[tuple[str, ...], _Plan] = OrderedDict()
 _plans_lock = threading.Lock()
 
 
 def _plan(problem: Problem, mode: Mode) -> _Plan:
-    key = (str(problem.root), problem.fingerprint(), mode)
+    # The files on disk (fingerprint) and this in-memory package's arguments (a Problem loaded
+    # before problem.toml was edited must not share the new version's plan).
+    args = repr([(a.name, a.shape, a.shapes) for a in problem.arguments])
+    key = (str(problem.root), problem.fingerprint(), mode, args)
     with _plans_lock:
         found = _plans.get(key)
         if found is not None:

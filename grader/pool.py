@@ -3,10 +3,11 @@
 Why: a fresh interpreter per stage spends ~1.5-2.6 s importing jax before doing ~0.1-1 s of work.
 Each pool slot keeps one *zygote* (grader/stages/zygote.py) that imported jax once, started
 through `sandbox.spawn()` (its own cgroup, rlimits, pool uid, bubblewrap with a per-slot spool dir
-at /job and a private /tmp). Per stage run the zygote forks a child; the pool moves that child
-into a fresh per-run cgroup (memory, pids, CPU accounted per run) before the child may run
-anything; the child sets per-run rlimits, installs the seccomp filter and runs the stage's
-`main()`. So every child still has every layer `sandbox.run()` gives a fresh process.
+at /job and a private /tmp). Per stage run the zygote forks a child ahead of time; the pool
+moves that child into a fresh per-run cgroup (memory, pids, CPU accounted per run) before it is
+given any user code or data (until then it runs only trusted warm-up code); the child sets
+per-run rlimits, installs the seccomp filter and runs the stage's `main()`. So every child still
+has every layer `sandbox.run()` gives a fresh process.
 
 Stage A (untrusted) and stage B (trusted) use separate zygotes. Stage B zygotes get a persistent
 XLA compilation cache (jax's own, keyed by the program with debug info stripped, so the same
@@ -58,15 +59,20 @@ ZYGOTE_LIMITS = sandbox.SandboxLimits(
     wall_seconds=float("inf"), cpu_seconds=3600, memory_bytes=4 << 30, output_bytes=64 << 20,
 )
 # A spare child's cgroup until its run's limits are written. It runs no user code before that,
-# only its stage's warm-up (an XLA CPU client and its threads, a trace and an export: ~20 MB).
+# only its stage's warm-up (an XLA CPU client, whose thread pools grow with the cores, a trace
+# and an export: ~20 MB); as many tasks as a run may have.
 SPARE_LIMITS = sandbox.SandboxLimits(
-    wall_seconds=float("inf"), cpu_seconds=3600, memory_bytes=256 << 20, output_bytes=1 << 20,
-    max_processes=64,
+    wall_seconds=float("inf"), cpu_seconds=3600, memory_bytes=512 << 20, output_bytes=1 << 20,
+    max_processes=sandbox.SandboxLimits.max_processes,
 )
 
 
 class _Broken(Exception):
     """The zygote did not behave (died, timed out, protocol error); it must be replaced."""
+
+
+class _NotRun(_Broken):
+    """The zygote says the run's child never got its request: safe to retry elsewhere."""
 
 
 def _cache_dir() -> Path | None:
@@ -214,7 +220,7 @@ class _Zygote:
 
     def stop(self) -> None:
         if self._prep is not None:
-            self._prep.join(REPLY_SECONDS + 5)
+            self._prep.join()  # every step of it is bounded (kill grace, reply timeouts)
             self._prep = None
         self._prep_error = ""  # about this zygote only; the next one starts clean
         self._exit_pending = False
@@ -331,6 +337,8 @@ class _Zygote:
         except ValueError as exc:
             raise _Broken(f"zygote {self.name} sent garbage") from exc
         if not isinstance(msg, dict) or "error" in msg:
+            if isinstance(msg, dict) and msg.get("not_run") is True:
+                raise _NotRun(f"zygote {self.name}: {msg['error']}")
             raise _Broken(f"zygote {self.name}: {msg}")
         return msg
 
@@ -413,6 +421,9 @@ class _Zygote:
         while done is None:
             try:
                 done = self._recv(pause)
+            except _NotRun:
+                self.broken = True
+                raise  # out of run(): the runner retries on a fresh zygote
             except _Broken as exc:
                 log.warning("warm pool: %s", exc)
                 zygote_died = True

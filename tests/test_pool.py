@@ -163,6 +163,37 @@ def test_a_child_that_says_finished_early_is_killed_and_judged(warm: pool.WarmPo
     assert warm.stats.cold_runs == 0
 
 
+def test_a_spare_that_died_warming_up_is_retried_not_judged(warm: pool.WarmPool) -> None:
+    """Spares run trusted warm-up code before their request; if one dies there (a native abort),
+    the submission that would have got it is retried on a fresh zygote, not judged."""
+    warm.settle()
+    killed = []
+    for z in warm._zygotes:
+        if z.trusted:
+            continue
+        z._await_spare()
+        assert z.spare is not None
+        host = z.spare[0]
+        os.kill(host, signal.SIGKILL)
+        killed.append(host)
+    for host in killed:  # wholly dead (a zombie, all its threads gone) before the grade starts
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                status = Path(f"/proc/{host}/status").read_text()
+            except OSError:
+                break
+            if "State:\tZ" in status and "Threads:\t1\n" in status:
+                break
+            time.sleep(0.01)
+    respawns = warm.stats.respawns
+    report = grade(PROBLEM, REFERENCE, "run")
+    assert report.verdict is Verdict.ACCEPTED, report.message
+    assert warm.stats.respawns > respawns
+    assert any("died before its run" in f for f in warm.stats.failures)
+    assert warm.stats.cold_runs == 0
+
+
 def test_jobs_do_not_see_each_other(warm: pool.WarmPool) -> None:
     writer = (
         "import os\nopen('/tmp/secret-from-earlier-job', 'w').write('x')\n"

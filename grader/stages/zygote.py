@@ -14,6 +14,8 @@ Protocol, JSON lines on stdin/stdout (stdout is reserved for it; stray prints go
   -> {"op": "run", "stage": "trace"|"execute", "job": "<subdir of SPOOL>", "env": {...},
       "cpu": seconds, "fsize": bytes, "bpf": "<hex seccomp filter>"|"-", "cache_dir": path|null}
                                        handed to the spare over its pipe: it starts at once
+  <- {"error": ..., "not_run": true}   the spare died before it got the request (the zygote
+                                       exits; the pool retries the run elsewhere)
   <- {"finished": exit_code}           when the child says its outputs are complete (it may say
                                        so early or never: the pool kills it either way)
   <- {"exit": wait_status, "cpu": s}   after the child is gone; then "spare" again
@@ -36,6 +38,7 @@ import ctypes
 import gc
 import importlib.util
 import json
+import math
 import os
 import resource
 import runpy
@@ -43,6 +46,7 @@ import select
 import shutil
 import signal
 import sys
+import time
 import traceback
 
 PR_SET_DUMPABLE = 4
@@ -167,7 +171,8 @@ def _child(spool: str, mains: dict, req_r: int, done_w: int, closing: tuple[int,
             os.dup2(f, fd)
             os.close(f)
         libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # our own /proc files, like a fresh process
-        cpu = max(1, int(req["cpu"]))
+        # What the warm-up used is not the run's: the limit counts from here.
+        cpu = max(1, int(req["cpu"])) + math.ceil(time.process_time())
         resource.setrlimit(resource.RLIMIT_CPU, (cpu + 1, cpu + 2))
         resource.setrlimit(resource.RLIMIT_FSIZE, (int(req["fsize"]), int(req["fsize"])))
         os.environ.clear()
@@ -315,6 +320,13 @@ def main(spool: str) -> int:
             return 2
         pid, req_w, done_r = spare
         spare = None
+        dead, status, _ = os.wait4(pid, os.WNOHANG)
+        if dead:  # it died warming up (e.g. a native abort): nothing of the run has started
+            os.close(req_w)
+            os.close(done_r)
+            _send(proto_out, {"error": f"the spare died before its run (status {status})",
+                              "not_run": True})
+            return 3
         try:
             data = (json.dumps(req) + "\n").encode()
             while data:
