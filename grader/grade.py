@@ -433,19 +433,13 @@ class _Grading:
         )
         self.mode = mode
         self.limits = limits
-        plan = _plan(problem, mode)
-        self.cases: list[TestCase] = plan.cases
-        self.arg_names = plan.arg_names
+        self.plan = _plan(problem, mode)
         self.timings: dict[str, float] = {}
         self.program_key = ""  # stage B's program cache key, once known
         self.versions: dict[str, str] = {}
         self.output = ""
         self.requirements: list[RequirementResult] = []
         self.tests: list[TestResult] = []
-        self.signatures = plan.signatures
-        self.case_sig = plan.case_sig
-        self.symbolic = plan.symbolic
-        self.plan = plan
 
     # -- sandbox plumbing ------------------------------------------------------------------
     def _sandbox_limits(self) -> sandbox.SandboxLimits:
@@ -518,8 +512,8 @@ class _Grading:
                     "entry_point": self.problem.entry_point,
                     "source": "submission.py",
                     "display_name": self.display_name,
-                    "signatures": list(self.signatures.values()),
-                    "symbolic": self.symbolic,
+                    "signatures": list(self.plan.signatures.values()),
+                    "symbolic": self.plan.symbolic,
                 }
             )
         )
@@ -616,13 +610,13 @@ class _Grading:
     ) -> tuple[dict[str, Any], list[ProgramInfo]]:
         job.mkdir()
         exports = stage_a["exports"]
-        all_sigs = [s["id"] for s in self.signatures.values()]
-        if "poly" in exports and self.symbolic:
+        all_sigs = [s["id"] for s in self.plan.signatures.values()]
+        if "poly" in exports and self.plan.symbolic:
             # One shape-polymorphic program serves every signature.
             progs = [
                 {
                     "id": "poly",
-                    "args": self.symbolic["args"],
+                    "args": self.plan.symbolic["args"],
                     "signatures": all_sigs,
                     "allowed_custom_calls": ["shape_assertion"],
                 }
@@ -630,7 +624,7 @@ class _Grading:
         else:
             progs = [
                 {"id": s["id"], "args": s["args"], "signatures": [s["id"]]}
-                for s in self.signatures.values()
+                for s in self.plan.signatures.values()
             ]
         blobs: dict[str, bytes] = {}
         for prog in progs:
@@ -647,8 +641,8 @@ class _Grading:
             blobs[prog["id"]] = blob
             prog["export"] = src.name
         spec = {
-            "arg_names": self.arg_names,
-            "signatures": list(self.signatures.values()),
+            "arg_names": self.plan.arg_names,
+            "signatures": list(self.plan.signatures.values()),
             "programs": progs,
             "allowed_custom_calls": [],
             "max_program_bytes": MAX_PROGRAM_TEXT,
@@ -751,7 +745,9 @@ class _Grading:
             args = [a for a in info.get("args", []) if isinstance(a, str)]
             programs.append(
                 ProgramInfo(
-                    signature=_signature_name(prog["args"], self.arg_names), text=text, args=args
+                    signature=_signature_name(prog["args"], self.plan.arg_names),
+                    text=text,
+                    args=args,
                 )
             )
         outputs = result.get("outputs")
@@ -777,7 +773,7 @@ class _Grading:
                 self.tests.extend(known)
                 return
         before = len(self.tests)
-        for case in self.cases:
+        for case in self.plan.cases:
             out = outputs.get(case.name)
             got_value: Any = None
             if not isinstance(out, dict):
@@ -845,7 +841,7 @@ class _Grading:
                 verdict=Verdict.SKIPPED,
                 message="not run: " + verdict.value,
             )
-            for c in self.cases
+            for c in self.plan.cases
         ]
         reqs = list(self.requirements)
         seen = {r.name for r in reqs}

@@ -194,20 +194,18 @@ def warm_spare(stop) -> list[str]:
     import jax
     from jax import export
 
+    fn, args = _remat_mlp()  # builds functions and specs only: nothing traced yet
+    steps = (
+        ("backend", jax.devices),
+        ("trace", lambda: fn.trace(*args)),
+        ("export", lambda: export.export(fn)(*args).serialize()),
+    )
     done: list[str] = []
-    if stop():
-        return done
-    jax.devices()
-    done.append("backend")
-    if stop():
-        return done
-    fn, args = _remat_mlp()
-    fn.trace(*args)
-    done.append("trace")
-    if stop():
-        return done
-    export.export(fn)(*args).serialize()
-    done.append("export")
+    for name, step in steps:
+        if stop():
+            break
+        step()
+        done.append(name)
     return done
 
 
