@@ -373,17 +373,14 @@ class _Zygote:
         host, cg = self.spare
         self.spare = None
         try:
-            cpu_base = 0.0
             if cg is not None:
                 try:
-                    cg.configure(limits)
+                    cg.configure(limits)  # its CPU and peak memory count from here
                 except OSError as exc:
                     self.broken = True
                     raise _Broken(f"cannot set the run's cgroup limits: {exc}") from exc
-                # What the spare spent warming up is ours, not the submission's.
-                cpu_base = cg.cpu_seconds() or 0.0
             return self._run_child(stage, jid, job_dir, work, out_path, err_path, before, cg,
-                                   host, limits, untrusted, env, cpu_base)
+                                   host, limits, untrusted, env)
         finally:
             if self.broken or self.jobs >= self.pool.jobs_per_zygote:
                 self._exit_pending = False  # the zygote is stopped next (here or by the pool)
@@ -400,7 +397,7 @@ class _Zygote:
     def _run_child(self, stage: str, jid: str, job_dir: Path, work: Path, out_path: Path,
                    err_path: Path, before: dict[str, tuple[int, int]],
                    cg: sandbox.RunCgroup | None, host: int, limits: sandbox.SandboxLimits,
-                   untrusted: bool, env: dict[str, str], cpu_base: float) -> sandbox.SandboxResult:
+                   untrusted: bool, env: dict[str, str]) -> sandbox.SandboxResult:
         assert self.res is not None
         layers = self.res.layers
         bpf = seccomp.build_filter(allow_exec=not untrusted).hex() if layers["seccomp"] else "-"
@@ -438,10 +435,10 @@ class _Zygote:
                     detail = f"wall-clock limit of {limits.wall_seconds:g} s"
                 elif cg is not None:
                     cpu = cg.cpu_seconds()
-                    if cpu is not None and cpu - cpu_base > limits.cpu_seconds:
+                    if cpu is not None and cpu > limits.cpu_seconds:
                         reason, detail = "cpu_timeout", (
-                            f"CPU time {cpu - cpu_base:.2f} s over the limit of "
-                            f"{limits.cpu_seconds:g} s (cgroup)")
+                            f"CPU time {cpu:.2f} s over the limit of {limits.cpu_seconds:g} s "
+                            "(cgroup)")
                     elif cg.oom_kills():
                         reason, detail = ("memory_exceeded",
                                           "killed by the OOM killer in the run's cgroup")
@@ -468,8 +465,6 @@ class _Zygote:
         self._kill_child(cg, host, wait=not early)
         self.broken = zygote_died  # run() stops it once the outputs are copied out
         cpu = cg.cpu_seconds() if cg is not None else None
-        if cpu is not None:
-            cpu = max(0.0, cpu - cpu_base)
         if cpu is None and done is not None and isinstance(done.get("cpu"), (int, float)):
             cpu = float(done["cpu"])
         peak = cg.peak_memory() if cg is not None else None

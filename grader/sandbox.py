@@ -1107,15 +1107,19 @@ def _supervise(proc: subprocess.Popen[bytes], cg: _RunCgroup | None, limits: San
 
 class RunCgroup:
     """A per-run cgroup for a process that already exists (a zygote's forked child): the pool
-    moves the child in before it runs anything, so its memory and CPU are accounted per run."""
+    moves the child in before it is given any user code or data, so its memory and CPU are
+    accounted per run. CPU time and (v1) peak memory count from the last `configure()`: what a
+    spare did before its run (trusted warm-up) is not the run's."""
 
     def __init__(self, inner: _RunCgroup) -> None:
         self._cg = inner
+        self._cpu_base = 0.0
 
     def configure(self, limits: SandboxLimits, background: bool = False) -> None:
         """(Re)write the memory and pids limits, e.g. of a cgroup created ahead of its run, and
         its CPU weight (`background`: only idle CPU, for a spare warming up)."""
         self._cg.configure(limits, background)
+        self._cpu_base = self._cg.cpu_seconds() or 0.0
 
     def add(self, host_pid: int) -> None:
         for path in self._cg.procs_files():
@@ -1123,7 +1127,8 @@ class RunCgroup:
                 f.write(str(host_pid))
 
     def cpu_seconds(self) -> float | None:
-        return self._cg.cpu_seconds()
+        used = self._cg.cpu_seconds()
+        return None if used is None else max(0.0, used - self._cpu_base)
 
     def oom_kills(self) -> int:
         return self._cg.oom_kills()

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -238,6 +239,38 @@ def test_background_cgroup_takes_only_idle_cpu_until_its_run() -> None:
     finally:
         cg.remove()
     assert not any(d.exists() for d in cg._cg.dirs.values())
+
+
+def test_run_cgroup_counts_cpu_from_its_run_limits() -> None:
+    """A pool spare burns CPU warming up before its run; the run's CPU time (what the time limit
+    is checked against) starts when the run's limits are written."""
+    need("cgroup")
+    limits = sandbox.SandboxLimits(wall_seconds=5, cpu_seconds=5, memory_bytes=256 * MiB,
+                                   output_bytes=64 * 1024)
+    cg = sandbox.new_run_cgroup(limits, background=True)
+    assert cg is not None
+    # Burns ~0.3 s of CPU ("warm-up"), then waits to be told to burn more ("the run").
+    code = ("import sys, time\n"
+            "def burn(s):\n    t = time.process_time()\n"
+            "    while time.process_time() - t < s:\n        pass\n"
+            "burn(0.3)\nprint('warm', flush=True)\nsys.stdin.readline()\nburn(0.3)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        cg.add(proc.pid)
+        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout.readline().strip() == "warm"
+        assert (cg.cpu_seconds() or 0.0) >= 0.2  # the warm-up, seen before the run starts
+        cg.configure(limits)
+        assert (cg.cpu_seconds() or 0.0) < 0.05
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.wait(timeout=10) == 0
+        assert 0.2 <= (cg.cpu_seconds() or 0.0) < 0.6  # the run's own 0.3 s, not 0.6 s
+    finally:
+        proc.kill()
+        proc.wait()
+        cg.remove()
 
 
 @pytest.mark.parametrize("disable", [("seccomp",), ("seccomp", "bwrap")])
