@@ -503,6 +503,25 @@ class _Grading:
         self._compare(outputs)
         return self._decide()
 
+    def _corroborate(self, reqs: list[RequirementResult]) -> None:
+        """A spec-level pass stands only if the program-level requirements it names passed:
+        the jaxpr summary came from the untrusted stage, so on its own it explains but never
+        decides or pays. A spec-level failure is kept as is (a lie against oneself gains
+        nothing)."""
+        passed = {r.name for r in reqs if r.level == "program" and r.passed}
+        declared = {r.name: r for r in self.problem.requirements}
+        for res in reqs:
+            req = declared.get(res.name)
+            if res.level != "spec" or not res.passed or req is None:
+                continue
+            missing = [n for n in self.problem.corroborators(req) if n not in passed]
+            if missing:
+                res.passed = False
+                res.message = (
+                    f"Your traced code reports this ({res.message.rstrip('.')}), but the "
+                    f"exported program does not confirm it: see {', '.join(missing)}."
+                )
+
     def _stage_a(self, job: Path) -> dict[str, Any]:
         job.mkdir()
         (job / "submission.py").write_bytes(self.source)
@@ -743,11 +762,13 @@ class _Grading:
             info = (result.get("programs") or {}).get(prog["id"]) or {}
             text = texts[prog["id"]]
             args = [a for a in info.get("args", []) if isinstance(a, str)]
+            outs = [a for a in info.get("outs", []) if isinstance(a, str)]
             programs.append(
                 ProgramInfo(
                     signature=_signature_name(prog["args"], self.plan.arg_names),
                     text=text,
                     args=args,
+                    outs=outs,
                 )
             )
         outputs = result.get("outputs")
@@ -809,6 +830,7 @@ class _Grading:
 
     # -- verdict, score, report ----------------------------------------------------------------
     def _decide(self) -> Report:
+        self._corroborate(self.requirements)
         failed_tests = [t for t in self.tests if t.verdict is not Verdict.ACCEPTED]
         failed_reqs = [r for r in self.requirements if not r.passed]
         if any(t.verdict is Verdict.RUNTIME_ERROR for t in failed_tests):
@@ -855,6 +877,7 @@ class _Grading:
                         message="not checked: grading stopped earlier (" + verdict.value + ")",
                     )
                 )
+        self._corroborate(reqs)
         score, max_score = _score(self.problem, tests, reqs, verdict)
         return Report(
             verdict=verdict,

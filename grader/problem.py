@@ -16,7 +16,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _MAX_CASES_BYTES = 64 * 1024 * 1024
@@ -58,13 +65,18 @@ class Scoring(BaseModel):
 
 class Requirement(BaseModel):
     """One structural requirement. `rule` names a checker in grader.rules; extra keys are its
-    parameters (e.g. `policy`, `contains`)."""
+    parameters (e.g. `policy`, `contains`).
+
+    A spec-level requirement reads stage A's jaxpr summary, which the submission could forge:
+    it explains, and it only passes (and pays) when the program-level requirements named in
+    `corroborated_by` (default: all of them) pass too, since those read the trusted program."""
 
     model_config = ConfigDict(extra="allow")
     name: str
     level: Literal["spec", "program"]
     rule: str
     description: str = ""
+    corroborated_by: list[str] | None = None
 
     @property
     def options(self) -> dict[str, Any]:
@@ -110,6 +122,34 @@ class Problem(BaseModel):
         if not _ID_RE.match(v):
             raise ValueError(f"problem id {v!r} must be lowercase letters, digits and dashes")
         return v
+
+    @model_validator(mode="after")
+    def _check_corroboration(self) -> Problem:
+        """Every spec-level requirement is backed by program-level ones (see Requirement)."""
+        program = {r.name for r in self.requirements if r.level == "program"}
+        for req in self.requirements:
+            if req.level != "spec":
+                if req.corroborated_by is not None:
+                    raise ValueError(f"requirement {req.name!r}: only spec-level requirements "
+                                     "take corroborated_by")
+                continue
+            names = program if req.corroborated_by is None else set(req.corroborated_by)
+            if not names:
+                raise ValueError(
+                    f"spec-level requirement {req.name!r} has no program-level requirement to "
+                    "corroborate it (the jaxpr summary comes from the untrusted stage and "
+                    "cannot decide a verdict alone)")
+            unknown = sorted(names - program)
+            if unknown:
+                raise ValueError(f"requirement {req.name!r}: corroborated_by names {unknown}, "
+                                 "which are not program-level requirements of this problem")
+        return self
+
+    def corroborators(self, req: Requirement) -> list[str]:
+        """The program-level requirement names a spec-level requirement needs to pass."""
+        if req.corroborated_by is not None:
+            return list(req.corroborated_by)
+        return [r.name for r in self.requirements if r.level == "program"]
 
     # -- package files -------------------------------------------------------------------
     @property

@@ -21,7 +21,7 @@ import jax
 import numpy as np
 import pytest
 
-from grader import Verdict, load_problem
+from grader import ProblemError, Verdict, load_problem
 
 PROBLEM_ID = "rematerialized-mlp-block"
 PROBLEM = load_problem(PROBLEM_ID)
@@ -34,7 +34,11 @@ PARAM_KEYS = ("w1", "b1", "w2", "b2")
 REQUIREMENT_NAMES = {"differentiated-checkpoint", "tanh-rematerialized"}
 # Samples that change process-wide state at import (x64 mode, patched numpy/jax) or never return
 # are not imported here; the sandboxed sample suite covers them.
-UNSAFE_TO_IMPORT = {"wrong_float64_output.py", "forge_patch_allclose.py"}
+UNSAFE_TO_IMPORT = {
+    "wrong_float64_output.py",
+    "forge_patch_allclose.py",
+    "accepted_float64_block.py",
+}
 
 
 def _import_file(path: Path) -> ModuleType:
@@ -254,3 +258,35 @@ def test_sample_numbers_on_example_1(name: str) -> None:
         assert not right, f"{name} should be wrong on example 1"
     else:
         assert right, f"{name} should reproduce the reference on example 1"
+
+
+def _with_requirements(tmp_path: Path, requirements: str) -> Path:
+    """A copy of the seed package whose requirements tables are replaced."""
+    import shutil
+
+    src = PROBLEM.root
+    dst = tmp_path / src.name
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("submissions"))
+    toml = (dst / "problem.toml").read_text(encoding="utf-8")
+    toml = toml[: toml.index("[[requirements]]")] + requirements
+    (dst / "problem.toml").write_text(toml, encoding="utf-8")
+    return dst
+
+
+SPEC = '[[requirements]]\nname = "ck"\nlevel = "spec"\nrule = "checkpoint_region"\n'
+PROGRAM = '[[requirements]]\nname = "rm"\nlevel = "program"\nrule = "rematerialized_activation"\n'
+
+
+def test_spec_requirements_need_a_program_level_corroborator(tmp_path: Path) -> None:
+    # The jaxpr summary comes from the untrusted stage: a spec-level requirement alone could be
+    # forged into points, so such a package does not load.
+    with pytest.raises(ProblemError, match="no program-level requirement to corroborate"):
+        load_problem(_with_requirements(tmp_path, SPEC))
+    bad = SPEC + 'corroborated_by = ["nope"]\n' + PROGRAM
+    with pytest.raises(ProblemError, match="not program-level requirements"):
+        load_problem(_with_requirements(tmp_path / "b", bad))
+    on_program = SPEC + PROGRAM + 'corroborated_by = ["ck"]\n'
+    with pytest.raises(ProblemError, match="only spec-level"):
+        load_problem(_with_requirements(tmp_path / "c", on_program))
+    ok = load_problem(_with_requirements(tmp_path / "d", SPEC + PROGRAM))
+    assert ok.corroborators(ok.requirements[0]) == ["rm"]

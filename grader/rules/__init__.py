@@ -28,6 +28,7 @@ class ProgramInfo:
     signature: str  # e.g. "B=2,D=3,H=4"
     text: str  # the module in MLIR generic op form, without debug info
     args: list[str]  # main's argument i -> input path, e.g. ["params.b1", ..., "x", "y"]
+    outs: list[str]  # main's result i -> output path, e.g. ["grads.b1", ..., "loss"]
 
 
 # The rule modules import the two dataclasses above, so they are imported after them.

@@ -1,61 +1,65 @@
-"""Program-level rule: the exported StableHLO really rematerializes the activation.
+"""Program-level rule: the exported program really rematerializes the activation.
 
-The spec-level rule reads what the submission *asked* JAX to do; this one reads what the compiled
-program *does*, so it cannot be fooled by a decoy checkpoint. The signal is dataflow: with
-`dots_saveable` inside the differentiated function, the matmul `x @ W1` is computed once and its
-(saved) result feeds two tanh ops, the forward one and the backward pass's recomputation. Other
-policies leave one tanh per product (the activation itself is saved, or the matmul is recomputed
-along with it).
+The spec-level rule reads what the submission *says* it asked JAX to do (stage A, untrusted);
+this one reads what the exported program *does*, and it alone decides. It proves, from the
+program's dataflow (`grader.rules.dataflow`), that the gradient outputs read an activation that
+was recomputed from the *saved* product and never read the forward one:
 
-The analysis inlines every `func.call` (each call site gets its own copy of the callee's values,
-so a helper called twice is not conflated), links while/case carried values, then:
+- a product is a matmul of (values of) the two `product` arguments, e.g. x and params.w1;
+- an activation is an `activation` op (tanh) fed by a product, through layout ops and the bias;
+- an activation's *continuation* is what it feeds through a contraction (h @ W2, sums): its
+  forward use; `fwd(T)` is everything computed from that, the cotangent included;
+- the backward pass *reads* activation R *against* activation F when some op combines a value
+  of R (the activation itself, or its scaled/shifted copy) with a value of `fwd(F)`.
 
-1. origins: which values are a main argument seen through pass-through ops only;
-2. products: dot_general/dot ops whose operands are the two `product` arguments;
-3. for each product, the activation ops reached from its result through pass-through ops and
-   add/subtract (the bias), i.e. never through another matmul or activation.
+A rematerialized activation gives a pair F != R fed by the same product where R is read against
+F, R reaches a gradient output and no `primal` output (it exists for the backward pass only).
+And the backward pass must not contradict it:
+
+1. no activation is read against its own continuation (the saved forward activation reused by
+   the backward pass: no checkpoint, `everything_saveable`, a checkpoint outside the gradient);
+2. every activation read against another shares a product with it (the product is saved, not
+   recomputed: `nothing_saveable`, no policy).
+
+A forward-only duplicate (tanh computed twice, one copy weighted by zero) or a decoy
+`grad(checkpoint(tanh))` next to an unchecked block fails rule 1; a decoy next to a block that
+recomputes the product fails rule 2. The work is a fixed number of linear passes over the inlined
+program (bit sets, one bit per activation), with activations, inlined ops and loop passes capped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from grader.rules import ProgramInfo, RuleOutcome
-from grader.rules.stablehlo import Block, Module, Op, ParseError, parse_module
+from grader.rules.dataflow import (
+    Graph,
+    Kind,
+    Step,
+    TooComplex,
+    ancestors,
+    build_graph,
+    full_transfer,
+    pass_transfer,
+    propagate,
+)
+from grader.rules.stablehlo import ParseError, parse_module
 
 MAX_PROGRAMS = 64
-MAX_INLINED_OPS = 200_000
-MAX_CALL_DEPTH = 32
-
-# Ops whose result *is* operand 0 (re-laid-out, re-typed or re-rounded but the same values).
-_PASS_OPERAND0 = frozenset(
-    {
-        "stablehlo.convert",
-        "stablehlo.reshape",
-        "stablehlo.dynamic_reshape",
-        "stablehlo.transpose",
-        "stablehlo.broadcast_in_dim",
-        "stablehlo.dynamic_broadcast_in_dim",
-        "stablehlo.broadcast",
-        "stablehlo.copy",
-        "stablehlo.reduce_precision",
-        "stablehlo.slice",
-        "stablehlo.dynamic_slice",
-        "mhlo.copy",
-    }
-)
-# Ops whose result holds operands 0 and 1 (scan residual stacking).
-_PASS_OPERANDS01 = frozenset({"stablehlo.dynamic_update_slice"})
-# Result i is operand i.
-_PASS_ELEMENTWISE_TUPLE = frozenset({"stablehlo.optimization_barrier"})
-# The bias step between the product and the activation: flows for counting, not for origins.
-_BIAS = frozenset({"stablehlo.add", "stablehlo.subtract"})
+MAX_TOTAL_CHARS = 24 * 1024 * 1024  # all programs of one grade: the analysis is linear in this
+MAX_ACTIVATIONS = 64  # activation ops fed by the product, per program (2-4 in real solutions)
 _PRODUCT_OPS = frozenset({"stablehlo.dot_general", "stablehlo.dot"})
-_RETURNS = frozenset({"func.return", "stablehlo.return", "mhlo.return"})
+# Steps that only move values around: they do not combine an activation with anything.
+_NOT_READS = frozenset(
+    {Kind.PASS0, Kind.PASS_ALL, Kind.PASS_01, Kind.PASS_12, Kind.TUPLE, Kind.STRUCTURAL}
+)
 
-Kind = Literal["ok", "parse_error", "no_product", "no_activation", "single", "recomputed"]
+FindingKind = Literal[
+    "ok", "parse_error", "too_large", "no_product", "no_activation", "saved_read", "recomputed",
+    "not_recomputed",
+]
 
 
 @dataclass
@@ -63,142 +67,210 @@ class ProgramFinding:
     """What the dataflow analysis found in one program (tests assert on `kind`)."""
 
     signature: str
-    kind: Kind
-    products: int = 0
-    activations_per_product: list[int] = field(default_factory=list)
+    kind: FindingKind
+    products: int = 0  # products feeding a live activation
+    activations: int = 0  # live activations fed by a product
     detail: str = ""
+    reads: dict[int, list[int]] = field(default_factory=dict)  # activation -> read against
 
 
-class _Graph:
-    """Value nodes of the fully inlined program and the two kinds of flow edges between them."""
+def _bits(value: int) -> list[int]:
+    out = []
+    while value:
+        low = value & -value
+        out.append(low.bit_length() - 1)
+        value ^= low
+    return out
 
-    def __init__(self) -> None:
-        self.ids: dict[tuple[int, str], int] = {}
-        self.pass_edges: list[list[int]] = []
-        self.bias_edges: list[list[int]] = []
-        self.products: list[tuple[int, int, int]] = []  # (lhs, rhs, result)
-        self.activations: list[int] = []  # operand node of each activation op instance
-        self.main_args: list[int] = []
 
-    def node(self, inst: int, name: str) -> int:
-        key = (inst, name)
-        found = self.ids.get(key)
-        if found is None:
-            found = len(self.pass_edges)
-            self.ids[key] = found
-            self.pass_edges.append([])
-            self.bias_edges.append([])
+def _matches(path: str, prefixes: Sequence[str]) -> bool:
+    return any(path == p or path.startswith(p + ".") for p in prefixes)
+
+
+class _Analysis:
+    """The propagations of one program, in the order the module docstring defines them."""
+
+    def __init__(self, g: Graph, activation: str) -> None:
+        self.g = g
+        self.activation = activation
+
+    def products(self, a_nodes: list[int], b_nodes: list[int]) -> list[int]:
+        seeds: dict[int, int] = {}
+        for n in a_nodes:
+            seeds[n] = seeds.get(n, 0) | 1
+        for n in b_nodes:
+            seeds[n] = seeds.get(n, 0) | 2
+        origin = propagate(self.g, seeds, pass_transfer)
+        found = []
+        for s in self.g.steps:
+            if s.name in _PRODUCT_OPS and len(s.operands) >= 2 and s.results:
+                lhs, rhs = origin[s.operands[0]], origin[s.operands[1]]
+                if (lhs & 1 and rhs & 2) or (lhs & 2 and rhs & 1):
+                    found.append(s.results[0])
         return found
 
-    def link(self, src: int, dst: int) -> None:
-        self.pass_edges[src].append(dst)
+    def feeders(self, products: list[int]) -> list[tuple[Step, int]]:
+        """Activation steps and the bit set of products feeding each (through the bias)."""
 
-    def reach(self, seeds: Iterable[int], *, with_bias: bool) -> set[int]:
-        seen = set(seeds)
-        stack = list(seen)
-        while stack:
-            n = stack.pop()
-            nexts = self.pass_edges[n] + self.bias_edges[n] if with_bias else self.pass_edges[n]
-            for m in nexts:
-                if m not in seen:
-                    seen.add(m)
-                    stack.append(m)
-        return seen
+        def feed(step: Step, bits: list[int]) -> list[int] | None:
+            if step.kind is Kind.ADD:
+                acc = 0
+                for o in step.operands:
+                    acc |= bits[o]
+                return [acc] * len(step.results)
+            return pass_transfer(step, bits)
 
+        seeds: dict[int, int] = {}
+        for i, p in enumerate(products):
+            seeds[p] = seeds.get(p, 0) | (1 << i)
+        fed = propagate(self.g, seeds, feed)
+        return [
+            (s, fed[s.operands[0]])
+            for s in self.g.steps
+            if s.name == self.activation and s.operands and s.results and fed[s.operands[0]]
+        ]
 
-def _region_return(region: list[Block]) -> list[Op]:
-    return [op for block in region for op in block.ops if op.name in _RETURNS]
+    def reads(self, acts: list[Step]) -> list[int]:
+        """reads[i]: bit set of the activations that activation i is read against."""
+        g = self.g
+        seeds = {}
+        for i, s in enumerate(acts):
+            seeds[s.results[0]] = seeds.get(s.results[0], 0) | (1 << i)
+        down = propagate(g, seeds, full_transfer)
 
+        def linear(step: Step, bits: list[int]) -> list[int] | None:
+            k, ops = step.kind, step.operands
+            if k is Kind.ADD:
+                acc = 0
+                for o in ops:
+                    acc |= bits[o]
+                return [acc] * len(step.results)
+            if k is Kind.NEGATE and ops:
+                return [bits[ops[0]]] * len(step.results)
+            if k is Kind.MULTIPLY and len(ops) == 2:
+                a, b = ops
+                return [(bits[a] & ~down[b]) | (bits[b] & ~down[a])] * len(step.results)
+            if k is Kind.DIVIDE and len(ops) == 2:
+                return [bits[ops[0]] & ~down[ops[1]]] * len(step.results)
+            return pass_transfer(step, bits)
 
-def _build_graph(module: Module, activation: str) -> _Graph:
-    functions = module.functions()
-    main = functions.get("main")
-    if main is None:
-        publics = [f for f in functions.values() if f.attrs.get("sym_visibility") == "public"]
-        main = publics[0] if len(publics) == 1 else None
-    if main is None or not main.regions or not main.regions[0]:
-        raise ParseError("the module has no main function")
-    g = _Graph()
-    g.main_args = [g.node(0, a) for a in main.regions[0][0].args]
-    n_insts = 1
-    budget = MAX_INLINED_OPS
-    # Work items: (function op, instance id, names of the functions on the call path).
-    work: list[tuple[Op, int, tuple[str, ...]]] = [(main, 0, ("main",))]
-    while work:
-        func, inst, path = work.pop()
-        ops: list[Op] = [op for region in func.regions for b in region for op in b.ops]
-        ops.reverse()
-        while ops:
-            op = ops.pop()
-            budget -= 1
-            if budget < 0:
-                raise ParseError(f"the program has more than {MAX_INLINED_OPS} ops once inlined")
-            res = [g.node(inst, r) for r in op.results]
-            opd = [g.node(inst, o) for o in op.operands]
-            name = op.name
-            if name in _PASS_OPERAND0 and opd:
-                for r in res:
-                    g.link(opd[0], r)
-            elif name in _PASS_OPERANDS01:
-                for r in res:
-                    for o in opd[:2]:
-                        g.link(o, r)
-            elif name in _PASS_ELEMENTWISE_TUPLE:
-                for o, r in zip(opd, res, strict=False):
-                    g.link(o, r)
-            elif name in _BIAS:
-                for o in opd:
-                    for r in res:
-                        g.bias_edges[o].append(r)
-            elif name in _PRODUCT_OPS and len(opd) >= 2 and res:
-                g.products.append((opd[0], opd[1], res[0]))
-            elif name == activation and opd:
-                g.activations.append(opd[0])
-            elif name == "func.call":
-                callee_name = op.attrs.get("callee", "")
-                callee = functions.get(callee_name)
-                if callee is None or not callee.regions or not callee.regions[0]:
-                    raise ParseError(f"func.call to unknown function @{callee_name}")
-                if callee_name in path:
-                    raise ParseError(f"recursive call to @{callee_name}")
-                if len(path) >= MAX_CALL_DEPTH:
-                    raise ParseError("calls nested too deeply")
-                sub = n_insts
-                n_insts += 1
-                body = callee.regions[0]
-                for o, a in zip(opd, body[0].args, strict=False):
-                    g.link(o, g.node(sub, a))
-                for ret in _region_return(body):
-                    for v, r in zip(ret.operands, res, strict=False):
-                        g.link(g.node(sub, v), r)
-                work.append((callee, sub, (*path, callee_name)))
+        direct = propagate(g, seeds, linear)
+        cont: dict[int, int] = {}
+        for s in g.steps:
+            if s.kind not in (Kind.CONTRACT, Kind.REDUCE):
                 continue
-            elif name == "stablehlo.while" and len(op.regions) == 2:
-                cond, body = op.regions
-                for o, r in zip(opd, res, strict=False):
-                    g.link(o, r)
-                targets = [region[0].args for region in (cond, body) if region]
-                for args in targets:
-                    for o, a in zip(opd, args, strict=False):
-                        g.link(o, g.node(inst, a))
-                for ret in _region_return(body):
-                    back = [g.node(inst, v) for v in ret.operands]
-                    for v, r in zip(back, res, strict=False):
-                        g.link(v, r)
-                    for args in targets:
-                        for v, a in zip(back, args, strict=False):
-                            g.link(v, g.node(inst, a))
-            elif name in ("stablehlo.case", "stablehlo.if"):
-                for region in op.regions:
-                    for ret in _region_return(region):
-                        for v, r in zip(ret.operands, res, strict=False):
-                            g.link(g.node(inst, v), r)
-            # Nested regions (while/case bodies, reduce bodies, ...) are walked in place: their
-            # values share the function's namespace.
-            for region in reversed(op.regions):
-                for block in reversed(region):
-                    ops.extend(reversed(block.ops))
-    return g
+            acc = 0
+            for i, u in enumerate(s.operands):
+                others = 0
+                for j, v in enumerate(s.operands):
+                    if j != i:
+                        others |= down[v]
+                acc |= direct[u] & ~others
+            if acc:
+                for r in s.results:
+                    cont[r] = cont.get(r, 0) | acc
+        fwd = propagate(g, cont, full_transfer)
+        reads = [0] * len(acts)
+        for s in g.steps:
+            ops = s.operands
+            if s.kind in _NOT_READS or len(ops) < 2:
+                continue
+            n = len(ops)
+            prefix = [0] * (n + 1)
+            suffix = [0] * (n + 1)
+            for i in range(n):
+                prefix[i + 1] = prefix[i] | fwd[ops[i]]
+                suffix[n - 1 - i] = suffix[n - i] | fwd[ops[n - 1 - i]]
+            for i, u in enumerate(ops):
+                mine = direct[u]
+                if not mine:
+                    continue
+                against = prefix[i] | suffix[i + 1]
+                if against:
+                    for t in _bits(mine):
+                        reads[t] |= against
+        return reads
+
+
+def analyze_program(
+    program: ProgramInfo,
+    *,
+    activation: str,
+    product: Sequence[str],
+    primal: Sequence[str] = ("loss",),
+    gradients: Sequence[str] = ("grads",),
+) -> ProgramFinding:
+    """Classify one program. Never raises on hostile input: returns kind "parse_error"."""
+    sig = program.signature if isinstance(program.signature, str) else "?"
+    act = activation if "." in activation else f"stablehlo.{activation}"
+    try:
+        for name, paths in (("argument", program.args), ("output", program.outs)):
+            if not isinstance(paths, list) or not all(isinstance(a, str) for a in paths):
+                raise ParseError(f"the {name} list is malformed")
+        g = build_graph(parse_module(program.text))
+    except ParseError as exc:
+        return ProgramFinding(sig, "parse_error", detail=str(exc))
+    except (ValueError, TypeError, KeyError, IndexError, RecursionError, MemoryError) as exc:
+        # Defensive: the caps and checks above should make these unreachable.
+        return ProgramFinding(sig, "parse_error", detail=type(exc).__name__)
+    for what, nodes, paths in (("arguments", g.main_args, program.args),
+                               ("results", g.main_results, program.outs)):
+        if len(nodes) != len(paths):
+            detail = f"main has {len(nodes)} {what} but {len(paths)} paths were given"
+            return ProgramFinding(sig, "parse_error", detail=detail)
+    try:
+        return _classify(g, program, sig, act, product, primal, gradients)
+    except TooComplex as exc:
+        return ProgramFinding(sig, "too_large", detail=str(exc))
+
+
+def _classify(
+    g: Graph, program: ProgramInfo, sig: str, act: str, product: Sequence[str],
+    primal: Sequence[str], gradients: Sequence[str],
+) -> ProgramFinding:
+    an = _Analysis(g, act)
+    a_nodes = [n for n, p in zip(g.main_args, program.args, strict=True) if p == product[0]]
+    b_nodes = [n for n, p in zip(g.main_args, program.args, strict=True) if p == product[1]]
+    products = an.products(a_nodes, b_nodes)
+    if not products:
+        return ProgramFinding(sig, "no_product")
+    outs = list(zip(g.main_results, program.outs, strict=True))
+    live = ancestors(g, [n for n, _ in outs])
+    found = [(s, f) for s, f in an.feeders(products) if s.results[0] in live]
+    if not found:
+        return ProgramFinding(sig, "no_activation", products=len(products))
+    if len(found) > MAX_ACTIVATIONS:
+        return ProgramFinding(sig, "too_large", detail=(
+            f"{len(found)} {act.removeprefix('stablehlo.')} ops are fed by the product "
+            f"(at most {MAX_ACTIVATIONS} are analyzed)"))
+    acts = [s for s, _ in found]
+    feeders = [f for _, f in found]
+    used_products = 0
+    for f in feeders:
+        used_products |= f
+    reads = an.reads(acts)
+    finding = ProgramFinding(
+        sig, "ok", products=len(_bits(used_products)), activations=len(acts),
+        reads={i: _bits(r) for i, r in enumerate(reads) if r},
+    )
+    for i in range(len(acts)):
+        if reads[i] >> i & 1:
+            finding.kind = "saved_read"
+            return finding
+    for i in range(len(acts)):
+        if any(not feeders[i] & feeders[j] for j in _bits(reads[i] & ~(1 << i))):
+            finding.kind = "recomputed"
+            return finding
+    primal_anc = ancestors(g, [n for n, p in outs if _matches(p, primal)])
+    grad_anc = ancestors(g, [n for n, p in outs if _matches(p, gradients)])
+    for r, s in enumerate(acts):
+        node = s.results[0]
+        if node in primal_anc or node not in grad_anc:
+            continue
+        if any(feeders[r] & feeders[f] for f in _bits(reads[r] & ~(1 << r))):
+            return finding
+    finding.kind = "not_recomputed"
+    return finding
 
 
 def _display(path: str) -> str:
@@ -207,109 +279,83 @@ def _display(path: str) -> str:
     return head + "".join(f"[{k!r}]" for k in keys)
 
 
-def analyze_program(
-    program: ProgramInfo, *, activation: str, product: Sequence[str]
-) -> ProgramFinding:
-    """Classify one program. Never raises on hostile input: returns kind "parse_error"."""
-    sig = program.signature if isinstance(program.signature, str) else "?"
-    act = activation if "." in activation else f"stablehlo.{activation}"
-    try:
-        if not isinstance(program.args, list) or not all(isinstance(a, str) for a in program.args):
-            raise ParseError("the argument list is malformed")
-        graph = _build_graph(parse_module(program.text), act)
-    except ParseError as exc:
-        return ProgramFinding(sig, "parse_error", detail=str(exc))
-    except (ValueError, TypeError, KeyError, IndexError, RecursionError, MemoryError) as exc:
-        # Defensive: the caps and checks above should make these unreachable.
-        return ProgramFinding(sig, "parse_error", detail=type(exc).__name__)
-    if len(graph.main_args) != len(program.args):
-        detail = (
-            f"main has {len(graph.main_args)} arguments but {len(program.args)} input paths "
-            "were given"
-        )
-        return ProgramFinding(sig, "parse_error", detail=detail)
-    a_path, b_path = product[0], product[1]
-    seeds_a = [n for n, p in zip(graph.main_args, program.args, strict=False) if p == a_path]
-    seeds_b = [n for n, p in zip(graph.main_args, program.args, strict=False) if p == b_path]
-    from_a = graph.reach(seeds_a, with_bias=False)
-    from_b = graph.reach(seeds_b, with_bias=False)
-    counts: list[int] = []
-    activation_inputs: dict[int, int] = {}
-    for node in graph.activations:
-        activation_inputs[node] = activation_inputs.get(node, 0) + 1
-    for lhs, rhs, result in graph.products:
-        if (lhs in from_a and rhs in from_b) or (lhs in from_b and rhs in from_a):
-            fed = graph.reach([result], with_bias=True)
-            counts.append(sum(k for node, k in activation_inputs.items() if node in fed))
-    if not counts:
-        return ProgramFinding(sig, "no_product")
-    finding = ProgramFinding(sig, "ok", len(counts), counts)
-    if max(counts) >= 2:
-        return finding
-    if max(counts) == 0:
-        finding.kind = "no_activation"
-    elif sum(counts) >= 2:
-        finding.kind = "recomputed"
-    else:
-        finding.kind = "single"
-    return finding
-
-
-def _message(f: ProgramFinding, *, activation: str, product: Sequence[str]) -> str:
+def _message(f: ProgramFinding, *, activation: str, product: Sequence[str], policy: str) -> str:
     act = activation.removeprefix("stablehlo.")
     prod = f"{_display(product[0])} @ {_display(product[1])}"
     fix = (
-        "wrap the block in jax.checkpoint(..., policy=jax.checkpoint_policies.dots_saveable) "
+        f"wrap the block in jax.checkpoint(..., policy=jax.checkpoint_policies.{policy}) "
         "inside the function you pass to jax.grad/jax.value_and_grad"
     )
     if f.kind == "ok":
         return (
-            f"The saved product {prod} feeds {max(f.activations_per_product)} {act} ops: the "
-            f"backward pass recomputes the {act} from it."
+            f"The backward pass recomputes the {act} from the saved product {prod} and never "
+            f"reads the forward {act}."
         )
     if f.kind == "parse_error":
         return (
             f"The exported program could not be analyzed ({f.detail}), so the "
             f"{act} rematerialization cannot be confirmed."
         )
+    if f.kind == "too_large":
+        return (
+            f"The exported program is too large or too convoluted to verify ({f.detail}), so "
+            f"the {act} rematerialization cannot be confirmed: keep the block a plain "
+            f"{act}({prod} + bias) under one jax.checkpoint."
+        )
     if f.kind == "no_product":
         return (
             f"No matrix product of {_display(product[0])} and {_display(product[1])} was found "
             f"in the exported program: compute the pre-activation with a matmul "
-            f"({prod}, jnp.dot or jnp.einsum) so dots_saveable can save it."
+            f"({prod}, jnp.dot or jnp.einsum) so {policy} can save it."
         )
     if f.kind == "no_activation":
         return (
             f"{prod} is computed but no {act} is applied to it (directly or after adding the "
-            f"bias): compute the activation with jnp.{act} on {prod} plus the bias."
+            f"bias) on the way to your outputs: compute the activation with jnp.{act} on "
+            f"{prod} plus the bias."
         )
     if f.kind == "recomputed":
         return (
-            f"{prod} is computed {f.products} times and each result feeds a single {act}: the "
-            f"backward pass recomputes {prod} too instead of recomputing only the {act} from the "
-            f"saved product (a policy that saves no matmul result, such as nothing_saveable or "
-            f"no policy, does this). Use policy=jax.checkpoint_policies.dots_saveable: {fix}."
+            f"The backward pass recomputes {prod} too, instead of recomputing only the {act} "
+            f"from the saved product (a policy that saves no matmul result, such as "
+            f"nothing_saveable or no policy, does this). Use "
+            f"policy=jax.checkpoint_policies.{policy}: {fix}."
+        )
+    if f.kind == "saved_read":
+        return (
+            f"The backward pass reads the forward {act} of {prod} (the saved activation) "
+            f"instead of recomputing it (no checkpoint, a checkpoint outside the differentiated "
+            f"function, or a policy that saves everything). To rematerialize it, {fix}."
         )
     return (
-        f"The {act} is computed only once from {prod}: the backward pass reuses the saved "
-        f"activation instead of recomputing it (no checkpoint, a checkpoint outside the "
-        f"differentiated function, or a policy that saves everything). To rematerialize it, "
-        f"{fix}."
+        f"No {act} recomputed from the saved product {prod} is used by the gradients: the "
+        f"backward pass does not rematerialize the {act}. To rematerialize it, {fix}."
     )
 
 
 def check_rematerialized_activation(
-    programs: Sequence[ProgramInfo], *, activation: str = "tanh", product: list[str] | None = None
+    programs: Sequence[ProgramInfo],
+    *,
+    activation: str = "tanh",
+    product: list[str] | None = None,
+    primal: list[str] | None = None,
+    gradients: list[str] | None = None,
+    policy: str = "dots_saveable",
 ) -> RuleOutcome:
-    """Pass iff in every program some `product` result feeds >= 2 `activation` ops."""
-    if product is None:
-        product = ["x", "params.w1"]
+    """Pass iff every program's gradients use an activation recomputed from the saved product
+    and never read the forward one (see the module docstring)."""
+    product = ["x", "params.w1"] if product is None else product
+    primal = ["loss"] if primal is None else primal
+    gradients = ["grads"] if gradients is None else gradients
     if (
         not isinstance(activation, str)
         or not activation
+        or not isinstance(policy, str)
         or not isinstance(product, list | tuple)
         or len(product) != 2
         or not all(isinstance(p, str) and p for p in product)
+        or not all(isinstance(ps, list | tuple) and all(isinstance(p, str) for p in ps)
+                   for ps in (primal, gradients))
     ):
         return RuleOutcome(False, "The requirement is misconfigured (activation/product options).")
     if not isinstance(programs, Sequence) or isinstance(programs, str | bytes):
@@ -321,15 +367,26 @@ def check_rematerialized_activation(
         return RuleOutcome(False, f"Too many exported programs to check (> {MAX_PROGRAMS}).")
     if not all(isinstance(p, ProgramInfo) for p in programs):
         return RuleOutcome(False, "The exported programs are malformed and could not be checked.")
-    findings = [analyze_program(p, activation=activation, product=product) for p in programs]
+    total = sum(len(p.text) if isinstance(p.text, str) else 0 for p in programs)
+    if total > MAX_TOTAL_CHARS:
+        return RuleOutcome(False, (
+            f"The exported programs are too large to verify ({total >> 20} MiB of StableHLO "
+            f"over {len(programs)} input shapes; at most {MAX_TOTAL_CHARS >> 20} MiB are "
+            "analyzed): remove dead computations from solve."))
+    findings = [
+        analyze_program(p, activation=activation, product=product, primal=primal,
+                        gradients=gradients)
+        for p in programs
+    ]
+    opts = {"activation": activation, "product": product, "policy": policy}
     failed = [f for f in findings if f.kind != "ok"]
     if not failed:
-        msg = _message(findings[0], activation=activation, product=product)
+        msg = _message(findings[0], **opts)
         if len(findings) > 1:
             msg += f" (checked {len(findings)} input-shape signatures)"
         return RuleOutcome(True, msg)
     first = failed[0]
-    msg = _message(first, activation=activation, product=product)
+    msg = _message(first, **opts)
     if len(findings) > 1 and any(f.kind != first.kind for f in findings):
         sigs = ", ".join(f.signature for f in failed if f.kind == first.kind)
         msg = f"For input shapes {sigs}: {msg}"

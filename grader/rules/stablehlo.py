@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-MAX_TEXT_CHARS = 2_000_000
+MAX_TEXT_CHARS = 8 * 1024 * 1024  # what stage B lets through (grade.MAX_PROGRAM_TEXT)
 MAX_ATTR_TOKENS = 4096  # tokens of one attribute dict kept for reading sym_name/callee
 MAX_OPS = 200_000
 MAX_VALUES = 1_000_000

@@ -392,7 +392,18 @@ def _check_program(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir)
     paths = jax.tree_util.tree_flatten_with_path(tree, is_leaf=_is_spec)[0]
     names = [_path_name(p, arg_names) for p, _ in paths]
     kept = sorted(int(i) for i in exp.module_kept_var_idx)
-    return {"text": text, "args": [names[i] for i in kept]}
+    return {"text": text, "args": [names[i] for i in kept], "outs": _output_names(exp, jax)}
+
+
+def _output_names(exp, jax) -> list[str]:
+    """main's result i -> output path ("loss", "grads.w1"), from the tree the outputs are
+    unflattened with: the very structure the grader compares, so a rule naming an output
+    reads the value graded under that name."""
+    n = len(exp.out_avals)
+    tree = jax.tree_util.tree_unflatten(exp.out_tree, list(range(n)))
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return [".".join(str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k))))
+                     for k in path) for path, _ in leaves]
 
 
 def main(job_dir: str) -> int:
@@ -444,7 +455,7 @@ def main(job_dir: str) -> int:
         text_name = f"{pid}.mlir"
         with open(os.path.join(job_dir, text_name), "w", encoding="utf-8") as f:
             f.write(info["text"])
-        programs[pid] = {"text_file": text_name, "args": info["args"]}
+        programs[pid] = {"text_file": text_name, "args": info["args"], "outs": info["outs"]}
         texts[pid] = info["text"]
         callables[pid] = jax.jit(exp.call)
         exported[pid] = exp

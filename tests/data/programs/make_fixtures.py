@@ -13,6 +13,7 @@ mtime, because 32 plain modules would be ~250 KB) and `<case>-jax<version>.json`
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import sys
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.experimental
 import jax.numpy as jnp
 import numpy as np
 from jax import export as jax_export
@@ -139,6 +141,121 @@ def double_tanh_block(p: Params, x: jax.Array) -> jax.Array:
     return x + h @ p["w2"] + p["b2"]
 
 
+def zero_weighted_decoy(params: Params, x: jax.Array) -> Params:
+    """grad(checkpoint(tanh(x @ W1 + b1), dots_saveable)): a real rematerialization of its own
+    product, computed next to the block and added to the gradients times zero."""
+    fn = jax.checkpoint(lambda p: jnp.tanh(x @ p["w1"] + p["b1"]), policy=cp.dots_saveable)
+    g = jax.grad(lambda p: jnp.sum(fn(p)))(params)
+    return jax.tree_util.tree_map(lambda v: 0.0 * v, g)
+
+
+def with_decoy(block_fn: Callable[[Params, jax.Array], jax.Array]) -> Solve:
+    inner = with_block(block_fn)
+
+    def solve(params: Params, x: jax.Array, y: jax.Array) -> dict[str, Any]:
+        out = inner(params, x, y)
+        decoy = zero_weighted_decoy(params, x)
+        out["grads"] = jax.tree_util.tree_map(jnp.add, out["grads"], decoy)
+        return out
+
+    return solve
+
+
+def duplicate_forward_block(p: Params, x: jax.Array) -> jax.Array:
+    """The review's attack: no checkpoint, the forward tanh computed twice, the copy weighted
+    by zero (so a product feeds two tanh ops)."""
+    z = x @ p["w1"] + p["b1"]
+    h = jnp.tanh(z) + 0.0 * jnp.tanh(z)
+    return x + h @ p["w2"] + p["b2"]
+
+
+def paired_decoy(params: Params, x: jax.Array, y: jax.Array) -> dict[str, Any]:
+    """No rematerialization, plus a hand-made 'recomputed' tanh of the very same product that
+    meets a value of the forward pass and reaches the gradients (times zero)."""
+    z = x @ params["w1"] + params["b1"]
+
+    def loss_fn(p: Params) -> jax.Array:
+        return mse(x + jnp.tanh(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"], y)
+
+    loss, grads = jax.value_and_grad(loss_fn)(params)
+    fake = jnp.tanh(z) * (0.0 * loss)
+    grads = dict(grads, b1=grads["b1"] + jnp.sum(fake, axis=0))
+    return {"loss": loss, "grads": grads}
+
+
+def separate_plain_grad_decoy(params: Params, x: jax.Array, y: jax.Array) -> dict[str, Any]:
+    """Loss computed alone, gradients by plain jax.grad (no checkpoint), and a decoy pair on the
+    loss's product: a tanh of it that meets the loss's forward values and reaches the grads."""
+    z = x @ params["w1"] + params["b1"]
+    h = jnp.tanh(z)
+    loss = mse(x + h @ params["w2"] + params["b2"], y)
+    grads = jax.grad(lambda p: mse(block(p, x), y))(params)
+    fake = jnp.tanh(z) * (0.0 * loss)
+    grads = dict(grads, b1=grads["b1"] + jnp.sum(fake, axis=0))
+    return {"loss": loss, "grads": grads}
+
+
+def row_loss(p: Params, xi: jax.Array, yi: jax.Array, n: int) -> jax.Array:
+    blk = jax.checkpoint(block, policy=cp.dots_saveable)
+    return jnp.sum((blk(p, xi[None]) - yi[None]) ** 2) / n
+
+
+def scan_rows(params: Params, x: jax.Array, y: jax.Array) -> dict[str, Any]:
+    """Microbatching: the checkpointed block on one row at a time inside lax.scan."""
+
+    def loss_fn(p: Params) -> jax.Array:
+        def step(acc: jax.Array, xy: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, None]:
+            return acc + row_loss(p, xy[0], xy[1], x.size), None
+
+        total, _ = jax.lax.scan(step, jnp.zeros((), x.dtype), (x, y))
+        return total
+
+    loss, grads = jax.value_and_grad(loss_fn)(params)
+    return {"loss": loss, "grads": grads}
+
+
+def fori_rows(params: Params, x: jax.Array, y: jax.Array) -> dict[str, Any]:
+    """Gradient accumulation: value_and_grad per row inside lax.fori_loop."""
+    vg = jax.value_and_grad(row_loss)
+
+    def body(i: jax.Array, carry: tuple[jax.Array, Params]) -> tuple[jax.Array, Params]:
+        loss, grads = carry
+        li, gi = vg(params, x[i], y[i], x.size)
+        return loss + li, jax.tree_util.tree_map(jnp.add, grads, gi)
+
+    zero = (jnp.zeros((), x.dtype), jax.tree_util.tree_map(jnp.zeros_like, params))
+    loss, grads = jax.lax.fori_loop(0, x.shape[0], body, zero)
+    return {"loss": loss, "grads": grads}
+
+
+def map_rows(params: Params, x: jax.Array, y: jax.Array) -> dict[str, Any]:
+    """Per-row value_and_grad under lax.map, then summed."""
+    vg = jax.value_and_grad(row_loss)
+    losses, grads = jax.lax.map(lambda xy: vg(params, xy[0], xy[1], x.size), (x, y))
+    return {"loss": jnp.sum(losses), "grads": jax.tree_util.tree_map(lambda g: g.sum(0), grads)}
+
+
+def vmap_rows(params: Params, x: jax.Array, y: jax.Array) -> dict[str, Any]:
+    """Per-example value_and_grad under vmap, then summed."""
+    vg = jax.value_and_grad(row_loss)
+    losses, grads = jax.vmap(vg, in_axes=(None, 0, 0, None))(params, x, y, x.size)
+    return {"loss": jnp.sum(losses), "grads": jax.tree_util.tree_map(lambda g: g.sum(0), grads)}
+
+
+def jacrev_grads(params: Params, x: jax.Array, y: jax.Array) -> dict[str, Any]:
+    blk = jax.checkpoint(block, policy=cp.dots_saveable)
+
+    def loss_fn(p: Params) -> jax.Array:
+        return mse(blk(p, x), y)
+
+    return {"loss": loss_fn(params), "grads": jax.jacrev(loss_fn)(params)}
+
+
+def float64_block(p: Params, x: jax.Array) -> jax.Array:
+    h = jnp.tanh(x.astype(jnp.float64) @ p["w1"].astype(jnp.float64) + p["b1"])
+    return (x + h @ p["w2"] + p["b2"]).astype(jnp.float32)
+
+
 def ckpt(policy: Any, **kw: Any) -> Callable[[Params, jax.Array], jax.Array]:
     return jax.checkpoint(block, policy=policy, **kw)
 
@@ -164,7 +281,24 @@ CASES: dict[str, Solve] = {
     "decoy": with_block(decoy_block),
     "no_matmul": with_block(jax.checkpoint(no_matmul_block, policy=cp.dots_saveable)),
     "tanh_formula": with_block(jax.checkpoint(tanh_formula_block, policy=cp.dots_saveable)),
+    # The review's attacks: each must fail although a product feeds two tanh ops.
+    "decoy_duplicate_forward": with_decoy(duplicate_forward_block),
+    "decoy_nothing_saveable": with_decoy(ckpt(cp.nothing_saveable)),
+    "decoy_paired": paired_decoy,
+    "decoy_separate_plain_grad": separate_plain_grad_decoy,
+    # Honest styles that must pass: loops over rows (exported with a symbolic batch, as stage A
+    # does), per-example gradients, jacrev, float64 inside the block, a decoy next to a real one.
+    "scan_rows": scan_rows,
+    "fori_rows": fori_rows,
+    "map_rows": map_rows,
+    "vmap_rows": vmap_rows,
+    "jacrev": jacrev_grads,
+    "float64_block": with_block(jax.checkpoint(float64_block, policy=cp.dots_saveable)),
+    "real_with_decoy": with_decoy(ckpt(cp.dots_saveable)),
 }
+# Exported with symbolic B, D, H like stage A's first try (loops over a symbolic batch slice
+# with real_dynamic_slice).
+SYMBOLIC = {"scan_rows", "fori_rows", "map_rows", "vmap_rows", "dots_saveable"}
 
 
 def generic_text(exported: Any) -> str:
@@ -191,15 +325,34 @@ def main() -> None:
     for name, solve in CASES.items():
         if only and name not in only:
             continue
-        exported = jax_export.export(jax.jit(solve))(params, x, y)
-        exported = jax_export.deserialize(exported.serialize())
-        args = [ARG_PATHS[i] for i in sorted(exported.module_kept_var_idx)]
-        stem = f"{name}-jax{jax.__version__}"
-        text = generic_text(exported).encode("utf-8")
-        (HERE / f"{stem}.mlir.gz").write_bytes(gzip.compress(text, compresslevel=9, mtime=0))
-        meta = {"signature": f"B={B},D={D},H={H}", "args": args}
-        (HERE / f"{stem}.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
-        print(stem)
+        for symbolic in (False, True) if name in SYMBOLIC else (False,):
+            write(name, solve, symbolic, (params, x, y))
+
+
+def write(name: str, solve: Solve, symbolic: bool, args: tuple[Any, ...]) -> None:
+    specs: Any = args
+    signature = f"B={B},D={D},H={H}"
+    if symbolic:
+        b, d, h = jax_export.symbolic_shape("B, D, H")
+        dims = {B: b, D: d, H: h}
+        specs = jax.tree_util.tree_map(
+            lambda a: jax.ShapeDtypeStruct(tuple(dims[n] for n in a.shape), a.dtype), args)
+        name, signature = f"{name}_poly", "B,D,H"
+    x64 = getattr(jax.experimental, "enable_x64", None) or jax.enable_x64  # moved after 0.4
+    with x64(True) if "float64" in name else contextlib.nullcontext():
+        exported = jax_export.export(jax.jit(solve))(*specs)
+    exported = jax_export.deserialize(exported.serialize())
+    kept = [ARG_PATHS[i] for i in sorted(exported.module_kept_var_idx)]
+    n_out = len(exported.out_avals)
+    leaves = jax.tree_util.tree_flatten_with_path(
+        jax.tree_util.tree_unflatten(exported.out_tree, list(range(n_out))))[0]
+    outs = [".".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in p) for p, _ in leaves]
+    stem = f"{name}-jax{jax.__version__}"
+    text = generic_text(exported).encode("utf-8")
+    (HERE / f"{stem}.mlir.gz").write_bytes(gzip.compress(text, compresslevel=9, mtime=0))
+    meta = {"signature": signature, "args": kept, "outs": outs}
+    (HERE / f"{stem}.json").write_text(json.dumps(meta) + "\n", encoding="utf-8")
+    print(stem)
 
 
 if __name__ == "__main__":
