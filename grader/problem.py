@@ -20,10 +20,14 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
 )
+
+from grader.rules.registry import RuleConfigError, RuleOptions
+from grader.rules.registry import validate as validate_rule
 
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _MAX_CASES_BYTES = 64 * 1024 * 1024
@@ -77,10 +81,21 @@ class Requirement(BaseModel):
     rule: str
     description: str = ""
     corroborated_by: list[str] | None = None
+    _options: RuleOptions | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _check_rule(self) -> Requirement:
+        """The rule exists at this level and its options type-check (grader.rules.registry)."""
+        try:
+            self._options = validate_rule(self.rule, self.level, dict(self.model_extra or {}))
+        except RuleConfigError as exc:
+            raise ValueError(f"requirement {self.name!r}: {exc}") from None
+        return self
 
     @property
     def options(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
+        """The rule's validated options, defaults filled in."""
+        return self._options.model_dump() if self._options is not None else {}
 
 
 class TestCase(BaseModel):

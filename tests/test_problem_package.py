@@ -273,8 +273,15 @@ def _with_requirements(tmp_path: Path, requirements: str) -> Path:
     return dst
 
 
-SPEC = '[[requirements]]\nname = "ck"\nlevel = "spec"\nrule = "checkpoint_region"\n'
-PROGRAM = '[[requirements]]\nname = "rm"\nlevel = "program"\nrule = "rematerialized_activation"\n'
+SPEC = (
+    '[[requirements]]\nname = "ck"\nlevel = "spec"\nrule = "checkpoint_region"\n'
+    'policy = "dots_saveable"\ncontains = "tanh"\n'
+)
+PROGRAM = (
+    '[[requirements]]\nname = "rm"\nlevel = "program"\nrule = "rematerialized_activation"\n'
+    'activation = "tanh"\nproduct = ["x", "params.w1"]\nprimal = ["loss"]\n'
+    'gradients = ["grads"]\npolicy = "dots_saveable"\n'
+)
 
 
 def test_spec_requirements_need_a_program_level_corroborator(tmp_path: Path) -> None:
@@ -290,3 +297,32 @@ def test_spec_requirements_need_a_program_level_corroborator(tmp_path: Path) -> 
         load_problem(_with_requirements(tmp_path / "c", on_program))
     ok = load_problem(_with_requirements(tmp_path / "d", SPEC + PROGRAM))
     assert ok.corroborators(ok.requirements[0]) == ["rm"]
+
+
+@pytest.mark.parametrize(
+    ("requirements", "error"),
+    [
+        (SPEC.replace("checkpoint_region", "checkpoint_regoin") + PROGRAM,
+         "requirement 'ck': unknown rule 'checkpoint_regoin' (known rules: "),
+        (SPEC.replace('level = "spec"', 'level = "program"') + PROGRAM,
+         "rule 'checkpoint_region' reads the jaxpr summary: use level = 'spec'"),
+        (SPEC.replace('contains = "tanh"', 'contians = "tanh"') + PROGRAM,
+         "contains: Field required; contians: Extra inputs are not permitted"),
+        (SPEC + PROGRAM.replace('product = ["x", "params.w1"]', 'product = ["x"]'),
+         "bad options for rule 'rematerialized_activation': product"),
+        (SPEC + PROGRAM.replace('gradients = ["grads"]', "gradients = []"),
+         "gradients: List should have at least 1 item"),
+        (SPEC.replace('"dots_saveable"', '"dots saveable!"') + PROGRAM,
+         "policy: String should match pattern"),
+    ],
+    ids=["unknown-rule", "wrong-level", "typo-option", "bad-product", "no-gradients", "bad-name"],
+)
+def test_rule_errors_are_the_authors_at_load_time(
+    tmp_path: Path, requirements: str, error: str
+) -> None:
+    """An unknown rule or a bad option stops the package from loading, naming the file, the
+    requirement and the key, instead of failing every learner's submission later."""
+    with pytest.raises(ProblemError) as info:
+        load_problem(_with_requirements(tmp_path, requirements))
+    assert "problem.toml" in str(info.value)
+    assert error in str(info.value)

@@ -128,6 +128,19 @@ EXPECTED: dict[str, tuple[bool, str]] = {
     "checkpoint_outside_grad": (False, OUTSIDE),
     "checkpoint_without_tanh": (False, NO_TANH),
     "tanh_formula": (False, NO_TANH),
+    # The review's attacks: a decoy region that passes here is not paid unless the program rule
+    # corroborates it (it does not; see test_rules_program.py).
+    "decoy_duplicate_forward": (True, PASS),
+    "decoy_nothing_saveable": (True, PASS),
+    "decoy_paired": (False, NO_REGION),
+    "decoy_separate_plain_grad": (False, NO_REGION),
+    "scan_rows": (True, PASS),
+    "fori_rows": (True, PASS),
+    "map_rows": (True, PASS),
+    "vmap_rows": (True, PASS),
+    "jacrev": (True, PASS),
+    "float64_block": (True, PASS),
+    "real_with_decoy": (True, PASS),
 }
 
 
@@ -144,9 +157,10 @@ def test_prototype(case: str) -> None:
 
 
 def test_failure_messages_name_a_single_problem_and_the_fix() -> None:
-    outside = check_checkpoint_region(summary_of(prototypes().CASES["checkpoint_outside_grad"]))
+    cases = prototypes().CASES
+    outside = check_checkpoint_region(summary_of(cases["checkpoint_outside_grad"]), **OPTIONS)
     assert "policy" not in outside.message and "tanh" not in outside.message
-    wrong = check_checkpoint_region(summary_of(prototypes().CASES["nothing_saveable"]))
+    wrong = check_checkpoint_region(summary_of(cases["nothing_saveable"]), **OPTIONS)
     assert "policy=jax.checkpoint_policies.dots_saveable" in wrong.message
     assert OUTSIDE not in wrong.message and NO_TANH not in wrong.message
 

@@ -15,7 +15,9 @@ from grader.rules.stablehlo import ParseError, parse_module
 
 FIXTURES = Path(__file__).parent / "data" / "programs"
 VERSIONS = ["0.10.2", "0.4.38"]
-OPTIONS = {"activation": "tanh", "product": ["x", "params.w1"]}
+OPTIONS = {"activation": "tanh", "product": ["x", "params.w1"], "primal": ["loss"],
+           "gradients": ["grads"], "policy": "dots_saveable"}
+ANALYZE = {k: OPTIONS[k] for k in ("activation", "product", "primal", "gradients")}
 
 # case -> (expected kind, a phrase the learner-facing message must contain)
 OK = ("ok", "recomputes the tanh from the saved product")
@@ -92,7 +94,7 @@ def test_fixture(case: str, version: str) -> None:
     program = load(case, version)
     assert program.args == ["params.b1", "params.b2", "params.w1", "params.w2", "x", "y"]
     assert program.outs == ["grads.b1", "grads.b2", "grads.w1", "grads.w2", "loss"]
-    finding = analyze_program(program, **OPTIONS)  # type: ignore[arg-type]
+    finding = analyze_program(program, **ANALYZE)  # type: ignore[arg-type]
     assert finding.kind == kind, finding
     outcome = PROGRAM_RULES["rematerialized_activation"]([program], **OPTIONS)
     assert outcome.passed is (kind == "ok")
@@ -102,25 +104,25 @@ def test_fixture(case: str, version: str) -> None:
 def test_the_recomputed_tanh_is_read_against_the_forward_one() -> None:
     """dots_saveable: two tanh of one product; the second (recomputed) meets the cotangent
     that flowed through the first, and the first meets nothing of its own continuation."""
-    finding = analyze_program(load("dots_saveable", "0.10.2"), **OPTIONS)  # type: ignore[arg-type]
+    finding = analyze_program(load("dots_saveable", "0.10.2"), **ANALYZE)  # type: ignore[arg-type]
     assert (finding.products, finding.activations, finding.reads) == (1, 2, {1: [0]})
     # Computing the loss separately adds a forward-only tanh (of its own product).
-    separate = analyze_program(load("separate_loss_grad", "0.10.2"), **OPTIONS)  # type: ignore[arg-type]
+    separate = analyze_program(load("separate_loss_grad", "0.10.2"), **ANALYZE)  # type: ignore[arg-type]
     assert (separate.products, separate.activations) == (2, 3)
 
 
 def test_primal_and_gradient_outputs_are_named_by_options() -> None:
     program = load("dots_saveable", "0.10.2")
     # If the recomputed tanh had to stay out of every output's ancestry, nothing passes.
-    assert analyze_program(program, **OPTIONS, primal=["grads"]).kind == "not_recomputed"  # type: ignore[arg-type]
-    assert analyze_program(program, **OPTIONS, gradients=["loss"]).kind == "not_recomputed"  # type: ignore[arg-type]
+    assert analyze_program(program, **{**ANALYZE, "primal": ["grads"]}).kind == "not_recomputed"  # type: ignore[arg-type]
+    assert analyze_program(program, **{**ANALYZE, "gradients": ["loss"]}).kind == "not_recomputed"  # type: ignore[arg-type]
     assert check([program], primal=["loss"], gradients=["grads.w1", "grads.b1"]).passed
 
 
 def test_outputs_must_match_main_results() -> None:
     good = load("dots_saveable", "0.10.2")
     short = ProgramInfo(good.signature, good.text, good.args, good.outs[:-1])
-    assert analyze_program(short, **OPTIONS).kind == "parse_error"  # type: ignore[arg-type]
+    assert analyze_program(short, **ANALYZE).kind == "parse_error"  # type: ignore[arg-type]
 
 
 def test_failure_messages_say_what_to_do() -> None:
@@ -149,9 +151,9 @@ def test_argument_names_decide_what_the_product_is() -> None:
     program = load("dots_saveable", "0.10.2")
     renamed = ProgramInfo(program.signature, program.text, ["a", "b", "c", "d", "e", "f"],
                           program.outs)
-    assert analyze_program(renamed, **OPTIONS).kind == "no_product"  # type: ignore[arg-type]
+    assert analyze_program(renamed, **ANALYZE).kind == "no_product"  # type: ignore[arg-type]
     # A product of other arguments: h·W2 exists, but it feeds no tanh.
-    w2 = analyze_program(program, activation="tanh", product=["params.w2", "x"])
+    w2 = analyze_program(program, **{**ANALYZE, "product": ["params.w2", "x"]})
     assert w2.kind == "no_product"
 
 
@@ -167,9 +169,9 @@ def helper(second: str) -> ProgramInfo:
 
 def test_a_helper_called_twice_is_analyzed_per_call_site() -> None:
     # act(x·W1) + act(constant): one tanh of the product, not two.
-    assert analyze_program(helper("%2"), **OPTIONS).activations == 1  # type: ignore[arg-type]
+    assert analyze_program(helper("%2"), **ANALYZE).activations == 1  # type: ignore[arg-type]
     # act(x·W1) twice: two tanh of the product.
-    assert analyze_program(helper("%0"), **OPTIONS).activations == 2  # type: ignore[arg-type]
+    assert analyze_program(helper("%0"), **ANALYZE).activations == 2  # type: ignore[arg-type]
 
 
 def test_parser_reads_result_groups_successors_and_blocks() -> None:
@@ -215,7 +217,7 @@ HOSTILE = {
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_text_fails_cleanly(name: str) -> None:
     program = ProgramInfo("B=2,D=3,H=4", HOSTILE[name], ["x", "params.w1"], ["loss"])
-    assert analyze_program(program, **OPTIONS).kind == "parse_error"  # type: ignore[arg-type]
+    assert analyze_program(program, **ANALYZE).kind == "parse_error"  # type: ignore[arg-type]
     outcome = check([program])
     assert not outcome.passed
     assert "could not be analyzed" in outcome.message
@@ -249,5 +251,5 @@ def test_malformed_fields_and_options_fail_cleanly() -> None:
     assert not check([good], product=["x"]).passed
     # One input path per main argument, or the mapping is ambiguous: refuse rather than guess.
     short = ProgramInfo("s", good.text, good.args[:-1], good.outs)
-    assert analyze_program(short, **OPTIONS).kind == "parse_error"  # type: ignore[arg-type]
+    assert analyze_program(short, **ANALYZE).kind == "parse_error"  # type: ignore[arg-type]
     assert not check([good], activation=7).passed

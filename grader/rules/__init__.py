@@ -31,21 +31,29 @@ class ProgramInfo:
     outs: list[str]  # main's result i -> output path, e.g. ["grads.b1", ..., "loss"]
 
 
-# The rule modules import the two dataclasses above, so they are imported after them.
+# The rule modules import the two dataclasses above, so they are imported after them; importing
+# them registers their rules.
+from grader.rules import jaxpr as _jaxpr  # noqa: E402,F401
+from grader.rules import program as _program  # noqa: E402,F401
 from grader.rules.jaxpr import check_checkpoint_region  # noqa: E402
 from grader.rules.program import check_rematerialized_activation  # noqa: E402
+from grader.rules.registry import RULES, Rule, RuleConfigError, RuleOptions  # noqa: E402
 
 SPEC_RULES: dict[str, Callable[..., RuleOutcome]] = {
-    "checkpoint_region": check_checkpoint_region,
+    name: rule.check for name, rule in RULES.items() if rule.level == "spec"
 }
 PROGRAM_RULES: dict[str, Callable[..., RuleOutcome]] = {
-    "rematerialized_activation": check_rematerialized_activation,
+    name: rule.check for name, rule in RULES.items() if rule.level == "program"
 }
 
 __all__ = [
     "PROGRAM_RULES",
+    "RULES",
     "SPEC_RULES",
     "ProgramInfo",
+    "Rule",
+    "RuleConfigError",
+    "RuleOptions",
     "RuleOutcome",
     "check_checkpoint_region",
     "check_rematerialized_activation",

@@ -16,7 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field
+
 from grader.rules import RuleOutcome
+from grader.rules.registry import RuleOptions, register
 
 MAX_EQNS = 200_000  # eqns visited in total, nested ones included (and re-visits per region)
 MAX_NAME_CHARS = 256
@@ -107,10 +110,18 @@ def _describe_policy(policy: str) -> str:
     return f"its policy is {policy}"
 
 
-def check_checkpoint_region(
-    summary: object, *, policy: str = "dots_saveable", contains: str = "tanh"
-) -> RuleOutcome:
-    """Pass iff some checkpoint eqn is differentiated, has `policy`, and holds a `contains` eqn.
+class CheckpointRegionOptions(RuleOptions):
+    policy: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                        description="a jax.checkpoint_policies member name")
+    contains: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+                          description="a primitive the region must hold, e.g. tanh")
+
+
+@register("checkpoint_region", "spec", CheckpointRegionOptions)
+def check_checkpoint_region(summary: object, *, policy: str, contains: str) -> RuleOutcome:
+    """A differentiated jax.checkpoint region with the given policy holds the given op.
+
+    Pass iff some checkpoint eqn is differentiated, has `policy`, and holds a `contains` eqn.
 
     On failure, the message describes the region closest to passing.
     """

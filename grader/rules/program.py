@@ -33,6 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pydantic import Field
+
 from grader.rules import ProgramInfo, RuleOutcome
 from grader.rules.dataflow import (
     Graph,
@@ -45,6 +47,7 @@ from grader.rules.dataflow import (
     pass_transfer,
     propagate,
 )
+from grader.rules.registry import RuleOptions, register
 from grader.rules.stablehlo import ParseError, parse_module
 
 MAX_PROGRAMS = 64
@@ -333,29 +336,39 @@ def _message(f: ProgramFinding, *, activation: str, product: Sequence[str], poli
     )
 
 
+_NAME = r"^[A-Za-z_][A-Za-z0-9_.]*$"
+
+
+class RematerializedActivationOptions(RuleOptions):
+    activation: str = Field(pattern=_NAME, description="the activation op, e.g. tanh")
+    product: tuple[str, str] = Field(description="input paths of the matmul's operands")
+    primal: list[str] = Field(description="output paths of the forward values, e.g. [loss]")
+    gradients: list[str] = Field(min_length=1, description="output paths of the gradients")
+    policy: str = Field(pattern=_NAME, description="the checkpoint policy fix-its name")
+
+
+@register("rematerialized_activation", "program", RematerializedActivationOptions)
 def check_rematerialized_activation(
     programs: Sequence[ProgramInfo],
     *,
-    activation: str = "tanh",
-    product: list[str] | None = None,
-    primal: list[str] | None = None,
-    gradients: list[str] | None = None,
-    policy: str = "dots_saveable",
+    activation: str,
+    product: Sequence[str],
+    primal: Sequence[str],
+    gradients: Sequence[str],
+    policy: str,
 ) -> RuleOutcome:
-    """Pass iff every program's gradients use an activation recomputed from the saved product
-    and never read the forward one (see the module docstring)."""
-    product = ["x", "params.w1"] if product is None else product
-    primal = ["loss"] if primal is None else primal
-    gradients = ["grads"] if gradients is None else gradients
+    """The gradients use an activation recomputed from the saved product, never the forward one.
+
+    Pass iff that holds in every program (see the module docstring)."""
     if (
         not isinstance(activation, str)
         or not activation
         or not isinstance(policy, str)
-        or not isinstance(product, list | tuple)
+        or not isinstance(product, Sequence)
         or len(product) != 2
         or not all(isinstance(p, str) and p for p in product)
-        or not all(isinstance(ps, list | tuple) and all(isinstance(p, str) for p in ps)
-                   for ps in (primal, gradients))
+        or not all(isinstance(ps, Sequence) and not isinstance(ps, str)
+                   and all(isinstance(p, str) for p in ps) for ps in (primal, gradients))
     ):
         return RuleOutcome(False, "The requirement is misconfigured (activation/product options).")
     if not isinstance(programs, Sequence) or isinstance(programs, str | bytes):
