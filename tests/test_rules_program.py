@@ -11,7 +11,7 @@ import pytest
 
 from grader.rules import PROGRAM_RULES, ProgramInfo, RuleOutcome, check_rematerialized_activation
 from grader.rules.program import analyze_program
-from grader.rules.stablehlo import ParseError, parse_module
+from grader.rules.stablehlo import ParseError, TensorType, parse_module, tensor_types
 
 FIXTURES = Path(__file__).parent / "data" / "programs"
 VERSIONS = ["0.10.2", "0.4.38"]
@@ -253,3 +253,15 @@ def test_malformed_fields_and_options_fail_cleanly() -> None:
     short = ProgramInfo("s", good.text, good.args[:-1], good.outs)
     assert analyze_program(short, **ANALYZE).kind == "parse_error"  # type: ignore[arg-type]
     assert not check([good], activation=7).passed
+
+
+def test_parser_keeps_each_ops_tensor_types() -> None:
+    text = gzip.decompress((FIXTURES / "dots_saveable-jax0.10.2.mlir.gz").read_bytes()).decode()
+    main = parse_module(text).functions()["main"]
+    dot = next(op for op in main.regions[0][0].ops if op.name == "stablehlo.dot_general")
+    assert dot.operand_types() == [TensorType((2, 3), "f32"), TensorType((3, 4), "f32")]
+    assert dot.result_types() == [TensorType((2, 4), "f32")]
+    assert dot.result_types()[0].elements() == 8
+    assert tensor_types("(tensor<?x4xi8>, tensor<i32>)") == [
+        TensorType((None, 4), "i8"), TensorType((), "i32")]
+    assert TensorType((None, 4), "i8").elements() is None

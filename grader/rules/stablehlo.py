@@ -25,6 +25,7 @@ MAX_OPS = 200_000
 MAX_VALUES = 1_000_000
 MAX_REGION_DEPTH = 128
 MAX_BRACKET_DEPTH = 256
+MAX_TYPE_CHARS = 4096  # one op's printed function type kept for rules that read element types
 
 
 class ParseError(ValueError):
@@ -46,6 +47,51 @@ class Op:
     # {"callee": "block", "sym_name": "main"}. Keys come from both `<{props}>` and `{attrs}`.
     attrs: dict[str, str] = field(default_factory=dict)
     regions: list[list[Block]] = field(default_factory=list)
+    # The op's function type as printed, e.g. "(tensor<2x3xf32>, tensor<3x4xf32>) ->
+    # tensor<2x4xf32>" (spaces dropped; capped at MAX_TYPE_CHARS, "" beyond): see `tensor_types`.
+    type: str = ""
+
+    def result_types(self) -> list[TensorType]:
+        """The result tensor types (what follows the arrow), [] when unknown."""
+        _, arrow, res = self.type.rpartition("->")
+        return tensor_types(res) if arrow else []
+
+    def operand_types(self) -> list[TensorType]:
+        head, arrow, _ = self.type.rpartition("->")
+        return tensor_types(head) if arrow else []
+
+
+class TensorType(NamedTuple):
+    """`tensor<2x?x4xf32>` -> dims (2, None, 4), element "f32"."""
+
+    dims: tuple[int | None, ...]
+    element: str
+
+    def elements(self) -> int | None:
+        """The element count, None when a dimension is dynamic."""
+        n = 1
+        for d in self.dims:
+            if d is None:
+                return None
+            n *= d
+        return n
+
+
+_TENSOR_RE = re.compile(r"tensor<([^<>]*)>")
+
+
+def tensor_types(text: str) -> list[TensorType]:
+    """Every `tensor<...>` in a printed type, in order (encodings after a comma dropped)."""
+    out = []
+    for body in _TENSOR_RE.findall(text):
+        body = body.split(",")[0]
+        *dims, element = body.split("x") if body else [""]
+        try:
+            shape = tuple(None if d == "?" else int(d) for d in dims)
+        except ValueError:
+            continue
+        out.append(TensorType(shape, element))
+    return out
 
 
 @dataclass
@@ -249,18 +295,24 @@ class _Parser:
                     value = value[1:-1]
                 into.setdefault(t.text, value)
 
-    def skip_type(self) -> None:
-        """Skip the `: (..) -> ..` trailer up to what starts the next op or ends the region."""
+    def read_type(self) -> str:
+        """Read the `: (..) -> ..` trailer up to what starts the next op or ends the region;
+        return it without spaces ("" if longer than MAX_TYPE_CHARS)."""
         depth = 0
+        parts: list[str] = []
+        size = 0
         while True:
             t = self.peek()
             if t is None:
-                return
+                break
             if depth == 0 and (
                 t.kind in ("value", "string", "label") or (t.kind == "punct" and t.text == "}")
             ):
-                return
+                break
             self.next()
+            if size <= MAX_TYPE_CHARS:
+                parts.append(t.text)
+                size += len(t.text)
             if t.kind != "punct":
                 continue
             if t.text in _OPENERS:
@@ -271,6 +323,7 @@ class _Parser:
                 depth -= 1
                 if depth < 0:
                     raise ParseError(f"unbalanced {t.text!r} at offset {t.pos}")
+        return "".join(parts) if size <= MAX_TYPE_CHARS else ""
 
     def block_header(self) -> list[str]:
         """`^bb0(%a: type, %b: type):` -> ["%a", "%b"] (the label token is already consumed)."""
@@ -325,7 +378,7 @@ class _Parser:
         if self.is_punct("{"):
             self.read_attrs(self.skip_balanced(), op.attrs)
         self.expect(":")
-        self.skip_type()
+        op.type = self.read_type()
 
     # -- the driver: an explicit stack of ops whose regions are being read -----------------
     def module(self) -> Module:
