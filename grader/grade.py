@@ -26,7 +26,7 @@ from grader import compare as cmp
 from grader import sandbox
 from grader.problem import Limits, Problem, TestCase, load_problem
 from grader.report import Mode, Report, RequirementResult, TestDetails, TestResult, Verdict
-from grader.rules import PROGRAM_RULES, SPEC_RULES, ProgramInfo, RuleOutcome
+from grader.rules import PROGRAM_RULES, RULES, SPEC_RULES, ProgramInfo, RuleOutcome
 from grader.xla import fast_compile_flags
 
 log = logging.getLogger("grader")
@@ -303,6 +303,27 @@ def _signature_name(spec: list[Any], arg_names: list[str]) -> str:
     return " ".join(parts) or "signature"
 
 
+def _static_shapes(problem: Problem) -> bool:
+    """Some requirement reads sizes or loop bounds, which only per-shape exports carry."""
+    return any(RULES[r.rule].static_shapes for r in problem.requirements if r.rule in RULES)
+
+
+def _dims_of(declared: Any, concrete: Any, into: dict[str, int]) -> dict[str, int]:
+    """Named dimension -> value, matching a declared spec tree with a test's concrete one."""
+    stack = [(declared, concrete)]
+    while stack:
+        d, c = stack.pop()
+        if isinstance(d, dict) and "shape" in d and isinstance(c, dict) and "shape" in c:
+            for name, value in zip(d["shape"], c["shape"], strict=False):
+                if isinstance(name, str):
+                    into.setdefault(name, int(value))
+        elif isinstance(d, dict) and isinstance(c, dict):
+            stack.extend((d[k], c[k]) for k in d if k in c)
+        elif isinstance(d, list) and isinstance(c, list):
+            stack.extend(zip(d, c, strict=False))
+    return into
+
+
 def _symbolic_spec(problem: Problem) -> dict[str, Any] | None:
     """Argument specs with named dimensions, for one shape-polymorphic export (None if the
     problem does not declare every argument's shape)."""
@@ -371,7 +392,8 @@ class _Plan:
     arg_names: list[str]
     signatures: dict[str, dict[str, Any]]  # signature JSON -> {"id", "args"}
     case_sig: dict[str, str]  # test name -> signature id
-    symbolic: dict[str, Any] | None
+    symbolic: dict[str, Any] | None  # None: export once per signature (static shapes)
+    sig_dims: dict[str, dict[str, int]]  # signature id -> named dimensions' values
     tests: list[dict[str, Any]]
     tests_digest: str
 
@@ -405,7 +427,13 @@ def _plan(problem: Problem, mode: Mode) -> _Plan:
         for c in cases
     ]
     digest = hashlib.sha256(json.dumps(tests, sort_keys=True).encode()).hexdigest()
-    plan = _Plan(cases, arg_names, signatures, case_sig, _symbolic_spec(problem), tests, digest)
+    declared = _symbolic_spec(problem)
+    sig_dims = {
+        s["id"]: _dims_of(declared["args"], s["args"], {}) if declared else {}
+        for s in signatures.values()
+    }
+    symbolic = None if _static_shapes(problem) else declared
+    plan = _Plan(cases, arg_names, signatures, case_sig, symbolic, sig_dims, tests, digest)
     with _plans_lock:
         _plans[key] = plan
         while len(_plans) > 64:
@@ -763,12 +791,15 @@ class _Grading:
             text = texts[prog["id"]]
             args = [a for a in info.get("args", []) if isinstance(a, str)]
             outs = [a for a in info.get("outs", []) if isinstance(a, str)]
+            poly = prog["id"] == "poly" and self.plan.symbolic is not None
             programs.append(
                 ProgramInfo(
                     signature=_signature_name(prog["args"], self.plan.arg_names),
                     text=text,
                     args=args,
                     outs=outs,
+                    dims={} if poly else dict(self.plan.sig_dims.get(prog["id"], {})),
+                    symbolic=tuple(self.plan.symbolic["dims"]) if poly else (),
                 )
             )
         outputs = result.get("outputs")

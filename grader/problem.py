@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from grader.rules.expr import Expr
 from grader.rules.registry import RuleConfigError, RuleOptions
 from grader.rules.registry import validate as validate_rule
 
@@ -93,9 +94,15 @@ class Requirement(BaseModel):
         return self
 
     @property
+    def validated_options(self) -> RuleOptions | None:
+        return self._options
+
+    @property
     def options(self) -> dict[str, Any]:
-        """The rule's validated options, defaults filled in."""
-        return self._options.model_dump() if self._options is not None else {}
+        """The rule's validated options, defaults filled in, as the rule takes them."""
+        if self._options is None:
+            return {}
+        return {name: getattr(self._options, name) for name in type(self._options).model_fields}
 
 
 class TestCase(BaseModel):
@@ -158,6 +165,27 @@ class Problem(BaseModel):
             if unknown:
                 raise ValueError(f"requirement {req.name!r}: corroborated_by names {unknown}, "
                                  "which are not program-level requirements of this problem")
+        return self
+
+    @model_validator(mode="after")
+    def _check_rule_dims(self) -> Problem:
+        """Dimension names in rule options (`dim`, expressions) are this problem's."""
+        dims: set[str] = set()
+        for arg in self.arguments:
+            for shape in ([arg.shape] if arg.shape else []) + list((arg.shapes or {}).values()):
+                dims.update(d for d in shape if isinstance(d, str))
+        for req in self.requirements:
+            opts = req.validated_options
+            if opts is None:
+                continue
+            for key, value in opts:
+                names = value.names if isinstance(value, Expr) else (
+                    {value} if key == "dim" and isinstance(value, str) else set())
+                unknown = sorted(names - dims)
+                if unknown:
+                    raise ValueError(
+                        f"requirement {req.name!r}: option {key} uses {unknown}, which are not "
+                        f"dimensions of this problem's arguments ({sorted(dims)})")
         return self
 
     def corroborators(self, req: Requirement) -> list[str]:

@@ -12,7 +12,7 @@ malformed input; it returns a failed `RuleOutcome` whose message says what was f
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -29,12 +29,17 @@ class ProgramInfo:
     text: str  # the module in MLIR generic op form, without debug info
     args: list[str]  # main's argument i -> input path, e.g. ["params.b1", ..., "x", "y"]
     outs: list[str]  # main's result i -> output path, e.g. ["grads.b1", ..., "loss"]
+    # The named dimensions' values this program was exported for ({} when it is symbolic in
+    # them), and the dimensions it is symbolic in (one program serves every value).
+    dims: dict[str, int] = field(default_factory=dict)
+    symbolic: tuple[str, ...] = ()
 
 
 # The rule modules import the two dataclasses above, so they are imported after them; importing
 # them registers their rules.
 from grader.rules import jaxpr as _jaxpr  # noqa: E402,F401
 from grader.rules import program as _program  # noqa: E402,F401
+from grader.rules import structure as _structure  # noqa: E402,F401
 from grader.rules.jaxpr import check_checkpoint_region  # noqa: E402
 from grader.rules.program import check_rematerialized_activation  # noqa: E402
 from grader.rules.registry import RULES, Rule, RuleConfigError, RuleOptions  # noqa: E402

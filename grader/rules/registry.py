@@ -34,19 +34,24 @@ class Rule:
     options: type[RuleOptions]
     check: Callable[..., Any]
     summary: str  # one line: what the rule proves (documentation, `jaxjudge rules`)
+    # The rule reads element counts or loop bounds, which only static shapes carry: a problem
+    # using it is exported once per input shape instead of once with symbolic dimensions.
+    static_shapes: bool = False
 
 
 RULES: dict[str, Rule] = {}
 
 
-def register(name: str, level: Level, options: type[RuleOptions]) -> Callable[[F], F]:
+def register(
+    name: str, level: Level, options: type[RuleOptions], *, static_shapes: bool = False
+) -> Callable[[F], F]:
     """Register `check` under `name`; its docstring's first line is the rule's summary."""
 
     def wrap(check: F) -> F:
         if name in RULES:
             raise ValueError(f"rule {name!r} registered twice")
         doc = (check.__doc__ or "").strip().splitlines()
-        RULES[name] = Rule(name, level, options, check, doc[0] if doc else "")
+        RULES[name] = Rule(name, level, options, check, doc[0] if doc else "", static_shapes)
         return check
 
     return wrap

@@ -51,6 +51,15 @@ class Op:
     # tensor<2x4xf32>" (spaces dropped; capped at MAX_TYPE_CHARS, "" beyond): see `tensor_types`.
     type: str = ""
 
+    def scalar_int(self) -> int | None:
+        """A `stablehlo.constant`'s value when it is one integer (`dense<5>`), else None."""
+        raw = self.attrs.get("value", "")
+        body = raw[6:-1] if raw.startswith("dense<") and raw.endswith(">") else ""
+        try:
+            return int(body) if body and len(body) <= 20 else None
+        except ValueError:
+            return None
+
     def result_types(self) -> list[TensorType]:
         """The result tensor types (what follows the arrow), [] when unknown."""
         _, arrow, res = self.type.rpartition("->")
@@ -294,6 +303,20 @@ class _Parser:
                 if value.startswith('"') and value.endswith('"') and len(value) >= 2:
                     value = value[1:-1]
                 into.setdefault(t.text, value)
+            elif (
+                depth == 0
+                and t.text == "value"
+                and j + 3 < len(toks)
+                and toks[j + 1].text == "="
+                and toks[j + 2].text == "dense"
+                and toks[j + 3].text == "<"
+            ):
+                # A constant's payload, e.g. "dense<5>" (loop bounds); small ones only.
+                end = next((k for k in range(j + 4, min(len(toks), j + 36))
+                            if toks[k].text == ">"), None)
+                if end is not None:
+                    payload = "".join(x.text for x in toks[j + 4 : end])
+                    into.setdefault("value", f"dense<{payload}>")
 
     def read_type(self) -> str:
         """Read the `: (..) -> ..` trailer up to what starts the next op or ends the region;

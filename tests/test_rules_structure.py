@@ -1,0 +1,184 @@
+"""Program-level rules on sizes, element types, loops and growth, on real exported programs
+(exported in this process, once per input shape, as stage A does for static-shape problems)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import export
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
+
+from grader.rules import RULES, ProgramInfo
+from grader.rules.expr import Expr
+from grader.rules.structure import (
+    check_dot_types,
+    check_independent_of_dim,
+    check_loop_over_dim,
+    check_max_intermediate_elements,
+)
+
+
+def program(fn: Callable[..., Any], dims: dict[str, int], *args: Any,
+            symbolic: tuple[str, ...] = ()) -> ProgramInfo:
+    """Export `fn` at `args` and describe it as stage B does (generic form, no debug info)."""
+    exp = export.deserialize(export.export(jax.jit(fn))(*args).serialize())
+    with mlir.make_ir_context():
+        module = ir.Module.parse(exp.mlir_module())
+        text = module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
+    sig = ",".join(f"{k}={v}" for k, v in dims.items())
+    return ProgramInfo(sig, text, [f"a{i}" for i in sorted(exp.module_kept_var_idx)],
+                       [f"o{i}" for i in range(len(exp.out_avals))], dims, symbolic)
+
+
+def f32(*shape: int) -> np.ndarray:
+    return np.ones(shape, np.float32)
+
+
+# -- max_intermediate_elements: Hessian-vector products --------------------------------------
+
+def loss(w: jax.Array) -> jax.Array:
+    return jnp.sum(jnp.tanh(w) ** 2) * jnp.sum(w)
+
+
+def hvp(w: jax.Array, v: jax.Array) -> jax.Array:
+    return jax.jvp(jax.grad(loss), (w,), (v,))[1]
+
+
+def hvp_dense(w: jax.Array, v: jax.Array) -> jax.Array:
+    return jax.hessian(loss)(w) @ v
+
+
+@pytest.mark.parametrize("n", [3, 8])
+def test_hvp_without_forming_the_hessian(n: int) -> None:
+    below = Expr("n*n")
+    good = check_max_intermediate_elements([program(hvp, {"n": n}, f32(n), f32(n))], below=below)
+    assert good.passed, good.message
+    bad = check_max_intermediate_elements([program(hvp_dense, {"n": n}, f32(n), f32(n))],
+                                          below=below)
+    assert not bad.passed
+    assert f"{n}x{n} f32 value with {n * n} elements" in bad.message
+    assert f"fewer than n*n = {n * n}" in bad.message
+
+
+def test_sizes_need_static_shapes() -> None:
+    assert RULES["max_intermediate_elements"].static_shapes
+    unsized = program(hvp, {}, f32(3), f32(3))
+    outcome = check_max_intermediate_elements([unsized], below=Expr("n*n"))
+    assert not outcome.passed and "cannot be evaluated" in outcome.message
+
+
+# -- dot_types: int8 matmul accumulating in int32 ---------------------------------------------
+
+def int8_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
+    return jax.lax.dot_general(a, b, (((1,), (0,)), ((), ())),
+                               preferred_element_type=jnp.int32)
+
+
+def float_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
+    return (a.astype(jnp.float32) @ b.astype(jnp.float32)).astype(jnp.int32)
+
+
+def test_int8_operands_with_int32_accumulation() -> None:
+    a, b = np.ones((2, 3), np.int8), np.ones((3, 4), np.int8)
+    opts = {"operands": ("i8", "i8"), "result": "i32"}
+    assert check_dot_types([program(int8_matmul, {}, a, b)], **opts).passed
+    bad = check_dot_types([program(float_matmul, {}, a, b)], **opts)
+    assert not bad.passed
+    assert "(f32, f32) -> f32" in bad.message and "preferred_element_type=jnp.int32" in bad.message
+
+
+# -- independent_of_dim: no Python loop over the batch ----------------------------------------
+
+def clip_vmap(x: jax.Array) -> jax.Array:
+    return jax.vmap(lambda r: r / jnp.maximum(1.0, jnp.linalg.norm(r)))(x).mean(0)
+
+
+def clip_loop(x: jax.Array) -> jax.Array:
+    rows = [x[i] / jnp.maximum(1.0, jnp.linalg.norm(x[i])) for i in range(x.shape[0])]
+    return jnp.mean(jnp.stack(rows), axis=0)
+
+
+def per_shape(fn: Callable[..., Any], shapes: list[tuple[int, int]]) -> list[ProgramInfo]:
+    return [program(fn, {"B": b, "D": d}, f32(b, d)) for b, d in shapes]
+
+
+def test_a_python_loop_over_the_batch_grows_with_it() -> None:
+    shapes = [(1, 3), (4, 3), (2, 5)]
+    assert check_independent_of_dim(per_shape(clip_vmap, shapes), dim="B").passed
+    bad = check_independent_of_dim(per_shape(clip_loop, shapes), dim="B")
+    assert not bad.passed
+    assert "grows with B" in bad.message and "for B=1 but" in bad.message
+
+
+def test_a_symbolic_export_is_independent_by_construction() -> None:
+    b, d = export.symbolic_shape("B, D")
+    poly = program(clip_vmap, {}, jax.ShapeDtypeStruct((b, d), np.float32), symbolic=("B", "D"))
+    assert check_independent_of_dim([poly], dim="B").passed
+
+
+def test_growth_needs_two_shapes_differing_only_in_the_dim() -> None:
+    outcome = check_independent_of_dim(per_shape(clip_vmap, [(1, 3), (4, 5)]), dim="B")
+    assert not outcome.passed and "problem package error" in outcome.message
+
+
+# -- loop_over_dim: an exponential moving average over T --------------------------------------
+
+def ema_scan(x: jax.Array) -> jax.Array:
+    def step(c: jax.Array, xt: jax.Array) -> tuple[jax.Array, jax.Array]:
+        c = 0.9 * c + 0.1 * xt
+        return c, c
+
+    return jax.lax.scan(step, jnp.zeros(x.shape[1], x.dtype), x)[1]
+
+
+def ema_unrolled(x: jax.Array) -> jax.Array:
+    c, out = jnp.zeros(x.shape[1], x.dtype), []
+    for t in range(x.shape[0]):
+        c = 0.9 * c + 0.1 * x[t]
+        out.append(c)
+    return jnp.stack(out)
+
+
+def ema_closed_form(x: jax.Array) -> jax.Array:
+    t = jnp.arange(x.shape[0])
+    w = 0.1 * 0.9 ** (t[:, None] - t[None, :]) * (t[:, None] >= t[None, :])
+    return w @ x
+
+
+def ema_programs(fn: Callable[..., Any]) -> list[ProgramInfo]:
+    return [program(fn, {"T": t, "D": d}, f32(t, d)) for t, d in [(1, 2), (6, 2), (6, 3)]]
+
+
+def test_one_loop_over_time() -> None:
+    assert check_loop_over_dim(ema_programs(ema_scan), dim="T").passed
+    unrolled = check_loop_over_dim(ema_programs(ema_unrolled), dim="T")
+    assert not unrolled.passed and "no loop runs T = " in unrolled.message
+    closed = check_loop_over_dim(ema_programs(ema_closed_form), dim="T")
+    assert not closed.passed and "jax.lax.scan" in closed.message
+
+
+def test_trip_count_expression() -> None:
+    def blocks(x: jax.Array) -> jax.Array:
+        return jax.lax.fori_loop(0, x.shape[0] // 2, lambda i, c: c + x[2 * i], x[0] * 0)
+
+    progs = [program(blocks, {"T": t, "D": 3}, f32(t, 3)) for t in (2, 8)]
+    assert check_loop_over_dim(progs, dim="T", trip_count=Expr("T // 2")).passed
+    assert not check_loop_over_dim(progs, dim="T").passed
+
+
+def test_hostile_text_fails_cleanly() -> None:
+    junk = ProgramInfo("s", "not mlir {", [], [], {"n": 2, "B": 1, "T": 1})
+    for outcome in (
+        check_max_intermediate_elements([junk], below=Expr("n")),
+        check_dot_types([junk], operands=("i8", "i8"), result="i32"),
+        check_independent_of_dim([junk], dim="B"),
+        check_loop_over_dim([junk], dim="T"),
+        check_independent_of_dim([], dim="B"),
+    ):
+        assert not outcome.passed and outcome.message
