@@ -283,16 +283,17 @@ def _cache_key(problem: Problem, source: str | bytes, mode: Mode, limits: Limits
     return h.hexdigest()
 
 
-def _spec_of(value: Any) -> Any:
-    """Input value tree -> spec tree of {"shape", "dtype"} leaves (inputs are float32)."""
+def _spec_of(value: Any, problem: Problem, argument: str, key: str | None = None) -> Any:
+    """Input value tree -> spec tree of {"shape", "dtype"} leaves, with the element types the
+    problem declares for that argument (and key)."""
     if isinstance(value, dict):
-        return {k: _spec_of(v) for k, v in sorted(value.items())}
+        return {k: _spec_of(v, problem, argument, k) for k, v in sorted(value.items())}
     shape: list[int] = []
     v = value
     while isinstance(v, list):
         shape.append(len(v))
         v = v[0] if v else None
-    return {"shape": shape, "dtype": "float32"}
+    return {"shape": shape, "dtype": problem.input_dtype(argument, key)}
 
 
 def _signature_name(spec: list[Any], arg_names: list[str]) -> str:
@@ -329,12 +330,16 @@ def _symbolic_spec(problem: Problem) -> dict[str, Any] | None:
     problem does not declare every argument's shape)."""
     args: list[Any] = []
     dims: set[str] = set()
+    default = problem.constraints.dtype
     for arg in problem.arguments:
         if arg.shapes is not None:
-            node: Any = {k: {"shape": v, "dtype": "float32"} for k, v in sorted(arg.shapes.items())}
+            node: Any = {
+                k: {"shape": v, "dtype": arg.leaf_dtype(k, default)}
+                for k, v in sorted(arg.shapes.items())
+            }
             shapes = list(arg.shapes.values())
         elif arg.shape is not None:
-            node = {"shape": arg.shape, "dtype": "float32"}
+            node = {"shape": arg.shape, "dtype": arg.leaf_dtype(None, default)}
             shapes = [arg.shape]
         else:
             return None
@@ -394,6 +399,11 @@ class _Plan:
     case_sig: dict[str, str]  # test name -> signature id
     symbolic: dict[str, Any] | None  # None: export once per signature (static shapes)
     sig_dims: dict[str, dict[str, int]]  # signature id -> named dimensions' values
+    outputs: dict[str, tuple[str, float, float]]  # output path -> (dtype, rtol, atol)
+    default_leaf: tuple[str, float, float]  # for a path `returns` does not declare
+
+    def output_leaf(self, path: str) -> tuple[str, float, float]:
+        return self.outputs.get(path, self.default_leaf)
     tests: list[dict[str, Any]]
     tests_digest: str
 
@@ -405,7 +415,7 @@ _plans_lock = threading.Lock()
 def _plan(problem: Problem, mode: Mode) -> _Plan:
     # The files on disk (fingerprint) and this in-memory package's arguments (a Problem loaded
     # before problem.toml was edited must not share the new version's plan).
-    args = repr([(a.name, a.shape, a.shapes) for a in problem.arguments])
+    args = repr([(a.name, a.shape, a.shapes, a.dtype, a.dtypes) for a in problem.arguments])
     key = (str(problem.root), problem.fingerprint(), mode, args)
     with _plans_lock:
         found = _plans.get(key)
@@ -417,7 +427,7 @@ def _plan(problem: Problem, mode: Mode) -> _Plan:
     signatures: dict[str, dict[str, Any]] = {}
     case_sig: dict[str, str] = {}
     for case in cases:
-        spec = [_spec_of(case.inputs[name]) for name in arg_names]
+        spec = [_spec_of(case.inputs[name], problem, name) for name in arg_names]
         skey = json.dumps(spec, sort_keys=True)
         if skey not in signatures:
             signatures[skey] = {"id": f"s{len(signatures)}", "args": spec}
@@ -433,7 +443,13 @@ def _plan(problem: Problem, mode: Mode) -> _Plan:
         for s in signatures.values()
     }
     symbolic = None if _static_shapes(problem) else declared
-    plan = _Plan(cases, arg_names, signatures, case_sig, symbolic, sig_dims, tests, digest)
+    outputs = {
+        path: (dtype, *problem.tolerance.for_output(path))
+        for path, dtype in problem.output_dtypes().items()
+    }
+    default_leaf = (problem.constraints.dtype, problem.tolerance.rtol, problem.tolerance.atol)
+    plan = _Plan(cases, arg_names, signatures, case_sig, symbolic, sig_dims, outputs,
+                 default_leaf, tests, digest)
     with _plans_lock:
         _plans[key] = plan
         while len(_plans) > 64:
@@ -835,7 +851,8 @@ class _Grading:
                     got_value = cmp.decode_output(out.get("value"))
                 except cmp.DecodeError as exc:
                     raise RuntimeError(f"stage B output for {case.name} malformed: {exc}") from exc
-                c = cmp.compare(case.expected, got_value, rtol=tol.rtol, atol=tol.atol)
+                c = cmp.compare(case.expected, got_value, rtol=tol.rtol, atol=tol.atol,
+                                leaf=self.plan.output_leaf)
                 verdict = Verdict.ACCEPTED if c.passed else Verdict.WRONG_ANSWER
                 result = TestResult(
                     name=case.name,

@@ -38,13 +38,46 @@ class ProblemError(Exception):
     """A problem package is missing or malformed: the author's fault, reported clearly."""
 
 
+# Element types a problem may declare for its inputs and outputs (numpy names).
+DTYPES = frozenset({
+    "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8",
+    "bool",
+})
+DType = Literal[
+    "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8",
+    "bool",
+]
+
+
 class Argument(BaseModel):
+    """One argument of the entry point: an array (`shape`) or a dict of arrays (`shapes`), with
+    their element types (`dtype` for all leaves, `dtypes` per key; default: the problem's)."""
+
     model_config = ConfigDict(extra="forbid")
     name: str
     kind: Literal["object", "array", "scalar"]
     description: str = ""
-    shape: list[str] | None = None
-    shapes: dict[str, list[str]] | None = None
+    shape: list[str | int] | None = None
+    shapes: dict[str, list[str | int]] | None = None
+    dtype: DType | None = None
+    dtypes: dict[str, DType] | None = None
+
+    @model_validator(mode="after")
+    def _check_leaves(self) -> Argument:
+        if self.dtypes and (self.shapes is None or set(self.dtypes) - set(self.shapes)):
+            raise ValueError(f"argument {self.name!r}: dtypes names keys that shapes does not")
+        return self
+
+    def leaf_dtype(self, key: str | None, default: str) -> str:
+        if self.dtypes and key in self.dtypes:
+            return self.dtypes[key]
+        return self.dtype or default
+
+
+class OutputTolerance(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    rtol: float = Field(ge=0)
+    atol: float = Field(ge=0)
 
 
 class Limits(BaseModel):
@@ -56,9 +89,24 @@ class Limits(BaseModel):
 
 
 class Tolerance(BaseModel):
+    """|got - expected| <= atol + rtol * |expected|; `outputs` overrides it per output path
+    (an exact path such as "grads.w1", or a prefix such as "grads")."""
+
     model_config = ConfigDict(extra="forbid")
     rtol: float = Field(1e-4, ge=0)
     atol: float = Field(1e-5, ge=0)
+    outputs: dict[str, OutputTolerance] = Field(default_factory=dict)
+
+    def for_output(self, path: str) -> tuple[float, float]:
+        """The most specific entry of `outputs` for `path`, else the defaults."""
+        best = ""
+        for key in self.outputs:
+            if (path == key or path.startswith(key + ".")) and len(key) > len(best):
+                best = key
+        if best:
+            t = self.outputs[best]
+            return t.rtol, t.atol
+        return self.rtol, self.atol
 
 
 class Scoring(BaseModel):
@@ -117,6 +165,7 @@ class TestCase(BaseModel):
 class Constraints(BaseModel):
     model_config = ConfigDict(extra="allow")
     text: list[str] = Field(default_factory=list)
+    dtype: DType = "float32"  # the element type of every input and output not declared otherwise
 
 
 class Problem(BaseModel):
@@ -187,6 +236,40 @@ class Problem(BaseModel):
                         f"requirement {req.name!r}: option {key} uses {unknown}, which are not "
                         f"dimensions of this problem's arguments ({sorted(dims)})")
         return self
+
+    @model_validator(mode="after")
+    def _check_returns(self) -> Problem:
+        self.output_dtypes()  # raises ValueError on a malformed returns tree
+        return self
+
+    def output_dtypes(self) -> dict[str, str]:
+        """Output path ("grads.w1") -> element type, from `returns`, whose leaves are a shape
+        list or a table {shape = [...], dtype = "..."}."""
+        out: dict[str, str] = {}
+        stack: list[tuple[str, Any]] = [(k, v) for k, v in self.returns.items()]
+        while stack:
+            path, node = stack.pop()
+            if isinstance(node, list):
+                out[path] = self.constraints.dtype
+            elif isinstance(node, dict) and "shape" in node:
+                dtype = node.get("dtype", self.constraints.dtype)
+                if dtype not in DTYPES or set(node) - {"shape", "dtype"}:
+                    raise ValueError(f"returns.{path}: a leaf is {{shape, dtype}} with dtype one "
+                                     f"of {sorted(DTYPES)}")
+                out[path] = dtype
+            elif isinstance(node, dict):
+                stack.extend((f"{path}.{k}", v) for k, v in node.items())
+            else:
+                raise ValueError(f"returns.{path}: expected a shape list, a {{shape, dtype}} "
+                                 "table or a table of outputs")
+        return out
+
+    def input_dtype(self, argument: str, key: str | None = None) -> str:
+        """The declared element type of an argument (or of one key of a dict argument)."""
+        for arg in self.arguments:
+            if arg.name == argument:
+                return arg.leaf_dtype(key, self.constraints.dtype)
+        return self.constraints.dtype
 
     def corroborators(self, req: Requirement) -> list[str]:
         """The program-level requirement names a spec-level requirement needs to pass."""

@@ -326,3 +326,29 @@ def test_rule_errors_are_the_authors_at_load_time(
         load_problem(_with_requirements(tmp_path, requirements))
     assert "problem.toml" in str(info.value)
     assert error in str(info.value)
+
+
+def test_dtypes_and_per_output_tolerances_are_declared(tmp_path: Path) -> None:
+    """A problem states each input's and output's element type and may loosen the tolerance per
+    output; the grader takes both from problem.toml, not from float32 assumptions."""
+    import shutil
+
+    dst = tmp_path / PROBLEM.root.name
+    shutil.copytree(PROBLEM.root, dst, ignore=shutil.ignore_patterns("submissions"))
+    toml = (dst / "problem.toml").read_text(encoding="utf-8")
+    x_arg = 'name = "x"\nkind = "array"\n'
+    toml = toml.replace(x_arg, x_arg + 'dtype = "int8"\n')
+    toml = toml.replace("[returns]\nloss = []", '[returns]\nloss = {shape = [], dtype = "float64"}')
+    toml = toml.replace("[scoring]", '[tolerance.outputs]\n"grads" = {rtol = 0.1, atol = 0.2}\n'
+                                     '"grads.w1" = {rtol = 0.3, atol = 0.4}\n\n[scoring]')
+    (dst / "problem.toml").write_text(toml, encoding="utf-8")
+    p = load_problem(dst)
+    assert p.input_dtype("x") == "int8" and p.input_dtype("params", "w1") == "float32"
+    assert p.output_dtypes()["loss"] == "float64" and p.output_dtypes()["grads.w2"] == "float32"
+    assert p.tolerance.for_output("grads.w1") == (0.3, 0.4)
+    assert p.tolerance.for_output("grads.b1") == (0.1, 0.2)
+    assert p.tolerance.for_output("loss") == (p.tolerance.rtol, p.tolerance.atol)
+    bad = toml.replace('dtype = "int8"', 'dtype = "int7"')
+    (dst / "problem.toml").write_text(bad, encoding="utf-8")
+    with pytest.raises(ProblemError, match=r"arguments\.1\.dtype"):
+        load_problem(dst)

@@ -369,7 +369,8 @@ def _check_program(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir)
     tree = (tuple(spec_args), {})
     leaves, expected_tree = jax.tree_util.tree_flatten(tree, is_leaf=_is_spec)
     if exp.in_tree != expected_tree:
-        raise Rejected(f"the program's inputs {exp.in_tree} are not (params, x, y)")
+        raise Rejected(f"the program's inputs {exp.in_tree} are not the entry point's "
+                       f"arguments ({', '.join(arg_names)})")
     want = [(tuple(str(d) for d in s["shape"]), str(s["dtype"])) for s in leaves]
     got = [(tuple(str(d) for d in a.shape), str(a.dtype)) for a in exp.in_avals]
     if want != got:
