@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
 
-from grader import cli_batch
+from grader import cli_authoring, cli_batch
 from grader.grade import grade
 from grader.problem import ProblemError, list_problems, load_problem
 from grader.report import Report, Verdict
@@ -165,6 +165,7 @@ def doctor_cmd(
 
 # Batch grading and Gradescope live in their own module.
 cli_batch.register(cli)
+cli_authoring.register(cli)
 
 
 def main() -> None:

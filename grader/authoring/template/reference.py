@@ -1,0 +1,8 @@
+"""Trusted reference for "{title}"."""
+
+import jax.numpy as jnp
+
+
+def solve(x):
+    norms = jnp.sqrt(jnp.sum(x * x, axis=1, keepdims=True))
+    return {{"y": x / jnp.maximum(norms, 1e-12)}}
