@@ -952,7 +952,7 @@ def _display_name(filename: str) -> str:
 def _max_score(problem: Problem, mode: Mode) -> float:
     sc = problem.scoring
     hidden = sc.hidden_tests if mode == "submit" else 0.0
-    reqs = sc.requirements if problem.requirements else 0.0
+    reqs = sc.requirements if any(problem.earns_points(r) for r in problem.requirements) else 0.0
     return round(sc.visible_tests + hidden + reqs, 4)
 
 
@@ -988,7 +988,7 @@ def _score(
             t.score = t.max_score if t.verdict is Verdict.ACCEPTED else 0.0
             total += t.score
             max_total += t.max_score
-    declared = {r.name for r in problem.requirements}
+    declared = {r.name for r in problem.requirements if problem.earns_points(r)}
     counted = [r for r in reqs if r.name in declared]
     if counted:
         share = sc.requirements / len(counted)

@@ -205,11 +205,12 @@ class Problem(BaseModel):
                                      "take corroborated_by")
                 continue
             names = program if req.corroborated_by is None else set(req.corroborated_by)
-            if not names:
+            if not names and req.corroborated_by is None:
                 raise ValueError(
                     f"spec-level requirement {req.name!r} has no program-level requirement to "
                     "corroborate it (the jaxpr summary comes from the untrusted stage and "
-                    "cannot decide a verdict alone)")
+                    "cannot earn points alone); say corroborated_by = [] to make it one that "
+                    "can only fail a submission")
             unknown = sorted(names - program)
             if unknown:
                 raise ValueError(f"requirement {req.name!r}: corroborated_by names {unknown}, "
@@ -270,6 +271,11 @@ class Problem(BaseModel):
             if arg.name == argument:
                 return arg.leaf_dtype(key, self.constraints.dtype)
         return self.constraints.dtype
+
+    def earns_points(self, req: Requirement) -> bool:
+        """Program-level requirements, and spec-level ones with a corroborator, earn points;
+        a spec-level one with `corroborated_by = []` can only fail a submission."""
+        return req.level == "program" or bool(self.corroborators(req))
 
     def corroborators(self, req: Requirement) -> list[str]:
         """The program-level requirement names a spec-level requirement needs to pass."""

@@ -40,6 +40,7 @@ class ProgramInfo:
 from grader.rules import jaxpr as _jaxpr  # noqa: E402,F401
 from grader.rules import program as _program  # noqa: E402,F401
 from grader.rules import structure as _structure  # noqa: E402,F401
+from grader.rules import summary as _summary  # noqa: E402,F401
 from grader.rules.jaxpr import check_checkpoint_region  # noqa: E402
 from grader.rules.program import check_rematerialized_activation  # noqa: E402
 from grader.rules.registry import RULES, Rule, RuleConfigError, RuleOptions  # noqa: E402

@@ -1,0 +1,41 @@
+"""Spec-level rules on stage A's jaxpr summary beyond checkpoints: which primitives are used.
+
+The summary comes from the untrusted stage, so these rules explain; they score only when the
+program-level requirements named in `corroborated_by` pass (see grader.problem.Requirement). A
+requirement with `corroborated_by = []` states a property no exported program can show (which
+differentiation rule produced a gradient, say): it can fail a submission but earns no points.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from grader.rules import RuleOutcome
+from grader.rules.jaxpr import MAX_NAME_CHARS, _Malformed, _Walker
+from grader.rules.registry import RuleOptions, register
+
+
+class UsesPrimitiveOptions(RuleOptions):
+    any_of: list[str] = Field(min_length=1, max_length=16,
+                              description="primitive names, e.g. [custom_vjp_call, "
+                                          "custom_vjp_call_jaxpr] (names differ across JAX)")
+    what: str = Field(min_length=1, max_length=80, description="what a learner calls it")
+    hint: str = Field(default="", max_length=400, description="how to fix a failure")
+
+
+@register("uses_primitive", "spec", UsesPrimitiveOptions)
+def check_uses_primitive(summary: object, *, any_of: list[str], what: str, hint: str = ""
+                         ) -> RuleOutcome:
+    """The traced program uses one of the given primitives (at any nesting depth)."""
+    if summary is None:
+        return RuleOutcome(False, f"Your function could not be traced, so the use of {what} "
+                                  "could not be checked: fix the error reported first.")
+    try:
+        names = {e["primitive"][:MAX_NAME_CHARS] for e in _Walker().eqns([summary])}
+    except _Malformed as exc:
+        return RuleOutcome(False, f"The trace summary could not be read ({exc}), so the use "
+                                  f"of {what} could not be checked.")
+    found = sorted(names & set(any_of))
+    if found:
+        return RuleOutcome(True, f"Your traced program uses {what} ({found[0]}).")
+    return RuleOutcome(False, f"No {what} was found in your traced program. {hint}".strip())
