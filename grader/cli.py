@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
 
-from grader import cli_authoring, cli_batch
+from grader import cli_authoring, cli_batch, cli_client
 from grader.grade import grade
 from grader.problem import ProblemError, list_problems, load_problem
 from grader.report import Report, Verdict
@@ -108,8 +108,13 @@ def grade_cmd(
 @cli.command("problems")
 def problems_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    server: Annotated[str | None, typer.Option(help="List a jaxjudge server's problems.")]
+    = None,
 ) -> None:
     """List the available problems."""
+    if server is not None:
+        cli_client.remote_problems(server, as_json)
+        return
     try:
         probs = list_problems()
     except ProblemError as exc:
@@ -133,8 +138,13 @@ def problems_cmd(
 def show_cmd(
     problem_id: Annotated[str, typer.Argument(help="Problem id.")],
     starter: Annotated[bool, typer.Option(help="Print the starter file instead.")] = False,
+    server: Annotated[str | None, typer.Option(help="Read it from a jaxjudge server.")]
+    = None,
 ) -> None:
     """Show a problem's statement (or its starter code)."""
+    if server is not None:
+        cli_client.remote_show(server, problem_id, starter)
+        return
     try:
         prob = load_problem(problem_id)
     except ProblemError as exc:
@@ -166,6 +176,8 @@ def doctor_cmd(
 # Batch grading and Gradescope live in their own module.
 cli_batch.register(cli)
 cli_authoring.register(cli)
+# `submit` (a remote server) too.
+cli_client.register(cli)
 
 
 def main() -> None:
