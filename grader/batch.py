@@ -223,11 +223,11 @@ def _max_score(problem: Problem, mode: Mode) -> float:
 def _cache_key(problem: Problem, mode: Mode, source_sha256: str, limits: Limits | None) -> str:
     """What a stored result must match to be reused: same bytes, problem, mode, limits and
     grader version (a fixed grader bug must reach everyone's grade)."""
-    from grader.grade import GRADER_VERSION
+    from grader.grade import grader_version
 
     parts = {
         "v": _CACHE_VERSION,
-        "grader": GRADER_VERSION,
+        "grader": grader_version(),
         "problem": problem.id,
         "fingerprint": problem.fingerprint(),
         "mode": mode,

@@ -7,6 +7,7 @@ decided in this process from the reference's stored outputs, which no sandbox ev
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -38,7 +39,7 @@ MAX_SOURCE_BYTES = 1024 * 1024
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 MAX_PROGRAM_TEXT = 8 * 1024 * 1024
 MAX_EXPORT_BYTES = 64 * 1024 * 1024
-GRADER_VERSION = "0.1.0"
+BASE_VERSION = "0.1.0"  # the package version (pyproject.toml); grader_version() adds a hash
 # How stage B runs the verified programs: "interpret" (default) evaluates each shape on the
 # StableHLO reference interpreter bundled with jaxlib when the program is small and made of
 # supported ops, else compiles it with XLA; "xla" always compiles. See stages/execute.py.
@@ -95,6 +96,22 @@ def set_stage_runner(runner: StageRunner | None) -> None:
     _runner = runner or _default_runner
 
 
+@functools.cache
+def grader_version() -> str:
+    """BASE_VERSION plus a hash of every grader/**/*.py, e.g. "0.1.0+3f2a9c1d0b7e".
+
+    It keys the report, program and batch resume caches, so any edit to grading code (a stage
+    script, a rule, this file) invalidates results graded by the old code without anyone having
+    to remember a version bump. Hashed once per process, on first use (~285 KB: about 1 ms);
+    paths are relative to the package, so a copy installed elsewhere gets the same version."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).as_posix()):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return f"{BASE_VERSION}+{h.hexdigest()[:12]}"
+
+
 class _Decided(Exception):
     """Internal control flow: a stage decided the verdict early."""
 
@@ -139,7 +156,7 @@ def grade(
             max_score=_max_score(prob, mode),
         )
     report.timings["total"] = round(time.perf_counter() - started, 4)
-    report.versions.setdefault("grader", GRADER_VERSION)
+    report.versions.setdefault("grader", grader_version())
     if key:
         _report_cache.put(key, report)
     return report
@@ -229,7 +246,7 @@ class _ProgramCache(_LRU):
     @staticmethod
     def key(job_text: str, flags: str, blobs: dict[str, bytes]) -> str:
         h = hashlib.sha256()
-        for part in (GRADER_VERSION, flags, job_text):
+        for part in (grader_version(), flags, job_text):
             h.update(part.encode() + b"\0")
         for pid in sorted(blobs):
             h.update(pid.encode() + b"\0" + hashlib.sha256(blobs[pid]).digest())
@@ -278,7 +295,7 @@ def _cache_key(problem: Problem, source: str | bytes, mode: Mode, limits: Limits
     raw = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
     h = hashlib.sha256(raw)
     for part in (problem.id, problem.fingerprint(), mode, limits.model_dump_json(),
-                 GRADER_VERSION, _engine()):
+                 grader_version(), _engine()):
         h.update(b"\0" + part.encode())
     return h.hexdigest()
 

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -170,6 +171,64 @@ def test_resume_skips_graded_and_regrades_changed(
         (folder / student).unlink()
     forced = grade_folder(folder, PROBLEM, mode="run", out_dir=out2, limits=LIMITS, force=True)
     assert {e.student for e in forced.graded} == {"bob", "dave"}
+
+
+_BATCH_IN_COPY = """\
+import json, sys
+from grader.batch import grade_folder
+from grader.grade import grader_version
+result = grade_folder(sys.argv[1], sys.argv[2], mode="run", out_dir=sys.argv[3])
+print(json.dumps({"graded": [e.student for e in result.graded], "version": grader_version()}))
+"""
+
+
+def test_resume_regrades_when_the_grader_changes(tmp_path: Path) -> None:
+    """Stored results are keyed by the grader's code: a copy of the same code reuses them (in
+    another process, from another place), a copy with one byte changed regrades them."""
+    from grader.grade import grader_version
+
+    subs, out, copy = tmp_path / "subs", tmp_path / "out", tmp_path / "copy"
+    _write(subs / "zoe.py", SYNTAX_ERROR)
+    stored = _cache_path(out, "zoe")
+    first = grade_folder(subs, PROBLEM, mode="run", out_dir=out)
+    assert [e.student for e in first.graded] == ["zoe"]
+    assert _stored_version(stored) == grader_version()
+
+    shutil.copytree(REPO / "grader", copy / "grader",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+
+    def batch_in_copy() -> dict[str, Any]:
+        env = {**os.environ, "PYTHONPATH": str(copy),
+               "JAXJUDGE_PROBLEMS_DIR": str(REPO / "problems")}
+        done = subprocess.run([PY, "-c", _BATCH_IN_COPY, str(subs), PROBLEM, str(out)],
+                              cwd=tmp_path, env=env, text=True, capture_output=True,
+                              timeout=600, check=False)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    same = batch_in_copy()
+    assert same == {"graded": [], "version": grader_version()}
+
+    rule = copy / "grader" / "rules" / "jaxpr.py"
+    data = bytearray(rule.read_bytes())
+    data[data.index(b'"""') + 3] ^= 0x20  # one byte: the docstring's first letter's case
+    rule.write_bytes(bytes(data))
+    changed = batch_in_copy()
+    assert changed["graded"] == ["zoe"] and changed["version"] != grader_version()
+    assert _stored_version(stored) == changed["version"]
+
+    # And back: results of the other grader are not reused by this one either.
+    again = grade_folder(subs, PROBLEM, mode="run", out_dir=out)
+    assert [e.student for e in again.graded] == ["zoe"]
+    assert _stored_version(stored) == grader_version()
+
+
+def _cache_path(out: Path, student: str) -> Path:
+    return out / "reports" / PROBLEM / f"{student}.json"
+
+
+def _stored_version(path: Path) -> str:
+    return json.loads(path.read_text(encoding="utf-8"))["report"]["versions"]["grader"]
 
 
 def test_grade_file_matches_batch(first_run: tuple[BatchResult, Path],

@@ -6,11 +6,18 @@ grader healthy afterwards); tests/test_sandbox.py attacks the isolation layers t
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
+import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
 
+import grader
 from grader import Limits, ProblemError, Verdict, grade, load_problem
 
 PROBLEM = load_problem("rematerialized-mlp-block")
@@ -204,3 +211,45 @@ def test_planted_result_file_is_not_believed(plant: str) -> None:
     hidden = next(c for c in PROBLEM.cases("submit") if not c.visible)
     leaked = repr(hidden.expected["loss"])  # a value only the hidden tests hold
     assert leaked not in report.model_dump_json()
+
+
+# -- the grader version --------------------------------------------------------------------------
+_VERSION_OF = ("import grader; from grader.grade import grader_version; "
+               "print(grader.__file__); print(grader_version())")
+
+
+def _version_in(pythonpath: Path, cwd: Path) -> tuple[str, str]:
+    """(grader.__file__, grader_version()) in a fresh interpreter importing `pythonpath`."""
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    done = subprocess.run([sys.executable, "-c", _VERSION_OF], cwd=cwd, env=env, text=True,
+                          capture_output=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    where, version = done.stdout.split()
+    return where, version
+
+
+def test_grader_version_hashes_the_grading_code(tmp_path: Path) -> None:
+    from grader.grade import BASE_VERSION, grader_version
+
+    pyproject = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    assert pyproject["project"]["version"] == BASE_VERSION
+    mine = grader_version()
+    assert re.fullmatch(re.escape(BASE_VERSION) + r"\+[0-9a-f]{12}", mine), mine
+    assert grader_version() is mine  # computed once per process
+
+    copy = tmp_path / "copy"
+    shutil.copytree(Path(grader.__file__).parent, copy / "grader",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    # An unchanged tree: the same version in every process, wherever it is installed.
+    where, first = _version_in(copy, tmp_path)
+    assert where == str(copy / "grader" / "__init__.py")
+    assert first == _version_in(copy, tmp_path)[1] == mine
+
+    # One byte of a stage script (run only in the sandbox, never imported here) changes it.
+    script = copy / "grader" / "stages" / "execute.py"
+    data = bytearray(script.read_bytes())
+    at = data.index(b'"""') + 3
+    data[at] ^= 0x20  # the docstring's first letter changes case
+    script.write_bytes(bytes(data))
+    changed = _version_in(copy, tmp_path)[1]
+    assert changed != mine and changed.startswith(BASE_VERSION + "+")
