@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import shutil
 import stat
@@ -916,35 +917,55 @@ def _plain(value: Any) -> Any:
         return value
 
 
+# Item points are whole sixteenths of a point: the only numbers that are both exact binary
+# fractions (so any sum of them is exact in float arithmetic) and at most 4 decimals long (so the
+# 4-decimal JSON of grader/render.py prints them unchanged). Items of a group differ by <= 1/16.
+POINT_GRID = 16
+
+
+def _split_points(points: float, n: int) -> list[float]:
+    """`points` over `n` items that add up to exactly `points` in float arithmetic.
+
+    Largest remainder on sixteenths: each item gets floor(units / n), the last `units % n` items
+    one more, and the last item whatever of `points` lies below a sixteenth (e.g. of 100/3).
+    Every partial sum is then a representable multiple of ulp(points), so sums in any order are
+    exact. Less than a sixteenth per item would leave items worth 0: such a group is split
+    evenly and its last item takes the float remainder (exact when summed in order; JSON prints
+    4 decimals)."""
+    if n <= 0:
+        return []
+    if not math.isfinite(points):
+        return [points / n] * n
+    units = math.floor(points * POINT_GRID)
+    if units < n:
+        shares = [points / n] * n
+        shares[-1] = points - sum(shares[:-1])  # exact (Sterbenz): the rest is >= points / 2
+        return shares
+    q, r = divmod(units, n)
+    shares = [(q + (i >= n - r)) / POINT_GRID for i in range(n)]
+    shares[-1] += points - units / POINT_GRID
+    return shares
+
+
 def _score(
     problem: Problem, tests: list[TestResult], reqs: list[RequirementResult], verdict: Verdict
 ) -> tuple[float, float]:
-    """Partial credit: each group's points split evenly; an item earns its share if it passed."""
+    """Partial credit: each group's points split over its items (`_split_points`: they add up
+    to the group's points exactly); an item earns its share if it passed. The totals are the
+    plain sums of the items, in report order, so they match what a reader of the JSON adds."""
     sc = problem.scoring
     visible = [t for t in tests if t.visible]
     hidden = [t for t in tests if not t.visible]
-    total = 0.0
-    max_total = 0.0
     for group, points in ((visible, sc.visible_tests), (hidden, sc.hidden_tests)):
-        if not group:
-            continue
-        share = points / len(group)
-        for t in group:
-            t.max_score = round(share, 6)
-            t.score = t.max_score if t.verdict is Verdict.ACCEPTED else 0.0
-            total += t.score
-            max_total += t.max_score
+        for t, share in zip(group, _split_points(points, len(group)), strict=True):
+            t.max_score = share
+            t.score = share if t.verdict is Verdict.ACCEPTED else 0.0
     declared = {r.name for r in problem.requirements}
     counted = [r for r in reqs if r.name in declared]
-    if counted:
-        share = sc.requirements / len(counted)
-        for r in counted:
-            r.max_score = round(share, 6)
-            r.score = r.max_score if r.passed else 0.0
-            max_total += r.max_score
-            # Structure points only count when the program actually ran to completion.
-            if verdict in (Verdict.ACCEPTED, Verdict.WRONG_ANSWER, Verdict.REQUIREMENT_FAILED):
-                total += r.score
-            else:
-                r.score = 0.0
-    return round(total, 4), round(max_total, 4)
+    # Structure points only count when the program actually ran to completion.
+    ran = verdict in (Verdict.ACCEPTED, Verdict.WRONG_ANSWER, Verdict.REQUIREMENT_FAILED)
+    for r, share in zip(counted, _split_points(sc.requirements, len(counted)), strict=True):
+        r.max_score = share
+        r.score = share if r.passed and ran else 0.0
+    items = [*tests, *counted]
+    return sum((i.score for i in items), 0.0), sum((i.max_score for i in items), 0.0)

@@ -116,7 +116,8 @@ def test_every_student_gets_a_verdict(first_run: tuple[BatchResult, Path]) -> No
     frank = next(e for e in result.entries if e.student == "frank")
     assert frank.path is None and "no Python file" in frank.report.message
     alice = next(e for e in result.entries if e.student == "alice")
-    assert alice.report.score == pytest.approx(alice.report.max_score) and alice.report.score > 0
+    sc = load_problem(PROBLEM).scoring
+    assert alice.report.score == alice.report.max_score == sc.visible_tests + sc.requirements
     assert {e.student for e in result.graded} == {"alice", "bob", "carol", "dave", "erin"}
 
 
@@ -144,6 +145,9 @@ def test_output_files(first_run: tuple[BatchResult, Path]) -> None:
         assert all(t["status"] in ("passed", "failed") for t in gs["tests"])
     alice_gs = json.loads((out / "gradescope" / "alice.json").read_text(encoding="utf-8"))
     assert alice_gs["tests"] and all(t["status"] == "passed" for t in alice_gs["tests"])
+    # Exactly, as written: per-test points are split so that they add up to the maximum.
+    assert sum(t["max_score"] for t in alice_gs["tests"]) == alice_gs["score"] == float(
+        by_student["alice"][4])
 
 
 def test_resume_skips_graded_and_regrades_changed(
