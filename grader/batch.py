@@ -215,8 +215,11 @@ def _missing_file(problem: Problem, mode: Mode, note: str) -> Report:
 
 
 def _max_score(problem: Problem, mode: Mode) -> float:
+    """What a graded report of `problem` is out of (as grade's): requirement points only when
+    the problem declares requirements, hidden-test points only in submit mode."""
     s = problem.scoring
-    return s.visible_tests + s.requirements + (s.hidden_tests if mode == "submit" else 0.0)
+    hidden = s.hidden_tests if mode == "submit" else 0.0
+    return s.visible_tests + hidden + (s.requirements if problem.requirements else 0.0)
 
 
 # -- the resume cache ----------------------------------------------------------------------------

@@ -118,6 +118,7 @@ def test_every_student_gets_a_verdict(first_run: tuple[BatchResult, Path]) -> No
     alice = next(e for e in result.entries if e.student == "alice")
     sc = load_problem(PROBLEM).scoring
     assert alice.report.score == alice.report.max_score == sc.visible_tests + sc.requirements
+    assert frank.report.max_score == alice.report.max_score  # out of the same, not of 0
     assert {e.student for e in result.graded} == {"alice", "bob", "carol", "dave", "erin"}
 
 
@@ -391,6 +392,9 @@ def test_gradescope_without_a_python_file_scores_zero(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads(res.read_text(encoding="utf-8"))
     assert data["score"] == 0 and "no Python file" in data["output"]
+    sc = load_problem(PROBLEM).scoring  # zero out of the problem's points, not out of 0
+    assert data["extra_data"]["jaxjudge"][PROBLEM]["max_score"] == (
+        sc.visible_tests + sc.hidden_tests + sc.requirements)
 
 
 def test_gradescope_misconfigured_still_writes_results(tmp_path: Path) -> None:
