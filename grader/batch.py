@@ -195,39 +195,38 @@ def grade_file(
 
 
 def _internal_error(problem: Problem, mode: Mode, message: str) -> Report:
+    from grader.grade import max_score
+
     return Report(
         verdict=Verdict.INTERNAL_ERROR,
         problem=problem.id,
         mode=mode,
         message=message,
-        max_score=_max_score(problem, mode),
+        max_score=max_score(problem, mode),
     )
 
 
 def _missing_file(problem: Problem, mode: Mode, note: str) -> Report:
+    from grader.grade import max_score
+
     return Report(
         verdict=Verdict.COMPILE_ERROR,
         problem=problem.id,
         mode=mode,
         message=f"Nothing to grade: {note}.",
-        max_score=_max_score(problem, mode),
+        max_score=max_score(problem, mode),
     )
-
-
-def _max_score(problem: Problem, mode: Mode) -> float:
-    s = problem.scoring
-    return s.visible_tests + s.requirements + (s.hidden_tests if mode == "submit" else 0.0)
 
 
 # -- the resume cache ----------------------------------------------------------------------------
 def _cache_key(problem: Problem, mode: Mode, source_sha256: str, limits: Limits | None) -> str:
     """What a stored result must match to be reused: same bytes, problem, mode, limits and
     grader version (a fixed grader bug must reach everyone's grade)."""
-    from grader.grade import GRADER_VERSION
+    from grader.grade import grader_version
 
     parts = {
         "v": _CACHE_VERSION,
-        "grader": GRADER_VERSION,
+        "grader": grader_version(),
         "problem": problem.id,
         "fingerprint": problem.fingerprint(),
         "mode": mode,

@@ -29,10 +29,17 @@ from rich.progress import (
 from rich.table import Table
 
 from grader import render
-from grader.batch import BatchEntry, BatchError, BatchResult, grade_file, grade_folder
+from grader.batch import (
+    BatchEntry,
+    BatchError,
+    BatchResult,
+    _missing_file,
+    grade_file,
+    grade_folder,
+)
 from grader.pool import enable_warm_pool
 from grader.problem import Problem, ProblemError, load_problem
-from grader.report import Mode, Report, Verdict
+from grader.report import Mode, Verdict
 
 AUTOGRADER = Path("/autograder")
 CONFIG_NAME = "jaxjudge.toml"
@@ -223,8 +230,7 @@ def gradescope(
     try:
         path = find_submission(submission_dir, prob.id)
     except BatchError as exc:
-        report = Report(verdict=Verdict.COMPILE_ERROR, problem=prob.id, mode=run_mode,
-                        message=f"Nothing to grade: {exc}.")
+        report = _missing_file(prob, run_mode, str(exc))
     else:
         typer.echo(f"grading {path} for {prob.id} ({run_mode})")
         try:

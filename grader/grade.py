@@ -7,9 +7,11 @@ decided in this process from the reference's stored outputs, which no sandbox ev
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import shutil
 import stat
@@ -38,7 +40,7 @@ MAX_SOURCE_BYTES = 1024 * 1024
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 MAX_PROGRAM_TEXT = 8 * 1024 * 1024
 MAX_EXPORT_BYTES = 64 * 1024 * 1024
-GRADER_VERSION = "0.1.0"
+BASE_VERSION = "0.1.0"  # the package version (pyproject.toml); grader_version() adds a hash
 # How stage B runs the verified programs: "interpret" (default) evaluates each shape on the
 # StableHLO reference interpreter bundled with jaxlib when the program is small and made of
 # supported ops, else compiles it with XLA; "xla" always compiles. See stages/execute.py.
@@ -95,6 +97,22 @@ def set_stage_runner(runner: StageRunner | None) -> None:
     _runner = runner or _default_runner
 
 
+@functools.cache
+def grader_version() -> str:
+    """BASE_VERSION plus a hash of every grader/**/*.py, e.g. "0.1.0+3f2a9c1d0b7e".
+
+    It keys the report, program and batch resume caches, so any edit to grading code (a stage
+    script, a rule, this file) invalidates results graded by the old code without anyone having
+    to remember a version bump. Hashed once per process, on first use (~285 KB: about 1 ms);
+    paths are relative to the package, so a copy installed elsewhere gets the same version."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root).as_posix()):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return f"{BASE_VERSION}+{h.hexdigest()[:12]}"
+
+
 class _Decided(Exception):
     """Internal control flow: a stage decided the verdict early."""
 
@@ -136,10 +154,10 @@ def grade(
             mode=mode,
             message="The grader failed on its own (not your fault); the error was logged. "
             "Please resubmit later.",
-            max_score=_max_score(prob, mode),
+            max_score=max_score(prob, mode),
         )
     report.timings["total"] = round(time.perf_counter() - started, 4)
-    report.versions.setdefault("grader", GRADER_VERSION)
+    report.versions.setdefault("grader", grader_version())
     if key:
         _report_cache.put(key, report)
     return report
@@ -229,7 +247,7 @@ class _ProgramCache(_LRU):
     @staticmethod
     def key(job_text: str, flags: str, blobs: dict[str, bytes]) -> str:
         h = hashlib.sha256()
-        for part in (GRADER_VERSION, flags, job_text):
+        for part in (grader_version(), flags, job_text):
             h.update(part.encode() + b"\0")
         for pid in sorted(blobs):
             h.update(pid.encode() + b"\0" + hashlib.sha256(blobs[pid]).digest())
@@ -278,7 +296,7 @@ def _cache_key(problem: Problem, source: str | bytes, mode: Mode, limits: Limits
     raw = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
     h = hashlib.sha256(raw)
     for part in (problem.id, problem.fingerprint(), mode, limits.model_dump_json(),
-                 GRADER_VERSION, _engine()):
+                 grader_version(), _engine()):
         h.update(b"\0" + part.encode())
     return h.hexdigest()
 
@@ -949,7 +967,9 @@ def _display_name(filename: str) -> str:
     return safe if safe.endswith(".py") and len(safe) > 3 else "submission.py"
 
 
-def _max_score(problem: Problem, mode: Mode) -> float:
+def max_score(problem: Problem, mode: Mode) -> float:
+    """What a graded report of `problem` is out of: requirement points only when some
+    requirement earns points, hidden-test points only in submit mode."""
     sc = problem.scoring
     hidden = sc.hidden_tests if mode == "submit" else 0.0
     reqs = sc.requirements if any(problem.earns_points(r) for r in problem.requirements) else 0.0
@@ -970,35 +990,55 @@ def _plain(value: Any) -> Any:
         return value
 
 
+# Item points are whole sixteenths of a point: the only numbers that are both exact binary
+# fractions (so any sum of them is exact in float arithmetic) and at most 4 decimals long (so the
+# 4-decimal JSON of grader/render.py prints them unchanged). Items of a group differ by <= 1/16.
+POINT_GRID = 16
+
+
+def _split_points(points: float, n: int) -> list[float]:
+    """`points` over `n` items that add up to exactly `points` in float arithmetic.
+
+    Largest remainder on sixteenths: each item gets floor(units / n), the last `units % n` items
+    one more, and the last item whatever of `points` lies below a sixteenth (e.g. of 100/3).
+    Every partial sum is then a representable multiple of ulp(points), so sums in any order are
+    exact. Less than a sixteenth per item would leave items worth 0: such a group is split
+    evenly and its last item takes the float remainder (exact when summed in order; JSON prints
+    4 decimals)."""
+    if n <= 0:
+        return []
+    if not math.isfinite(points):
+        return [points / n] * n
+    units = math.floor(points * POINT_GRID)
+    if units < n:
+        shares = [points / n] * n
+        shares[-1] = points - sum(shares[:-1])  # exact (Sterbenz): the rest is >= points / 2
+        return shares
+    q, r = divmod(units, n)
+    shares = [(q + (i >= n - r)) / POINT_GRID for i in range(n)]
+    shares[-1] += points - units / POINT_GRID
+    return shares
+
+
 def _score(
     problem: Problem, tests: list[TestResult], reqs: list[RequirementResult], verdict: Verdict
 ) -> tuple[float, float]:
-    """Partial credit: each group's points split evenly; an item earns its share if it passed."""
+    """Partial credit: each group's points split over its items (`_split_points`: they add up
+    to the group's points exactly); an item earns its share if it passed. The totals are the
+    plain sums of the items, in report order, so they match what a reader of the JSON adds."""
     sc = problem.scoring
     visible = [t for t in tests if t.visible]
     hidden = [t for t in tests if not t.visible]
-    total = 0.0
-    max_total = 0.0
     for group, points in ((visible, sc.visible_tests), (hidden, sc.hidden_tests)):
-        if not group:
-            continue
-        share = points / len(group)
-        for t in group:
-            t.max_score = round(share, 6)
-            t.score = t.max_score if t.verdict is Verdict.ACCEPTED else 0.0
-            total += t.score
-            max_total += t.max_score
+        for t, share in zip(group, _split_points(points, len(group)), strict=True):
+            t.max_score = share
+            t.score = share if t.verdict is Verdict.ACCEPTED else 0.0
     declared = {r.name for r in problem.requirements if problem.earns_points(r)}
     counted = [r for r in reqs if r.name in declared]
-    if counted:
-        share = sc.requirements / len(counted)
-        for r in counted:
-            r.max_score = round(share, 6)
-            r.score = r.max_score if r.passed else 0.0
-            max_total += r.max_score
-            # Structure points only count when the program actually ran to completion.
-            if verdict in (Verdict.ACCEPTED, Verdict.WRONG_ANSWER, Verdict.REQUIREMENT_FAILED):
-                total += r.score
-            else:
-                r.score = 0.0
-    return round(total, 4), round(max_total, 4)
+    # Structure points only count when the program actually ran to completion.
+    ran = verdict in (Verdict.ACCEPTED, Verdict.WRONG_ANSWER, Verdict.REQUIREMENT_FAILED)
+    for r, share in zip(counted, _split_points(sc.requirements, len(counted)), strict=True):
+        r.max_score = share
+        r.score = share if r.passed and ran else 0.0
+    items = [*tests, *counted]
+    return sum((i.score for i in items), 0.0), sum((i.max_score for i in items), 0.0)

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,7 +116,9 @@ def test_every_student_gets_a_verdict(first_run: tuple[BatchResult, Path]) -> No
     frank = next(e for e in result.entries if e.student == "frank")
     assert frank.path is None and "no Python file" in frank.report.message
     alice = next(e for e in result.entries if e.student == "alice")
-    assert alice.report.score == pytest.approx(alice.report.max_score) and alice.report.score > 0
+    sc = load_problem(PROBLEM).scoring
+    assert alice.report.score == alice.report.max_score == sc.visible_tests + sc.requirements
+    assert frank.report.max_score == alice.report.max_score  # out of the same, not of 0
     assert {e.student for e in result.graded} == {"alice", "bob", "carol", "dave", "erin"}
 
 
@@ -143,6 +146,9 @@ def test_output_files(first_run: tuple[BatchResult, Path]) -> None:
         assert all(t["status"] in ("passed", "failed") for t in gs["tests"])
     alice_gs = json.loads((out / "gradescope" / "alice.json").read_text(encoding="utf-8"))
     assert alice_gs["tests"] and all(t["status"] == "passed" for t in alice_gs["tests"])
+    # Exactly, as written: per-test points are split so that they add up to the maximum.
+    assert sum(t["max_score"] for t in alice_gs["tests"]) == alice_gs["score"] == float(
+        by_student["alice"][4])
 
 
 def test_resume_skips_graded_and_regrades_changed(
@@ -170,6 +176,64 @@ def test_resume_skips_graded_and_regrades_changed(
         (folder / student).unlink()
     forced = grade_folder(folder, PROBLEM, mode="run", out_dir=out2, limits=LIMITS, force=True)
     assert {e.student for e in forced.graded} == {"bob", "dave"}
+
+
+_BATCH_IN_COPY = """\
+import json, sys
+from grader.batch import grade_folder
+from grader.grade import grader_version
+result = grade_folder(sys.argv[1], sys.argv[2], mode="run", out_dir=sys.argv[3])
+print(json.dumps({"graded": [e.student for e in result.graded], "version": grader_version()}))
+"""
+
+
+def test_resume_regrades_when_the_grader_changes(tmp_path: Path) -> None:
+    """Stored results are keyed by the grader's code: a copy of the same code reuses them (in
+    another process, from another place), a copy with one byte changed regrades them."""
+    from grader.grade import grader_version
+
+    subs, out, copy = tmp_path / "subs", tmp_path / "out", tmp_path / "copy"
+    _write(subs / "zoe.py", SYNTAX_ERROR)
+    stored = _cache_path(out, "zoe")
+    first = grade_folder(subs, PROBLEM, mode="run", out_dir=out)
+    assert [e.student for e in first.graded] == ["zoe"]
+    assert _stored_version(stored) == grader_version()
+
+    shutil.copytree(REPO / "grader", copy / "grader",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+
+    def batch_in_copy() -> dict[str, Any]:
+        env = {**os.environ, "PYTHONPATH": str(copy),
+               "JAXJUDGE_PROBLEMS_DIR": str(REPO / "problems")}
+        done = subprocess.run([PY, "-c", _BATCH_IN_COPY, str(subs), PROBLEM, str(out)],
+                              cwd=tmp_path, env=env, text=True, capture_output=True,
+                              timeout=600, check=False)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    same = batch_in_copy()
+    assert same == {"graded": [], "version": grader_version()}
+
+    rule = copy / "grader" / "rules" / "jaxpr.py"
+    data = bytearray(rule.read_bytes())
+    data[data.index(b'"""') + 3] ^= 0x20  # one byte: the docstring's first letter's case
+    rule.write_bytes(bytes(data))
+    changed = batch_in_copy()
+    assert changed["graded"] == ["zoe"] and changed["version"] != grader_version()
+    assert _stored_version(stored) == changed["version"]
+
+    # And back: results of the other grader are not reused by this one either.
+    again = grade_folder(subs, PROBLEM, mode="run", out_dir=out)
+    assert [e.student for e in again.graded] == ["zoe"]
+    assert _stored_version(stored) == grader_version()
+
+
+def _cache_path(out: Path, student: str) -> Path:
+    return out / "reports" / PROBLEM / f"{student}.json"
+
+
+def _stored_version(path: Path) -> str:
+    return json.loads(path.read_text(encoding="utf-8"))["report"]["versions"]["grader"]
 
 
 def test_grade_file_matches_batch(first_run: tuple[BatchResult, Path],
@@ -328,6 +392,9 @@ def test_gradescope_without_a_python_file_scores_zero(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads(res.read_text(encoding="utf-8"))
     assert data["score"] == 0 and "no Python file" in data["output"]
+    sc = load_problem(PROBLEM).scoring  # zero out of the problem's points, not out of 0
+    assert data["extra_data"]["jaxjudge"][PROBLEM]["max_score"] == (
+        sc.visible_tests + sc.hidden_tests + sc.requirements)
 
 
 def test_gradescope_misconfigured_still_writes_results(tmp_path: Path) -> None:

@@ -6,11 +6,19 @@ grader healthy afterwards); tests/test_sandbox.py attacks the isolation layers t
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
 
+import grader
 from grader import Limits, ProblemError, Verdict, grade, load_problem
 
 PROBLEM = load_problem("rematerialized-mlp-block")
@@ -204,3 +212,119 @@ def test_planted_result_file_is_not_believed(plant: str) -> None:
     hidden = next(c for c in PROBLEM.cases("submit") if not c.visible)
     leaked = repr(hidden.expected["loss"])  # a value only the hidden tests hold
     assert leaked not in report.model_dump_json()
+
+
+# -- points --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("points", [10, 60, 30, 100 / 3, 7, 2 / 3, 1, 0.5, 0])
+def test_group_points_split_adds_up_exactly(points: float) -> None:
+    from grader.grade import POINT_GRID, _split_points
+
+    for n in range(1, 51):
+        shares = _split_points(points, n)
+        assert len(shares) == n and shares == _split_points(points, n)  # deterministic
+        assert sum(shares) == points, (points, n, shares)  # exact, not approx
+        assert all(s >= 0 for s in shares) and (points == 0 or all(s > 0 for s in shares))
+        if points * POINT_GRID == int(points * POINT_GRID) and points * POINT_GRID >= n:
+            # On the grid: exact in any order and unchanged by the JSON's 4-decimal rounding.
+            assert sum(reversed(shares)) == points
+            assert sum(sorted(shares)) == points
+            assert [round(s, 4) for s in shares] == shares
+            assert max(shares) - min(shares) <= 1 / POINT_GRID
+
+
+def test_score_totals_are_the_exact_sums_of_the_items() -> None:
+    """A problem with awkward points and item counts; partial credit; structure points only
+    count when the program ran."""
+    from grader.grade import _score
+    from grader.problem import Scoring
+    from grader.report import RequirementResult, TestResult
+
+    problem = PROBLEM.model_copy(
+        update={"scoring": Scoring(visible_tests=7, hidden_tests=100 / 3, requirements=10)})
+    declared = [r.name for r in problem.requirements]
+
+    def items(passed: bool) -> tuple[list[TestResult], list[RequirementResult]]:
+        verdict = Verdict.ACCEPTED if passed else Verdict.WRONG_ANSWER
+        tests = [TestResult(name=f"t{i}", visible=i < 3, verdict=verdict) for i in range(46)]
+        reqs = [RequirementResult(name=n, level="spec", passed=True, message="")
+                for n in declared]
+        return tests, reqs
+
+    tests, reqs = items(True)
+    score, max_score = _score(problem, tests, reqs, Verdict.ACCEPTED)
+    assert score == max_score == sum(t.max_score for t in tests) + sum(r.max_score for r in reqs)
+    assert sum(t.max_score for t in tests if t.visible) == 7
+    assert sum(t.max_score for t in tests if not t.visible) == 100 / 3
+    assert sum(r.max_score for r in reqs) == 10
+    tests, reqs = items(False)
+    score, max_score = _score(problem, tests, reqs, Verdict.RUNTIME_ERROR)
+    assert score == 0 and all(r.score == 0 for r in reqs)
+    assert max_score == sum(t.max_score for t in tests) + sum(r.max_score for r in reqs)
+
+
+def test_accepted_submission_points_add_up_in_report_and_gradescope_json() -> None:
+    """An accepted student's items sum to exactly the maximum, in the report and in the
+    Gradescope JSON as written (was 99.9978 of 100: 3 x 3.3333 + 43 x 1.3953 + 2 x 15)."""
+    from grader import render
+    from grader.grade import grader_version
+
+    report = grade(PROBLEM, REFERENCE, "submit")
+    assert report.verdict is Verdict.ACCEPTED, report.message
+    sc = PROBLEM.scoring
+    assert report.score == report.max_score == sc.visible_tests + sc.hidden_tests + sc.requirements
+    assert sum(t.max_score for t in report.tests if t.visible) == sc.visible_tests
+    assert sum(t.max_score for t in report.tests if not t.visible) == sc.hidden_tests
+    assert sum(r.max_score for r in report.requirements) == sc.requirements
+    assert report.versions["grader"] == grader_version()
+
+    stored = json.loads(report.model_dump_json())
+    items = stored["tests"] + stored["requirements"]
+    assert sum(i["max_score"] for i in items) == sum(i["score"] for i in items) == 100
+
+    gs = json.loads(json.dumps(render.to_gradescope(report)))
+    assert len(gs["tests"]) == len(report.tests) + len(report.requirements) == 48
+    assert sum(t["max_score"] for t in gs["tests"]) == gs["extra_data"]["jaxjudge"][
+        PROBLEM.id]["max_score"] == gs["score"] == 100
+    assert sum(t["score"] for t in gs["tests"]) == gs["score"]
+
+
+# -- the grader version --------------------------------------------------------------------------
+_VERSION_OF = ("import grader; from grader.grade import grader_version; "
+               "print(grader.__file__); print(grader_version())")
+
+
+def _version_in(pythonpath: Path, cwd: Path) -> tuple[str, str]:
+    """(grader.__file__, grader_version()) in a fresh interpreter importing `pythonpath`."""
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    done = subprocess.run([sys.executable, "-c", _VERSION_OF], cwd=cwd, env=env, text=True,
+                          capture_output=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    where, version = done.stdout.split()
+    return where, version
+
+
+def test_grader_version_hashes_the_grading_code(tmp_path: Path) -> None:
+    from grader.grade import BASE_VERSION, grader_version
+
+    pyproject = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    assert pyproject["project"]["version"] == BASE_VERSION
+    mine = grader_version()
+    assert re.fullmatch(re.escape(BASE_VERSION) + r"\+[0-9a-f]{12}", mine), mine
+    assert grader_version() is mine  # computed once per process
+
+    copy = tmp_path / "copy"
+    shutil.copytree(Path(grader.__file__).parent, copy / "grader",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    # An unchanged tree: the same version in every process, wherever it is installed.
+    where, first = _version_in(copy, tmp_path)
+    assert where == str(copy / "grader" / "__init__.py")
+    assert first == _version_in(copy, tmp_path)[1] == mine
+
+    # One byte of a stage script (run only in the sandbox, never imported here) changes it.
+    script = copy / "grader" / "stages" / "execute.py"
+    data = bytearray(script.read_bytes())
+    at = data.index(b'"""') + 3
+    data[at] ^= 0x20  # the docstring's first letter changes case
+    script.write_bytes(bytes(data))
+    changed = _version_in(copy, tmp_path)[1]
+    assert changed != mine and changed.startswith(BASE_VERSION + "+")
