@@ -136,6 +136,14 @@ class LimitsPublic(BaseModel):
     output_kb: int
 
 
+class TolerancePublic(BaseModel):
+    """|got - expected| <= atol + rtol * |expected|; `outputs` overrides it per output path."""
+
+    rtol: float
+    atol: float
+    outputs: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+
 class ProblemPublic(ProblemSummary):
     """Everything a solver may see. Hidden tests and the reference solution are never here."""
 
@@ -145,7 +153,7 @@ class ProblemPublic(ProblemSummary):
     returns: dict[str, Any]
     constraints: dict[str, Any]
     limits: LimitsPublic
-    tolerance: dict[str, float]
+    tolerance: TolerancePublic
     scoring: dict[str, float]
     requirements: list[RequirementPublic]
     examples: list[ExamplePublic]

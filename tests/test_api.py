@@ -96,6 +96,8 @@ def test_problems_list_and_detail_never_leak_hidden_tests(client: httpx.Client) 
     assert all(q["description"] for q in p["requirements"])
     assert p["limits"]["wall_seconds"] == problem.limits.wall_seconds
     assert p["constraints"]["text"]
+    assert p["tolerance"] == {"rtol": problem.tolerance.rtol, "atol": problem.tolerance.atol,
+                              "outputs": {}}
     cases = problem.cases("submit")
     visible = [c.name for c in cases if c.visible]
     hidden = [c.name for c in cases if not c.visible]

@@ -12,6 +12,7 @@ from app.schemas import (
     ProblemPublic,
     ProblemSummary,
     RequirementPublic,
+    TolerancePublic,
 )
 from grader import Problem, ProblemError, list_problems, load_problem
 from grader.problem import problems_dir
@@ -45,7 +46,7 @@ def _public(p: Problem) -> ProblemPublic:
         returns=p.returns,
         constraints=p.constraints.model_dump(),
         limits=LimitsPublic(**p.limits.model_dump()),
-        tolerance=p.tolerance.model_dump(),
+        tolerance=TolerancePublic(**p.tolerance.model_dump()),
         scoring=p.scoring.model_dump(),
         requirements=[
             RequirementPublic(name=r.name, level=r.level, description=r.description)
