@@ -63,6 +63,16 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "checkpoint_outside_grad": SAVED,
     "checkpoint_without_tanh": SAVED,
     "decoy": SAVED,
+    # Disguises of the saved forward activation (clamped, a sigmoid spelling of tanh, a scaled
+    # W1, a hand-written backward), each beside a fake pair; a checkpoint around the tanh alone.
+    "launder_clamp": SAVED,
+    "launder_sigmoid": SAVED,
+    "launder_scaled_w1": SAVED,
+    "launder_manual_backward": SAVED,
+    "hidden_layer_only": ("saved_read", "put the whole block"),
+    # Honest: a clipped pre-activation, the block applied row by row in a Python loop.
+    "clipped_preactivation": OK,
+    "python_rows": OK,
     "no_matmul": ("no_product", "No matrix product of x and params['w1']"),
     "tanh_formula": ("no_activation", "no tanh is applied"),
 }
@@ -152,9 +162,10 @@ def test_argument_names_decide_what_the_product_is() -> None:
     renamed = ProgramInfo(program.signature, program.text, ["a", "b", "c", "d", "e", "f"],
                           program.outs)
     assert analyze_program(renamed, **ANALYZE).kind == "no_product"  # type: ignore[arg-type]
-    # A product of other arguments: h·W2 exists, but it feeds no tanh.
+    # Other arguments: the backward pass multiplies a value computed elementwise from x (the
+    # cotangent of out = x + ...) by W2, but no tanh is computed from that product.
     w2 = analyze_program(program, **{**ANALYZE, "product": ["params.w2", "x"]})
-    assert w2.kind == "no_product"
+    assert w2.kind == "no_activation"
 
 
 # -- hand-written modules: call-site sensitivity, parser corners --------------------------------

@@ -3,28 +3,34 @@
 The spec-level rule reads what the submission *says* it asked JAX to do (stage A, untrusted);
 this one reads what the exported program *does*, and it alone decides. It proves, from the
 program's dataflow (`grader.rules.dataflow`), that the gradient outputs read an activation that
-was recomputed from the *saved* product and never read the forward one:
+was recomputed from the *saved* product and never read a saved forward one:
 
-- a product is a matmul of (values of) the two `product` arguments, e.g. x and params.w1;
-- an activation is an `activation` op (tanh) fed by a product, through layout ops and the bias;
-- an activation's *continuation* is what it feeds through a contraction (h @ W2, sums): its
+- x-values and W1-values are the two `product` arguments and anything computed from them
+  elementwise; a product is a matmul of an x-value and a W1-value;
+- the candidates are every nonlinear step computed from a product through elementwise steps
+  (the `activation` op, but also exp, clamp, z * z...: any saved nonlinear function of the
+  product counts, however it is spelled);
+- a candidate's *values* are what elementwise steps compute from it (a clamped or scaled copy
+  is still it); its *continuation* is what it feeds through a contraction (h @ W2, sums): its
   forward use; `fwd(T)` is everything computed from that, the cotangent included;
-- the backward pass *reads* activation R *against* activation F when some op combines a value
-  of R (the activation itself, or its scaled/shifted copy) with a value of `fwd(F)`.
+- the backward pass *reads* R *against* F when a step combines a value of R with `fwd(F)`.
 
-A rematerialized activation gives a pair F != R fed by the same product where R is read against
-F, R reaches a gradient output and no `primal` output (it exists for the backward pass only).
-And the backward pass must not contradict it:
+Rules, in order:
 
-1. no activation is read against its own continuation (the saved forward activation reused by
-   the backward pass: no checkpoint, `everything_saveable`, a checkpoint outside the gradient);
-2. every activation read against another shares a product with it (the product is saved, not
-   recomputed: `nothing_saveable`, no policy).
+1. no candidate is read against its own continuation (a saved forward value reused by the
+   backward pass: no checkpoint, `everything_saveable`, a checkpoint outside the gradient or
+   around the activation alone, a disguised or duplicated forward activation beside a decoy);
+2. every candidate read against another is fed only by products the forward pass also uses,
+   and shares one with a candidate it is read against (the product is saved, not recomputed:
+   `nothing_saveable`, no policy, whatever a decoy does beside it);
+3. some `activation` R is read against a forward F of the same product, and reaches a gradient
+   output and no `primal` output (it exists for the backward pass only).
 
-A forward-only duplicate (tanh computed twice, one copy weighted by zero) or a decoy
-`grad(checkpoint(tanh))` next to an unchecked block fails rule 1; a decoy next to a block that
-recomputes the product fails rule 2. The work is a fixed number of linear passes over the inlined
-program (bit sets, one bit per activation), with activations, inlined ops and loop passes capped.
+Loops are analysed with their iterations merged (one node per loop-carried value), which can
+only add dependences, so rules 1-2 stay sound; a step that multiplies a value of T by something
+computed from T along another path (a loop-carried cotangent) is T's derivative at work, not a
+value of T. The work is a fixed number of linear passes over the inlined program (bit sets, one
+bit per candidate), with candidates, inlined ops, loop passes and read bookkeeping capped.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ from grader.rules.stablehlo import ParseError, parse_module
 
 MAX_PROGRAMS = 64
 MAX_TOTAL_CHARS = 24 * 1024 * 1024  # all programs of one grade: the analysis is linear in this
-MAX_ACTIVATIONS = 64  # activation ops fed by the product, per program (2-4 in real solutions)
+MAX_ACTIVATIONS = 64  # nonlinear ops computed from the product, per program (2-4 in real code)
 _PRODUCT_OPS = frozenset({"stablehlo.dot_general", "stablehlo.dot"})
 # Steps that only move values around: they do not combine an activation with anything.
 _NOT_READS = frozenset(
@@ -90,6 +96,29 @@ def _matches(path: str, prefixes: Sequence[str]) -> bool:
     return any(path == p or path.startswith(p + ".") for p in prefixes)
 
 
+# Elementwise (and other value-preserving-or-mixing) kinds: a value computed from T by these is
+# still "a value of T" (clamped, scaled, shifted, exponentiated...), and a value computed from x
+# and W1 by these is still "x" or "W1". Contractions and reductions end it.
+_ELEMENTWISE = frozenset(
+    {Kind.ADD, Kind.NEGATE, Kind.MULTIPLY, Kind.DIVIDE, Kind.OTHER}
+)
+# Steps that combine values arithmetically: where a saved activation can be "read".
+_READS = frozenset(
+    {Kind.ADD, Kind.MULTIPLY, Kind.DIVIDE, Kind.CONTRACT, Kind.REDUCE, Kind.OTHER}
+)
+MAX_READ_WORK = 4_000_000  # bit iterations while collecting reads (a deterministic time bound)
+
+
+def _elementwise_transfer(step: Step, bits: list[int]) -> list[int] | None:
+    """Values pass through layout ops (per index) and every elementwise op (union)."""
+    if step.kind in _ELEMENTWISE:
+        acc = 0
+        for o in step.operands:
+            acc |= bits[o]
+        return [acc] * len(step.results) if acc else None
+    return pass_transfer(step, bits)
+
+
 class _Analysis:
     """The propagations of one program, in the order the module docstring defines them."""
 
@@ -97,67 +126,76 @@ class _Analysis:
         self.g = g
         self.activation = activation
 
-    def products(self, a_nodes: list[int], b_nodes: list[int]) -> list[int]:
+    def products(self, a_nodes: list[int], b_nodes: list[int]) -> tuple[list[int], list[int]]:
+        """(dot products of a-values and b-values, origin bits per node: 1 a, 2 b)."""
         seeds: dict[int, int] = {}
         for n in a_nodes:
             seeds[n] = seeds.get(n, 0) | 1
         for n in b_nodes:
             seeds[n] = seeds.get(n, 0) | 2
-        origin = propagate(self.g, seeds, pass_transfer)
+        origin = propagate(self.g, seeds, _elementwise_transfer)
         found = []
         for s in self.g.steps:
             if s.name in _PRODUCT_OPS and len(s.operands) >= 2 and s.results:
                 lhs, rhs = origin[s.operands[0]], origin[s.operands[1]]
                 if (lhs & 1 and rhs & 2) or (lhs & 2 and rhs & 1):
                     found.append(s.results[0])
-        return found
+        return found, origin
 
-    def feeders(self, products: list[int]) -> list[tuple[Step, int]]:
-        """Activation steps and the bit set of products feeding each (through the bias)."""
-
-        def feed(step: Step, bits: list[int]) -> list[int] | None:
-            if step.kind is Kind.ADD:
-                acc = 0
-                for o in step.operands:
-                    acc |= bits[o]
-                return [acc] * len(step.results)
-            return pass_transfer(step, bits)
-
+    def candidates(self, products: list[int], origin: list[int]) -> list[tuple[Step, int]]:
+        """Nonlinear steps computed from x and W1 (the activation and anything like it), with
+        the bit set of the products feeding each through elementwise steps."""
         seeds: dict[int, int] = {}
         for i, p in enumerate(products):
             seeds[p] = seeds.get(p, 0) | (1 << i)
-        fed = propagate(self.g, seeds, feed)
-        return [
-            (s, fed[s.operands[0]])
-            for s in self.g.steps
-            if s.name == self.activation and s.operands and s.results and fed[s.operands[0]]
-        ]
+        fed = propagate(self.g, seeds, _elementwise_transfer)
+        # Values computed from some other contraction (a cotangent, h @ W2): a product of two
+        # such values is a derivative at work in the backward pass, not a forward activation.
+        product_set = set(products)
+        mixed = propagate(self.g, {
+            r: 1 for s in self.g.steps if s.kind in (Kind.CONTRACT, Kind.REDUCE)
+            for r in s.results if r not in product_set
+        }, full_transfer)
+        out = []
+        for s in self.g.steps:
+            if not s.results or not s.operands:
+                continue
+            pure = sum(1 for o in s.operands if fed[o] and not mixed[o])
+            if s.kind is Kind.OTHER or (
+                s.kind in (Kind.MULTIPLY, Kind.DIVIDE) and pure >= 2
+            ):
+                # A nonlinear function of the product (tanh, exp, z * z, 1 / (1 + e)...).
+                feeders = 0
+                both = 0
+                for o in s.operands:
+                    feeders |= fed[o]
+                    both |= origin[o]
+                if feeders or (both & 3) == 3:
+                    out.append((s, feeders))
+        return out
 
     def reads(self, acts: list[Step]) -> list[int]:
-        """reads[i]: bit set of the activations that activation i is read against."""
+        """reads[i]: bit set of the candidates whose continuation candidate i is read against."""
         g = self.g
         seeds = {}
         for i, s in enumerate(acts):
-            seeds[s.results[0]] = seeds.get(s.results[0], 0) | (1 << i)
+            for r in s.results:
+                seeds[r] = seeds.get(r, 0) | (1 << i)
         down = propagate(g, seeds, full_transfer)
 
-        def linear(step: Step, bits: list[int]) -> list[int] | None:
-            k, ops = step.kind, step.operands
-            if k is Kind.ADD:
-                acc = 0
-                for o in ops:
-                    acc |= bits[o]
-                return [acc] * len(step.results)
-            if k is Kind.NEGATE and ops:
-                return [bits[ops[0]]] * len(step.results)
-            if k is Kind.MULTIPLY and len(ops) == 2:
+        def values_of(step: Step, bits: list[int]) -> list[int] | None:
+            """Elementwise, except that T times something computed from T along another path
+            (a cotangent that came back through a loop carry, T * (1 - T) * g) is T's
+            derivative at work, not a value of T; T * (1 - T) still is one. Without this,
+            loop-carried cotangents would make every recomputed tanh read against itself."""
+            ops = step.operands
+            if step.kind in (Kind.MULTIPLY, Kind.DIVIDE) and len(ops) == 2:
                 a, b = ops
-                return [(bits[a] & ~down[b]) | (bits[b] & ~down[a])] * len(step.results)
-            if k is Kind.DIVIDE and len(ops) == 2:
-                return [bits[ops[0]] & ~down[ops[1]]] * len(step.results)
-            return pass_transfer(step, bits)
+                out = (bits[a] & (~down[b] | bits[b])) | (bits[b] & (~down[a] | bits[a]))
+                return [out] * len(step.results)
+            return _elementwise_transfer(step, bits)
 
-        direct = propagate(g, seeds, linear)
+        direct = propagate(g, seeds, values_of)
         cont: dict[int, int] = {}
         for s in g.steps:
             if s.kind not in (Kind.CONTRACT, Kind.REDUCE):
@@ -174,9 +212,10 @@ class _Analysis:
                     cont[r] = cont.get(r, 0) | acc
         fwd = propagate(g, cont, full_transfer)
         reads = [0] * len(acts)
+        work = MAX_READ_WORK
         for s in g.steps:
             ops = s.operands
-            if s.kind in _NOT_READS or len(ops) < 2:
+            if s.kind not in _READS or len(ops) < 2:
                 continue
             n = len(ops)
             prefix = [0] * (n + 1)
@@ -186,12 +225,14 @@ class _Analysis:
                 suffix[n - 1 - i] = suffix[n - i] | fwd[ops[n - 1 - i]]
             for i, u in enumerate(ops):
                 mine = direct[u]
-                if not mine:
-                    continue
                 against = prefix[i] | suffix[i + 1]
-                if against:
-                    for t in _bits(mine):
-                        reads[t] |= against
+                if not mine or not against:
+                    continue
+                for t in _bits(mine):
+                    reads[t] |= against
+                    work -= 1
+                if work < 0:
+                    raise TooComplex("too many activation values are combined")
         return reads
 
 
@@ -234,43 +275,58 @@ def _classify(
     an = _Analysis(g, act)
     a_nodes = [n for n, p in zip(g.main_args, program.args, strict=True) if p == product[0]]
     b_nodes = [n for n, p in zip(g.main_args, program.args, strict=True) if p == product[1]]
-    products = an.products(a_nodes, b_nodes)
-    if not products:
-        return ProgramFinding(sig, "no_product")
+    products, origin = an.products(a_nodes, b_nodes)
     outs = list(zip(g.main_results, program.outs, strict=True))
     live = ancestors(g, [n for n, _ in outs])
-    found = [(s, f) for s, f in an.feeders(products) if s.results[0] in live]
-    if not found:
+    found = [(s, f) for s, f in an.candidates(products, origin) if s.results[0] in live]
+    is_act = [s.name == act for s, _ in found]
+    if not products:
+        return ProgramFinding(sig, "no_product")
+    if not any(is_act[i] and found[i][1] for i in range(len(found))):
         return ProgramFinding(sig, "no_activation", products=len(products))
     if len(found) > MAX_ACTIVATIONS:
         return ProgramFinding(sig, "too_large", detail=(
-            f"{len(found)} {act.removeprefix('stablehlo.')} ops are fed by the product "
+            f"{len(found)} nonlinear ops are computed from the product "
             f"(at most {MAX_ACTIVATIONS} are analyzed)"))
     acts = [s for s, _ in found]
     feeders = [f for _, f in found]
-    used_products = 0
-    for f in feeders:
-        used_products |= f
     reads = an.reads(acts)
+    used = 0
+    for i, f in enumerate(feeders):
+        if is_act[i]:
+            used |= f
     finding = ProgramFinding(
-        sig, "ok", products=len(_bits(used_products)), activations=len(acts),
+        sig, "ok", products=len(_bits(used)), activations=sum(is_act),
         reads={i: _bits(r) for i, r in enumerate(reads) if r},
     )
+    # 1. No saved forward value of the product's nonlinearity is read by the backward pass.
+    saved = [i for i in range(len(acts)) if reads[i] >> i & 1]
+    if saved:
+        finding.kind = "saved_read"
+        partly = any(is_act[r] and feeders[r] & feeders[i] and (reads[r] >> i & 1)
+                     for i in saved for r in range(len(acts)) if r != i)
+        finding.detail = "partly" if partly else ""
+        return finding
+    # 2. What the backward pass reads is recomputed from products the forward pass computed:
+    #    every read activation is fed only by such products, and shares one with the forward
+    #    value it is read against.
+    backward = [i for i in range(len(acts)) if reads[i] & ~(1 << i)]
+    forward_products = 0
     for i in range(len(acts)):
-        if reads[i] >> i & 1:
-            finding.kind = "saved_read"
-            return finding
-    for i in range(len(acts)):
-        if any(not feeders[i] & feeders[j] for j in _bits(reads[i] & ~(1 << i))):
+        if i not in backward:
+            forward_products |= feeders[i]
+    for i in backward:
+        shares = any(feeders[i] & feeders[j] for j in _bits(reads[i] & ~(1 << i)))
+        if not shares or feeders[i] & ~forward_products:
             finding.kind = "recomputed"
             return finding
+    # 3. Some activation recomputed from the saved product is read against the forward one,
+    #    and serves the gradients only.
     primal_anc = ancestors(g, [n for n, p in outs if _matches(p, primal)])
     grad_anc = ancestors(g, [n for n, p in outs if _matches(p, gradients)])
-    for r, s in enumerate(acts):
-        node = s.results[0]
-        if node in primal_anc or node not in grad_anc:
-            continue
-        if any(feeders[r] & feeders[f] for f in _bits(reads[r] & ~(1 << r))):
+    for r in backward:
+        node = acts[r].results[0]
+        if is_act[r] and node not in primal_anc and node in grad_anc:
             return finding
     finding.kind = "not_recomputed"
     return finding
@@ -323,6 +379,13 @@ def _message(f: ProgramFinding, *, activation: str, product: Sequence[str], poli
             f"from the saved product (a policy that saves no matmul result, such as "
             f"nothing_saveable or no policy, does this). Use "
             f"policy=jax.checkpoint_policies.{policy}: {fix}."
+        )
+    if f.kind == "saved_read" and f.detail == "partly":
+        return (
+            f"The backward pass recomputes the {act} for its own derivative, but still reads the "
+            f"forward {act} of {prod} elsewhere (typically for the matmul that follows it, "
+            f"whose weight gradient needs the activation): put the whole block, the "
+            f"{act} and the product that consumes it, inside the checkpointed function."
         )
     if f.kind == "saved_read":
         return (

@@ -256,6 +256,67 @@ def float64_block(p: Params, x: jax.Array) -> jax.Array:
     return (x + h @ p["w2"] + p["b2"]).astype(jnp.float32)
 
 
+def _fake_pair(params: Params, x: jax.Array, grads: Params) -> Params:
+    """A hand-made 'rematerialization' pair on a fresh x@W1: a tanh feeding a contraction, and
+    a second tanh of the same product read against that contraction, into grads times zero."""
+    z = x @ params["w1"] + params["b1"]
+    s = jnp.sum(jnp.tanh(z) @ params["w2"])
+    return dict(grads, b1=grads["b1"] + jnp.sum(jnp.tanh(z) * (0.0 * s), axis=0))
+
+
+def laundered(activation: Callable[[jax.Array], jax.Array],
+              matmul: Callable[[jax.Array, jax.Array], jax.Array] = jnp.matmul) -> Solve:
+    """No checkpoint at all, the activation or the product disguised, plus a fake pair."""
+
+    def solve(params: Params, x: jax.Array, y: jax.Array) -> dict[str, Any]:
+        def loss_fn(p: Params) -> jax.Array:
+            h = activation(matmul(x, p["w1"]) + p["b1"])
+            return mse(x + h @ p["w2"] + p["b2"], y)
+
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        return {"loss": loss, "grads": _fake_pair(params, x, grads)}
+
+    return solve
+
+
+def manual_saved_backward(params: Params, x: jax.Array, y: jax.Array) -> dict[str, Any]:
+    """A hand-written backward that reuses the forward tanh through an identity clamp."""
+    z = x @ params["w1"] + params["b1"]
+    h = jnp.tanh(z)
+    err = x + h @ params["w2"] + params["b2"] - y
+    loss = jnp.mean(err * err)
+    kept = jax.lax.clamp(-1.0, h, 1.0)
+    d_out = 2.0 * err / err.size
+    dz = (d_out @ params["w2"].T) * (1.0 - kept * kept)
+    grads = {"w1": x.T @ dz, "b1": dz.sum(0), "w2": kept.T @ d_out, "b2": d_out.sum(0)}
+    return {"loss": loss, "grads": _fake_pair(params, x, grads)}
+
+
+def hidden_only_block(p: Params, x: jax.Array) -> jax.Array:
+    """Only tanh(x@W1 + b1) is checkpointed; h @ W2 outside keeps the forward tanh alive."""
+    h = jax.checkpoint(lambda p, x: jnp.tanh(x @ p["w1"] + p["b1"]),
+                       policy=cp.dots_saveable)(p, x)
+    return x + h @ p["w2"] + p["b2"]
+
+
+def clipped_block(p: Params, x: jax.Array) -> jax.Array:
+    """An honest remat whose pre-activation is clipped "for safety" (same values)."""
+    h = jnp.tanh(jnp.clip(x @ p["w1"] + p["b1"], -30.0, 30.0))
+    return x + h @ p["w2"] + p["b2"]
+
+
+def python_rows(params: Params, x: jax.Array, y: jax.Array) -> dict[str, Any]:
+    """An honest remat applied row by row in a Python loop (concrete shapes only)."""
+    blk = jax.checkpoint(block, policy=cp.dots_saveable)
+
+    def loss_fn(p: Params) -> jax.Array:
+        rows = [blk(p, x[i : i + 1]) for i in range(x.shape[0])]
+        return mse(jnp.concatenate(rows), y)
+
+    loss, grads = jax.value_and_grad(loss_fn)(params)
+    return {"loss": loss, "grads": grads}
+
+
 def ckpt(policy: Any, **kw: Any) -> Callable[[Params, jax.Array], jax.Array]:
     return jax.checkpoint(block, policy=policy, **kw)
 
@@ -295,6 +356,15 @@ CASES: dict[str, Solve] = {
     "jacrev": jacrev_grads,
     "float64_block": with_block(jax.checkpoint(float64_block, policy=cp.dots_saveable)),
     "real_with_decoy": with_decoy(ckpt(cp.dots_saveable)),
+    # The red team's round: disguises of a saved forward activation beside a fake pair, and
+    # honest styles the first version of the rule rejected.
+    "launder_clamp": laundered(lambda z: jax.lax.clamp(-1.0, jnp.tanh(z), 1.0)),
+    "launder_sigmoid": laundered(lambda z: 2.0 * jax.nn.sigmoid(2.0 * z) - 1.0),
+    "launder_scaled_w1": laundered(jnp.tanh, lambda a, w: a @ (w * 1.0)),
+    "launder_manual_backward": manual_saved_backward,
+    "hidden_layer_only": with_block(hidden_only_block),
+    "clipped_preactivation": with_block(jax.checkpoint(clipped_block, policy=cp.dots_saveable)),
+    "python_rows": python_rows,
 }
 # Exported with symbolic B, D, H like stage A's first try (loops over a symbolic batch slice
 # with real_dynamic_slice).
