@@ -19,6 +19,7 @@ from rich.table import Table
 from grader import cli_authoring, cli_batch, cli_client
 from grader.grade import grade
 from grader.problem import ProblemError, list_problems, load_problem
+from grader.render import math_as_code
 from grader.report import Report, Verdict
 from grader.sandbox import protections
 
@@ -152,7 +153,7 @@ def show_cmd(
     if starter:
         sys.stdout.write(prob.starter)
         return
-    _out.print(Markdown(prob.statement))
+    _out.print(Markdown(math_as_code(prob.statement)))
 
 
 @cli.command("doctor")

@@ -170,7 +170,7 @@ def remote_show(server: str, problem_id: str, starter: bool) -> None:
     if starter:
         sys.stdout.write(clean_text(problem.starter))
         return
-    Console().print(Markdown(clean_text(problem.statement)))
+    Console().print(Markdown(math_as_code(clean_text(problem.statement))))
 
 
 def register(cli: typer.Typer) -> None:

@@ -8,6 +8,7 @@ verdict and message only: a report never carries their inputs, and nothing here 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -251,3 +252,15 @@ def to_gradescope_set(
     if seconds:
         result["execution_time"] = math.ceil(sum(seconds))
     return result
+
+
+_DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.DOTALL)
+_INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\s)([^$\n]+?)(?<!\s)\$(?!\$)")
+
+
+def math_as_code(markdown: str) -> str:
+    """A statement for a terminal: TeX math kept verbatim as code (display math as a code block,
+    inline math as a code span), so a Markdown renderer does not eat its backslashes, turn its
+    subscripts into italics or a leading `+` into a bullet."""
+    text = _DISPLAY_MATH.sub(lambda m: "\n```\n" + m.group(1).strip() + "\n```\n", markdown)
+    return _INLINE_MATH.sub(lambda m: "`" + m.group(1).replace("`", "'") + "`", text)
