@@ -1,0 +1,25 @@
+# The statement's recipe: a custom_vjp quantiser, y from calling it, dx from jax.vjp.
+import jax
+import jax.numpy as jnp
+
+
+@jax.custom_vjp
+def quantize(x):
+    return jnp.where(x >= 0, 1.0, -1.0).astype(x.dtype)
+
+
+def quantize_fwd(x):
+    return quantize(x), x
+
+
+def quantize_bwd(x, g):
+    return (jnp.where(jnp.abs(x) <= 1.0, g, 0.0),)
+
+
+quantize.defvjp(quantize_fwd, quantize_bwd)
+
+
+def solve(x, g):
+    _, vjp = jax.vjp(quantize, x)
+    (dx,) = vjp(g)
+    return {"y": quantize(x), "dx": dx}
