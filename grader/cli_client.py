@@ -32,6 +32,7 @@ from grader.client import (
     open_http,
     resolve_config,
 )
+from grader.render import math_as_code
 from grader.report import Mode, Verdict
 
 READ_TIMEOUT = 60.0  # problems and show: one or two small requests
