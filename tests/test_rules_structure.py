@@ -84,13 +84,25 @@ def float_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
     return (a.astype(jnp.float32) @ b.astype(jnp.float32)).astype(jnp.int32)
 
 
+def float_matmul_with_decoy(a: jax.Array, b: jax.Array) -> jax.Array:
+    decoy = jax.lax.dot_general(a[:1, :1], b[:1, :1], (((1,), (0,)), ((), ())),
+                                preferred_element_type=jnp.int32)
+    return float_matmul(a, b) + 0 * decoy[0, 0]
+
+
 def test_int8_operands_with_int32_accumulation() -> None:
     a, b = np.ones((2, 3), np.int8), np.ones((3, 4), np.int8)
-    opts = {"operands": ("i8", "i8"), "result": "i32"}
+    opts = {"args": ("a0", "a1"), "operands": ("i8", "i8"), "result": "i32"}
     assert check_dot_types([program(int8_matmul, {}, a, b)], **opts).passed
     bad = check_dot_types([program(float_matmul, {}, a, b)], **opts)
     assert not bad.passed
     assert "(f32, f32) -> f32" in bad.message and "preferred_element_type=jnp.int32" in bad.message
+    # A decoy int8 product beside the float one: every product of a and b must be int8.
+    decoy = check_dot_types([program(float_matmul_with_decoy, {}, a, b)], **opts)
+    assert not decoy.passed and "(f32, f32) -> f32" in decoy.message
+    # Products of other arguments do not count.
+    other = check_dot_types([program(int8_matmul, {}, a, b)], **{**opts, "args": ("a0", "zz")})
+    assert not other.passed and "No matrix product of a0 and zz" in other.message
 
 
 # -- independent_of_dim: no Python loop over the batch ----------------------------------------
@@ -176,7 +188,7 @@ def test_hostile_text_fails_cleanly() -> None:
     junk = ProgramInfo("s", "not mlir {", [], [], {"n": 2, "B": 1, "T": 1})
     for outcome in (
         check_max_intermediate_elements([junk], below=Expr("n")),
-        check_dot_types([junk], operands=("i8", "i8"), result="i32"),
+        check_dot_types([junk], args=("a", "b"), operands=("i8", "i8"), result="i32"),
         check_independent_of_dim([junk], dim="B"),
         check_loop_over_dim([junk], dim="T"),
         check_independent_of_dim([], dim="B"),

@@ -116,6 +116,7 @@ class Step:
     name: str  # the op name ("link" for call/loop/conditional links)
     operands: tuple[int, ...]
     results: tuple[int, ...]
+    type: str = ""  # the op's printed function type (grader.rules.stablehlo.Op.type)
 
     def pass_sources(self) -> Iterable[tuple[int, int]]:
         """(operand, result) pairs along which values pass unchanged."""
@@ -211,8 +212,9 @@ def build_graph(module: Module) -> Graph:
             g.n_nodes += 1
         return found
 
-    def emit(kind: Kind, name: str, operands: Iterable[int], results: Iterable[int]) -> None:
-        g.steps.append(Step(kind, name, tuple(operands), tuple(results)))
+    def emit(kind: Kind, name: str, operands: Iterable[int], results: Iterable[int],
+             type_: str = "") -> None:
+        g.steps.append(Step(kind, name, tuple(operands), tuple(results), type_))
         if len(g.steps) > MAX_INLINED_STEPS:
             raise ParseError(f"the program has more than {MAX_INLINED_STEPS} ops once inlined")
 
@@ -306,7 +308,7 @@ def build_graph(module: Module) -> Graph:
                 for block in reversed(region):
                     work.extend((o, inst) for o in reversed(block.ops))
             continue
-        emit(_KIND_BY_NAME.get(name, Kind.OTHER), name, opd, res)
+        emit(_KIND_BY_NAME.get(name, Kind.OTHER), name, opd, res, op.type)
     return g
 
 
@@ -345,6 +347,22 @@ def pass_transfer(step: Step, bits: list[int]) -> list[int] | None:
     for o, r in step.pass_sources():
         out[index[r]] |= bits[o]
     return out
+
+
+# Elementwise (and other value-preserving-or-mixing) kinds: a value computed from T by these is
+# still "a value of T" (clamped, scaled, shifted, exponentiated...), and a value computed from
+# an argument by these is still that argument. Contractions and reductions end it.
+ELEMENTWISE = frozenset({Kind.ADD, Kind.NEGATE, Kind.MULTIPLY, Kind.DIVIDE, Kind.OTHER})
+
+
+def elementwise_transfer(step: Step, bits: list[int]) -> list[int] | None:
+    """Values pass through layout ops (per index) and every elementwise op (union)."""
+    if step.kind in ELEMENTWISE:
+        acc = 0
+        for o in step.operands:
+            acc |= bits[o]
+        return [acc] * len(step.results) if acc else None
+    return pass_transfer(step, bits)
 
 
 def full_transfer(step: Step, bits: list[int]) -> list[int] | None:

@@ -49,8 +49,8 @@ from grader.rules.dataflow import (
     TooComplex,
     ancestors,
     build_graph,
+    elementwise_transfer,
     full_transfer,
-    pass_transfer,
     propagate,
 )
 from grader.rules.registry import RuleOptions, register
@@ -96,27 +96,11 @@ def _matches(path: str, prefixes: Sequence[str]) -> bool:
     return any(path == p or path.startswith(p + ".") for p in prefixes)
 
 
-# Elementwise (and other value-preserving-or-mixing) kinds: a value computed from T by these is
-# still "a value of T" (clamped, scaled, shifted, exponentiated...), and a value computed from x
-# and W1 by these is still "x" or "W1". Contractions and reductions end it.
-_ELEMENTWISE = frozenset(
-    {Kind.ADD, Kind.NEGATE, Kind.MULTIPLY, Kind.DIVIDE, Kind.OTHER}
-)
 # Steps that combine values arithmetically: where a saved activation can be "read".
 _READS = frozenset(
     {Kind.ADD, Kind.MULTIPLY, Kind.DIVIDE, Kind.CONTRACT, Kind.REDUCE, Kind.OTHER}
 )
 MAX_READ_WORK = 4_000_000  # bit iterations while collecting reads (a deterministic time bound)
-
-
-def _elementwise_transfer(step: Step, bits: list[int]) -> list[int] | None:
-    """Values pass through layout ops (per index) and every elementwise op (union)."""
-    if step.kind in _ELEMENTWISE:
-        acc = 0
-        for o in step.operands:
-            acc |= bits[o]
-        return [acc] * len(step.results) if acc else None
-    return pass_transfer(step, bits)
 
 
 class _Analysis:
@@ -133,7 +117,7 @@ class _Analysis:
             seeds[n] = seeds.get(n, 0) | 1
         for n in b_nodes:
             seeds[n] = seeds.get(n, 0) | 2
-        origin = propagate(self.g, seeds, _elementwise_transfer)
+        origin = propagate(self.g, seeds, elementwise_transfer)
         found = []
         for s in self.g.steps:
             if s.name in _PRODUCT_OPS and len(s.operands) >= 2 and s.results:
@@ -148,7 +132,7 @@ class _Analysis:
         seeds: dict[int, int] = {}
         for i, p in enumerate(products):
             seeds[p] = seeds.get(p, 0) | (1 << i)
-        fed = propagate(self.g, seeds, _elementwise_transfer)
+        fed = propagate(self.g, seeds, elementwise_transfer)
         # Values computed from some other contraction (a cotangent, h @ W2): a product of two
         # such values is a derivative at work in the backward pass, not a forward activation.
         product_set = set(products)
@@ -193,7 +177,7 @@ class _Analysis:
                 a, b = ops
                 out = (bits[a] & (~down[b] | bits[b])) | (bits[b] & (~down[a] | bits[a]))
                 return [out] * len(step.results)
-            return _elementwise_transfer(step, bits)
+            return elementwise_transfer(step, bits)
 
         direct = propagate(g, seeds, values_of)
         cont: dict[int, int] = {}

@@ -14,10 +14,24 @@ from dataclasses import dataclass
 from pydantic import Field
 
 from grader.rules import ProgramInfo, RuleOutcome
-from grader.rules.dataflow import build_graph
+from grader.rules.dataflow import (
+    Step,
+    TooComplex,
+    ancestors,
+    build_graph,
+    elementwise_transfer,
+    propagate,
+)
 from grader.rules.expr import Expr
 from grader.rules.registry import RuleOptions, register
-from grader.rules.stablehlo import Module, Op, ParseError, TensorType, parse_module
+from grader.rules.stablehlo import (
+    Module,
+    Op,
+    ParseError,
+    TensorType,
+    parse_module,
+    tensor_types,
+)
 
 _DIM = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _ELEMENT = r"^(i|ui|f|bf)[0-9]{1,2}$|^i1$"
@@ -120,15 +134,41 @@ def _too_big(op: Op, t: TensorType, n: int | None, below: Expr, limit: int,
 # -- dot_types ---------------------------------------------------------------------------------
 
 class DotTypesOptions(RuleOptions):
+    args: tuple[str, str] = Field(description="input paths of the two matrices, e.g. [a, b]")
     operands: tuple[str, str] = Field(description="MLIR element types of the two operands")
     result: str = Field(pattern=_ELEMENT, description="MLIR element type of the result")
 
 
+def _arg_products(program: ProgramInfo, module: Module, args: tuple[str, str]
+                  ) -> list[Step] | str:
+    """Every live matmul of a value of args[0] with a value of args[1] (through elementwise
+    steps: a converted or scaled copy is still the argument), or why none can be found."""
+    g = build_graph(module)
+    if len(g.main_args) != len(program.args) or len(g.main_results) != len(program.outs):
+        return "the program's arguments or results do not match their paths"
+    seeds: dict[int, int] = {}
+    for node, path in zip(g.main_args, program.args, strict=True):
+        for bit, name in enumerate(args):
+            if path == name:
+                seeds[node] = seeds.get(node, 0) | (1 << bit)
+    origin = propagate(g, seeds, elementwise_transfer)
+    live = ancestors(g, g.main_results)
+    return [
+        s for s in g.steps
+        if s.name in _DOTS and len(s.operands) >= 2 and s.results and s.results[0] in live
+        and {origin[s.operands[0]] & 3, origin[s.operands[1]] & 3} >= {1, 2}
+    ]
+
+
 @register("dot_types", "program", DotTypesOptions)
 def check_dot_types(
-    programs: Sequence[ProgramInfo], *, operands: tuple[str, str], result: str
+    programs: Sequence[ProgramInfo], *, args: tuple[str, str], operands: tuple[str, str],
+    result: str,
 ) -> RuleOutcome:
-    """A dot_general takes operands of the given element types and returns the given type."""
+    """Every matmul of the two arguments takes the given element types and returns the given one.
+
+    At least one such matmul must reach the outputs, and none may use other types: a float
+    product of the same matrices beside a decoy integer one does not pass."""
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
@@ -136,27 +176,35 @@ def check_dot_types(
     if bad:
         return bad
     want = sorted(operands)
+    names = " and ".join(args)
     for item in parsed:
-        seen: set[str] = set()
-        found = False
         assert item.module is not None
-        for _, op in _all_ops(item.module):
-            if op.name not in _DOTS:
-                continue
-            ins = [t.element for t in op.operand_types()[:2]]
-            outs = [t.element for t in op.result_types()]
-            seen.add(f"({', '.join(ins)}) -> {', '.join(outs)}")
-            if sorted(ins) == want and outs == [result]:
-                found = True
-        if not found:
-            what = "; ".join(sorted(seen)[:6]) or "none"
+        try:
+            found = _arg_products(item.program, item.module, args)
+        except (ParseError, TooComplex) as exc:
+            return RuleOutcome(False, f"The exported program for input shapes "
+                                      f"{item.program.signature} could not be analyzed ({exc}).")
+        if isinstance(found, str):
+            return RuleOutcome(False, f"The exported program could not be analyzed ({found}).")
+        kinds = {}
+        for step in found:
+            head, _, tail = step.type.rpartition("->")
+            ins = [t.element for t in tensor_types(head)[:2]]
+            outs = [t.element for t in tensor_types(tail)]
+            kinds[f"({', '.join(ins)}) -> {', '.join(outs)}"] = sorted(ins) == want and outs == [
+                result]
+        fix = (f"Multiply the quantized arrays themselves, e.g. jax.lax.dot_general(a, b, ..., "
+               f"preferred_element_type=jnp.{_np(result)}), and apply the scales afterwards.")
+        if not kinds:
+            return RuleOutcome(False, f"No matrix product of {names} reaches your outputs. {fix}")
+        wrong = sorted(k for k, ok in kinds.items() if not ok)
+        if wrong:
             return RuleOutcome(False, (
-                f"No matrix product takes {operands[0]} and {operands[1]} operands and returns "
-                f"{result} (products found: {what}). Multiply the quantized arrays themselves, "
-                f"e.g. jax.lax.dot_general(a, b, ..., preferred_element_type=jnp.{_np(result)}), "
-                f"and apply the scales afterwards."))
-    return RuleOutcome(True, f"A matrix product takes {operands[0]} x {operands[1]} operands "
-                             f"and accumulates in {result}.")
+                f"A matrix product of {names} takes and returns {', '.join(wrong)}; every product "
+                f"of them must take {operands[0]} x {operands[1]} operands and accumulate in "
+                f"{result}. {fix}"))
+    return RuleOutcome(True, f"Every matrix product of {names} takes {operands[0]} x "
+                             f"{operands[1]} operands and accumulates in {result}.")
 
 
 def _np(element: str) -> str:
