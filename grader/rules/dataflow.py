@@ -19,6 +19,7 @@ from" (a matmul of x is not x, but depends on it):
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -26,7 +27,9 @@ from enum import IntEnum
 from grader.rules.stablehlo import Block, Module, Op, ParseError
 
 MAX_INLINED_STEPS = 300_000
-MAX_PASSES = 64
+# Step evaluations per grade, over all of its programs and propagations: honest programs need
+# a few thousand per program (~10 ms); a program built to be slow stops here (~5 s).
+MAX_WORK = 3_000_000
 
 # Ops whose result *is* operand 0 (re-laid-out, re-typed or re-rounded but the same values).
 _PASS_OPERAND0 = frozenset(
@@ -135,6 +138,23 @@ class Step:
         return []
 
 
+class TooComplex(Exception):
+    """The analysis would take more work than its budget (a program built to be slow)."""
+
+
+class Budget:
+    """Step evaluations left for one grade's analyses: a deterministic bound on the trusted
+    side's time, shared by every program and propagation it is handed to."""
+
+    def __init__(self, steps: int = MAX_WORK) -> None:
+        self.left = steps
+
+    def spend(self, n: int = 1) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise TooComplex("the analysis needs more work than its budget")
+
+
 @dataclass
 class Graph:
     """The inlined program: steps in program order, main's arguments and results."""
@@ -143,10 +163,29 @@ class Graph:
     n_nodes: int = 0
     main_args: list[int] = field(default_factory=list)
     main_results: list[int] = field(default_factory=list)
+    budget: Budget = field(default_factory=Budget)
+    _consumers: list[list[int]] | None = None
+    _producers: list[list[int]] | None = None
+
+    def consumers(self) -> list[list[int]]:
+        """node -> indices of the steps that read it (built once)."""
+        if self._consumers is None:
+            self._consumers = [[] for _ in range(self.n_nodes)]
+            for i, s in enumerate(self.steps):
+                for o in set(s.operands):
+                    self._consumers[o].append(i)
+        return self._consumers
+
+    def producers(self) -> list[list[int]]:
+        """node -> indices of the steps that write it (built once)."""
+        if self._producers is None:
+            self._producers = [[] for _ in range(self.n_nodes)]
+            for i, s in enumerate(self.steps):
+                for r in set(s.results):
+                    self._producers[r].append(i)
+        return self._producers
 
 
-class TooComplex(Exception):
-    """A propagation did not settle within MAX_PASSES passes (loops nested absurdly deep)."""
 
 
 def _region_returns(region: list[Block]) -> list[Op]:
@@ -318,24 +357,31 @@ def propagate(
     transfer: Callable[[Step, list[int]], list[int] | None],
 ) -> list[int]:
     """Forward fixpoint of bit sets: `transfer(step, bits)` gives each result's bits from the
-    current bits (None: nothing flows). Passes in program order until nothing changes; loop
-    back edges are why more than one pass is needed. Raises TooComplex past MAX_PASSES."""
+    current bits (None: nothing flows). A worklist in program order: a step is evaluated again
+    only when one of its operands gained bits (loop back edges), so a loop costs its own steps
+    per change, not a pass over the whole program. Each evaluation spends from `g.budget`."""
     bits = [0] * g.n_nodes
     for n, b in seeds.items():
         bits[n] |= b
-    for _ in range(MAX_PASSES):
-        changed = False
-        for step in g.steps:
-            out = transfer(step, bits)
-            if out is None:
-                continue
-            for r, b in zip(step.results, out, strict=False):
-                if b and (bits[r] | b) != bits[r]:
-                    bits[r] |= b
-                    changed = True
-        if not changed:
-            return bits
-    raise TooComplex("the program's loops did not settle")
+    steps, consumers, budget = g.steps, g.consumers(), g.budget
+    queue: deque[int] = deque(range(len(steps)))
+    queued = bytearray(b"\x01") * len(steps)
+    while queue:
+        i = queue.popleft()
+        queued[i] = 0
+        budget.spend()
+        step = steps[i]
+        out = transfer(step, bits)
+        if out is None:
+            continue
+        for r, b in zip(step.results, out, strict=False):
+            if b and (bits[r] | b) != bits[r]:
+                bits[r] |= b
+                for j in consumers[r]:
+                    if not queued[j]:
+                        queued[j] = 1
+                        queue.append(j)
+    return bits
 
 
 def pass_transfer(step: Step, bits: list[int]) -> list[int] | None:
@@ -377,18 +423,22 @@ def full_transfer(step: Step, bits: list[int]) -> list[int] | None:
 
 
 def ancestors(g: Graph, targets: Iterable[int]) -> set[int]:
-    """Every node some target depends on (backward fixpoint over the same edges as
-    `full_transfer`)."""
+    """Every node some target depends on (the reverse of `full_transfer`'s edges), by a search
+    over each node's producing steps."""
     seen = set(targets)
-    for _ in range(MAX_PASSES):
-        before = len(seen)
-        for step in reversed(g.steps):
+    stack = list(seen)
+    producers, budget = g.producers(), g.budget
+    while stack:
+        n = stack.pop()
+        for i in producers[n]:
+            budget.spend()
+            step = g.steps[i]
             if step.kind is Kind.TUPLE:
-                for o, r in zip(step.operands, step.results, strict=False):
-                    if r in seen:
-                        seen.add(o)
-            elif any(r in seen for r in step.results):
-                seen.update(step.operands)
-        if len(seen) == before:
-            return seen
-    raise TooComplex("the program's loops did not settle")
+                found = [o for o, r in zip(step.operands, step.results, strict=False) if r == n]
+            else:
+                found = list(step.operands)
+            for o in found:
+                if o not in seen:
+                    seen.add(o)
+                    stack.append(o)
+    return seen

@@ -43,6 +43,7 @@ from pydantic import Field
 
 from grader.rules import ProgramInfo, RuleOutcome
 from grader.rules.dataflow import (
+    Budget,
     Graph,
     Kind,
     Step,
@@ -57,7 +58,7 @@ from grader.rules.registry import RuleOptions, register
 from grader.rules.stablehlo import ParseError, parse_module
 
 MAX_PROGRAMS = 64
-MAX_TOTAL_CHARS = 24 * 1024 * 1024  # all programs of one grade: the analysis is linear in this
+MAX_TOTAL_CHARS = 8 * 1024 * 1024  # all programs of one grade: parsing is linear in this
 MAX_ACTIVATIONS = 64  # nonlinear ops computed from the product, per program (2-4 in real code)
 _PRODUCT_OPS = frozenset({"stablehlo.dot_general", "stablehlo.dot"})
 # Steps that only move values around: they do not combine an activation with anything.
@@ -196,7 +197,7 @@ class _Analysis:
                     cont[r] = cont.get(r, 0) | acc
         fwd = propagate(g, cont, full_transfer)
         reads = [0] * len(acts)
-        work = MAX_READ_WORK
+        work = MAX_READ_WORK  # separate: bits per step, not steps (g.budget counts steps)
         for s in g.steps:
             ops = s.operands
             if s.kind not in _READS or len(ops) < 2:
@@ -227,8 +228,11 @@ def analyze_program(
     product: Sequence[str],
     primal: Sequence[str] = ("loss",),
     gradients: Sequence[str] = ("grads",),
+    budget: Budget | None = None,
 ) -> ProgramFinding:
-    """Classify one program. Never raises on hostile input: returns kind "parse_error"."""
+    """Classify one program. Never raises on hostile input: returns kind "parse_error" (or
+    "too_large" once `budget`, shared by all of a grade's programs, runs out)."""
+    budget = budget or Budget()
     sig = program.signature if isinstance(program.signature, str) else "?"
     act = activation if "." in activation else f"stablehlo.{activation}"
     try:
@@ -236,6 +240,10 @@ def analyze_program(
             if not isinstance(paths, list) or not all(isinstance(a, str) for a in paths):
                 raise ParseError(f"the {name} list is malformed")
         g = build_graph(parse_module(program.text))
+        g.budget = budget
+        budget.spend(len(g.steps))
+    except TooComplex as exc:
+        return ProgramFinding(sig, "too_large", detail=str(exc))
     except ParseError as exc:
         return ProgramFinding(sig, "parse_error", detail=str(exc))
     except (ValueError, TypeError, KeyError, IndexError, RecursionError, MemoryError) as exc:
@@ -433,9 +441,10 @@ def check_rematerialized_activation(
             f"The exported programs are too large to verify ({total >> 20} MiB of StableHLO "
             f"over {len(programs)} input shapes; at most {MAX_TOTAL_CHARS >> 20} MiB are "
             "analyzed): remove dead computations from solve."))
+    budget = Budget()
     findings = [
         analyze_program(p, activation=activation, product=product, primal=primal,
-                        gradients=gradients)
+                        gradients=gradients, budget=budget)
         for p in programs
     ]
     opts = {"activation": activation, "product": product, "policy": policy}
