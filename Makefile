@@ -4,7 +4,7 @@ VENV := .venv
 OLDEST := .venv-jax-oldest
 JAX_OLDEST := 0.4.38
 
-.PHONY: install serve test test-oldest lint bench clean
+.PHONY: install serve test test-oldest lint bench clean web
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -33,6 +33,12 @@ $(OLDEST)/.installed: pyproject.toml
 
 test-oldest: $(OLDEST)/.installed
 	$(OLDEST)/bin/python -m pytest tests/test_samples.py tests/test_problem_package.py tests/test_stages_trace.py
+
+# The browser page: rebuild the committed bundle in app/static/ from web/ with the locked npm
+# packages (Node >= 20.19), and refresh the axe-core copy the browser tests use without Node.
+web:
+	cd web && npm ci --no-audit --no-fund && npm run build
+	cp web/node_modules/axe-core/axe.min.js tests/data/axe-core/axe.min.js
 
 bench: install
 	$(VENV)/bin/python bench/run.py

@@ -21,6 +21,7 @@ from app.core.config import Settings
 from app.core.ratelimit import RateLimiter
 from app.queue import GradingQueue
 from app.store import Store
+from app.web import install_web
 from grader import protections
 from grader.grade import set_engine, set_report_cache
 from grader.pool import disable_warm_pool, enable_warm_pool
@@ -151,4 +152,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(system.health_router)
     for module in (problems, submissions, system):
         app.include_router(module.router, prefix=f"/{API_VERSION}", dependencies=[AuthDep])
+    install_web(app)
     return app
