@@ -6,7 +6,9 @@ what the submission then exports (the grader's program cache is keyed by those b
 
 Decisions on symbolic dimensions (`_ShapeDecisions`): a submission that asks something jax
 cannot decide about a symbolic size is exported per concrete signature; everything jax decides
-soundly keeps the one shape-polymorphic export."""
+soundly keeps the one shape-polymorphic export.
+
+The jaxpr summary (`summarize_jaxpr`): each distinct sub-jaxpr once, bounded in size."""
 
 from __future__ import annotations
 
@@ -153,7 +155,7 @@ def test_accepted_samples_keep_the_poly_path_unless_they_decide_on_a_shape(tmp_p
     sources["reference.py"] = PROBLEM.reference_path.read_bytes()
     results = _stage_a(tmp_path, sources)
     n_sigs = len(grade_module._plan(PROBLEM, "submit").signatures)
-    assert "accepted_shape_checks.py" in results
+    assert "accepted_shape_checks.py" in results and "accepted_nested_jit_tree.py" in results
     for name, result in results.items():
         assert result["status"] == "ok", (name, result.get("message"))
         if name in NEEDS_CONCRETE:
@@ -163,6 +165,7 @@ def test_accepted_samples_keep_the_poly_path_unless_they_decide_on_a_shape(tmp_p
         else:
             assert result["exports"] == {"poly": "poly.jaxexport"}, (name, result)
             assert "poly_fallback" not in result, (name, result["poly_fallback"])
+            assert result["jaxpr"]["jaxprs"], name
 
 
 # Functions traced with symbolic (B, D); `base` is what they all compute around the decision.
@@ -319,3 +322,72 @@ def test_not_seen_questions_python_answers_without_the_dimension() -> None:
     exec(compile("def f(x):\n    return x * (2.0 if isinstance(x.shape[0], int) else 1.0)\n",
                  "submission.py", "exec"), module)
     assert _watch(module["f"]) == []
+
+
+# -- the jaxpr summary ----------------------------------------------------------------------------
+
+
+def _summarize(fn, *shapes: tuple[int, ...]) -> dict:
+    import jax
+    import numpy as np
+
+    stage = runpy.run_path(str(STAGES / "trace.py"), run_name="t")
+    checkpoint_prim, policies = stage["prepare"]()
+    specs = [jax.ShapeDtypeStruct(s, np.float32) for s in shapes]
+    return stage["summarize_jaxpr"](jax.make_jaxpr(fn)(*specs).jaxpr, checkpoint_prim, policies)
+
+
+def test_a_shared_sub_jaxpr_is_summarized_once() -> None:
+    """2,000 calls of one jitted helper: one table entry, 2,000 references folded in one run."""
+    import jax
+
+    keep = jax.jit(lambda v: v * 1.0)
+
+    def chain(x):
+        for _ in range(2000):
+            x = keep(x)
+        return x
+
+    summary = _summarize(chain, (3,))
+    assert summary["root"] == 0 and len(summary["jaxprs"]) == 2
+    (call,) = summary["jaxprs"][0]["eqns"]
+    assert call["count"] == 2000 and call["jaxprs"] == [1]
+    assert [e["primitive"] for e in summary["jaxprs"][1]["eqns"]] == ["mul"]
+    assert len(json.dumps(summary)) < 300
+
+
+def test_checkpoint_eqns_carry_their_policy_and_body() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    def f(x):
+        policy = jax.checkpoint_policies.dots_saveable
+        return jax.grad(lambda v: jax.checkpoint(jnp.tanh, policy=policy)(v).sum())(x)
+
+    summary = _summarize(f, (3,))
+    regions = [e for j in summary["jaxprs"] for e in j["eqns"] if e.get("checkpoint")]
+    assert regions and all(r["policy"] == "dots_saveable" for r in regions)
+    assert any(r["differentiated"] for r in regions)
+    bodies = [summary["jaxprs"][k] for r in regions for k in r["jaxprs"]]
+    assert any(e["primitive"] == "tanh" for b in bodies for e in b["eqns"])
+
+
+def test_a_summary_too_large_is_left_out_not_an_error() -> None:
+    """10,000 alternating eqns (nothing to fold): over the size bound, so {"omitted": why}."""
+    def f(x):
+        for _ in range(5000):
+            x = (x + 1.0) * 1.0
+        return x
+
+    summary = _summarize(f, (3,))
+    assert set(summary) == {"omitted"} and "bytes" in summary["omitted"]
+
+
+def test_the_nested_jit_sample_has_a_small_result(tmp_path: Path) -> None:
+    """The sample with 2 x 1,023 nested jit calls: the old summary (one copy per reference) was
+    ~390 KB, over the sandbox's 256 KB file cap; the table is a few KB."""
+    name = "accepted_nested_jit_tree.py"
+    result = _stage_a(tmp_path, {name: (SAMPLES / name).read_bytes()})[name]
+    assert result["status"] == "ok" and result["exports"] == {"poly": "poly.jaxexport"}
+    assert result["_bytes"] < 10_000
+    assert 5 < len(result["jaxpr"]["jaxprs"]) < 100
