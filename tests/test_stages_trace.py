@@ -391,3 +391,37 @@ def test_the_nested_jit_sample_has_a_small_result(tmp_path: Path) -> None:
     assert result["status"] == "ok" and result["exports"] == {"poly": "poly.jaxexport"}
     assert result["_bytes"] < 10_000
     assert 5 < len(result["jaxpr"]["jaxprs"]) < 100
+
+
+# -- what the grader says when stage A writes too much --------------------------------------------
+
+_REFERENCE_BODY = PROBLEM.reference_path.read_text().replace(
+    "from __future__ import annotations\n", "")
+
+
+@pytest.mark.parametrize(
+    ("prefix", "phrase"),
+    [
+        ('import sys\nsys.stdout.write("x" * 300_000)\nsys.stdout.flush()\n',
+         "printed more than the limit of 256 KB; remove large prints"),
+        ('with open("scratch.bin", "wb") as f:\n    f.write(b"x" * 300_000)\n',
+         "wrote a file larger than the limit of 256 KB"),
+    ],
+    ids=["prints", "writes-a-file"],
+)
+def test_output_caps_name_what_overflowed(prefix: str, phrase: str) -> None:
+    report = grade_module.grade(PROBLEM, prefix + _REFERENCE_BODY, "submit", filename="big.py")
+    assert report.verdict.value == "runtime_error", report.message
+    assert phrase in report.message, report.message
+
+
+def test_a_huge_exception_name_stays_a_trace_error() -> None:
+    """The exception's type name reaches result.json (error_type): bounded, so a 1 MB name is
+    still the submission's error, not an overflow of the file cap."""
+    source = _REFERENCE_BODY + (
+        '\n\ndef solve(params, x, y):  # noqa: F811\n'
+        '    raise type("E" * 1_000_000, (ValueError,), {})("boom")\n')
+    report = grade_module.grade(PROBLEM, source, "submit", filename="huge_name.py")
+    assert report.verdict.value == "runtime_error", report.message
+    assert "raised an error while" in report.message and "boom" in report.message
+    assert len(report.message) < 10_000
