@@ -529,10 +529,19 @@ class _Grading:
                 f"{what} used more than the memory limit of {lim.memory_mb} MB.",
             )
         if res.status == "output_exceeded":
+            # The cap is the sandbox's (output_bytes: prints, and every file the stage writes:
+            # result.json, the exported program, its StableHLO text), not output_kb alone.
+            cap_kb = self._sandbox_limits().output_bytes // 1024
+            if res.detail.startswith("stdout/stderr"):
+                return _Decided(
+                    Verdict.RUNTIME_ERROR,
+                    f"{what} printed more than the limit of {cap_kb} KB; remove large prints.",
+                )
             return _Decided(
                 Verdict.RUNTIME_ERROR,
-                f"{what} wrote more output than the limit of {lim.output_kb} KB; remove large "
-                "prints.",
+                f"{what} wrote a file larger than the limit of {cap_kb} KB (or too many files): "
+                "the program traced from solve is too large to export or verify (look for "
+                "long Python loops unrolled into the program), or your code writes files.",
             )
         if res.status == "setup_failed":
             raise RuntimeError(f"sandbox setup failed: {res.detail}")

@@ -62,20 +62,30 @@ def _sub_jaxprs(params: dict[str, Any]) -> Iterator[Any]:
 
 
 def summarize(jaxpr: Any) -> dict[str, Any]:
-    eqns = []
-    for eqn in jaxpr.eqns:
-        ckpt = eqn.primitive is checkpoint_primitive()
-        eqns.append(
-            {
-                "primitive": eqn.primitive.name,
-                "checkpoint": ckpt,
-                "policy": policy_name(eqn.params.get("policy")) if ckpt else None,
-                "differentiated": eqn.params.get("differentiated") if ckpt else None,
-                "prevent_cse": eqn.params.get("prevent_cse") if ckpt else None,
-                "jaxprs": [summarize(j) for j in _sub_jaxprs(eqn.params)],
-            }
-        )
-    return {"eqns": eqns}
+    """The table format: each distinct jaxpr object once, eqns refer to children by index."""
+    index: dict[int, int] = {id(jaxpr): 0}
+    queue = [jaxpr]
+    table: list[dict[str, Any]] = []
+    while len(table) < len(queue):
+        eqns = []
+        for eqn in queue[len(table)].eqns:
+            entry: dict[str, Any] = {"primitive": eqn.primitive.name}
+            if eqn.primitive is checkpoint_primitive():
+                entry["checkpoint"] = True
+                entry["policy"] = policy_name(eqn.params.get("policy"))
+                entry["differentiated"] = eqn.params.get("differentiated")
+                entry["prevent_cse"] = eqn.params.get("prevent_cse")
+            children = []
+            for sub in _sub_jaxprs(eqn.params):
+                if id(sub) not in index:
+                    index[id(sub)] = len(queue)
+                    queue.append(sub)
+                children.append(index[id(sub)])
+            if children:
+                entry["jaxprs"] = children
+            eqns.append(entry)
+        table.append({"eqns": eqns})
+    return {"root": 0, "jaxprs": table}
 
 
 @cache
@@ -182,12 +192,31 @@ def test_custom_policy_is_named() -> None:
 def test_checkpoint_inside_grad_layout() -> None:
     """The facts the rule relies on: forward tanh outside, recomputed tanh in a differentiated
     region; checkpoint(value_and_grad(...)) is one undifferentiated region."""
-    inside = summary_of(prototypes().CASES["dots_saveable"])["eqns"]
-    regions = [e for e in inside if e["checkpoint"]]
+    inside = summary_of(prototypes().CASES["dots_saveable"])
+    eqns = inside["jaxprs"][inside["root"]]["eqns"]
+    regions = [e for e in eqns if e.get("checkpoint")]
     assert [r["differentiated"] for r in regions] == [True]
-    assert any(e["primitive"] == "tanh" for e in inside)  # the forward one, outside
-    outside = summary_of(prototypes().CASES["checkpoint_outside_grad"])["eqns"]
-    assert [e["differentiated"] for e in outside if e["checkpoint"]] == [False]
+    assert any(e["primitive"] == "tanh" for e in eqns)  # the forward one, outside
+    outside = summary_of(prototypes().CASES["checkpoint_outside_grad"])
+    top = outside["jaxprs"][outside["root"]]["eqns"]
+    assert [e["differentiated"] for e in top if e.get("checkpoint")] == [False]
+
+
+def test_a_shared_helper_is_summarized_once() -> None:
+    """A jitted helper called many times is one entry of the table, referred to by index."""
+    keep = jax.jit(lambda v: v * 1.0)
+
+    def solve(params: Any, x: Any, y: Any) -> Any:
+        for _ in range(200):
+            x = keep(x)
+        return prototypes().CASES["dots_saveable"](params, x, y)
+
+    summary = summary_of(solve)
+    root = summary["jaxprs"][summary["root"]]["eqns"]
+    calls = [e["jaxprs"] for e in root if e["primitive"] in ("pjit", "jit")]
+    assert len(calls) == 200 and len({tuple(c) for c in calls}) == 1
+    assert len(summary["jaxprs"]) < 20
+    assert check_checkpoint_region(summary, **OPTIONS).passed
 
 
 def test_policy_name_resolves_aliases() -> None:
@@ -198,18 +227,15 @@ def test_policy_name_resolves_aliases() -> None:
 
 
 # -- hand-written summaries ------------------------------------------------------------------------
+# Written nested (an eqn holds its sub-summaries) for readability; `table` turns them into the
+# format stage A writes, one table entry per distinct dict object.
 
 
 def eqn(primitive: str, *jaxprs: dict[str, Any], **ckpt: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "primitive": primitive,
-        "checkpoint": bool(ckpt),
-        "policy": None,
-        "differentiated": None,
-        "prevent_cse": None,
-        "jaxprs": list(jaxprs),
-    }
-    out.update(ckpt)
+    out: dict[str, Any] = {"primitive": primitive, "jaxprs": list(jaxprs)}
+    if ckpt:
+        out.update(checkpoint=True, policy=None, differentiated=None, prevent_cse=None)
+        out.update(ckpt)
     return out
 
 
@@ -218,8 +244,26 @@ def region(policy: str, differentiated: bool, *inner: str) -> dict[str, Any]:
     return eqn("remat2", body, policy=policy, differentiated=differentiated, prevent_cse=True)
 
 
+def table(root: dict[str, Any]) -> dict[str, Any]:
+    index: dict[int, int] = {id(root): 0}
+    queue = [root]
+    out: list[dict[str, Any]] = []
+    while len(out) < len(queue):
+        eqns = []
+        for e in queue[len(out)]["eqns"]:
+            children = []
+            for sub in e["jaxprs"]:
+                if id(sub) not in index:
+                    index[id(sub)] = len(queue)
+                    queue.append(sub)
+                children.append(index[id(sub)])
+            eqns.append({**e, "jaxprs": children})
+        out.append({"eqns": eqns})
+    return {"root": 0, "jaxprs": out}
+
+
 def check(*eqns: dict[str, Any]) -> RuleOutcome:
-    return check_checkpoint_region({"eqns": list(eqns)}, **OPTIONS)
+    return check_checkpoint_region(table({"eqns": list(eqns)}), **OPTIONS)
 
 
 def test_region_nested_in_a_jit_body_passes() -> None:
@@ -265,17 +309,49 @@ def test_untraceable_function() -> None:
     assert not outcome.passed and "could not be traced" in outcome.message
 
 
-def deep_summary(depth: int) -> dict[str, Any]:
-    summary: dict[str, Any] = {"eqns": [eqn("tanh")]}
-    for _ in range(depth):
-        summary = {"eqns": [eqn("pjit", summary)]}
-    return summary
+def test_a_shared_body_is_walked_once_per_table_entry() -> None:
+    """One body of 50,000 eqns referred to by 50,000 eqns (copied at each reference it would be
+    2.5e9 eqns): the walk is linear in the table."""
+    body = {"eqns": [eqn("tanh")] * 50_000}
+    summary = table({"eqns": [eqn("pjit", body)] * 49_999 + [region("dots_saveable", True)]})
+    last = summary["jaxprs"][0]["eqns"][-1]
+    last["jaxprs"] = [1]  # the region's body is the shared one
+    assert len(summary["jaxprs"]) == 3
+    assert check_checkpoint_region(summary, **OPTIONS).passed
 
 
-def cyclic_summary() -> dict[str, Any]:
-    summary: dict[str, Any] = {"eqns": []}
-    summary["eqns"].append(eqn("pjit", summary))
-    return summary
+def test_a_long_chain_of_nested_jaxprs_is_walked_without_recursion() -> None:
+    """20,000 jaxprs, each calling the next: the region at the top holds the tanh at the end."""
+    n = 20_000
+    jaxprs: list[dict[str, Any]] = [
+        {"eqns": [{"primitive": "pjit", "jaxprs": [k + 1]}]} for k in range(n)
+    ]
+    jaxprs.append({"eqns": [{"primitive": "tanh"}]})
+    jaxprs[0]["eqns"][0].update(checkpoint=True, policy="dots_saveable", differentiated=True)
+    assert check_checkpoint_region({"root": 0, "jaxprs": jaxprs}, **OPTIONS).passed
+
+
+def test_an_omitted_summary_leaves_the_decision_to_the_program_level() -> None:
+    """Stage A leaves out a summary that is too large: the grade must not fail over it."""
+    outcome = check_checkpoint_region({"omitted": "the summary would take 999 bytes"}, **OPTIONS)
+    assert outcome.passed
+    assert "Not checked" in outcome.message and "999 bytes" in outcome.message
+    assert "program-level" in outcome.message
+    odd = check_checkpoint_region({"omitted": ["x" * 10_000]}, **OPTIONS)
+    assert odd.passed and len(odd.message) < 400
+
+
+def _cyclic() -> dict[str, Any]:
+    return {"root": 0, "jaxprs": [{"eqns": [eqn("pjit", jaxprs=[1])]},
+                                  {"eqns": [eqn("pjit", jaxprs=[0])]}]}
+
+
+def _self_loop() -> dict[str, Any]:
+    return {"root": 0, "jaxprs": [{"eqns": [region("dots_saveable", True) | {"jaxprs": [0]}]}]}
+
+
+def _wide() -> dict[str, Any]:
+    return {"root": 0, "jaxprs": [{"eqns": [{"primitive": "add"}]}] * 60_000}
 
 
 @pytest.mark.parametrize(
@@ -283,43 +359,71 @@ def cyclic_summary() -> dict[str, Any]:
     [
         "text",
         [],
-        {"eqns": "x"},
-        {"eqns": [1]},
-        {"eqns": [{"primitive": 3}]},
-        {"eqns": [{"primitive": "remat2", "checkpoint": "yes"}]},
-        {"eqns": [{"primitive": "remat2", "checkpoint": True, "policy": 5}]},
-        {"eqns": [{"primitive": "remat2", "checkpoint": True, "differentiated": "no"}]},
-        {"eqns": [{"primitive": "pjit", "jaxprs": {"eqns": []}}]},
-        {"eqns": [{"primitive": "pjit", "jaxprs": [None]}]},
-        {"eqns": [{"primitive": "x" * 10_000}]},
-        {"eqns": [eqn("add")] * 300_000},
-        deep_summary(50_000),
-        cyclic_summary(),
+        {"eqns": [eqn("tanh")]},  # the old nested format
+        {"root": 0, "jaxprs": []},
+        {"root": 1, "jaxprs": [{"eqns": []}]},
+        {"root": True, "jaxprs": [{"eqns": []}]},
+        {"root": "0", "jaxprs": [{"eqns": []}]},
+        {"root": 0, "jaxprs": "x"},
+        {"root": 0, "jaxprs": [{"eqns": "x"}]},
+        {"root": 0, "jaxprs": [{"eqns": [1]}]},
+        {"root": 0, "jaxprs": [{"eqns": [{"primitive": 3}]}]},
+        {"root": 0, "jaxprs": [{"eqns": [{"primitive": "remat2", "checkpoint": "yes"}]}]},
+        {"root": 0, "jaxprs": [{"eqns": [{"primitive": "r", "checkpoint": True, "policy": 5}]}]},
+        {"root": 0, "jaxprs": [{"eqns": [{"primitive": "r", "differentiated": "no"}]}]},
+        {"root": 0, "jaxprs": [{"eqns": [{"primitive": "pjit", "jaxprs": {"eqns": []}}]}]},
+        {"root": 0, "jaxprs": [{"eqns": [{"primitive": "pjit", "jaxprs": [None]}]}]},
+        {"root": 0, "jaxprs": [{"eqns": [{"primitive": "pjit", "jaxprs": [1]}]}]},
+        {"root": 0, "jaxprs": [{"eqns": [{"primitive": "pjit", "jaxprs": [-1]}]}]},
+        {"root": 0, "jaxprs": [{"eqns": [{"primitive": "pjit", "jaxprs": [0.0]}]}]},
+        {"root": 0, "jaxprs": [{"eqns": [{"primitive": "pjit", "jaxprs": [0] * 600_000}] * 2}]},
+        {"root": 0, "jaxprs": [{"eqns": [{"primitive": "x" * 10_000}]}]},
+        {"root": 0, "jaxprs": [{"eqns": [eqn("add")] * 300_000}]},
+        _wide(),
+        _cyclic(),
+        _self_loop(),
     ],
     ids=[
         "string",
         "list",
+        "old-format",
+        "empty-table",
+        "root-out-of-range",
+        "root-bool",
+        "root-string",
+        "jaxprs-string",
         "eqns-string",
         "eqn-int",
         "primitive-int",
         "checkpoint-str",
         "policy-int",
         "differentiated-str",
-        "jaxprs-dict",
-        "jaxpr-none",
+        "child-dict",
+        "child-none",
+        "child-out-of-range",
+        "child-negative",
+        "child-float",
+        "too-many-references",
         "long-name",
-        "too-many",
-        "deep",
+        "too-many-eqns",
+        "too-many-jaxprs",
         "cyclic",
+        "self-loop",
     ],
 )
 def test_malformed_summaries_fail_cleanly(summary: object) -> None:
     outcome = check_checkpoint_region(summary, **OPTIONS)
     assert isinstance(outcome, RuleOutcome) and not outcome.passed
     assert outcome.message
+    assert "malformed" in outcome.message or "No jax.checkpoint" in outcome.message
+
+
+def test_a_cycle_is_malformed_not_a_hang() -> None:
+    assert "cycle" in check_checkpoint_region(_cyclic(), **OPTIONS).message
+    assert "cycle" in check_checkpoint_region(_self_loop(), **OPTIONS).message
 
 
 def test_misconfigured_options_fail_cleanly() -> None:
-    good = {"eqns": [region("dots_saveable", True, "tanh")]}
+    good = table({"eqns": [region("dots_saveable", True, "tanh")]})
     assert check_checkpoint_region(good, **OPTIONS).passed
     assert not check_checkpoint_region(good, policy=None, contains="tanh").passed  # type: ignore[arg-type]

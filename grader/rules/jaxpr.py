@@ -4,11 +4,21 @@ Reads the jaxpr summary stage A writes (see `check_checkpoint_region`). This lev
 the submission *asked for*, which gives the most precise learner feedback ("your policy is
 nothing_saveable"); the program-level rule is the authoritative check of what actually runs.
 
-Summary format (JSON-shaped, from an untrusted sandbox):
+Summary format (JSON-shaped, from an untrusted sandbox; grader/stages/trace.py writes it):
 
-    summary = {"eqns": [eqn, ...]}
-    eqn = {"primitive": str, "checkpoint": bool, "policy": str | None,
-           "differentiated": bool | None, "prevent_cse": bool | None, "jaxprs": [summary, ...]}
+    summary = {"root": int, "jaxprs": [jaxpr, ...]}     each distinct traced jaxpr once
+            | {"omitted": str}                           too large to summarize (not checked)
+    jaxpr = {"eqns": [eqn, ...]}
+    eqn = {"primitive": str, "jaxprs": [int, ...], "count": int,    (optional: [], 1)
+           "checkpoint": bool, "policy": str | None, "differentiated": bool | None,
+           "prevent_cse": bool | None}                   (optional: false / None)
+
+Sub-jaxprs are indices into the table, so a helper called 2,000 times is summarized once. The
+walk visits each jaxpr of the table at most once (explicit stacks, no recursion), so its work
+is bounded by the table's size (MAX_JAXPRS, MAX_EQNS, MAX_REFERENCES) and its depth by the
+number of jaxprs; a cycle of indices (stage A cannot write one: it numbers jaxpr objects) is
+reported as malformed. An omitted summary passes with a "not checked" message: this level only
+explains (a submission controls its summary anyway), the program level decides.
 """
 
 from __future__ import annotations
@@ -21,8 +31,11 @@ from pydantic import Field
 from grader.rules import RuleOutcome
 from grader.rules.registry import RuleOptions, register
 
-MAX_EQNS = 200_000  # eqns visited in total, nested ones included (and re-visits per region)
+MAX_JAXPRS = 50_000  # entries in the table
+MAX_EQNS = 200_000  # eqn entries in the whole table
+MAX_REFERENCES = 1_000_000  # sub-jaxpr indices in the whole table
 MAX_NAME_CHARS = 256
+MAX_REASON_CHARS = 300
 
 
 class _Malformed(ValueError):
@@ -45,16 +58,8 @@ class _Region:
         )
 
 
-def _eqns_of(summary: Any) -> list[Any]:
-    if not isinstance(summary, dict):
-        raise _Malformed("a jaxpr summary is not an object")
-    eqns = summary.get("eqns")
-    if not isinstance(eqns, list):
-        raise _Malformed("a jaxpr summary has no eqns list")
-    return eqns
-
-
-def _check_eqn(eqn: Any) -> dict[str, Any]:
+def _check_eqn(eqn: Any, n_jaxprs: int) -> dict[str, Any]:
+    """The eqn, if it has the documented shape and its indices are in the table."""
     if not isinstance(eqn, dict):
         raise _Malformed("an eqn is not an object")
     prim = eqn.get("primitive")
@@ -67,34 +72,89 @@ def _check_eqn(eqn: Any) -> dict[str, Any]:
         raise _Malformed("an eqn's policy is not a string")
     if eqn.get("differentiated") not in (True, False, None):
         raise _Malformed("an eqn's differentiated flag is not a boolean")
-    if not isinstance(eqn.get("jaxprs", []), list):
-        raise _Malformed("an eqn's jaxprs is not a list")
+    children = eqn.get("jaxprs", [])
+    if not isinstance(children, list):
+        raise _Malformed("an eqn's jaxprs is not a list of indices")
+    for k in children:
+        if type(k) is not int or not 0 <= k < n_jaxprs:
+            raise _Malformed("an eqn refers to a jaxpr that is not in the table")
     return eqn
 
 
-class _Walker:
-    """Iterates eqns of nested summaries with an explicit stack and a global budget."""
+class _Table:
+    """The validated table of jaxprs, walked from its root."""
 
-    def __init__(self) -> None:
-        self.budget = MAX_EQNS
+    def __init__(self, summary: Any) -> None:
+        if not isinstance(summary, dict):
+            raise _Malformed("the summary is not an object")
+        jaxprs = summary.get("jaxprs")
+        if not isinstance(jaxprs, list) or not 0 < len(jaxprs) <= MAX_JAXPRS:
+            raise _Malformed(f"the summary has no table of 1 to {MAX_JAXPRS} jaxprs")
+        root = summary.get("root")
+        if type(root) is not int or not 0 <= root < len(jaxprs):
+            raise _Malformed("the summary's root is not an index into its table")
+        self.root = root
+        self.eqns: list[list[dict[str, Any]]] = []
+        budget, references = MAX_EQNS, MAX_REFERENCES
+        for jaxpr in jaxprs:
+            if not isinstance(jaxpr, dict) or not isinstance(jaxpr.get("eqns"), list):
+                raise _Malformed("a jaxpr summary has no eqns list")
+            budget -= len(jaxpr["eqns"])
+            if budget < 0:
+                raise _Malformed(f"the summary has more than {MAX_EQNS} eqns")
+            checked = []
+            for raw in jaxpr["eqns"]:
+                references -= len(raw.get("jaxprs", ())) if isinstance(raw, dict) else 0
+                if references < 0:
+                    raise _Malformed(f"the summary has more than {MAX_REFERENCES} references")
+                checked.append(_check_eqn(raw, len(jaxprs)))
+            self.eqns.append(checked)
 
-    def eqns(self, roots: list[Any]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def reachable(self, starts: list[int]) -> list[int]:
+        """The jaxprs reachable from `starts` (included), each once."""
         seen: set[int] = set()
-        stack = list(reversed(roots))
+        order: list[int] = []
+        stack = list(reversed(starts))
         while stack:
-            summary = stack.pop()
-            if id(summary) in seen:  # a Python caller could hand us a cyclic structure
+            j = stack.pop()
+            if j in seen:
                 continue
-            seen.add(id(summary))
-            for raw in _eqns_of(summary):
-                self.budget -= 1
-                if self.budget < 0:
-                    raise _Malformed(f"the summary has more than {MAX_EQNS} eqns")
-                eqn = _check_eqn(raw)
-                out.append(eqn)
+            seen.add(j)
+            order.append(j)
+            for eqn in self.eqns[j]:
                 stack.extend(reversed(eqn.get("jaxprs", [])))
-        return out
+        return order
+
+    def holding(self, primitive: str) -> list[bool]:
+        """For each jaxpr: whether it or a jaxpr nested in it has an eqn of `primitive`.
+        Iterative post-order; an index met again while still open is a cycle."""
+        done: list[bool | None] = [None] * len(self.eqns)
+        open_: set[int] = set()
+        for start in range(len(self.eqns)):
+            if done[start] is not None:
+                continue
+            stack: list[tuple[int, bool]] = [(start, False)]
+            while stack:
+                j, expanded = stack.pop()
+                if expanded:
+                    open_.discard(j)
+                    done[j] = any(e["primitive"] == primitive for e in self.eqns[j]) or any(
+                        done[k] for e in self.eqns[j] for k in e.get("jaxprs", [])
+                    )
+                    continue
+                if done[j] is not None:
+                    continue
+                if j in open_:
+                    raise _Malformed("the summary's jaxprs refer to each other in a cycle")
+                open_.add(j)
+                stack.append((j, True))
+                for e in self.eqns[j]:
+                    for k in e.get("jaxprs", []):
+                        if k in open_:
+                            raise _Malformed("the summary's jaxprs refer to each other in a cycle")
+                        if done[k] is None:
+                            stack.append((k, False))
+        return [bool(d) for d in done]
 
 
 def _describe_policy(policy: str) -> str:
@@ -133,20 +193,29 @@ def check_checkpoint_region(summary: object, *, policy: str, contains: str) -> R
             "Your function could not be traced, so the jax.checkpoint requirement could not be "
             "checked: fix the error reported for tracing first.",
         )
-    walker = _Walker()
+    if isinstance(summary, dict) and "omitted" in summary:
+        reason = summary.get("omitted")
+        why = f" ({reason[:MAX_REASON_CHARS]})" if isinstance(reason, str) and reason else ""
+        return RuleOutcome(
+            True,
+            f"Not checked at this level: the traced program is too large to summarize{why}. "
+            "The program-level requirement checks the exported program instead.",
+        )
     try:
+        table = _Table(summary)
+        holds = table.holding(contains)
         regions: list[_Region] = []
-        for eqn in walker.eqns([summary]):
-            if eqn.get("checkpoint") is not True:
-                continue
-            body = walker.eqns(list(eqn.get("jaxprs", [])))
-            regions.append(
-                _Region(
-                    differentiated=eqn.get("differentiated") is True,
-                    policy=eqn.get("policy") or "?",
-                    contains=any(e["primitive"] == contains for e in body),
+        for j in table.reachable([table.root]):
+            for eqn in table.eqns[j]:
+                if eqn.get("checkpoint") is not True:
+                    continue
+                regions.append(
+                    _Region(
+                        differentiated=eqn.get("differentiated") is True,
+                        policy=eqn.get("policy") or "?",
+                        contains=any(holds[k] for k in eqn.get("jaxprs", [])),
+                    )
                 )
-            )
     except _Malformed as exc:
         return RuleOutcome(
             False, f"The trace summary of your function is malformed ({exc}); it cannot be checked."
