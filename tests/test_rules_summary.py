@@ -45,6 +45,8 @@ def test_nested_primitives_are_found() -> None:
 
 
 def test_missing_or_hostile_summaries_fail_cleanly() -> None:
-    for bad in (None, {"eqns": "x"}, {"eqns": [{"primitive": 3}]}, [], "summary"):
+    bad_cases = (None, {"eqns": "x"}, {"root": 0, "jaxprs": [{"eqns": [{"primitive": 3}]}]},
+                 {"root": 5, "jaxprs": []}, [], "summary", {"omitted": "too big"})
+    for bad in bad_cases:
         outcome = check_uses_primitive(bad, **CUSTOM_VJP)
         assert not outcome.passed and outcome.message

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from grader.rules import RuleOutcome
-from grader.rules.jaxpr import MAX_NAME_CHARS, _Malformed, _Walker
+from grader.rules.jaxpr import MAX_REASON_CHARS, _Malformed, _Table
 from grader.rules.registry import RuleOptions, register
 
 
@@ -30,8 +30,14 @@ def check_uses_primitive(summary: object, *, any_of: list[str], what: str, hint:
     if summary is None:
         return RuleOutcome(False, f"Your function could not be traced, so the use of {what} "
                                   "could not be checked: fix the error reported first.")
+    if isinstance(summary, dict) and "omitted" in summary:
+        reason = summary.get("omitted")
+        why = f" ({reason[:MAX_REASON_CHARS]})" if isinstance(reason, str) and reason else ""
+        return RuleOutcome(False, f"The traced program is too large to summarize{why}, so the "
+                                  f"use of {what} could not be checked.")
     try:
-        names = {e["primitive"][:MAX_NAME_CHARS] for e in _Walker().eqns([summary])}
+        table = _Table(summary)
+        names = {e["primitive"] for j in table.reachable([table.root]) for e in table.eqns[j]}
     except _Malformed as exc:
         return RuleOutcome(False, f"The trace summary could not be read ({exc}), so the use "
                                   f"of {what} could not be checked.")
