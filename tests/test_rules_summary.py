@@ -50,3 +50,31 @@ def test_missing_or_hostile_summaries_fail_cleanly() -> None:
     for bad in bad_cases:
         outcome = check_uses_primitive(bad, **CUSTOM_VJP)
         assert not outcome.passed and outcome.message
+
+
+def test_a_custom_vjp_only_differentiated_is_recorded_by_stage_a() -> None:
+    """jax.vjp applies the rule and leaves no custom_vjp eqn; stage A records the call."""
+
+    @jax.custom_vjp
+    def q(x: jax.Array) -> jax.Array:
+        return jnp.where(x >= 0, 1.0, -1.0)
+
+    q.defvjp(lambda x: (jnp.where(x >= 0, 1.0, -1.0), x),
+             lambda x, g: (g * (jnp.abs(x) <= 1),))
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        y, back = jax.vjp(q, x)
+        return {"y": y, "dx": back(g)[0]}
+
+    x = jnp.ones(3)
+    calls = trace._CustomRuleCalls(jax)
+    with calls:  # first: jax caches the trace of `solve`, and a cached trace calls nothing
+        jax.make_jaxpr(solve)(x, x)
+    assert calls.found == {"custom_vjp_call"}
+    plain = summary(solve, x, x)
+    assert not check_uses_primitive(plain, **CUSTOM_VJP).passed  # the jaxpr alone loses it
+    assert jax.custom_vjp.__call__ is not None and not calls._saved  # restored
+    recorded = {**plain, "called": sorted(calls.found)}
+    assert check_uses_primitive(recorded, **CUSTOM_VJP).passed
+    forged = {**plain, "called": "custom_vjp_call"}
+    assert not check_uses_primitive(forged, **CUSTOM_VJP).passed

@@ -26,7 +26,10 @@ class UsesPrimitiveOptions(RuleOptions):
 @register("uses_primitive", "spec", UsesPrimitiveOptions)
 def check_uses_primitive(summary: object, *, any_of: list[str], what: str, hint: str = ""
                          ) -> RuleOutcome:
-    """The traced program uses one of the given primitives (at any nesting depth)."""
+    """The traced program uses one of the given primitives (at any nesting depth).
+
+    Custom-derivative functions called while tracing count too (the summary's `called` list):
+    one that was only differentiated leaves no eqn in the jaxpr."""
     if summary is None:
         return RuleOutcome(False, f"Your function could not be traced, so the use of {what} "
                                   "could not be checked: fix the error reported first.")
@@ -38,6 +41,12 @@ def check_uses_primitive(summary: object, *, any_of: list[str], what: str, hint:
     try:
         table = _Table(summary)
         names = {e["primitive"] for j in table.reachable([table.root]) for e in table.eqns[j]}
+        called = summary.get("called", [])
+        if not isinstance(called, list) or len(called) > 16 or not all(
+            isinstance(c, str) and len(c) <= 64 for c in called
+        ):
+            raise _Malformed("its list of called custom-derivative functions is malformed")
+        names.update(called)
     except _Malformed as exc:
         return RuleOutcome(False, f"The trace summary could not be read ({exc}), so the use "
                                   f"of {what} could not be checked.")

@@ -348,6 +348,40 @@ class _ShapeDecisions:
                 delattr(cls, name)
 
 
+class _CustomRuleCalls:
+    """Which custom-derivative functions (`jax.custom_vjp`, `jax.custom_jvp`) are called while
+    `solve` is traced. A jaxpr keeps no trace of one that was only differentiated (through
+    `jax.vjp` or `jax.grad` its rule is applied and the call disappears), so the summary
+    records the calls beside the table, under the primitive names newer JAX prints. Untrusted
+    like everything here: a spec-level rule reads it to explain, never to pay points."""
+
+    NAMES = (("custom_vjp", "custom_vjp_call"), ("custom_jvp", "custom_jvp_call"))
+
+    def __init__(self, jax: Any) -> None:
+        self.found: set[str] = set()
+        self._targets = [(getattr(jax, attr), name) for attr, name in self.NAMES
+                         if isinstance(getattr(jax, attr, None), type)]
+        self._saved: list[tuple[type, Any]] = []
+
+    def __enter__(self) -> _CustomRuleCalls:
+        for cls, name in self._targets:
+            orig = cls.__call__
+
+            def call(obj: Any, *args: Any, _orig: Any = orig, _name: str = name,
+                     **kwargs: Any) -> Any:
+                self.found.add(_name)
+                return _orig(obj, *args, **kwargs)
+
+            self._saved.append((cls, orig))
+            cls.__call__ = call  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        while self._saved:
+            cls, orig = self._saved.pop()
+            cls.__call__ = orig  # type: ignore[method-assign]
+
+
 class _NeedsConcreteShapes(Exception):
     """The submission decided something on a symbolic dimension (the recorded questions)."""
 
@@ -530,11 +564,14 @@ def main(job_dir: str) -> int:
             dims = dict(zip(names, jax_export.symbolic_shape(", ".join(names)), strict=True))
             args = _to_spec_tree(symbolic["args"], jax, np, dims)
             decisions = _ShapeDecisions(type(dims[names[0]]), source_name, trusted)
-            with decisions:
+            calls = _CustomRuleCalls(jax)
+            with decisions, calls:
                 closed = jitted.trace(*args).jaxpr  # jax >= 0.4.38 (pyproject's floor)
             if decisions.found:
                 raise _NeedsConcreteShapes(decisions.found)
             summary = summarize_jaxpr(closed.jaxpr, checkpoint_prim, policies)
+            if calls.found and "jaxprs" in summary:
+                summary["called"] = sorted(calls.found)
             timings["trace"] = time.perf_counter() - t2
             t3 = time.perf_counter()
             with decisions:  # the trace is cached, but lowering may call back into user code
@@ -558,8 +595,12 @@ def main(job_dir: str) -> int:
     t2 = time.perf_counter()
     try:
         args = _to_spec_tree(signatures[0]["args"], jax, np)
-        closed = make_jaxpr(fn)(*args)
+        calls = _CustomRuleCalls(jax)
+        with calls:
+            closed = make_jaxpr(fn)(*args)
         result["jaxpr"] = summarize_jaxpr(closed.jaxpr, checkpoint_prim, policies)
+        if calls.found and "jaxprs" in result["jaxpr"]:
+            result["jaxpr"]["called"] = sorted(calls.found)
     except BaseException as exc:
         result.update(status="trace_error", message=_short_traceback(exc, source_name),
                       error_type=type(exc).__name__[:200])
