@@ -320,3 +320,41 @@ def test_identical_program_from_a_different_source_is_not_executed_again() -> No
     # A different program is executed for real and gets its own (wrong) numbers.
     assert other.verdict is Verdict.WRONG_ANSWER
     assert "stage_b.execute" in other.timings
+
+
+POISON = REFERENCE + '''
+# Poisoning attempt: export the reference's very program, but with its output keys renamed, so
+# that stage B's results cache would hold renamed outputs under the reference program's entry.
+import dataclasses
+
+from jax import export as _export
+
+_serialize = _export.Exported.serialize
+
+
+def _renamed(self, *args, **kwargs):
+    tree = jax.tree_util.tree_structure(
+        {"grads_": {"b1": 0, "b2": 0, "w1": 0, "w2": 0}, "loss_": 0})
+    return _serialize(dataclasses.replace(self, out_tree=tree), *args, **kwargs)
+
+
+_export.Exported.serialize = _renamed
+'''
+
+
+def test_results_cache_cannot_be_poisoned_by_a_renamed_export(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The on-disk results cache is keyed by everything in the export that gives the outputs
+    their meaning (output tree, kept inputs, ...), not only the program text."""
+    monkeypatch.setenv("JAXJUDGE_COMPILE_CACHE_DIR", str(tmp_path / "cache"))
+    with pool.WarmPool(1) as p:
+        if p.cache_dir is None:
+            pytest.skip("no trusted cache dir (needs the uid_pool and bwrap layers)")
+        poison, honest, again = grade_through(p.runner, PROBLEM, [POISON, REFERENCE, REFERENCE])
+    assert poison.verdict is Verdict.WRONG_ANSWER, poison.message
+    assert "grads_" in poison.message  # its renamed outputs were really produced and cached
+    assert "stage_b.execute" in poison.timings
+    assert honest.verdict is Verdict.ACCEPTED, honest.message
+    assert "stage_b.execute" in honest.timings  # not served the planted entry
+    assert again.verdict is Verdict.ACCEPTED and "stage_b.execute" not in again.timings
+    assert len(list((tmp_path / "cache").glob("results-*.json"))) == 2
