@@ -198,8 +198,12 @@ class _Zygote:
                                            dir=self.pool.base_dir))
         os.chmod(self.spool, 0o711)  # root-owned: a child can only write in its own subdirs
         binds: tuple[tuple[str, str], ...] = ()
-        env = {"JAXJUDGE_ZYGOTE_PRIVATE_TMP": "1" if sandbox.protections()["bwrap"]["active"]
-               else "0",
+        prot = sandbox.protections()
+        env = {"JAXJUDGE_ZYGOTE_PRIVATE_TMP": "1" if prot["bwrap"]["active"] else "0",
+               # The zygote's uid (or its whole IPC namespace) is its children's alone: it may
+               # remove whatever that uid left between two children (zygote.py).
+               "JAXJUDGE_ZYGOTE_OWN_UID": "1" if prot["uid_pool"]["active"]
+               or prot["bwrap"]["active"] else "0",
                # Untrusted spares warm up stage A while they wait (zygote.py); trusted ones get
                # their XLA flags only with the request, so they cannot start a backend early.
                "JAXJUDGE_ZYGOTE_SPARE_WARMUP": "" if self.trusted else "trace"}

@@ -15,6 +15,7 @@ See the README section "Sandbox" for the threat model and container flags.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import json
@@ -109,6 +110,11 @@ try:
     for path in spec["cgroup_procs"]:
         with open(path, "w") as f:
             f.write(str(os.getpid()))
+    if spec.get("unshare_ipc"):
+        # A private SysV IPC namespace: whatever the run creates dies with its last process.
+        # Best effort (a container may withhold CAP_SYS_ADMIN): the parent then removes what
+        # the run's uid left in the shared one.
+        libc.unshare(0x08000000)  # CLONE_NEWIPC
     ov = spec["overlay"]
     if ov:
         def mount(src, dst, fstype, flags, data):
@@ -497,6 +503,70 @@ def _kill_uid(uid: int) -> None:
         time.sleep(0.005)
 
 
+# SysV IPC objects: /proc/sysvipc/<kind> column naming the id, and ipcrm's option for the kind.
+_IPC_KINDS = (("shm", "shmid", "-m"), ("sem", "semid", "-s"), ("msg", "msqid", "-q"))
+
+
+def _ipc_objects(uid: int) -> list[tuple[str, int]]:
+    """(kind, id) of the SysV IPC objects in our IPC namespace that `uid` owns or created."""
+    found = []
+    for kind, id_col, _ in _IPC_KINDS:
+        try:
+            lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        except OSError:
+            continue
+        head = lines[0].split() if lines else []
+        for line in lines[1:]:
+            row = dict(zip(head, line.split(), strict=False))
+            if str(uid) in (row.get("uid"), row.get("cuid")) and row.get(id_col, "").isdigit():
+                found.append((kind, int(row[id_col])))
+    return found
+
+
+def _clean_uid_leftovers(uid: int, *, files: bool) -> None:
+    """Remove what a pool uid's processes (all dead by now) left where the next run could find
+    it: SysV IPC objects in the host IPC namespace (a run normally has its own: bwrap's, or the
+    trampoline's), and, with `files` (no bwrap: the run saw the host's /tmp), its entries in
+    the shared temporary directories. The uid belongs to one run at a time, so all of it is
+    that run's."""
+    objs = _ipc_objects(uid)
+    if objs:
+        libc = ctypes.CDLL(None, use_errno=True)
+        left = []
+        for kind, i in objs:
+            rc = (libc.shmctl(i, 0, None) if kind == "shm" else libc.semctl(i, 0, 0)
+                  if kind == "sem" else libc.msgctl(i, 0, None))
+            if rc != 0 and ctypes.get_errno() == errno.EPERM:
+                left.append((kind, i))
+        ipcrm = shutil.which("ipcrm", path="/usr/bin:/bin")
+        if left and ipcrm:  # no CAP_SYS_ADMIN (e.g. root in a container): remove as the owner
+            opt = {kind: flag for kind, _, flag in _IPC_KINDS}
+            argv = [ipcrm] + [x for kind, i in left for x in (opt[kind], str(i))]
+            try:
+                subprocess.run(argv, user=uid, group=uid, extra_groups=[], env={}, cwd="/",
+                               timeout=30, check=False, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            except (OSError, subprocess.SubprocessError) as exc:
+                log.error("sandbox: cannot remove IPC objects of uid %d: %s", uid, exc)
+        if _ipc_objects(uid):
+            log.error("sandbox: IPC objects of uid %d survive: %s", uid, _ipc_objects(uid))
+    if not files:
+        return
+    for shared in ("/tmp", "/var/tmp", "/dev/shm"):
+        with contextlib.suppress(OSError), os.scandir(shared) as it:
+            for entry in it:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                    if st.st_uid != uid:
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        shutil.rmtree(entry.path)  # fd-based: never follows a planted symlink
+                    else:
+                        os.unlink(entry.path)
+                except OSError:
+                    continue
+
+
 @contextlib.contextmanager
 def _uid_slot(wait_seconds: float) -> Iterator[int]:
     """A pool uid nobody else (thread or process) uses until the block ends; flock-based."""
@@ -513,6 +583,7 @@ def _uid_slot(wait_seconds: float) -> Iterator[int]:
                 continue
             try:
                 _kill_uid(base + slot)  # a crashed earlier holder may have left something
+                _clean_uid_leftovers(base + slot, files=True)
                 yield base + slot
             finally:
                 os.close(fd)
@@ -730,8 +801,8 @@ def _detect() -> _Support:
             ok, why = _probe(sup, bwrap=False, seccomp_on=True)
             sup.seccomp = ok
             d["seccomp"] = (
-                "BPF deny list: new processes, sockets, ptrace, namespaces/mounts, bpf, io_uring,"
-                " keyctl, perf; exec after start-up for untrusted stages"
+                "BPF deny list: new processes, sockets, ptrace, namespaces/mounts, SysV/POSIX IPC,"
+                " bpf, io_uring, keyctl, perf; exec after start-up for untrusted stages"
                 if ok else f"cannot install filter: {why}"
             )
         _support = sup
@@ -972,6 +1043,7 @@ def _execute_in(sup: _Support, layers: dict[str, bool], script: Path, job_dir: P
             "gid": uid,
             "cwd": cwd,
             "argv": argv,
+            "unshare_ipc": uid is not None and not use_bwrap,  # bwrap gives it its own
         }
         with open(out_path, "wb") as fo, open(err_path, "wb") as fe:
             try:
@@ -1002,6 +1074,7 @@ def _execute_in(sup: _Support, layers: dict[str, bool], script: Path, job_dir: P
             _kill_uid(uid)
         status, rusage = _reap(proc) if proc is not None else (None, None)
         if uid is not None:
+            _clean_uid_leftovers(uid, files=not use_bwrap)
             _chown_tree(job_dir, owner[0], owner[1], sanitize=True)
 
     started = b""
@@ -1215,6 +1288,8 @@ class Resident:
             if self.uid is not None:
                 _kill_uid(self.uid)
             _reap(self.proc)
+            if self.uid is not None:
+                _clean_uid_leftovers(self.uid, files=not self.layers["bwrap"])
             for f in (self.proc.stdin, self.proc.stdout):
                 with contextlib.suppress(OSError):
                     if f is not None:
@@ -1278,6 +1353,7 @@ def spawn(script: Path, job_dir: Path, limits: SandboxLimits, *,
             "gid": gid if (uid is not None and gid is not None) else uid,
             "cwd": cwd,
             "argv": argv,
+            "unshare_ipc": uid is not None and not use_bwrap,
         }
         with open(private / "stderr", "wb") as fe:
             try:
