@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -48,6 +48,7 @@ AS_FALLBACK_EXTRA = 3 << 30  # RLIMIT_AS headroom over memory_bytes: jax reserve
 DISK_FACTOR = 8  # total new bytes in job_dir may be DISK_FACTOR * output_bytes
 MAX_JOB_ENTRIES = 10_000
 KILL_GRACE_SECONDS = 5.0
+MEMORY_FULL_MARGIN = 16 << 20  # see _RunCgroup.memory_full
 SETUP_EXIT = 125  # trampoline/bootstrap exit code after reporting a setup failure
 
 Status = Literal[
@@ -314,11 +315,60 @@ def _detect_cgroup() -> tuple[_CgroupSupport | None, str]:
     return None, "no writable cgroup hierarchy with memory and pids controllers"
 
 
+def _swap_total() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("SwapTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def process_tree(root: int) -> list[int]:
+    """`root` and its live descendants (host pids), from /proc/<pid>/task/*/children."""
+    out: list[int] = []
+    todo, seen = [root], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        out.append(pid)
+        for task in tasks:
+            with contextlib.suppress(OSError, ValueError):
+                todo += [int(k) for k in
+                         Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    return out
+
+
+def resident_memory(pids: list[int]) -> int:
+    """Bytes the processes hold that only freeing or killing gives back: anonymous and shared
+    resident memory plus what was swapped out (per process; a page shared by two processes
+    counts twice, which only errs towards the limit)."""
+    total = 0
+    for pid in pids:
+        try:
+            text = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith(("RssAnon:", "RssShmem:", "VmSwap:")):
+                with contextlib.suppress(ValueError, IndexError):
+                    total += int(line.split()[1]) * 1024
+    return total
+
+
 class _RunCgroup:
     """One run's cgroup directories: limits in, counters out, everything killed and removed."""
 
     def __init__(self, support: _CgroupSupport, run_id: str) -> None:
         self.support = support
+        self.swap_limited = False
         self.dirs: dict[str, Path] = {}
         made: dict[Path, Path] = {}  # co-mounted controllers (cpu,cpuacct) share a directory
         for ctrl, base in support.bases.items():
@@ -327,12 +377,14 @@ class _RunCgroup:
                 made[base].mkdir()
             self.dirs[ctrl] = made[base]
 
-    def _write(self, ctrl: str, name: str, value: str, *, optional: bool = False) -> None:
+    def _write(self, ctrl: str, name: str, value: str, *, optional: bool = False) -> bool:
         try:
             (self.dirs[ctrl] / name).write_text(value)
         except OSError:
             if not optional:
                 raise
+            return False
+        return True
 
     def _read(self, ctrl: str, name: str) -> str | None:
         d = self.dirs.get(ctrl)
@@ -356,15 +408,35 @@ class _RunCgroup:
             # first; when lowering, memory first. Writing memsw both times covers both cases.
             self._write("memory", "memory.memsw.limit_in_bytes", mem, optional=True)
             self._write("memory", "memory.limit_in_bytes", mem)
-            self._write("memory", "memory.memsw.limit_in_bytes", mem, optional=True)
+            no_swap = self._write("memory", "memory.memsw.limit_in_bytes", mem, optional=True)
             self._write("memory", "memory.swappiness", "0", optional=True)
             # Peak from here on (a pool spare's warm-up before its run is not the run's peak).
             self._write("memory", "memory.max_usage_in_bytes", "0", optional=True)
             self._write("pids", "pids.max", str(limits.max_processes))
         else:
             self._write("unified", "memory.max", mem)
-            self._write("unified", "memory.swap.max", "0", optional=True)
+            no_swap = self._write("unified", "memory.swap.max", "0", optional=True)
             self._write("unified", "pids.max", str(limits.max_processes))
+        # Without a swap limit a memory bomb pages out (slowly: a time limit, not a memory
+        # one) instead of being OOM-killed; the caller then also watches the run's processes.
+        self.swap_limited = no_swap or _swap_total() == 0
+
+    def memory_full(self, limit: int) -> bool:
+        """Anonymous + shared memory (what only freeing gives back) within MEMORY_FULL_MARGIN
+        of the limit: the run is at its limit whatever its page cache. The kernel would keep
+        such a run alive by evicting and re-reading its own code pages (thrashing, burning
+        CPU until a time limit) rather than OOM-kill it; it is a memory limit exceeded."""
+        ctrl = "memory" if self.support.version == 1 else "unified"
+        floor = limit - max(MEMORY_FULL_MARGIN, limit // 100)
+        usage = self._read(ctrl, "memory.usage_in_bytes" if self.support.version == 1
+                           else "memory.current")
+        if not usage or int(usage) < floor:  # cheap first: usage >= anonymous + shared
+            return False
+        text = self._read(ctrl, "memory.stat") or ""
+        stat_ = dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
+        keys = ("rss", "shmem") if self.support.version == 1 else ("anon", "shmem")
+        pinned = sum(int(stat_.get(k, "0")) for k in keys)
+        return pinned >= floor
 
     def procs_files(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in dict.fromkeys(self.dirs.values())]
@@ -1099,10 +1171,10 @@ def _execute_in(sup: _Support, layers: dict[str, bool], script: Path, job_dir: P
     def result(st: Status, detail: str) -> SandboxResult:
         return SandboxResult(st, exit_code, sig, wall, cpu, peak, detail, stdout, stderr)
 
+    if oom and reason != "memory_exceeded":  # an OOM kill explains a time limit reached too
+        return result("memory_exceeded", f"killed after {oom} OOM kill(s) in the run's cgroup")
     if reason is not None:
         return result(reason, reason_detail)
-    if oom:
-        return result("memory_exceeded", f"killed after {oom} OOM kill(s) in the run's cgroup")
     if not started.startswith(b"R"):
         msg = started.decode("utf-8", "replace")[2:] if started.startswith(b"E:") else ""
         return result("setup_failed", (msg or "sandbox did not start") + (
@@ -1137,6 +1209,27 @@ def _reap(proc: subprocess.Popen[bytes]) -> tuple[int | None, resource.struct_ru
         time.sleep(0.005)
 
 
+def memory_check(cg: _RunCgroup | RunCgroup | None, limits: SandboxLimits,
+                 run_pids: Callable[[], list[int]]) -> str:
+    """Why a live run is over its memory limit ('' if it is not). Checked before the time
+    limits on every poll, so a memory bomb is reported as one even when touching its pages
+    also cost CPU. The cgroup's OOM kills and thrashing at its limit count; without a memory
+    cgroup, or when it cannot forbid swap, the run's own processes are measured too (else
+    RLIMIT_AS, set with headroom for jax's address space reservations, would let a run fill
+    several times its limit before failing)."""
+    if cg is not None:
+        if cg.oom_kills():
+            return "killed by the OOM killer in the run's cgroup"
+        if cg.memory_full(int(limits.memory_bytes)):
+            return "at the run's cgroup memory limit with only page cache left to reclaim"
+        if cg.swap_limited:
+            return ""
+    used = resident_memory(run_pids())
+    if used > limits.memory_bytes:
+        return f"its processes hold {used >> 20} MiB (resident or swapped)"
+    return ""
+
+
 def _supervise(proc: subprocess.Popen[bytes], cg: _RunCgroup | None, limits: SandboxLimits,
                job_dir: Path, before: dict[str, tuple[int, int]], t0: float
                ) -> tuple[Status | None, str]:
@@ -1154,13 +1247,14 @@ def _supervise(proc: subprocess.Popen[bytes], cg: _RunCgroup | None, limits: San
         now = time.monotonic()
         if now >= deadline:
             return "wall_timeout", f"wall-clock limit of {limits.wall_seconds:g} s"
+        why = memory_check(cg, limits, lambda: process_tree(proc.pid))
+        if why:
+            return "memory_exceeded", why
         if cg is not None:
             cpu = cg.cpu_seconds()
             if cpu is not None and cpu > limits.cpu_seconds:
                 return "cpu_timeout", (
                     f"CPU time {cpu:.2f} s over the limit of {limits.cpu_seconds:g} s (cgroup)")
-            if cg.oom_kills():
-                return "memory_exceeded", "killed by the OOM killer in the run's cgroup"
         if now >= next_disk:
             next_disk = now + 0.25
             files = _job_files(job_dir)
@@ -1205,6 +1299,13 @@ class RunCgroup:
 
     def oom_kills(self) -> int:
         return self._cg.oom_kills()
+
+    def memory_full(self, limit: int) -> bool:
+        return self._cg.memory_full(limit)
+
+    @property
+    def swap_limited(self) -> bool:
+        return self._cg.swap_limited
 
     def peak_memory(self) -> int | None:
         return self._cg.peak_memory()

@@ -186,7 +186,8 @@ def test_sleep_is_wall_timeout_even_ignoring_sigterm(run: Runner) -> None:
 # -- memory ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("payload", ["mem_list", "mem_numpy", "mem_shared_mmap", "mem_tmpfs"])
+@pytest.mark.parametrize("payload", ["mem_list", "mem_numpy", "mem_shared_mmap", "mem_tmpfs",
+                                     "mem_bytearray"])
 def test_memory_bombs(run: Runner, payload: str) -> None:
     need("cgroup")
     if payload == "mem_tmpfs":
@@ -196,6 +197,69 @@ def test_memory_bombs(run: Runner, payload: str) -> None:
     res = run(payload, limits=limits)
     assert res.status == "memory_exceeded", res
     assert res.peak_memory_bytes is not None and res.peak_memory_bytes <= 257 * MiB
+
+
+@pytest.mark.parametrize("payload", ["mem_list", "mem_numpy", "mem_shared_mmap", "mem_bytearray"])
+def test_memory_bombs_without_a_memory_cgroup(run: Runner, payload: str) -> None:
+    """Without the cgroup layer only RLIMIT_AS bounded a run, with 3 GiB of headroom for jax's
+    address space reservations: a bomb filled limit + 3 GiB, its CPU time went into touching
+    those pages, and it ended as a time limit. The parent now measures the run's resident
+    (and swapped) memory on every poll."""
+    limits = sandbox.SandboxLimits(wall_seconds=30, cpu_seconds=20, memory_bytes=256 * MiB,
+                                   output_bytes=64 * MiB)
+    res = run(payload, limits=limits, disable=("cgroup",))
+    assert res.status == "memory_exceeded", res
+    assert "hold" in res.detail and res.cpu_seconds is not None and res.cpu_seconds < 10, res
+
+
+@pytest.mark.parametrize(("anon_mib", "full"), [(116, True), (48, False)])
+def test_memory_full_is_anonymous_memory_at_the_limit(tmp_path: Path, anon_mib: int,
+                                                     full: bool) -> None:
+    """At its limit, a run's page cache is reclaimed instead of the run being OOM-killed; when
+    the rest (anonymous memory) is within a few MiB of the limit, the kernel would keep it alive
+    by re-reading its own pages: a memory limit exceeded. A run that merely writes a file bigger
+    than the room left, its own memory well below the limit, is not."""
+    need("cgroup")
+    limit = 128 * MiB
+    limits = sandbox.SandboxLimits(wall_seconds=30, cpu_seconds=30, memory_bytes=limit,
+                                   output_bytes=64 * 1024)
+    cg = sandbox.new_run_cgroup(limits)
+    assert cg is not None
+    code = (f"import sys\nheld = bytearray({anon_mib} << 20)\n"
+            f"for i in range(0, len(held), 4096):\n    held[i] = 1\n"
+            f"with open({str(tmp_path / 'big')!r}, 'wb') as f:\n"
+            f"    for _ in range(96):\n        f.write(b'x' * (1 << 20))\n"
+            "print('written', flush=True)\nsys.stdin.readline()\n")
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.readline()\n" + code],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        cg.add(proc.pid)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "written"
+        assert cg.oom_kills() == 0 and proc.poll() is None  # alive: page cache was reclaimed
+        assert cg.memory_full(limit) is full
+    finally:
+        proc.kill()
+        proc.wait()
+        cg.remove()
+
+
+@pytest.mark.parametrize("disable", [(), ("cgroup",)])
+def test_mapping_a_large_file_is_not_a_memory_bomb(run: Runner, disable: tuple[str, ...]) -> None:
+    """Page cache of a mapped file (here jaxlib's largest library, read page by page) is not
+    memory the run holds: over the limit in RSS, yet well within it."""
+    import jaxlib
+
+    lib = max(Path(jaxlib.__file__).parent.rglob("*.so*"), key=lambda p: p.stat().st_size)
+    limits = sandbox.SandboxLimits(wall_seconds=60, cpu_seconds=30, memory_bytes=128 * MiB,
+                                   output_bytes=64 * 1024)
+    if lib.stat().st_size <= 2 * limits.memory_bytes:
+        pytest.skip(f"no library much larger than the limit here ({lib})")
+    res = run("map_big_file", limits=limits, disable=disable, params={"path": str(lib)})
+    assert res.status == "exited" and res.exit_code == 0, res
+    assert f"MAPPED {lib.stat().st_size}" in res.stdout
 
 
 # -- processes ------------------------------------------------------------------------------
