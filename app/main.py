@@ -7,11 +7,15 @@ JAXJUDGE_* environment).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
+from sqlalchemy.engine import make_url
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.deps import AuthDep
@@ -104,6 +108,31 @@ def _check_sandbox(settings: Settings) -> dict[str, dict[str, object]]:
     return layers
 
 
+def _private_sqlite(database_url: str) -> None:
+    """Keep a SQLite database away from every other uid, sandbox uids included (they hold
+    sources and reports): a directory we create is 0700, the file and its WAL/SHM/journal
+    siblings 0600. An existing directory is the operator's and is left as it is."""
+    url = make_url(database_url)
+    database = url.database or ""
+    if url.get_backend_name() != "sqlite" or database in ("", ":memory:") \
+            or database.startswith("file:"):
+        return
+    path = Path(database).expanduser()
+    missing = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
+    for d in reversed(missing):
+        d.mkdir(mode=0o700)
+        os.chmod(d, 0o700)  # mkdir's mode is filtered by the umask
+    with contextlib.suppress(FileExistsError):  # created private, before SQLite opens it
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    for f in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+        try:
+            os.chmod(f, 0o600)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            log.warning("cannot make %s private (0600): %s", f, exc)
+
+
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Open the store, re-queue unfinished submissions, run the pool; stop it on shutdown."""
@@ -113,6 +142,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     set_engine(settings.engine)
     if settings.warm_pool:
         await asyncio.to_thread(enable_warm_pool, settings.workers)
+    await asyncio.to_thread(_private_sqlite, settings.database_url)
     store = Store(settings.database_url)
     queue = GradingQueue(store, workers=settings.workers, queue_size=settings.queue_size)
     recovered = queue.recover()
