@@ -937,8 +937,9 @@ _warned: set[str] = set()
 UNSAFE_ENV = "JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX"
 # What each layer keeps from a submission, for refusals and warnings (README "Sandbox").
 LAYER_RISK = {
-    "cgroup": "per-run memory, process and CPU limits and killing every process of a run; "
-              "without it memory is bounded per process only and leftovers are found by uid",
+    "cgroup": "per-run memory, process and CPU limits enforced by the kernel and killing every "
+              "process of a run; without it memory is only polled, processes are bounded per "
+              "uid and leftovers are found by uid",
     "uid_pool": "a throw-away uid per run; without it submissions run as the service's own "
                 "user and may read or write what it can that bwrap does not hide (its database "
                 "included, when bwrap is missing too)",
@@ -983,7 +984,8 @@ def refusal(missing: list[str], prot: dict[str, dict]) -> str:
         "Ways out:",
         "  1. give the grader every layer: run it as root (the uid pool and per-run cgroups "
         "need root; bwrap needs unprivileged user namespaces), or in the container with the "
-        "flags of README 'Running in a container' (--user 0 and three --security-opt); "
+        "flags of README 'Running in a container' (--user 0, three --security-opt and "
+        "cgroup access); "
         "`jaxjudge doctor` shows what is active;",
         f"  2. or accept the risk explicitly: {UNSAFE_ENV}={','.join(missing)} (or =1 for any "
         "layer), or --unsafe-allow-missing-sandbox on serve, grade-set and gradescope.",
