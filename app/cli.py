@@ -20,14 +20,26 @@ def serve_cmd(
     workers: Annotated[
         int | None, typer.Option(help="Concurrent grades [JAXJUDGE_WORKERS].")
     ] = None,
+    unsafe_allow_missing_sandbox: Annotated[
+        bool,
+        typer.Option("--unsafe-allow-missing-sandbox",
+                     help="UNSAFE: grade even when sandbox layers are missing "
+                     "[JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX=1 or a list of layers]."),
+    ] = False,
 ) -> None:
-    """Run the HTTP service (settings from JAXJUDGE_* variables; options override them)."""
+    """Run the HTTP service (settings from JAXJUDGE_* variables; options override them).
+
+    Refuses to start (status 3) while a sandbox layer is missing, saying which, why it matters
+    and the ways out, unless the unsafe opt-out names it."""
     import uvicorn
 
     from app.core.config import Settings
     from app.main import create_app
+    from grader.sandbox import SandboxUnavailable, require_layers
 
-    overrides = {"host": host, "port": port, "workers": workers}
+    overrides: dict[str, object] = {"host": host, "port": port, "workers": workers}
+    if unsafe_allow_missing_sandbox:
+        overrides["unsafe_allow_missing_sandbox"] = "all"
     try:
         settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
@@ -38,6 +50,11 @@ def serve_cmd(
         level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
     )
     logging.getLogger().setLevel(settings.log_level.upper())
+    try:  # before uvicorn, for a plain message; start-up checks (and logs) again
+        require_layers(settings.required_layers, settings.allowed_missing_layers)
+    except SandboxUnavailable as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(3) from exc
     uvicorn.run(
         create_app(settings),
         host=settings.host,
@@ -45,7 +62,7 @@ def serve_cmd(
         log_level=settings.log_level,
         # One process: the worker pool and the queue live in it.
         workers=1,
-    )  # exits with status 3 if start-up fails (e.g. sandbox_require not met)
+    )  # exits with status 3 if start-up fails
 
 
 def main() -> None:

@@ -7,11 +7,15 @@ JAXJUDGE_* environment).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
+from sqlalchemy.engine import make_url
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.deps import AuthDep
@@ -22,17 +26,13 @@ from app.core.ratelimit import RateLimiter
 from app.queue import GradingQueue
 from app.store import Store
 from app.web import install_web
-from grader import protections
 from grader.grade import set_engine, set_report_cache
 from grader.pool import disable_warm_pool, enable_warm_pool
+from grader.sandbox import SandboxUnavailable, require_layers
 
 log = logging.getLogger("jaxjudge.app")
 
 API_VERSION = "v1"
-
-
-class SandboxUnavailable(RuntimeError):
-    """sandbox_require is set but some sandbox protection is not active on this machine."""
 
 
 class BodySizeLimit:
@@ -90,16 +90,48 @@ class BodySizeLimit:
 
 
 def _check_sandbox(settings: Settings) -> dict[str, dict[str, object]]:
-    layers = protections()
-    required = settings.required_layers
-    if required:
-        missing = sorted(n for n in required if not layers.get(n, {}).get("active"))
-        if missing:
-            raise SandboxUnavailable(
-                "sandbox_require is set but these protections are not active: "
-                + ", ".join(f"{m} ({layers[m].get('detail', '')})" for m in missing)
-            )
+    """Fail closed: every sandbox layer must be active, from now on for every grade too, unless
+    the operator named it in the unsafe opt-out, which is logged at every start."""
+    allowed = settings.allowed_missing_layers
+    try:
+        layers = require_layers(settings.required_layers, allowed)
+    except SandboxUnavailable as exc:
+        log.error("%s", exc)
+        raise
+    if allowed:
+        missing = sorted(n for n, info in layers.items() if not info.get("active"))
+        log.warning(
+            "UNSAFE: JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX=%s lets this service grade untrusted "
+            "code without sandbox layers; missing now: %s",
+            settings.unsafe_allow_missing_sandbox,
+            ", ".join(f"{n} ({layers[n].get('detail', '')})" for n in missing) or "none",
+        )
     return layers
+
+
+def _private_sqlite(database_url: str) -> None:
+    """Keep a SQLite database away from every other uid, sandbox uids included (they hold
+    sources and reports): a directory we create is 0700, the file and its WAL/SHM/journal
+    siblings 0600. An existing directory is the operator's and is left as it is."""
+    url = make_url(database_url)
+    database = url.database or ""
+    if url.get_backend_name() != "sqlite" or database in ("", ":memory:") \
+            or database.startswith("file:"):
+        return
+    path = Path(database).expanduser()
+    missing = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
+    for d in reversed(missing):
+        d.mkdir(mode=0o700)
+        os.chmod(d, 0o700)  # mkdir's mode is filtered by the umask
+    with contextlib.suppress(FileExistsError):  # created private, before SQLite opens it
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    for f in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))):
+        try:
+            os.chmod(f, 0o600)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            log.warning("cannot make %s private (0600): %s", f, exc)
 
 
 @asynccontextmanager
@@ -111,6 +143,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     set_engine(settings.engine)
     if settings.warm_pool:
         await asyncio.to_thread(enable_warm_pool, settings.workers)
+    await asyncio.to_thread(_private_sqlite, settings.database_url)
     store = Store(settings.database_url)
     queue = GradingQueue(store, workers=settings.workers, queue_size=settings.queue_size)
     recovered = queue.recover()

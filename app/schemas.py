@@ -177,3 +177,8 @@ class SystemInfo(BaseModel):
     rate_limit_per_minute: int
     max_source_bytes: int
     protections: dict[str, ProtectionStatus]
+    sandbox_required: list[str] = Field(
+        description="Sandbox layers the service requires (all of them).")
+    unsafe_allow_missing_sandbox: list[str] = Field(
+        description="UNSAFE opt-out: layers the service grades without when they are missing "
+        "(JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX). Empty: it refuses to run without any.")

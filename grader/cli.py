@@ -15,11 +15,12 @@ import typer
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
+from rich.text import Text
 
 from grader import cli_authoring, cli_batch, cli_client
 from grader.grade import grade
 from grader.problem import ProblemError, list_problems, load_problem
-from grader.render import math_as_code
+from grader.render import math_as_code, plain
 from grader.report import Report, Verdict
 from grader.sandbox import protections
 
@@ -48,7 +49,9 @@ def _print_report(report: Report) -> None:
     style = _STYLE.get(report.verdict, "bold red")
     _out.print(f"[{style}]{report.verdict.value}[/]  {report.problem} ({report.mode})  "
                f"score {report.score:g}/{report.max_score:g}")
-    _out.print(report.message, markup=False, highlight=False)
+    # Messages and output carry what a submission printed or raised: never rich markup (a
+    # `[link=...]` would become a terminal hyperlink), never terminal control sequences.
+    _out.print(Text(plain(report.message)), highlight=False)
     if report.tests:
         table = Table(title="Tests", show_lines=False)
         for col in ("test", "visible", "verdict", "message"):
@@ -58,7 +61,7 @@ def _print_report(report: Report) -> None:
                 t.name,
                 "yes" if t.visible else "hidden",
                 f"[{_STYLE.get(t.verdict, 'red')}]{t.verdict.value}[/]",
-                t.message,
+                Text(plain(t.message)),
             )
         _out.print(table)
     if report.requirements:
@@ -67,11 +70,11 @@ def _print_report(report: Report) -> None:
             table.add_column(col)
         for r in report.requirements:
             table.add_row(r.name, r.level, "[green]yes[/]" if r.passed else "[red]no[/]",
-                          r.message)
+                          Text(plain(r.message)))
         _out.print(table)
     if report.output.strip():
         _out.print("[dim]Your program's output (truncated):[/]")
-        _out.print(report.output[-2000:], markup=False, highlight=False)
+        _out.print(Text(plain(report.output[-2000:])), highlight=False)
     total = report.timings.get("total")
     if total is not None:
         _out.print(f"[dim]graded in {total:.2f} s[/]")

@@ -28,7 +28,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from grader import render
+from grader import render, sandbox
 from grader.batch import (
     BatchEntry,
     BatchError,
@@ -57,6 +57,24 @@ def _mode(value: str) -> Mode:
     if value not in ("run", "submit"):
         raise typer.BadParameter("mode must be 'run' or 'submit'")
     return "run" if value == "run" else "submit"
+
+
+_UNSAFE_HELP = ("UNSAFE: grade even when sandbox layers are missing "
+                "[JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX=1 or a list of layers].")
+
+
+def require_sandbox(unsafe_flag: bool) -> None:
+    """Fail closed before grading anyone's code: every layer, unless the unsafe opt-out (flag
+    or environment) names the missing ones; raises SandboxUnavailable (or ValueError for a bad
+    opt-out value). The opt-out is logged as a warning whenever it is used."""
+    allowed = frozenset(sandbox.LAYERS) if unsafe_flag else sandbox.layer_list(
+        os.environ.get(sandbox.UNSAFE_ENV, ""), sandbox.UNSAFE_ENV)
+    prot = sandbox.require_layers(frozenset(sandbox.LAYERS), allowed)
+    if allowed:
+        missing = sorted(n for n, info in prot.items() if not info["active"])
+        logging.getLogger("jaxjudge").warning(
+            "UNSAFE: grading untrusted code with the sandbox opt-out; missing layers now: %s",
+            ", ".join(missing) or "none")
 
 
 def summary_table(result: BatchResult) -> Table:
@@ -96,13 +114,23 @@ def grade_set(
         bool, typer.Option("--warm/--cold", help="Warm zygote pool (default) or a fresh "
                            "interpreter per stage.")
     ] = True,
+    unsafe_allow_missing_sandbox: Annotated[
+        bool, typer.Option("--unsafe-allow-missing-sandbox", help=_UNSAFE_HELP)
+    ] = False,
 ) -> None:
-    """Grade a folder of submissions into scores.csv, results.json and gradescope/*.json."""
+    """Grade a folder of submissions into scores.csv, results.json and gradescope/*.json.
+
+    Refuses (status 2) while a sandbox layer is missing, unless the unsafe opt-out names it."""
     run_mode = _mode(mode)
-    if warm:
-        enable_warm_pool(jobs)
     err = Console(stderr=True)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        require_sandbox(unsafe_allow_missing_sandbox)
+    except (sandbox.SandboxUnavailable, ValueError) as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from exc
+    if warm:
+        enable_warm_pool(jobs)
     progress = Progress(
         TextColumn("[bold]grading"),
         BarColumn(),
@@ -209,10 +237,21 @@ def gradescope(
         AUTOGRADER / "results" / "results.json"
     ),
     mode: Annotated[str | None, typer.Option(help="'submit' (default) or 'run'.")] = None,
+    unsafe_allow_missing_sandbox: Annotated[
+        bool, typer.Option("--unsafe-allow-missing-sandbox", help=_UNSAFE_HELP)
+    ] = False,
 ) -> None:
-    """Grade one Gradescope submission (use as run_autograder) and write results.json."""
+    """Grade one Gradescope submission (use as run_autograder) and write results.json.
+
+    Refuses (results.json says so, status 1) while a sandbox layer is missing, unless the
+    unsafe opt-out names it: the hidden tests sit on the same machine as the submission."""
     # Everything printed goes to Gradescope's stdout box, which only instructors see.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
+        try:
+            require_sandbox(unsafe_allow_missing_sandbox)
+        except (sandbox.SandboxUnavailable, ValueError) as exc:
+            raise BatchError(f"cannot grade safely on this machine: {exc}") from exc
         config = _read_config(source_dir)
         prob = _resolve_problem(problem, config, source_dir)
         run_mode = _mode(mode or str(config.get("mode", "submit")))

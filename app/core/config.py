@@ -13,7 +13,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from grader.sandbox import LAYERS
+from grader.sandbox import LAYERS, layer_list
 
 LogLevel = Literal["critical", "error", "warning", "info", "debug"]
 
@@ -56,27 +56,46 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", min_length=1, description="Address `jaxjudge serve` binds.")
     port: int = Field(8000, ge=1, le=65535, description="Port `jaxjudge serve` binds.")
     sandbox_require: str = Field(
+        "all",
+        description="Sandbox layers that must be active. The service grades untrusted code, so "
+        "this is `all` (every layer); it cannot exempt a layer. To run without some layers, "
+        "name them in unsafe_allow_missing_sandbox.",
+    )
+    unsafe_allow_missing_sandbox: str = Field(
         "",
-        description="Sandbox layers that must be active (`all`, or a comma list of "
-        "cgroup, uid_pool, bwrap, seccomp, rlimits): the service refuses to start and every "
-        "grade refuses to run without them. Empty: missing layers are logged warnings.",
+        description="UNSAFE. Sandbox layers the service may grade without: `1` (any), or a "
+        "comma list of cgroup, uid_pool, bwrap, seccomp, rlimits. Empty (the default): the "
+        "service refuses to start while any layer is missing. Shown in /v1/system and logged "
+        "as a warning at every start.",
     )
 
     @field_validator("sandbox_require")
     @classmethod
     def _check_layers(cls, v: str) -> str:
-        names = {p.strip() for p in v.split(",") if p.strip()}
-        unknown = names - set(LAYERS) - {"all"}
-        if unknown:
+        names = layer_list(v, "JAXJUDGE_SANDBOX_REQUIRE") if v.strip() else frozenset()
+        if names != frozenset(LAYERS):
+            left_out = sorted(set(LAYERS) - names)
             raise ValueError(
-                f"unknown sandbox layers {sorted(unknown)}; choose from all, {', '.join(LAYERS)}"
+                "the service requires every sandbox layer; JAXJUDGE_SANDBOX_REQUIRE cannot leave "
+                f"out {', '.join(left_out)}. To grade without them anyway (unsafe), set "
+                f"JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX={','.join(left_out)}"
             )
-        return ",".join(sorted(names))
+        return "all"
+
+    @field_validator("unsafe_allow_missing_sandbox")
+    @classmethod
+    def _check_unsafe(cls, v: str) -> str:
+        names = layer_list(v, "JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX")
+        return "all" if names == frozenset(LAYERS) else ",".join(sorted(names))
 
     @property
-    def required_layers(self) -> set[str]:
-        names = set(self.sandbox_require.split(",")) - {""}
-        return set(LAYERS) if "all" in names else names
+    def required_layers(self) -> frozenset[str]:
+        return frozenset(LAYERS)
+
+    @property
+    def allowed_missing_layers(self) -> frozenset[str]:
+        return layer_list(self.unsafe_allow_missing_sandbox, "unsafe_allow_missing_sandbox")
+
     report_cache_size: int = Field(
         1024,
         ge=0,

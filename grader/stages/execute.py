@@ -75,13 +75,27 @@ _OP_RE = re.compile(r'"([a-z_]+\.[a-z_0-9.]+)"\(')
 _TENSOR_RE = re.compile(r"tensor<([^>]*)>")
 
 
-def _results_key(job: dict, texts: list[str], jax_version: str) -> str:
-    """Same verified programs (debug info stripped) + same test inputs -> same outputs.
+def _exported_meta(exp) -> str:
+    """Every field of an Exported but its module (the verified text covers that) and its VJP
+    hook: input/output trees (the output tree names what each output leaf *is*), avals, kept
+    inputs, platforms, shardings, calling convention, ... Two exports of one module that differ
+    in any of these may produce different results, so they must not share a cache entry."""
+    import dataclasses
+
+    return "\n".join(f"{f.name}={getattr(exp, f.name)!r}" for f in dataclasses.fields(exp)
+                     if f.name not in ("mlir_module_serialized", "_get_vjp"))
+
+
+def _results_key(job: dict, texts: list[str], metas: list[str], jax_version: str) -> str:
+    """Same verified programs (debug info stripped) with the same Exported metadata + same test
+    inputs -> same outputs.
 
     Identical programs are common among correct submissions even when their sources differ
-    (names, comments, layout), so they are executed once."""
+    (names, comments, layout), so they are executed once. The key covers everything that
+    determines the stored outputs: an export that reuses a common program's text with, say,
+    renamed output keys gets its own entry, so it cannot plant outputs for the real one."""
     h = hashlib.sha256()
-    for part in (jax_version, os.environ.get("XLA_FLAGS", ""), *texts):
+    for part in (jax_version, os.environ.get("XLA_FLAGS", ""), *texts, *metas):
         h.update(part.encode() + b"\0")
     h.update(json.dumps([job["programs"], job["signatures"], job["tests"], _engine(job)],
                         sort_keys=True).encode())
@@ -468,7 +482,8 @@ def main(job_dir: str) -> int:
     cache_dir = os.environ.get("JAXJUDGE_RESULTS_CACHE")
     key = ""
     if cache_dir:
-        key = _results_key(job, [texts[p] for p in sorted(texts)], jax.__version__)
+        key = _results_key(job, [texts[p] for p in sorted(texts)],
+                           [_exported_meta(exported[p]) for p in sorted(texts)], jax.__version__)
         cached = _cache_read(cache_dir, key)
         if cached is not None and set(cached) == {t["name"] for t in job["tests"]}:
             result.update(status="ok", outputs=cached, cached=True)

@@ -111,15 +111,61 @@ def _warm_up() -> None:
         register()
 
 
-def _clean_tmp() -> None:
-    """Empty the private /tmp (bwrap tmpfs) so no child sees what an earlier one left."""
-    for name in os.listdir("/tmp"):
-        path = os.path.join("/tmp", name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+def _clean_dir(top: str, only_uid: int | None = None) -> None:
+    """Empty `top` (or, with `only_uid`, remove the entries that uid owns there)."""
+    with contextlib.suppress(OSError), os.scandir(top) as it:
+        for entry in it:
+            try:
+                st = entry.stat(follow_symlinks=False)
+                if only_uid is not None and st.st_uid != only_uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                continue
+
+
+def _clean_ipc() -> None:
+    """Remove the SysV IPC objects our uid owns or created. Called between children, when every
+    object of this uid in our IPC namespace is a child's: the namespace is the zygote's own
+    (bubblewrap's, or the sandbox trampoline's) or the uid is the slot's, used by no one else.
+    A shared memory segment or a queue would otherwise carry data to the next child."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid = str(os.getuid())
+    for kind, id_col in (("shm", "shmid"), ("sem", "semid"), ("msg", "msqid")):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        head = lines[0].split() if lines else []
+        for line in lines[1:]:
+            row = dict(zip(head, line.split(), strict=False))
+            if uid not in (row.get("uid"), row.get("cuid")) or not row.get(id_col, "").isdigit():
+                continue
+            i = int(row[id_col])
+            if kind == "shm":
+                libc.shmctl(i, 0, None)  # IPC_RMID
+            elif kind == "sem":
+                libc.semctl(i, 0, 0)
+            else:
+                libc.msgctl(i, 0, None)
+
+
+def _clean_after_child(private_tmp: bool, own_uid: bool) -> None:
+    """Nothing a child left in shared places may reach the next child: with bubblewrap, the
+    zygote's private /tmp and /dev (shm) are emptied; without it but with a uid of our own, the
+    host's temporary directories lose what that uid created; and SysV IPC objects are removed."""
+    if private_tmp:
+        _clean_dir("/tmp")
+        _clean_dir("/dev/shm")
+    elif own_uid:
+        for top in ("/tmp", "/var/tmp", "/dev/shm"):
+            _clean_dir(top, os.getuid())
+    if private_tmp or own_uid:
+        _clean_ipc()
 
 
 def _read_request(fd: int) -> dict | None:
@@ -275,6 +321,7 @@ def main(spool: str) -> int:
     # A child (same uid) must not be able to read or write our memory through /proc.
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     private_tmp = os.environ.get("JAXJUDGE_ZYGOTE_PRIVATE_TMP") == "1"
+    own_uid = os.environ.get("JAXJUDGE_ZYGOTE_OWN_UID") == "1"
     gc.collect()
     gc.freeze()  # keep the imported heap's pages shared with the children (no refcount churn)
     _send(proto_out, {"hello": os.getpid(), "jax": jax.__version__})
@@ -337,8 +384,7 @@ def main(spool: str) -> int:
         reaped = _await_child(pid, done_r, lambda code: _send(proto_out, {"finished": code}))
         os.close(done_r)
         _, status, ru = reaped or os.wait4(pid, 0)
-        if private_tmp:
-            _clean_tmp()
+        _clean_after_child(private_tmp, own_uid)
         _send(proto_out, {"exit": status, "cpu": ru.ru_utime + ru.ru_stime})
 
 

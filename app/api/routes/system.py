@@ -53,4 +53,6 @@ def system(request: Request, settings: SettingsDep, store: StoreDep, queue: Queu
             )
             for name, info in layers.items()
         },
+        sandbox_required=sorted(settings.required_layers),
+        unsafe_allow_missing_sandbox=sorted(settings.allowed_missing_layers),
     )
