@@ -11,7 +11,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import stat
 import tempfile
 import threading
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import compare as cmp
-from grader import sandbox
+from grader import fstree, sandbox
 from grader.problem import Limits, Problem, TestCase, load_problem
 from grader.report import Mode, Report, RequirementResult, TestDetails, TestResult, Verdict
 from grader.rules import PROGRAM_RULES, SPEC_RULES, ProgramInfo, RuleOutcome
@@ -492,7 +491,9 @@ class _Grading:
         except _Decided as d:
             return self._report(d.verdict, d.message)
         finally:
-            shutil.rmtree(root, ignore_errors=True)
+            # A submission shapes what it leaves (any depth, any width): iterative removal.
+            if not fstree.remove_tree(root):
+                log.error("could not remove the grade's work dir %s", root)
 
     def _pipeline(self, root: Path) -> Report:
         stage_a = self._stage_a(root / "a")
