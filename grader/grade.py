@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import stat
 import tempfile
 import threading
@@ -700,23 +701,38 @@ class _Grading:
     def _run_stage_b(
         self, job: Path, spec: dict[str, Any], blobs: dict[str, bytes], flags: str
     ) -> tuple[StageBResult, dict[str, str]]:
-        """Run stage B in its sandbox; its validated result and each program's verified text."""
+        """Run stage B in its sandbox; its validated result and each program's verified text.
+
+        A run that dies without a result (killed by a signal, or exited without writing it) is
+        a crash in native code: the StableHLO interpreter aborts on what it cannot evaluate, and
+        XLA has crashed (stack overflow) compiling deeply nested programs under the fast-compile
+        flags that it compiles with its defaults. Each crash moves one step down
+        interpreter -> XLA with fast flags -> XLA with default flags, and runs again; a program
+        that still kills the process gets a runtime_error."""
         t = time.perf_counter()
-        env = {"XLA_FLAGS": flags} if flags else {}
         for prog in spec["programs"]:
             (job / prog["export"]).write_bytes(blobs[prog["id"]])
-        (job / "job.json").write_text(json.dumps(spec))
-        res = _runner(EXECUTE_SCRIPT, job, self._sandbox_limits(), False, env)
-        if _engine() == "interpret" and res.status in ("exited", "signaled") and (
-            res.signal is not None or not (job / "result.json").is_file()
-        ):
-            # The reference interpreter aborts the process on what it cannot evaluate. Our
-            # pre-checks make that rare; when it happens the program runs again on XLA.
-            log.warning("stage B died under the interpreter (%s, signal %s); rerunning on XLA",
-                        res.status, res.signal)
-            self.timings["stage_b.interpret_crash"] = 1.0
-            (job / "job.json").write_text(json.dumps({**spec, "engine": "xla"}))
+        engine = spec["engine"]
+        while True:
+            (job / "job.json").write_text(json.dumps({**spec, "engine": engine}))
+            env = {"XLA_FLAGS": flags} if flags else {}
             res = _runner(EXECUTE_SCRIPT, job, self._sandbox_limits(), False, env)
+            crashed = res.status == "signaled" or (
+                res.status == "exited" and not (job / "result.json").is_file()
+            )
+            if not crashed or (engine == "xla" and not flags):
+                break
+            step = "interpret_crash" if engine == "interpret" else "xla_fast_flags_crash"
+            log.warning("stage B crashed (%s, exit %s, signal %s) with engine %s, XLA_FLAGS %r; "
+                        "running it again %s", res.status, res.exit_code, res.signal, engine,
+                        flags, "on XLA" if engine == "interpret" else "with default XLA flags")
+            self.timings[f"stage_b.{step}"] = 1.0
+            if engine == "interpret":
+                engine = "xla"
+            else:
+                flags = ""
+            for stale in ("result.json", *(f"{p['id']}.mlir" for p in spec["programs"])):
+                (job / stale).unlink(missing_ok=True)  # nothing of the crashed run is read
         self.timings["stage_b"] = round(time.perf_counter() - t, 4)
         decided = self._stage_failure(res, "Your exported program")
         if decided:
@@ -733,6 +749,15 @@ class _Grading:
         except MalformedResult as exc:
             log.warning("stage B result rejected: %s", exc)
             raise _Decided(Verdict.RUNTIME_ERROR, MALFORMED_B) from None
+        if result is None and res.status == "signaled":
+            known = res.signal in signal.Signals._value2member_map_
+            name = signal.Signals(res.signal).name if known else f"signal {res.signal}"
+            raise _Decided(
+                Verdict.RUNTIME_ERROR,
+                f"Your exported program crashed the XLA compiler (the process running it was "
+                f"killed by {name}, also with XLA's default settings). Very deep nesting of "
+                "jit/function calls is a known cause: flatten your program.",
+            )
         if result is None:  # exited without a result: stage B itself failed (our bug)
             raise RuntimeError(
                 f"stage B produced no result ({res.status}, exit {res.exit_code}, "
