@@ -82,7 +82,10 @@ def _open_dir(name: str, dir_fd: int) -> int:
     try:
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
     except PermissionError:
-        os.chmod(name, 0o700, dir_fd=dir_fd, follow_symlinks=False)
+        try:  # never through a symlink; some platforms cannot promise that, then we give up
+            os.chmod(name, 0o700, dir_fd=dir_fd, follow_symlinks=False)
+        except (OSError, NotImplementedError) as exc:
+            raise PermissionError(errno.EACCES, f"cannot open directory {name!r}") from exc
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
 
 
