@@ -2,6 +2,10 @@
 
 Order of checks mirrors what a learner should fix first: structure, then dtype/shape, then
 finiteness, then closeness (|got - expected| <= atol + rtol * |expected| element-wise).
+
+`ml_dtypes` (a dependency of jaxlib, imported here so numpy knows them) gives names to JAX's
+extra dtypes (bfloat16, float8_*, int4, ...): an output in one of them is decoded as such and
+reported as a wrong dtype, like any dtype numpy does not know (see `ForeignArray`).
 """
 
 from __future__ import annotations
@@ -11,15 +15,45 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 MAX_DEPTH = 16
 MAX_ELEMENTS = 4_000_000
+MAX_DTYPE_CHARS = 64
 _SPECIAL = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+# numpy dtypes whose values decode from JSON numbers: bool, ints, floats, complex (stage B
+# writes the real part), and ml_dtypes' (kind "V", so named one by one).
+_ML_DTYPES = frozenset(
+    np.dtype(t) for t in vars(ml_dtypes).values()
+    if isinstance(t, type) and issubclass(t, np.generic)
+)
 
 
 class DecodeError(ValueError):
     """Stage B's output did not have the documented shape (never trusted blindly)."""
+
+
+class TooDeep(DecodeError):
+    """The output is nested deeper than MAX_DEPTH: the program's fault, a wrong answer."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"the output is nested deeper than {MAX_DEPTH} levels; return the structure "
+            "described in the statement"
+        )
+
+
+@dataclass(frozen=True)
+class ForeignArray:
+    """An output array whose dtype has no numpy equivalent here (an unknown name, strings,
+    objects, records...): kept by name and shape so the comparison reports the dtype."""
+
+    dtype: str
+    shape: tuple[int, ...]
+
+    def tolist(self) -> None:
+        return None  # no values to show in a report
 
 
 @dataclass(frozen=True)
@@ -33,7 +67,7 @@ def decode_output(node: Any, _depth: int = 0, _budget: list[int] | None = None) 
     """Tagged JSON from stage B -> dicts, lists, None and numpy arrays, with size caps."""
     budget = _budget if _budget is not None else [MAX_ELEMENTS]
     if _depth > MAX_DEPTH:
-        raise DecodeError("output nesting is too deep")
+        raise TooDeep()
     if not isinstance(node, dict) or "t" not in node:
         raise DecodeError("malformed output node")
     tag = node["t"]
@@ -50,26 +84,47 @@ def decode_output(node: Any, _depth: int = 0, _budget: list[int] | None = None) 
     if tag == "none":
         return None
     if tag == "array":
-        dtype, shape, data = node.get("dtype"), node.get("shape"), node.get("data")
-        if not isinstance(dtype, str) or not isinstance(shape, list) or not isinstance(data, list):
-            raise DecodeError("malformed array node")
-        if not all(isinstance(d, int) and d >= 0 for d in shape) or len(shape) > 8:
-            raise DecodeError("malformed array shape")
-        size = math.prod(shape)
-        budget[0] -= size
-        if size != len(data) or budget[0] < 0:
-            raise DecodeError("array data does not match its shape, or is too large")
-        try:
-            np_dtype = np.dtype(dtype)
-        except TypeError as exc:
-            raise DecodeError(f"unknown dtype {dtype!r}") from exc
-        values = [_SPECIAL.get(v, v) if isinstance(v, str) else v for v in data]
-        if not all(isinstance(v, (int, float, bool)) for v in values):
-            raise DecodeError("array data must be numbers")
-        if np_dtype.kind not in "biuf":
-            np_dtype = np.dtype(np.float64)
-        return np.asarray(values, dtype=np_dtype).reshape(shape)
+        return _decode_array(node, budget)
     raise DecodeError(f"unknown output node type {tag!r}")
+
+
+def _decode_array(node: dict[str, Any], budget: list[int]) -> np.ndarray | ForeignArray:
+    dtype, shape, data = node.get("dtype"), node.get("shape"), node.get("data")
+    if not isinstance(dtype, str) or not isinstance(shape, list) or not isinstance(data, list):
+        raise DecodeError("malformed array node")
+    if len(shape) > 8 or not all(
+        isinstance(d, int) and not isinstance(d, bool) and 0 <= d <= MAX_ELEMENTS for d in shape
+    ):
+        raise DecodeError("malformed array shape")
+    size = math.prod(shape)
+    budget[0] -= size
+    if size != len(data) or budget[0] < 0:
+        raise DecodeError("array data does not match its shape, or is too large")
+    values = [_SPECIAL.get(v, v) if isinstance(v, str) else v for v in data]
+    if not all(isinstance(v, (int, float)) for v in values):  # bool is an int
+        raise DecodeError("array data must be numbers")
+    np_dtype = _numeric_dtype(dtype)
+    if np_dtype is None:
+        name = "".join(c for c in dtype[:MAX_DTYPE_CHARS] if c.isprintable())
+        return ForeignArray(name or "?", tuple(shape))
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(values, dtype=np_dtype).reshape(shape)
+    except (ValueError, OverflowError, TypeError) as exc:  # e.g. NaN or 10**30 as an int32
+        raise DecodeError(f"array data does not fit its dtype {np_dtype}") from exc
+
+
+def _numeric_dtype(name: str) -> np.dtype[Any] | None:
+    """The numpy dtype called `name` if its values decode from JSON numbers, else None."""
+    if len(name) > MAX_DTYPE_CHARS:
+        return None
+    try:
+        np_dtype = np.dtype(name)
+    except Exception:  # numpy raises TypeError, ValueError, SyntaxError... on odd names
+        return None
+    if np_dtype.kind in "biufc" and np_dtype.names is None and np_dtype.subdtype is None:
+        return np_dtype
+    return np_dtype if np_dtype in _ML_DTYPES else None
 
 
 def _describe(value: Any) -> str:
@@ -96,7 +151,7 @@ def _walk_structure(expected: Any, got: Any, path: str, problems: list[str]) -> 
             problems.append(f"unexpected key {_join(path, k)!r}")
         for k in sorted(set(expected) & set(got)):
             _walk_structure(expected[k], got[k], _join(path, k), problems)
-    elif not isinstance(got, np.ndarray):
+    elif not isinstance(got, (np.ndarray, ForeignArray)):
         problems.append(f"{path!r} should be an array, got {_describe(got)}")
 
 

@@ -13,7 +13,7 @@ import json
 import logging
 import math
 import os
-import shutil
+import signal
 import stat
 import tempfile
 import threading
@@ -25,10 +25,20 @@ from pathlib import Path
 from typing import Any
 
 from grader import compare as cmp
-from grader import sandbox
+from grader import fstree, sandbox
 from grader.problem import Limits, Problem, TestCase, load_problem
 from grader.report import Mode, Report, RequirementResult, TestDetails, TestResult, Verdict
 from grader.rules import PROGRAM_RULES, RULES, SPEC_RULES, ProgramInfo, RuleOutcome
+from grader.stage_results import (
+    MalformedResult,
+    OutputFailed,
+    OutputOk,
+    ResultTooDeep,
+    StageAResult,
+    StageBResult,
+    parse_stage_a,
+    parse_stage_b,
+)
 from grader.xla import fast_compile_flags
 
 log = logging.getLogger("grader")
@@ -46,6 +56,17 @@ BASE_VERSION = "0.1.0"  # the package version (pyproject.toml); grader_version()
 # supported ops, else compiles it with XLA; "xla" always compiles. See stages/execute.py.
 ENGINES = ("interpret", "xla")
 PROGRAM_CACHE_SIZE = 256  # stage B results of distinct exported programs kept in memory
+# What a learner is told when a stage's result file fails its schema (grader.stage_results);
+# the precise reason goes to the log.
+MALFORMED_A = "the tracing process returned a malformed result (its output was tampered with)"
+TOO_DEEP_A = (
+    "the trace of your program is nested too deeply for the grader to read (hundreds of levels "
+    "of jit or other function calls inside one another?); flatten your program"
+)
+MALFORMED_B = (
+    "the process that ran your exported program returned a malformed result (the program may "
+    "have been crafted to break the grader)"
+)
 UNTRACEABLE = {
     "ConcretizationTypeError",
     "TracerBoolConversionError",
@@ -253,11 +274,15 @@ class _ProgramCache(_LRU):
             h.update(pid.encode() + b"\0" + hashlib.sha256(blobs[pid]).digest())
         return h.hexdigest()
 
-    def _freeze(self, value: tuple[dict[str, Any], dict[str, str]]) -> tuple[str, dict[str, str]]:
-        return json.dumps(value[0]), dict(value[1])
+    # The validated result is a frozen model whose output trees are only ever read (decoded),
+    # so entries share it; the texts dict is copied.
+    def _freeze(self, value: tuple[StageBResult, dict[str, str]]
+                ) -> tuple[StageBResult, dict[str, str]]:
+        return value[0], dict(value[1])
 
-    def _thaw(self, stored: tuple[str, dict[str, str]]) -> tuple[dict[str, Any], dict[str, str]]:
-        return json.loads(stored[0]), dict(stored[1])
+    def _thaw(self, stored: tuple[StageBResult, dict[str, str]]
+              ) -> tuple[StageBResult, dict[str, str]]:
+        return stored[0], dict(stored[1])
 
 
 _program_cache = _ProgramCache()
@@ -388,20 +413,20 @@ def _read_regular(path: Path, limit: int) -> bytes | None:
     return data if len(data) <= limit else None
 
 
-def _read_json(path: Path, limit: int = MAX_RESULT_BYTES) -> dict[str, Any] | None:
-    """A JSON object result file from a sandbox (see `_read_regular`), or None."""
-    data = _read_regular(path, limit)
+def _read_result(path: Path, parse: Callable[[bytes], Any]) -> Any | None:
+    """A sandbox's result file, schema-checked by `parse` (grader.stage_results): None when it
+    is missing or not a regular file (see `_read_regular`); MalformedResult when it is over
+    MAX_RESULT_BYTES or does not fit its schema."""
+    data = _read_regular(path, MAX_RESULT_BYTES)
     if data is None:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        if stat.S_ISREG(st.st_mode) and st.st_size > MAX_RESULT_BYTES:
+            raise MalformedResult(f"{st.st_size} bytes, over {MAX_RESULT_BYTES}")
         return None
-    try:
-        obj = json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def _str(value: Any, default: str = "", limit: int = 4000) -> str:
-    return value[:limit] if isinstance(value, str) else default
+    return parse(data)
 
 
 @dataclass(frozen=True)
@@ -563,12 +588,13 @@ class _Grading:
         except _Decided as d:
             return self._report(d.verdict, d.message)
         finally:
-            shutil.rmtree(root, ignore_errors=True)
+            # A submission shapes what it leaves (any depth, any width): iterative removal.
+            if not fstree.remove_tree(root):
+                log.error("could not remove the grade's work dir %s", root)
 
     def _pipeline(self, root: Path) -> Report:
         stage_a = self._stage_a(root / "a")
-        summary = stage_a.get("jaxpr")
-        self._check_requirements("spec", summary)
+        self._check_requirements("spec", stage_a.jaxpr)
         outputs, programs = self._stage_b(root / "a", root / "b", stage_a)
         self._check_requirements("program", programs)
         self._compare(outputs)
@@ -593,7 +619,7 @@ class _Grading:
                     f"exported program does not confirm it: see {', '.join(missing)}."
                 )
 
-    def _stage_a(self, job: Path) -> dict[str, Any]:
+    def _stage_a(self, job: Path) -> StageAResult:
         job.mkdir()
         (job / "submission.py").write_bytes(self.source)
         (job / "job.json").write_text(
@@ -614,7 +640,17 @@ class _Grading:
         decided = self._stage_failure(res, "Your code (while loading, tracing or exporting)")
         if decided:
             raise decided
-        result = _read_json(job / "result.json")
+        return self._stage_a_result(job / "result.json", res)
+
+    def _stage_a_result(self, path: Path, res: sandbox.SandboxResult) -> StageAResult:
+        """Stage A's result file (written beside user code: anything at all) -> the validated
+        result, or a verdict (_Decided). Raises nothing else, whatever the file holds."""
+        try:
+            result: StageAResult | None = _read_result(path, parse_stage_a)
+        except MalformedResult as exc:
+            log.info("stage A result rejected: %s", exc)
+            deep = isinstance(exc, ResultTooDeep)
+            raise _Decided(Verdict.RUNTIME_ERROR, TOO_DEEP_A if deep else MALFORMED_A) from None
         if result is None:
             how = (
                 f"exit code {res.exit_code}"
@@ -626,19 +662,18 @@ class _Grading:
                 f"Your code ended the grading process ({how}) before it could be traced and "
                 "exported. Do not call sys.exit/os._exit or kill processes in your file.",
             )
-        for k, v in (result.get("timings") or {}).items():
-            if isinstance(v, (int, float)):
-                self.timings[f"stage_a.{k}"] = round(float(v), 4)
-        status = result.get("status")
-        message = _str(result.get("message"))
+        for k, v in result.timings.items():
+            self.timings[f"stage_a.{k}"] = round(v, 4)
+        status = result.status
+        message = result.message[:4000]
         if status == "compile_error":
             raise _Decided(Verdict.COMPILE_ERROR, message or "the file could not be compiled")
         if status == "runtime_error":
             if "MemoryError" in message:
                 raise _Decided(Verdict.MEMORY_LIMIT_EXCEEDED, message)
-            raise _Decided(Verdict.RUNTIME_ERROR, message)
+            raise _Decided(Verdict.RUNTIME_ERROR, message or "importing your file failed")
         if status in ("trace_error", "export_error"):
-            etype = _str(result.get("error_type"))
+            etype = result.error_type or ""
             if etype == "MemoryError":
                 raise _Decided(Verdict.MEMORY_LIMIT_EXCEEDED, message)
             if etype in UNTRACEABLE:
@@ -651,14 +686,8 @@ class _Grading:
                 )
             step = "tracing" if status == "trace_error" else "exporting"
             raise _Decided(Verdict.RUNTIME_ERROR, f"solve raised an error while {step}:\n{message}")
-        if status != "ok" or not isinstance(result.get("exports"), dict):
-            raise _Decided(
-                Verdict.RUNTIME_ERROR,
-                "the tracing process returned no usable result (its output was tampered with)",
-            )
-        jv = result.get("jax_version")
-        if isinstance(jv, str):
-            self.versions["jax"] = jv[:40]
+        if result.jax_version:
+            self.versions["jax"] = result.jax_version[:40]
         return result
 
     def _check_requirements(self, level: str, data: Any) -> None:
@@ -696,10 +725,10 @@ class _Grading:
         return outcome
 
     def _stage_b(
-        self, a_dir: Path, job: Path, stage_a: dict[str, Any]
+        self, a_dir: Path, job: Path, stage_a: StageAResult
     ) -> tuple[dict[str, Any], list[ProgramInfo]]:
         job.mkdir()
-        exports = stage_a["exports"]
+        exports = stage_a.exports or {}
         all_sigs = [s["id"] for s in self.plan.signatures.values()]
         if "poly" in exports and self.plan.symbolic:
             # One shape-polymorphic program serves every signature.
@@ -751,9 +780,8 @@ class _Grading:
             result, texts = hit
         else:
             result, texts = self._run_stage_b(job, spec, blobs, flags)
-            outputs = result.get("outputs")
-            if result.get("status") == "ok" and isinstance(outputs, dict) and all(
-                isinstance(o, dict) and o.get("ok") is True for o in outputs.values()
+            if result.status == "ok" and result.outputs is not None and all(
+                o.ok for o in result.outputs.values()
             ):
                 # Only complete successes: a test that failed may have failed for a reason of
                 # the moment (memory pressure), which must not be replayed to later submissions.
@@ -762,92 +790,120 @@ class _Grading:
 
     def _run_stage_b(
         self, job: Path, spec: dict[str, Any], blobs: dict[str, bytes], flags: str
-    ) -> tuple[dict[str, Any], dict[str, str]]:
-        """Run stage B in its sandbox; its parsed result and each program's verified text."""
+    ) -> tuple[StageBResult, dict[str, str]]:
+        """Run stage B in its sandbox; its validated result and each program's verified text.
+
+        A run that dies without a result (killed by a signal, or exited without writing it) is
+        a crash in native code: the StableHLO interpreter aborts on what it cannot evaluate, and
+        XLA has crashed (stack overflow) compiling deeply nested programs under the fast-compile
+        flags that it compiles with its defaults. Each crash moves one step down
+        interpreter -> XLA with fast flags -> XLA with default flags, and runs again; a program
+        that still kills the process gets a runtime_error."""
         t = time.perf_counter()
-        env = {"XLA_FLAGS": flags} if flags else {}
         for prog in spec["programs"]:
             (job / prog["export"]).write_bytes(blobs[prog["id"]])
-        (job / "job.json").write_text(json.dumps(spec))
-        res = _runner(EXECUTE_SCRIPT, job, self._sandbox_limits(), False, env)
-        if _engine() == "interpret" and res.status in ("exited", "signaled") and (
-            res.signal is not None or not (job / "result.json").is_file()
-        ):
-            # The reference interpreter aborts the process on what it cannot evaluate. Our
-            # pre-checks make that rare; when it happens the program runs again on XLA.
-            log.warning("stage B died under the interpreter (%s, signal %s); rerunning on XLA",
-                        res.status, res.signal)
-            self.timings["stage_b.interpret_crash"] = 1.0
-            (job / "job.json").write_text(json.dumps({**spec, "engine": "xla"}))
+        engine = spec["engine"]
+        while True:
+            (job / "job.json").write_text(json.dumps({**spec, "engine": engine}))
+            env = {"XLA_FLAGS": flags} if flags else {}
             res = _runner(EXECUTE_SCRIPT, job, self._sandbox_limits(), False, env)
+            crashed = res.status == "signaled" or (
+                res.status == "exited" and not (job / "result.json").is_file()
+            )
+            if not crashed or (engine == "xla" and not flags):
+                break
+            step = "interpret_crash" if engine == "interpret" else "xla_fast_flags_crash"
+            log.warning("stage B crashed (%s, exit %s, signal %s) with engine %s, XLA_FLAGS %r; "
+                        "running it again %s", res.status, res.exit_code, res.signal, engine,
+                        flags, "on XLA" if engine == "interpret" else "with default XLA flags")
+            self.timings[f"stage_b.{step}"] = 1.0
+            if engine == "interpret":
+                engine = "xla"
+            else:
+                flags = ""
+            for stale in ("result.json", *(f"{p['id']}.mlir" for p in spec["programs"])):
+                (job / stale).unlink(missing_ok=True)  # nothing of the crashed run is read
         self.timings["stage_b"] = round(time.perf_counter() - t, 4)
         decided = self._stage_failure(res, "Your exported program")
         if decided:
             raise decided
-        result = _read_json(job / "result.json")
-        if result is None:
+        return self._stage_b_result(job, res, [p["id"] for p in spec["programs"]])
+
+    def _stage_b_result(
+        self, job: Path, res: sandbox.SandboxResult, program_ids: list[str]
+    ) -> tuple[StageBResult, dict[str, str]]:
+        """Stage B's result file and program texts -> validated, or a verdict (_Decided).
+        Raises RuntimeError only when stage B exited without writing a result (our bug)."""
+        try:
+            result: StageBResult | None = _read_result(job / "result.json", parse_stage_b)
+        except MalformedResult as exc:
+            log.warning("stage B result rejected: %s", exc)
+            raise _Decided(Verdict.RUNTIME_ERROR, MALFORMED_B) from None
+        if result is None and res.status == "signaled":
+            known = res.signal in signal.Signals._value2member_map_
+            name = signal.Signals(res.signal).name if known else f"signal {res.signal}"
+            raise _Decided(
+                Verdict.RUNTIME_ERROR,
+                f"Your exported program crashed the XLA compiler (the process running it was "
+                f"killed by {name}, also with XLA's default settings). Very deep nesting of "
+                "jit/function calls is a known cause: flatten your program.",
+            )
+        if result is None:  # exited without a result: stage B itself failed (our bug)
             raise RuntimeError(
                 f"stage B produced no result ({res.status}, exit {res.exit_code}, "
                 f"signal {res.signal}): {res.stderr[-2000:]}"
             )
-        for k, v in (result.get("timings") or {}).items():
-            if isinstance(v, (int, float)):
-                self.timings[f"stage_b.{k}"] = round(float(v), 4)
+        for k, v in result.timings.items():
+            self.timings[f"stage_b.{k}"] = round(v, 4)
         texts: dict[str, str] = {}
-        if result.get("status") == "ok":
-            for prog in spec["programs"]:
-                text_file = job / f"{prog['id']}.mlir"
-                raw = _read_regular(text_file, MAX_PROGRAM_TEXT)
-                if raw is None:
-                    raise RuntimeError(f"stage B wrote no program text for {prog['id']}")
-                texts[prog["id"]] = raw.decode("utf-8", "replace")
+        if result.status == "ok":
+            for pid in program_ids:
+                entry = (result.programs or {}).get(pid)
+                raw = _read_regular(job / f"{pid}.mlir", MAX_PROGRAM_TEXT)
+                if entry is None or raw is None:
+                    log.warning("stage B result lacks program %s (entry %s, text %s)",
+                                pid, entry is not None, raw is not None)
+                    raise _Decided(Verdict.RUNTIME_ERROR, MALFORMED_B)
+                texts[pid] = raw.decode("utf-8", "replace")
         return result, texts
 
     def _stage_b_outcome(
-        self, result: dict[str, Any], texts: dict[str, str], progs: list[dict[str, Any]]
+        self, result: StageBResult, texts: dict[str, str], progs: list[dict[str, Any]]
     ) -> tuple[dict[str, Any], list[ProgramInfo]]:
         """Stage B's (fresh or cached) result -> outputs and verified programs, or a verdict."""
-        engines = result.get("engines")
-        if isinstance(engines, list) and all(isinstance(e, str) for e in engines) and engines:
-            self.versions["engine"] = "+".join(sorted(engines))[:40]
-        status = result.get("status")
-        if status == "rejected":
+        if result.engines:
+            self.versions["engine"] = "+".join(sorted(set(result.engines)))[:40]
+        if result.status == "rejected":
+            why = result.message[:4000] or "the exported program was refused"
             self.requirements.append(
-                RequirementResult(
-                    name="pure-jax-program",
-                    level="program",
-                    passed=False,
-                    message=_str(result.get("message"), "the exported program was refused"),
-                )
+                RequirementResult(name="pure-jax-program", level="program", passed=False,
+                                  message=why)
             )
             raise _Decided(
                 Verdict.REQUIREMENT_FAILED,
                 "The grader refused to run your exported program: "
-                + _str(result.get("message"))
+                + why
                 + ". Use only JAX operations on the inputs.",
             )
-        if status != "ok":
-            raise RuntimeError(f"stage B failed: {_str(result.get('message'))}")
+        outputs = result.outputs or {}
+        missing = [c.name for c in self.plan.cases if c.name not in outputs]
+        if missing or any(p["id"] not in texts for p in progs):
+            log.warning("stage B result lacks tests %s or programs", missing[:5])
+            raise _Decided(Verdict.RUNTIME_ERROR, MALFORMED_B)
         programs: list[ProgramInfo] = []
         for prog in progs:
-            info = (result.get("programs") or {}).get(prog["id"]) or {}
-            text = texts[prog["id"]]
-            args = [a for a in info.get("args", []) if isinstance(a, str)]
-            outs = [a for a in info.get("outs", []) if isinstance(a, str)]
+            entry = (result.programs or {}).get(prog["id"])
             poly = prog["id"] == "poly" and self.plan.symbolic is not None
             programs.append(
                 ProgramInfo(
                     signature=_signature_name(prog["args"], self.plan.arg_names),
-                    text=text,
-                    args=args,
-                    outs=outs,
+                    text=texts[prog["id"]],
+                    args=list(entry.args) if entry is not None else [],
+                    outs=list(entry.outs) if entry is not None else [],
                     dims={} if poly else dict(self.plan.sig_dims.get(prog["id"], {})),
                     symbolic=tuple(self.plan.symbolic["dims"]) if poly else (),
                 )
             )
-        outputs = result.get("outputs")
-        if not isinstance(outputs, dict):
-            raise RuntimeError("stage B result has no outputs")
         return outputs, programs
 
     def _derived_key(self, kind: str) -> str:
@@ -871,15 +927,16 @@ class _Grading:
         for case in self.plan.cases:
             out = outputs.get(case.name)
             got_value: Any = None
-            if not isinstance(out, dict):
-                raise RuntimeError(f"stage B returned nothing for test {case.name}")
-            if out.get("ok") is True:
+            if isinstance(out, OutputOk):
                 try:
-                    got_value = cmp.decode_output(out.get("value"))
+                    got_value = cmp.decode_output(out.value)
+                    c = cmp.compare(case.expected, got_value, rtol=tol.rtol, atol=tol.atol,
+                                    leaf=self.plan.output_leaf)
+                except cmp.TooDeep as exc:  # the program's output, not our decoder's fault
+                    got_value, c = None, cmp.Comparison(False, str(exc))
                 except cmp.DecodeError as exc:
-                    raise RuntimeError(f"stage B output for {case.name} malformed: {exc}") from exc
-                c = cmp.compare(case.expected, got_value, rtol=tol.rtol, atol=tol.atol,
-                                leaf=self.plan.output_leaf)
+                    log.warning("stage B output for %s malformed: %s", case.name, exc)
+                    raise _Decided(Verdict.RUNTIME_ERROR, MALFORMED_B) from None
                 verdict = Verdict.ACCEPTED if c.passed else Verdict.WRONG_ANSWER
                 result = TestResult(
                     name=case.name,
@@ -888,13 +945,15 @@ class _Grading:
                     message=c.message,
                     max_abs_error=c.max_abs_error,
                 )
-            else:
+            elif isinstance(out, OutputFailed):
                 result = TestResult(
                     name=case.name,
                     visible=case.visible,
                     verdict=Verdict.RUNTIME_ERROR,
-                    message="the program failed on this input: " + _str(out.get("error")),
+                    message="the program failed on this input: " + out.error[:4000],
                 )
+            else:  # _stage_b_outcome checked that every test has an output
+                raise _Decided(Verdict.RUNTIME_ERROR, MALFORMED_B)
             if case.visible:
                 result.details = TestDetails(
                     inputs=dict(case.inputs), expected=case.expected, got=_plain(got_value)

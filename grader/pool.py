@@ -30,7 +30,6 @@ import math
 import os
 import queue
 import select
-import shutil
 import signal
 import stat
 import tempfile
@@ -40,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grader import sandbox, seccomp
+from grader import fstree, sandbox, seccomp
 from grader.xla import fast_compile_flags
 
 log = logging.getLogger(__name__)
@@ -104,41 +103,14 @@ def _cache_gid() -> int:
 
 def _copy_tree(src: Path, dst: Path, *, cap: int, only: set[str] | None = None) -> None:
     """Copy regular files (no symlinks, nothing special) from src to dst; `only` limits to those
-    relative paths; files over `cap` bytes are skipped (RLIMIT_FSIZE already bounds them)."""
-    count = 0
-    for dirpath, dirnames, filenames in os.walk(src):
-        rel_dir = os.path.relpath(dirpath, src)
-        for name in filenames:
-            rel = os.path.normpath(os.path.join(rel_dir, name))
-            if only is not None and rel not in only:
-                continue
-            count += 1
-            if count > sandbox.MAX_JOB_ENTRIES:
-                return
-            path = os.path.join(dirpath, name)
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            except OSError:
-                continue
-            with os.fdopen(fd, "rb") as fin:
-                st = os.fstat(fin.fileno())
-                if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
-                    continue
-                target = dst / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-                with os.fdopen(out, "wb") as fout:
-                    shutil.copyfileobj(fin, fout)
-        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+    relative paths; files over `cap` bytes are skipped (RLIMIT_FSIZE already bounds them). A
+    run shapes its tree: the copy is iterative and bounded (see grader.fstree)."""
+    fstree.copy_tree(src, dst, cap=cap, only=only, max_files=sandbox.MAX_JOB_ENTRIES)
 
 
 def _clear_dir(path: Path) -> None:
-    for entry in os.scandir(path):
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)
+    """Empty a spool dir, however deep or wide the last run left it."""
+    fstree.clear_dir(path)
 
 
 def _size(path: Path) -> int:
@@ -235,7 +207,7 @@ class _Zygote:
             self.res.close()
             self.res = None
         if self.spool is not None:
-            shutil.rmtree(self.spool, ignore_errors=True)
+            fstree.remove_tree(self.spool)
             self.spool = None
         self.host_pid = None
 

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from grader import seccomp
+from grader import fstree, seccomp
 
 log = logging.getLogger(__name__)
 
@@ -851,7 +851,7 @@ def _sweep_stale(cg: _CgroupSupport | None) -> None:
             parts = d.name[len(_PRIVATE_PREFIX):].split("-")
             if d.name.startswith(_PRIVATE_PREFIX) and parts[0].isdigit() \
                     and not _pid_alive(int(parts[0])) and d.lstat().st_uid == os.geteuid():
-                shutil.rmtree(d, ignore_errors=True)
+                fstree.remove_tree(d)  # a pool spool may hold any tree a run left
 
 
 def _detect() -> _Support:
@@ -1075,19 +1075,9 @@ def _grown(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]
 
 
 def _chown_tree(root: Path, uid: int, gid: int, *, sanitize: bool) -> None:
-    """lchown a tree; with `sanitize`, drop symlinks and special files the run left behind."""
-    os.lchown(root, uid, gid)
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = os.path.join(dirpath, name)
-            try:
-                st = os.lstat(p)
-                if sanitize and not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-                    os.unlink(p)
-                    continue
-                os.lchown(p, uid, gid)
-            except OSError:
-                continue
+    """lchown a tree; with `sanitize`, drop symlinks and special files the run left behind.
+    Iterative and by directory descriptor: a run may leave any depth (see grader.fstree)."""
+    fstree.chown_tree(root, uid, gid, sanitize=sanitize)
 
 
 def _read_capped(path: Path, cap: int) -> str:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader.compare import DecodeError, compare, decode_output
+from grader.compare import MAX_DEPTH, DecodeError, ForeignArray, TooDeep, compare, decode_output
 
 EXPECTED = {"loss": 0.5, "grads": {"w": [[1.0, 2.0]], "b": [0.0]}}
 
 
 def arr(values, dtype="float32"):
+    """Stage B's encoding: numbers as JSON floats/ints (complex: the real part)."""
     a = np.asarray(values, dtype=dtype)
-    return {"t": "array", "dtype": dtype, "shape": list(a.shape), "data": a.reshape(-1).tolist()}
+    data = [float(np.real(v)) if a.dtype.kind == "c" else v for v in a.reshape(-1).tolist()]
+    return {"t": "array", "dtype": dtype, "shape": list(a.shape), "data": data}
 
 
 def tagged(loss=0.5, w=((1.0, 2.0),), b=(0.0,), dtype="float32"):
@@ -81,7 +83,10 @@ def test_result_not_a_dict() -> None:
         [],
         {"t": "array", "dtype": "float32", "shape": [2], "data": [1.0]},
         {"t": "array", "dtype": "float32", "shape": [-1], "data": []},
-        {"t": "array", "dtype": "nonsense", "shape": [1], "data": [1.0]},
+        {"t": "array", "dtype": "int32", "shape": [1], "data": ["nan"]},
+        {"t": "array", "dtype": "int8", "shape": [1], "data": [10**30]},
+        {"t": "array", "dtype": "float32", "shape": [1], "data": [10**400]},
+        {"t": "array", "dtype": "float32", "shape": [True], "data": [1.0]},
         {"t": "array", "dtype": "float32", "shape": [1], "data": ["rm -rf"]},
         {"t": "dict", "v": []},
         {"t": "pickle", "v": "x"},
@@ -97,5 +102,35 @@ def test_deep_nesting_is_rejected() -> None:
     node: dict = arr(1.0)
     for _ in range(100):
         node = {"t": "list", "v": [node]}
-    with pytest.raises(DecodeError):
+    with pytest.raises(TooDeep, match=f"nested deeper than {MAX_DEPTH} levels"):
         decode_output(node)
+
+
+def test_nesting_up_to_the_cap_decodes() -> None:
+    node: dict = arr(1.0)
+    for _ in range(MAX_DEPTH):
+        node = {"t": "list", "v": [node]}
+    value = decode_output(node)
+    for _ in range(MAX_DEPTH):
+        value = value[0]
+    assert value.dtype == np.float32
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn", "float16", "int4", "complex64"])
+def test_other_float_dtypes_decode_and_are_wrong_dtypes(dtype: str) -> None:
+    """JAX's extra dtypes (ml_dtypes) decode as themselves; the learner hears which one."""
+    c = check(tagged(w=((1.0, 2.0),), dtype=dtype))
+    assert not c.passed
+    assert c.message == f"'grads.b' has dtype {dtype}, expected float32"
+
+
+@pytest.mark.parametrize("dtype", ["nonsense", "object", "<U3", "f4,f4", "(2,)f4", "V8",
+                                   "datetime64[s]", "x" * 10_000, "\x00\n"])
+def test_unknown_dtypes_are_wrong_answers(dtype: str) -> None:
+    node = tagged()
+    node["v"]["loss"] = {"t": "array", "dtype": dtype, "shape": [], "data": [0.5]}
+    got = decode_output(node)
+    assert isinstance(got["loss"], ForeignArray)
+    c = check(node)
+    assert not c.passed and "'loss' has dtype" in c.message and "expected float32" in c.message
+    assert len(c.message) < 200

@@ -407,6 +407,9 @@ def _check_program(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir)
     paths = jax.tree_util.tree_flatten_with_path(tree, is_leaf=_is_spec)[0]
     names = [_path_name(p, arg_names) for p, _ in paths]
     kept = sorted(int(i) for i in exp.module_kept_var_idx)
+    if len(set(kept)) != len(kept) or any(not 0 <= i < len(names) for i in kept):
+        raise Rejected(f"the program's list of used inputs {kept[:10]} does not match its "
+                       f"{len(names)} inputs")
     return {"text": text, "args": [names[i] for i in kept], "outs": _output_names(exp, jax)}
 
 
@@ -419,6 +422,22 @@ def _output_names(exp, jax) -> list[str]:
     leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
     return [".".join(str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k))))
                      for k in path) for path, _ in leaves]
+
+
+def _checked(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir) -> dict:
+    """`_check_program`, where anything that goes wrong refuses the program: the serialized
+    export is attacker-shaped (a valid flatbuffer around garbage StableHLO, impossible indices),
+    so any exception while reading it is about the program, never a grader failure."""
+    try:
+        return _check_program(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir)
+    except Rejected:
+        raise
+    except Exception as exc:
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise Rejected(
+            f"the exported program could not be checked ({type(exc).__name__}"
+            + (f": {detail}" if detail else "") + ")"
+        ) from None
 
 
 def main(job_dir: str) -> int:
@@ -462,7 +481,7 @@ def main(job_dir: str) -> int:
                     f"the exported program could not be loaded ({type(exc).__name__})"
                 ) from None
             ok_calls = allowed | set(prog.get("allowed_custom_calls", []))
-            info = _check_program(exp, prog["args"], arg_names, ok_calls, max_bytes, jax, ir, mlir)
+            info = _checked(exp, prog["args"], arg_names, ok_calls, max_bytes, jax, ir, mlir)
         except Rejected as exc:
             result.update(status="rejected", message=str(exc), program=pid)
             _write_result(job_dir, result)
