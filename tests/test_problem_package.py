@@ -246,6 +246,10 @@ SAFE_NUMERIC = sorted(
 )
 
 
+# Wrong answers that only show on other shapes (example 1 has B = 1).
+RIGHT_ON_EXAMPLE_1 = {"wrong_nan_for_even_batch.py"}
+
+
 @pytest.mark.parametrize("name", SAFE_NUMERIC)
 def test_sample_numbers_on_example_1(name: str) -> None:
     """Accepted and requirement-failed samples compute the reference numbers; wrong answers do
@@ -254,8 +258,10 @@ def test_sample_numbers_on_example_1(name: str) -> None:
     module = _import_file(SUBMISSIONS / name)
     got = jax.device_get(jax.jit(module.solve)(*_f32_inputs(example.inputs)))
     right = _matches_contract(got, example.expected)
-    if EXPECTED_TOML[name]["verdict"] == "wrong_answer":
+    if EXPECTED_TOML[name]["verdict"] == "wrong_answer" and name not in RIGHT_ON_EXAMPLE_1:
         assert not right, f"{name} should be wrong on example 1"
+    elif name in RIGHT_ON_EXAMPLE_1:
+        assert right, f"{name} is only wrong on other shapes"
     else:
         assert right, f"{name} should reproduce the reference on example 1"
 
