@@ -603,7 +603,7 @@ def main(job_dir: str) -> int:
             result["jaxpr"]["called"] = sorted(calls.found)
     except BaseException as exc:
         result.update(status="trace_error", message=_short_traceback(exc, source_name),
-                      error_type=type(exc).__name__[:200])
+                      error_type=type(exc).__name__[:100])
         _write_result(job_dir, result)
         return 0
     timings["trace"] = time.perf_counter() - t2
@@ -618,7 +618,7 @@ def main(job_dir: str) -> int:
             blob = exported.serialize()
         except BaseException as exc:
             result.update(status="export_error", message=_short_traceback(exc, source_name),
-                          error_type=type(exc).__name__[:200], signature=sig["id"])
+                          error_type=type(exc).__name__[:100], signature=sig["id"])
             _write_result(job_dir, result)
             return 0
         name = f"{sig['id']}.jaxexport"
