@@ -23,11 +23,10 @@ from app.api.errors import error_response, install_error_handlers
 from app.api.routes import problems, submissions, system
 from app.core.config import Settings
 from app.core.ratelimit import RateLimiter
-from app.queue import GradingQueue
+from app.queue import GradingQueue, grading_function
 from app.store import Store
 from app.web import install_web
-from grader.grade import set_engine, set_report_cache
-from grader.pool import disable_warm_pool, enable_warm_pool
+from grader import Grader
 from grader.sandbox import SandboxUnavailable, require_layers
 
 log = logging.getLogger("jaxjudge.app")
@@ -139,13 +138,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Open the store, re-queue unfinished submissions, run the pool; stop it on shutdown."""
     settings: Settings = app.state.settings
     app.state.protections = await asyncio.to_thread(_check_sandbox, settings)
-    set_report_cache(settings.report_cache_size)
-    set_engine(settings.engine)
-    if settings.warm_pool:
-        await asyncio.to_thread(enable_warm_pool, settings.workers)
+    grader = await asyncio.to_thread(
+        Grader,
+        warm_pool=settings.workers if settings.warm_pool else False,
+        engine=settings.engine,
+        report_cache=settings.report_cache_size,
+    )
     await asyncio.to_thread(_private_sqlite, settings.database_url)
     store = Store(settings.database_url)
-    queue = GradingQueue(store, workers=settings.workers, queue_size=settings.queue_size)
+    queue = GradingQueue(store, workers=settings.workers, queue_size=settings.queue_size,
+                         grade_fn=grading_function(grader))
     recovered = queue.recover()
     queue.start(asyncio.get_running_loop())
     app.state.store = store
@@ -162,8 +164,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     finally:
         await asyncio.to_thread(queue.stop)
         store.close()
-        if settings.warm_pool:
-            await asyncio.to_thread(disable_warm_pool)
+        await asyncio.to_thread(grader.close)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

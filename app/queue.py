@@ -19,7 +19,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from app.store import Store
-from grader import Report, Verdict, grade
+from grader import Grader, Report, Verdict, grade
 
 log = logging.getLogger("jaxjudge.queue")
 
@@ -35,6 +35,15 @@ class QueueFull(Exception):
     def __init__(self, retry_after: int) -> None:
         super().__init__(f"the grading queue is full; retry after {retry_after} s")
         self.retry_after = retry_after
+
+
+def grading_function(grader: Grader) -> GradeFn:
+    """The queue's grade call, through the service's Grader (its pool, engine and caches)."""
+
+    def grade_one(problem_id: str, source: bytes, mode: str) -> Report:
+        return grader.grade(problem_id, source, mode)  # type: ignore[arg-type]
+
+    return grade_one
 
 
 def _grade(problem_id: str, source: bytes, mode: str) -> Report:

@@ -42,9 +42,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from grader import grade as grade_fn  # noqa: E402
-from grader import load_problem, pool, sandbox  # noqa: E402
-from grader.grade import PROGRAM_CACHE_SIZE, set_program_cache, set_stage_runner  # noqa: E402
+from grader import Grader, load_problem, pool, sandbox  # noqa: E402
+from grader.caches import PROGRAM_CACHE_SIZE  # noqa: E402
 from grader.problem import Limits  # noqa: E402
 from grader.xla import fast_compile_flags  # noqa: E402
 
@@ -107,10 +106,23 @@ def _cold_runner(script: Path, job: Path, limits: sandbox.SandboxLimits, untrust
     return sandbox.run_stage(script, job, limits, env=env, untrusted=untrusted)
 
 
+# The in-memory caches of stage B results and program-rule outcomes, kept across series the
+# way a long-running service or grade-set keeps them.
+_CACHES = Grader(program_cache=PROGRAM_CACHE_SIZE)
+_CACHES_ON = [True]
+
+
 def caches(on: bool) -> None:
-    """The grader's in-memory caches of stage B results and program-rule outcomes (off: a
-    process that has seen nothing; on: what a long-running service or grade-set has)."""
-    set_program_cache(PROGRAM_CACHE_SIZE if on else 0)
+    """Off: a process that has seen nothing (every series grader starts empty); on: the
+    shared caches."""
+    _CACHES_ON[0] = on
+
+
+def _grader(runner: Any) -> Grader:
+    g = Grader(runner=runner, program_cache=PROGRAM_CACHE_SIZE if _CACHES_ON[0] else 0)
+    if _CACHES_ON[0]:
+        g.programs, g.rules, g.tests = _CACHES.programs, _CACHES.rules, _CACHES.tests
+    return g
 
 
 _MAINS: dict[Path, Any] = {}
@@ -133,19 +145,16 @@ def _source(name: str) -> bytes:
 def measure(label: str, runner: Any, names: list[str], *, concurrency: int = 1,
             mode: str = "submit") -> Series:
     series = Series(label, concurrency=concurrency)
-    set_stage_runner(_recording(runner, series.peaks))
+    g = _grader(_recording(runner, series.peaks))
 
     def one(name: str) -> Sample:
         t = time.perf_counter()
-        report = grade_fn(PROBLEM, _source(name), mode, filename=name, limits=LIMITS)
+        report = g.grade(PROBLEM, _source(name), mode, filename=name, limits=LIMITS)
         return Sample(name, time.perf_counter() - t, report.verdict.value)
 
     t0 = time.perf_counter()
-    try:
-        with concurrent.futures.ThreadPoolExecutor(concurrency) as ex:
-            series.samples = list(ex.map(one, names))
-    finally:
-        set_stage_runner(None)
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as ex:
+        series.samples = list(ex.map(one, names))
     series.wall = time.perf_counter() - t0
     return series
 

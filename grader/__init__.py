@@ -6,7 +6,8 @@ The public API is exactly `__all__`; every other module is private and may chang
 from grader import render
 from grader.batch import BatchEntry, BatchError, BatchResult, grade_file, grade_folder
 from grader.grade import grade
-from grader.pool import WarmPool, disable_warm_pool, enable_warm_pool
+from grader.grader import Grader
+from grader.pool import WarmPool
 from grader.problem import Limits, Problem, ProblemError, TestCase, list_problems, load_problem
 from grader.report import Report, RequirementResult, TestResult, Verdict
 from grader.sandbox import protections
@@ -15,6 +16,7 @@ __all__ = [
     "BatchEntry",
     "BatchError",
     "BatchResult",
+    "Grader",
     "Limits",
     "Problem",
     "ProblemError",
@@ -24,8 +26,6 @@ __all__ = [
     "TestResult",
     "Verdict",
     "WarmPool",
-    "disable_warm_pool",
-    "enable_warm_pool",
     "grade",
     "grade_file",
     "grade_folder",

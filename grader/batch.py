@@ -21,11 +21,14 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader import render
 from grader.problem import Limits, Problem, ProblemError, list_problems, load_problem
 from grader.report import Mode, Report, Verdict
+
+if TYPE_CHECKING:
+    from grader.grader import Grader
 
 log = logging.getLogger("jaxjudge.batch")
 
@@ -185,13 +188,16 @@ def grade_file(
     mode: Mode = "submit",
     *,
     limits: Limits | None = None,
+    grader: Grader | None = None,
 ) -> Report:
-    """Grade one file. The bytes go to grade() undecoded, so a non-UTF-8 file is the grader's
-    verdict to give, not a UnicodeDecodeError here."""
-    from grader.grade import grade
+    """Grade one file (with `grader`, else the default one). The bytes go to the grader
+    undecoded, so a non-UTF-8 file is the grader's verdict to give, not a UnicodeDecodeError
+    here."""
+    from grader.grade import default_grader
 
     p = Path(path)
-    return grade(problem, p.read_bytes(), mode, filename=p.name, limits=limits)
+    g = grader or default_grader()
+    return g.grade(problem, p.read_bytes(), mode, filename=p.name, limits=limits)
 
 
 def _internal_error(problem: Problem, mode: Mode, message: str) -> Report:
@@ -274,6 +280,7 @@ def grade_folder(
     problems_root: str | os.PathLike[str] | None = None,
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[BatchEntry], None] | None = None,
+    grader: Grader | None = None,
 ) -> BatchResult:
     """Grade every submission under `root` (layouts: see `discover`).
 
@@ -346,7 +353,7 @@ def grade_folder(
         assert sub.path is not None
         start = time.monotonic()
         try:
-            report = grade_file(prob, sub.path, mode, limits=limits)
+            report = grade_file(prob, sub.path, mode, limits=limits, grader=grader)
         except Exception as exc:  # a bug of ours must not stop the other students' grades
             log.exception("grading %s (%s) failed", sub.path, sub.problem)
             report = _internal_error(

@@ -37,7 +37,7 @@ from grader.batch import (
     grade_file,
     grade_folder,
 )
-from grader.pool import enable_warm_pool
+from grader.grader import Grader
 from grader.problem import Problem, ProblemError, load_problem
 from grader.report import Mode, Verdict
 
@@ -129,8 +129,7 @@ def grade_set(
     except (sandbox.SandboxUnavailable, ValueError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
-    if warm:
-        enable_warm_pool(jobs)
+    grader = Grader(warm_pool=jobs if warm else False)
     progress = Progress(
         TextColumn("[bold]grading"),
         BarColumn(),
@@ -152,10 +151,10 @@ def grade_set(
                         description=f"{escape(entry.student)}: {entry.report.verdict}{tag}")
 
     try:
-        with progress:
+        with grader, progress:
             result = grade_folder(
                 submissions_dir, problem, mode=run_mode, jobs=jobs, out_dir=out,
-                force=force, on_start=started, on_result=finished,
+                force=force, on_start=started, on_result=finished, grader=grader,
             )
     except BatchError as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")

@@ -13,14 +13,13 @@ Stage A (untrusted) and stage B (trusted) use separate zygotes. Stage B zygotes 
 XLA compilation cache (jax's own, keyed by the program with debug info stripped, so the same
 program from two submissions compiles once); only those trusted processes can reach it.
 
-Install globally with `enable_warm_pool()` (service lifespan, batch grader, library users) or use
-`WarmPool` as a context manager and pass `pool.runner` to `grade.set_stage_runner`. If zygotes
+A `grader.Grader(warm_pool=True)` starts and owns one (the service, the batch grader, library
+users); or use `WarmPool` as a context manager and pass `Grader(runner=pool.runner)`. If zygotes
 cannot start (no fork, a required layer missing, ...) every call falls back to `sandbox.run()`.
 """
 
 from __future__ import annotations
 
-import atexit
 import concurrent.futures
 import contextlib
 import errno
@@ -645,32 +644,3 @@ class WarmPool:
         with self._lock:
             self.stats.cold_runs += 1
         return sandbox.run_stage(script, job_dir, limits, env=env, untrusted=untrusted)
-
-
-_global: WarmPool | None = None
-_global_lock = threading.Lock()
-
-
-def enable_warm_pool(workers: int | None = None) -> WarmPool:
-    """Start a process-wide pool and route every grade's stages through it (idempotent)."""
-    from grader.grade import set_stage_runner
-
-    global _global
-    with _global_lock:
-        if _global is None:
-            _global = WarmPool(workers).start()
-            set_stage_runner(_global.runner)
-            atexit.register(disable_warm_pool)
-        return _global
-
-
-def disable_warm_pool() -> None:
-    """Restore fresh processes per stage and stop the global pool's zygotes."""
-    from grader.grade import set_stage_runner
-
-    global _global
-    with _global_lock:
-        pool, _global = _global, None
-    if pool is not None:
-        set_stage_runner(None)
-        pool.close()

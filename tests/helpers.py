@@ -4,15 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader import Problem, Report, grade
-from grader.grade import set_stage_runner
+from grader import Grader, Problem, Report
 
 
 def grade_through(runner: Any, problem: Problem, sources: list[str],
                   mode: str = "run") -> list[Report]:
-    """Grade `sources` in order with `runner` launching the stages, then restore the default."""
-    set_stage_runner(runner)
-    try:
-        return [grade(problem, source, mode) for source in sources]  # type: ignore[arg-type]
-    finally:
-        set_stage_runner(None)
+    """Grade `sources` in order with a Grader whose stages `runner` launches."""
+    g = Grader(runner=runner)
+    return [g.grade(problem, source, mode) for source in sources]  # type: ignore[arg-type]
+
+
+class Routed:
+    """A test module's grader, rebuilt when a test changes its runner, engine or caches: each
+    Grader holds its own collaborators, so nothing process-wide is set and reset."""
+
+    def __init__(self, **settings: Any) -> None:
+        self.settings = settings
+        self.grader = Grader(**settings)
+
+    def use(self, **changes: Any) -> None:
+        """Change settings (None: back to Grader's default) for the following grades."""
+        self.settings = {k: v for k, v in {**self.settings, **changes}.items() if v is not None}
+        self.grader = Grader(**self.settings)
+
+    def grade(self, *args: Any, **kwargs: Any) -> Report:
+        return self.grader.grade(*args, **kwargs)

@@ -19,8 +19,8 @@ import pytest
 from helpers import grade_through
 from jax import export
 
-from grader import Verdict, grade, load_problem, sandbox
-from grader.grade import PROGRAM_CACHE_SIZE, set_engine, set_program_cache
+from grader import Grader, Verdict, load_problem, sandbox
+from grader.grader import engine_from_env
 
 grade_module = importlib.import_module("grader.grade")
 
@@ -153,11 +153,7 @@ def test_interpretable_refuses_dynamic_shapes_and_empty_text() -> None:
 
 @pytest.mark.parametrize("engine", ["interpret", "xla"])
 def test_both_engines_accept_the_reference(engine: str) -> None:
-    set_engine(engine)
-    try:
-        report = grade(PROBLEM, REFERENCE, "submit")
-    finally:
-        set_engine(None)
+    report = Grader(engine=engine).grade(PROBLEM, REFERENCE, "submit")
     assert report.verdict is Verdict.ACCEPTED, report.message
     assert report.versions.get("engine") == engine
 
@@ -169,11 +165,7 @@ def test_loops_run_on_xla_under_the_interpret_engine() -> None:
         "    return jnp.mean(sq)",
     )
     assert looped != REFERENCE
-    set_engine("interpret")
-    try:
-        report = grade(PROBLEM, looped, "run")
-    finally:
-        set_engine(None)
+    report = Grader(engine="interpret").grade(PROBLEM, looped, "run")
     assert report.verdict is Verdict.ACCEPTED, report.message
     assert report.versions.get("engine") == "xla"
 
@@ -192,13 +184,9 @@ def test_a_dying_interpreter_falls_back_to_xla() -> None:
                 return sandbox.run(crash, job_dir, limits, env=env, untrusted=False)
         return sandbox.run_stage(script, job_dir, limits, env=env, untrusted=untrusted)
 
-    set_engine("interpret")
-    set_program_cache(0)  # stage B must really run
-    try:
-        [report] = grade_through(runner, PROBLEM, [REFERENCE + "\n# crash test\n"])
-    finally:
-        set_program_cache(PROGRAM_CACHE_SIZE)
-        set_engine(None)
+    # Stage B must really run: no program cache.
+    g = Grader(runner=runner, engine="interpret", program_cache=0)
+    report = g.grade(PROBLEM, REFERENCE + "\n# crash test\n", "run")
     assert calls == ["interpret", "xla"]
     assert report.verdict is Verdict.ACCEPTED, report.message
     assert report.timings.get("stage_b.interpret_crash") == 1.0
@@ -207,12 +195,12 @@ def test_a_dying_interpreter_falls_back_to_xla() -> None:
 
 def test_a_bad_engine_setting_is_a_caller_error(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError):
-        set_engine("gpu")
+        Grader(engine="gpu")
     monkeypatch.setenv("JAXJUDGE_ENGINE", "fast")
     with pytest.raises(ValueError, match="JAXJUDGE_ENGINE"):
-        grade(PROBLEM, REFERENCE, "run")
+        Grader()
     monkeypatch.setenv("JAXJUDGE_ENGINE", "XLA")
-    assert grade_module._engine() == "xla"
+    assert engine_from_env() == "xla"
 
 
 def test_zygote_warm_up_leaves_the_process_fork_safe() -> None:

@@ -158,20 +158,17 @@ def test_forged_report_on_stdout_changes_nothing() -> None:
 
 
 def test_report_cache_answers_identical_sources_only() -> None:
-    from grader.grade import set_report_cache
+    from grader import Grader
 
-    set_report_cache(8)
-    try:
-        first = grade(PROBLEM, REFERENCE, "run")
-        again = grade(PROBLEM, REFERENCE, "run")
-        changed = grade(PROBLEM, REFERENCE + "\n# edited\n", "run")
-    finally:
-        set_report_cache(0)
+    cached = Grader(report_cache=8)
+    first = cached.grade(PROBLEM, REFERENCE, "run")
+    again = cached.grade(PROBLEM, REFERENCE, "run")
+    changed = cached.grade(PROBLEM, REFERENCE + "\n# edited\n", "run")
     assert "cached" not in first.timings
     assert again.timings.get("cached") == 1.0
     assert again.model_dump(exclude={"timings"}) == first.model_dump(exclude={"timings"})
     assert "cached" not in changed.timings and changed.verdict is Verdict.ACCEPTED
-    assert "cached" not in grade(PROBLEM, REFERENCE, "run").timings  # off again
+    assert "cached" not in grade(PROBLEM, REFERENCE, "run").timings  # another grader: off
 
 
 def test_export_is_shape_polymorphic_with_a_concrete_fallback() -> None:
@@ -217,7 +214,8 @@ def test_planted_result_file_is_not_believed(plant: str) -> None:
 # -- points --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("points", [10, 60, 30, 100 / 3, 7, 2 / 3, 1, 0.5, 0])
 def test_group_points_split_adds_up_exactly(points: float) -> None:
-    from grader.grade import POINT_GRID, _split_points
+    from grader.scoring import POINT_GRID
+    from grader.scoring import split_points as _split_points
 
     for n in range(1, 51):
         shares = _split_points(points, n)
@@ -235,9 +233,9 @@ def test_group_points_split_adds_up_exactly(points: float) -> None:
 def test_score_totals_are_the_exact_sums_of_the_items() -> None:
     """A problem with awkward points and item counts; partial credit; structure points only
     count when the program ran."""
-    from grader.grade import _score
     from grader.problem import Scoring
     from grader.report import RequirementResult, TestResult
+    from grader.scoring import score as _score
 
     problem = PROBLEM.model_copy(
         update={"scoring": Scoring(visible_tests=7, hidden_tests=100 / 3, requirements=10)})

@@ -19,7 +19,7 @@ import pytest
 from helpers import grade_through
 
 from grader import Verdict, load_problem, pool, sandbox
-from grader.grade import _default_runner
+from grader.stage_common import default_runner as _default_runner
 
 PROBLEM = load_problem("rematerialized-mlp-block")
 KEY = 0x4A4A5F01

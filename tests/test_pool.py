@@ -17,10 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import grade_through
+from helpers import Routed, grade_through
 
-from grader import Verdict, grade, load_problem, pool, sandbox
-from grader.grade import PROGRAM_CACHE_SIZE, set_program_cache, set_stage_runner
+from grader import Verdict, load_problem, pool, sandbox
 from grader.problem import Limits
 
 PROBLEM = load_problem("rematerialized-mlp-block")
@@ -33,12 +32,9 @@ FAST = Limits(wall_seconds=8, cpu_seconds=3, memory_mb=1024, output_kb=256)
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the pool needs fork")
 
 
-@pytest.fixture(autouse=True)
-def _stage_b_always_runs():
-    """These tests count zygote runs; the parent's program cache would skip repeated stage Bs."""
-    set_program_cache(0)
-    yield
-    set_program_cache(PROGRAM_CACHE_SIZE)
+# These tests count zygote runs: the program cache (which would skip repeated stage Bs) is off.
+ROUTE = Routed(program_cache=0)
+grade = ROUTE.grade
 
 
 def _own_cgroups() -> set[str]:
@@ -62,11 +58,11 @@ def _accepted_through(p: pool.WarmPool) -> None:
 @pytest.fixture(scope="module")
 def warm() -> Iterator[pool.WarmPool]:
     p = pool.WarmPool(2, compile_cache=False).start()
-    set_stage_runner(p.runner)
+    ROUTE.use(runner=p.runner)
     try:
         yield p
     finally:
-        set_stage_runner(None)
+        ROUTE.use(runner=None)
         p.close()
 
 
@@ -113,7 +109,8 @@ def test_limits_kill_the_child_not_the_zygote(warm: pool.WarmPool, name: str) ->
     # a machine shared by several test runs (load 10 on 2 cores, seen) it got 2 s of CPU in 10 s.
     limits = {
         "tle_infinite_loop.py": FAST,
-        "mle_bytearray_loop.py": PROBLEM.limits.model_copy(update={"wall_seconds": 30}),
+        "mle_bytearray_loop.py": PROBLEM.limits.model_copy(
+            update={"wall_seconds": 30, "cpu_seconds": 8}),
     }.get(name, FAST.model_copy(update={"cpu_seconds": 8, "wall_seconds": 15}))
     report = _grade(name, limits)
     assert report.verdict is Verdict(EXPECTED[name]["verdict"]), report.message
@@ -239,13 +236,13 @@ def test_concurrent_grades(warm: pool.WarmPool) -> None:
 
 def test_recycled_after_n_jobs(tmp_path: Path) -> None:
     with pool.WarmPool(1, jobs_per_zygote=1, compile_cache=False) as p:
-        set_stage_runner(p.runner)
+        ROUTE.use(runner=p.runner)
         try:
             first = {m["name"]: m["pid"] for m in p.zygote_memory()}
             assert grade(PROBLEM, REFERENCE, "run").verdict is Verdict.ACCEPTED
             assert grade(PROBLEM, REFERENCE, "run").verdict is Verdict.ACCEPTED
         finally:
-            set_stage_runner(None)
+            ROUTE.use(runner=None)
         assert p.stats.cold_runs == 0
         assert p.stats.respawns >= 4
         assert {m["name"]: m["pid"] for m in p.zygote_memory()} != first
@@ -253,11 +250,11 @@ def test_recycled_after_n_jobs(tmp_path: Path) -> None:
 
 def test_cold_fallback_when_zygotes_cannot_start(tmp_path: Path) -> None:
     with pool.WarmPool(1, compile_cache=False, base_dir=tmp_path / "missing") as p:
-        set_stage_runner(p.runner)
+        ROUTE.use(runner=p.runner)
         try:
             report = grade(PROBLEM, REFERENCE, "run")
         finally:
-            set_stage_runner(None)
+            ROUTE.use(runner=None)
         assert report.verdict is Verdict.ACCEPTED, report.message
         assert p.stats.runs == 0 and p.stats.cold_runs == 2
 

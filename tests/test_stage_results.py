@@ -20,8 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grader import Limits, Verdict, load_problem, sandbox
-from grader.grade import MALFORMED_A, MALFORMED_B, MAX_RESULT_BYTES, _Decided, _Grading
+from grader import Grader, Limits, Verdict, load_problem, sandbox
+from grader.grading import Grading as _Grading
+from grader.stage_common import MALFORMED_A, MALFORMED_B, MAX_RESULT_BYTES
+from grader.stage_common import Decided as _Decided
 from grader.stage_results import (
     MAX_JSON_DEPTH,
     MalformedResult,
@@ -54,7 +56,7 @@ def _dumps(obj: Any) -> bytes:
 
 
 def _grading() -> _Grading:
-    return _Grading(PROBLEM, "def solve(params, x, y): pass\n", "run", LIMITS)
+    return _Grading(Grader(), PROBLEM, "def solve(params, x, y): pass\n", "run", LIMITS)
 
 
 def _wrap_deep(inner: bytes, depth: int, opener: bytes = b"[", closer: bytes = b"]") -> bytes:

@@ -27,6 +27,7 @@ import pytest
 from grader import load_problem
 
 grade_module = importlib.import_module("grader.grade")
+plan_module = importlib.import_module("grader.plan")
 STAGES = Path(grade_module.__file__).resolve().parent / "stages"
 PROBLEM = load_problem("rematerialized-mlp-block")
 
@@ -35,7 +36,7 @@ def _job(tmp: Path, name: str) -> Path:
     job = tmp / name
     job.mkdir()
     (job / "submission.py").write_bytes(PROBLEM.reference_path.read_bytes())
-    spec = grade_module._symbolic_spec(PROBLEM)
+    spec = plan_module._symbolic_spec(PROBLEM)
     assert spec is not None
     (job / "job.json").write_text(json.dumps({
         "entry_point": PROBLEM.entry_point,
@@ -121,7 +122,7 @@ for job in sys.argv[2:]:
 
 def _stage_a(tmp: Path, sources: dict[str, bytes]) -> dict[str, dict]:
     """Stage A's result.json for each source (the job is shaped as grader/grade.py shapes it)."""
-    plan = grade_module._plan(PROBLEM, "submit")
+    plan = plan_module.plan_for(PROBLEM, "submit")
     jobs = []
     for name, source in sources.items():
         job = tmp / name.removesuffix(".py")
@@ -154,7 +155,7 @@ def test_accepted_samples_keep_the_poly_path_unless_they_decide_on_a_shape(tmp_p
     sources = {n: (SAMPLES / n).read_bytes() for n in names}
     sources["reference.py"] = PROBLEM.reference_path.read_bytes()
     results = _stage_a(tmp_path, sources)
-    n_sigs = len(grade_module._plan(PROBLEM, "submit").signatures)
+    n_sigs = len(plan_module.plan_for(PROBLEM, "submit").signatures)
     assert "accepted_shape_checks.py" in results and "accepted_nested_jit_tree.py" in results
     for name, result in results.items():
         assert result["status"] == "ok", (name, result.get("message"))
