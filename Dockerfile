@@ -2,7 +2,7 @@
 # jaxjudge: the grading service (default) and the batch grader in one image.
 #
 #   docker build -t jaxjudge .
-#   docker run --rm -p 8000:8000 <sandbox flags, see README "Running in a container"> jaxjudge
+#   docker run --rm -p 8000:8000 <sandbox flags, see docs/sandbox-and-deployment.md> jaxjudge
 #   docker run --rm -v "$PWD/subs:/subs:ro" -v "$PWD/results:/results" <sandbox flags> \
 #       jaxjudge jaxjudge grade-set /subs --problem rematerialized-mlp-block --out /results
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm

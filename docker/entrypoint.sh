@@ -1,8 +1,8 @@
 #!/bin/sh
 # The image's entrypoint: say which sandbox layers this container can give, then run the command.
 #
-# A container started without the flags in docs/batch.md still works, with fewer protections;
-# saying so on stderr at start-up is the only way an operator notices. Set
+# A container started without the flags in docs/sandbox-and-deployment.md still works, with
+# fewer protections; saying so on stderr at start-up is the only way an operator notices. Set
 # JAXJUDGE_QUIET_PROTECTIONS=1 to skip the check (it imports the grader: about 0.2 s).
 set -eu
 
@@ -21,7 +21,7 @@ off = {name: info for name, info in protections().items() if not info.get("activ
 for name, info in off.items():
     print(f"jaxjudge: sandbox layer {name!r} is OFF: {info.get('detail', '')}")
 if off:
-    print("jaxjudge: see docs/batch.md (Running in a container) for the docker run flags")
+    print("jaxjudge: see docs/sandbox-and-deployment.md (Docker flags) for the docker run flags")
 PY
 fi
 
