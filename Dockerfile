@@ -2,7 +2,7 @@
 # jaxjudge: the grading service (default) and the batch grader in one image.
 #
 #   docker build -t jaxjudge .
-#   docker run --rm -p 8000:8000 <sandbox flags, see README "Running in a container"> jaxjudge
+#   docker run --rm -p 8000:8000 <sandbox flags, see docs/sandbox-and-deployment.md> jaxjudge
 # Without those flags some sandbox layers are missing and `serve`/`grade-set` refuse to grade
 # (the message says which and why; JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX is the explicit opt-out).
 #   docker run --rm -v "$PWD/subs:/subs:ro" -v "$PWD/results:/results" <sandbox flags> \

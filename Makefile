@@ -4,7 +4,7 @@ VENV := .venv
 OLDEST := .venv-jax-oldest
 JAX_OLDEST := 0.4.38
 
-.PHONY: install serve test test-oldest lint bench clean web
+.PHONY: install serve test test-oldest lint bench clean web docs
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -40,8 +40,16 @@ web:
 	cd web && npm ci --no-audit --no-fund && npm run build
 	cp web/node_modules/axe-core/axe.min.js tests/data/axe-core/axe.min.js
 
+# The documentation site (Sphinx + MyST + Furo) in docs/_build/html, built strictly: any warning
+# (a missing page, a broken cross-reference, a bad toctree) fails. The `docs` extra is part of
+# `dev`; the check installs it into an older .venv that lacks it. `make serve` never needs it.
+docs: install
+	@$(VENV)/bin/python -c 'import sphinx, myst_parser, furo' 2>/dev/null \
+		|| $(VENV)/bin/pip install -q -e '.[docs]'
+	$(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
+
 bench: install
 	$(VENV)/bin/python bench/run.py
 
 clean:
-	rm -rf $(VENV) $(OLDEST) *.egg-info
+	rm -rf $(VENV) $(OLDEST) *.egg-info docs/_build docs/generated

@@ -1,7 +1,7 @@
 #!/bin/sh
 # The image's entrypoint: say which sandbox layers this container can give, then run the command.
 #
-# A container started without the flags in README "Running in a container" lacks sandbox layers:
+# A container started without the flags in docs/sandbox-and-deployment.md lacks sandbox layers:
 # `serve` and `grade-set` then refuse to grade unless JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX names
 # them. Saying which layers are off on stderr at start-up tells the operator why. Set
 # JAXJUDGE_QUIET_PROTECTIONS=1 to skip the check (it imports the grader: about 0.2 s).
@@ -22,7 +22,7 @@ off = {name: info for name, info in protections().items() if not info.get("activ
 for name, info in off.items():
     print(f"jaxjudge: sandbox layer {name!r} is OFF: {info.get('detail', '')}")
 if off:
-    print("jaxjudge: see README 'Running in a container' for the docker run flags")
+    print("jaxjudge: see docs/sandbox-and-deployment.md (Docker flags) for the docker run flags")
 PY
 fi
 
