@@ -29,7 +29,6 @@ def build_spec() -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="jaxjudge-docs-") as tmp:
         settings = Settings(
             database_url=f"sqlite:///{tmp}/docs.db",
-            sandbox_require="",  # nothing is graded; the build machine needs no sandbox
             warm_pool=False,
             workers=1,
         )
