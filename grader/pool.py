@@ -381,12 +381,11 @@ class _Zygote:
                     "cpu": math.ceil(limits.cpu_seconds), "fsize": int(limits.output_bytes),
                     "bpf": bpf, "cache_dir": cache})
         started = time.monotonic()
-        deadline = started + limits.wall_seconds
-        disk_cap = sandbox.DISK_FACTOR * int(limits.output_bytes)
+        watch = sandbox.LimitWatch(limits, cg, work, before,
+                                   lambda: sandbox.process_tree(host), started)
         reason: sandbox.Status | None = None
         detail = ""
         kill_deadline = math.inf
-        next_disk = 0.0
         pause = 0.002
         done: dict[str, Any] | None = None
         zygote_died = False
@@ -405,26 +404,9 @@ class _Zygote:
             pause = min(pause * 2, 0.05)
             now = time.monotonic()
             if reason is None:
-                why = sandbox.memory_check(cg, limits, lambda: sandbox.process_tree(host))
-                if why:  # before the time limits: touching a bomb's pages costs CPU too
-                    reason, detail = "memory_exceeded", why
-                elif now >= deadline:
-                    reason = "wall_timeout"
-                    detail = f"wall-clock limit of {limits.wall_seconds:g} s"
-                elif cg is not None:
-                    cpu = cg.cpu_seconds()
-                    if cpu is not None and cpu > limits.cpu_seconds:
-                        reason, detail = "cpu_timeout", (
-                            f"CPU time {cpu:.2f} s over the limit of {limits.cpu_seconds:g} s "
-                            "(cgroup)")
-                if reason is None and now >= next_disk:
-                    next_disk = now + 0.25
-                    files = sandbox._job_files(work)
-                    if sum(sandbox._grown(before, files)) > disk_cap \
-                            or len(files) > sandbox.MAX_JOB_ENTRIES:
-                        reason, detail = "output_exceeded", (
-                            f"the run wrote more than {disk_cap} bytes or "
-                            f"{sandbox.MAX_JOB_ENTRIES} entries into its job directory")
+                crossed = watch.check(now)  # the same checks as the cold path's supervisor
+                if crossed:
+                    reason, detail = crossed
                 if reason is not None:
                     self._kill_child(cg, host)
                     kill_deadline = now + sandbox.KILL_GRACE_SECONDS

@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from grader import fstree, seccomp
 
@@ -1329,6 +1329,47 @@ def memory_check(cg: _RunCgroup | RunCgroup | None, limits: SandboxLimits,
     return ""
 
 
+class LimitWatch:
+    """The checks one run's supervisor makes on every poll, in one place for the cold path
+    (`_supervise`) and the warm pool (`grader.pool`): memory first (a bomb spends CPU touching
+    its pages, so a time check first would call it a timeout), then wall clock, cgroup CPU
+    time and, every 0.25 s, what the run wrote into its job directory."""
+
+    def __init__(self, limits: SandboxLimits, cg: Any, job_dir: Path,
+                 before: dict[str, tuple[int, int]], processes: Callable[[], list[int]],
+                 started: float) -> None:
+        self.limits = limits
+        self.cg = cg
+        self.job_dir = job_dir
+        self.before = before
+        self.processes = processes
+        self.deadline = started + limits.wall_seconds
+        self.disk_cap = DISK_FACTOR * int(limits.output_bytes)
+        self.next_disk = 0.0
+
+    def check(self, now: float) -> tuple[Status, str] | None:
+        """The first limit crossed, as (status, detail), or None."""
+        limits = self.limits
+        why = memory_check(self.cg, limits, self.processes)
+        if why:
+            return "memory_exceeded", why
+        if now >= self.deadline:
+            return "wall_timeout", f"wall-clock limit of {limits.wall_seconds:g} s"
+        if self.cg is not None:
+            cpu = self.cg.cpu_seconds()
+            if cpu is not None and cpu > limits.cpu_seconds:
+                return "cpu_timeout", (
+                    f"CPU time {cpu:.2f} s over the limit of {limits.cpu_seconds:g} s (cgroup)")
+        if now >= self.next_disk:
+            self.next_disk = now + 0.25
+            files = _job_files(self.job_dir)
+            if sum(_grown(self.before, files)) > self.disk_cap or len(files) > MAX_JOB_ENTRIES:
+                return "output_exceeded", (
+                    f"the run wrote more than {self.disk_cap} bytes or {MAX_JOB_ENTRIES} "
+                    "entries into its job directory")
+        return None
+
+
 def _supervise(proc: subprocess.Popen[bytes], cg: _RunCgroup | None, limits: SandboxLimits,
                job_dir: Path, before: dict[str, tuple[int, int]], t0: float
                ) -> tuple[Status | None, str]:
@@ -1336,32 +1377,14 @@ def _supervise(proc: subprocess.Popen[bytes], cg: _RunCgroup | None, limits: San
 
     The child is left unreaped (a zombie keeps its pid and process group id from being reused)
     so the caller can still signal its process group safely before reaping it."""
-    deadline = t0 + limits.wall_seconds
-    disk_cap = DISK_FACTOR * int(limits.output_bytes)
-    next_disk = 0.0
+    watch = LimitWatch(limits, cg, job_dir, before, lambda: process_tree(proc.pid), t0)
     pause = 0.002
     while True:
         if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
             return None, ""
-        now = time.monotonic()
-        if now >= deadline:
-            return "wall_timeout", f"wall-clock limit of {limits.wall_seconds:g} s"
-        why = memory_check(cg, limits, lambda: process_tree(proc.pid))
-        if why:
-            return "memory_exceeded", why
-        if cg is not None:
-            cpu = cg.cpu_seconds()
-            if cpu is not None and cpu > limits.cpu_seconds:
-                return "cpu_timeout", (
-                    f"CPU time {cpu:.2f} s over the limit of {limits.cpu_seconds:g} s (cgroup)")
-        if now >= next_disk:
-            next_disk = now + 0.25
-            files = _job_files(job_dir)
-            written = sum(_grown(before, files))
-            if written > disk_cap or len(files) > MAX_JOB_ENTRIES:
-                return "output_exceeded", (
-                    f"the run wrote more than {disk_cap} bytes or {MAX_JOB_ENTRIES} entries "
-                    "into its job directory")
+        crossed = watch.check(time.monotonic())
+        if crossed:
+            return crossed
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
 
