@@ -140,12 +140,34 @@ def _sub_jaxprs(value):
             stack.extend(reversed(v))
 
 
+def _facts(eqn) -> dict:
+    """The parameters of an eqn that rules ask about, as plain JSON: a scan's length and
+    direction, the element types a dot_general multiplies and returns. Best effort: a value
+    jax does not give is left out (the summary only explains)."""
+    facts: dict = {}
+    name = eqn.primitive.name
+    try:
+        if name == "scan":
+            facts["length"] = int(eqn.params["length"])
+            if eqn.params.get("reverse"):
+                facts["reverse"] = True
+        elif name == "dot_general":
+            facts["dtypes"] = [str(v.aval.dtype) for v in eqn.invars[:2]] + [
+                str(v.aval.dtype) for v in eqn.outvars[:1]]
+    except (KeyError, AttributeError, TypeError, ValueError):
+        pass
+    return facts
+
+
 def summarize_jaxpr(jaxpr, checkpoint_prim, policies) -> dict:
     """Plain-JSON summary of the traced program, for the spec-level rule (grader/rules/jaxpr.py):
 
         {"root": 0, "jaxprs": [{"eqns": [eqn, ...]}, ...]}
         eqn = {"primitive": str, "jaxprs": [index, ...], "count": int,
-               "checkpoint": true, "policy": str, "differentiated": bool, "prevent_cse": bool}
+               "checkpoint": true, "policy": str, "differentiated": bool, "prevent_cse": bool,
+               "length": int, "reverse": true,          (scan)
+               "dtypes": [lhs, rhs, result]}            (dot_general)
+        plus "called": ["custom_vjp_call", ...] beside the table (see _CustomRuleCalls)
 
     Each distinct sub-jaxpr object is summarized once and referred to by its index in the table
     (a jitted helper called 2,000 times is one entry, not 2,000 copies); "jaxprs" is absent when
@@ -165,6 +187,7 @@ def summarize_jaxpr(jaxpr, checkpoint_prim, policies) -> dict:
             if visited > MAX_EQNS:
                 return {"omitted": f"the traced program has more than {MAX_EQNS} distinct eqns"}
             entry: dict = {"primitive": str(eqn.primitive.name)}
+            entry.update(_facts(eqn))
             if eqn.primitive is checkpoint_prim:
                 entry["checkpoint"] = True
                 entry["policy"] = _name_policy(eqn.params.get("policy"), policies)
