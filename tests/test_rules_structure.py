@@ -194,3 +194,34 @@ def test_hostile_text_fails_cleanly() -> None:
         check_independent_of_dim([], dim="B"),
     ):
         assert not outcome.passed and outcome.message
+
+
+# -- the second red-team round ------------------------------------------------------------------
+
+def float_matmul_laundered(a: jax.Array, b: jax.Array) -> jax.Array:
+    """a's values through a size-1 sum (a reduction ends elementwise tracking) beside a live
+    int8 decoy: dependence, not elementwise value flow, decides what is a product of a and b."""
+    af = jnp.sum(a.astype(jnp.float32)[None], axis=0)
+    return (af @ b.astype(jnp.float32)).astype(jnp.int32) + 0 * int8_matmul(a, b)[0, 0]
+
+
+def test_a_laundered_float_product_is_still_a_product_of_the_arguments() -> None:
+    a, b = np.ones((2, 3), np.int8), np.ones((3, 4), np.int8)
+    opts = {"args": ("a0", "a1"), "operands": ("i8", "i8"), "result": "i32"}
+    bad = check_dot_types([program(float_matmul_laundered, {}, a, b)], **opts)
+    assert not bad.passed and "(f32, f32) -> f32" in bad.message
+
+
+def test_a_loop_bound_given_as_an_array_is_read() -> None:
+    def counted(x: jax.Array) -> jax.Array:
+        return jax.lax.fori_loop(0, jnp.int32(x.shape[0]), lambda i, c: c + x[i], x[0] * 0)
+
+    progs = [program(counted, {"T": t, "D": 3}, f32(t, 3)) for t in (2, 8)]
+    assert check_loop_over_dim(progs, dim="T").passed
+
+
+def test_unreadable_types_count_as_unknown_sizes() -> None:
+    from grader.rules.stablehlo import TYPE_TOO_LONG, Op, tensor_types
+
+    assert tensor_types("(tensor<8x8xcomplex<f32>>) -> tensor<8x8xcomplex<f32>>")[1].dims == (8, 8)
+    assert Op("stablehlo.add", [], [], type=TYPE_TOO_LONG).result_types()[0].elements() is None

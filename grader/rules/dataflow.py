@@ -165,7 +165,7 @@ class Graph:
     main_results: list[int] = field(default_factory=list)
     budget: Budget = field(default_factory=Budget)
     _consumers: list[list[int]] | None = None
-    _producers: list[list[int]] | None = None
+    _producers: list[list[tuple[int, int]]] | None = None
 
     def consumers(self) -> list[list[int]]:
         """node -> indices of the steps that read it (built once)."""
@@ -176,13 +176,19 @@ class Graph:
                     self._consumers[o].append(i)
         return self._consumers
 
-    def producers(self) -> list[list[int]]:
-        """node -> indices of the steps that write it (built once)."""
+    def producers(self) -> list[list[tuple[int, int]]]:
+        """node -> (step index, position) of the steps that write it: the position of the
+        result in a link/tuple step (whose result i is operand i), -1 for the others (built
+        once; a loop with K carried values costs K, not K squared, to look up)."""
         if self._producers is None:
             self._producers = [[] for _ in range(self.n_nodes)]
             for i, s in enumerate(self.steps):
-                for r in set(s.results):
-                    self._producers[r].append(i)
+                if s.kind is Kind.TUPLE:
+                    for pos, r in enumerate(s.results):
+                        self._producers[r].append((i, pos))
+                else:
+                    for r in set(s.results):
+                        self._producers[r].append((i, -1))
         return self._producers
 
 
@@ -369,8 +375,8 @@ def propagate(
     while queue:
         i = queue.popleft()
         queued[i] = 0
-        budget.spend()
         step = steps[i]
+        budget.spend(max(1, len(step.operands)))  # a K-wide loop link costs K per visit
         out = transfer(step, bits)
         if out is None:
             continue
@@ -430,12 +436,13 @@ def ancestors(g: Graph, targets: Iterable[int]) -> set[int]:
     producers, budget = g.producers(), g.budget
     while stack:
         n = stack.pop()
-        for i in producers[n]:
-            budget.spend()
+        for i, pos in producers[n]:
             step = g.steps[i]
-            if step.kind is Kind.TUPLE:
-                found = [o for o, r in zip(step.operands, step.results, strict=False) if r == n]
+            if pos >= 0:
+                budget.spend()
+                found = [step.operands[pos]] if pos < len(step.operands) else []
             else:
+                budget.spend(max(1, len(step.operands)))
                 found = list(step.operands)
             for o in found:
                 if o not in seen:

@@ -61,11 +61,16 @@ class Op:
             return None
 
     def result_types(self) -> list[TensorType]:
-        """The result tensor types (what follows the arrow), [] when unknown."""
+        """The result tensor types (what follows the arrow); one of unknown size when the type
+        was too long to keep."""
+        if self.type == TYPE_TOO_LONG:
+            return [TensorType((None,), "?")]
         _, arrow, res = self.type.rpartition("->")
         return tensor_types(res) if arrow else []
 
     def operand_types(self) -> list[TensorType]:
+        if self.type == TYPE_TOO_LONG:
+            return [TensorType((None,), "?")]
         head, arrow, _ = self.type.rpartition("->")
         return tensor_types(head) if arrow else []
 
@@ -86,21 +91,35 @@ class TensorType(NamedTuple):
         return n
 
 
-_TENSOR_RE = re.compile(r"tensor<([^<>]*)>")
+TYPE_TOO_LONG = "?"  # an op's type past MAX_TYPE_CHARS: its sizes are unknown, not zero
 
 
 def tensor_types(text: str) -> list[TensorType]:
-    """Every `tensor<...>` in a printed type, in order (encodings after a comma dropped)."""
+    """Every `tensor<...>` in a printed type, in order (encodings after a comma dropped). The
+    element type may nest brackets (`complex<f32>`); a tensor that cannot be read is returned
+    with unknown dims, so a rule that sizes values fails it rather than skipping it."""
     out = []
-    for body in _TENSOR_RE.findall(text):
-        body = body.split(",")[0]
-        *dims, element = body.split("x") if body else [""]
+    i = 0
+    while True:
+        start = text.find("tensor<", i)
+        if start < 0:
+            return out
+        j, depth = start + len("tensor<"), 1
+        while j < len(text) and depth:
+            depth += {"<": 1, ">": -1}.get(text[j], 0)
+            j += 1
+        body = text[start + len("tensor<"): j - 1].split(",")[0]
+        i = j
+        dims: list[str] = []
+        element = body
+        while "x" in element and not element.startswith("complex<"):
+            head, _, element = element.partition("x")
+            dims.append(head)
         try:
             shape = tuple(None if d == "?" else int(d) for d in dims)
         except ValueError:
-            continue
+            shape = (None,)
         out.append(TensorType(shape, element))
-    return out
 
 
 @dataclass
@@ -346,7 +365,7 @@ class _Parser:
                 depth -= 1
                 if depth < 0:
                     raise ParseError(f"unbalanced {t.text!r} at offset {t.pos}")
-        return "".join(parts) if size <= MAX_TYPE_CHARS else ""
+        return "".join(parts) if size <= MAX_TYPE_CHARS else TYPE_TOO_LONG
 
     def block_header(self) -> list[str]:
         """`^bb0(%a: type, %b: type):` -> ["%a", "%b"] (the label token is already consumed)."""

@@ -19,7 +19,7 @@ from grader.rules.dataflow import (
     TooComplex,
     ancestors,
     build_graph,
-    elementwise_transfer,
+    full_transfer,
     propagate,
 )
 from grader.rules.expr import Expr
@@ -141,8 +141,9 @@ class DotTypesOptions(RuleOptions):
 
 def _arg_products(program: ProgramInfo, module: Module, args: tuple[str, str]
                   ) -> list[Step] | str:
-    """Every live matmul of a value of args[0] with a value of args[1] (through elementwise
-    steps: a converted or scaled copy is still the argument), or why none can be found."""
+    """Every live matmul of a value computed from args[0] with a value computed from args[1]
+    (through any steps: a converted, scaled, summed or multiplied copy still carries the
+    argument), or why none can be found."""
     g = build_graph(module)
     if len(g.main_args) != len(program.args) or len(g.main_results) != len(program.outs):
         return "the program's arguments or results do not match their paths"
@@ -151,13 +152,15 @@ def _arg_products(program: ProgramInfo, module: Module, args: tuple[str, str]
         for bit, name in enumerate(args):
             if path == name:
                 seeds[node] = seeds.get(node, 0) | (1 << bit)
-    origin = propagate(g, seeds, elementwise_transfer)
+    origin = propagate(g, seeds, full_transfer)
     live = ancestors(g, g.main_results)
-    return [
-        s for s in g.steps
-        if s.name in _DOTS and len(s.operands) >= 2 and s.results and s.results[0] in live
-        and {origin[s.operands[0]] & 3, origin[s.operands[1]] & 3} >= {1, 2}
-    ]
+    found = []
+    for s in g.steps:
+        if s.name in _DOTS and len(s.operands) >= 2 and s.results and s.results[0] in live:
+            lhs, rhs = origin[s.operands[0]], origin[s.operands[1]]
+            if (lhs & 1 and rhs & 2) or (lhs & 2 and rhs & 1):
+                found.append(s)
+    return found
 
 
 @register("dot_types", "program", DotTypesOptions)
@@ -305,10 +308,17 @@ def _trip_counts(module: Module) -> list[int]:
                 for block in region:
                     stack.extend(block.ops)
         for loop in loops:
-            for block in loop.regions[0]:
+            # A bound carried by the loop (fori_loop with an array bound) is the constant
+            # the loop was started with.
+            cond = loop.regions[0]
+            carried = dict(zip(cond[0].args, loop.operands, strict=False)) if cond else {}
+            for block in cond:
                 for op in block.ops:
                     if op.name == "stablehlo.compare":
-                        counts += [constants[o] for o in op.operands if o in constants]
+                        for o in op.operands:
+                            o = carried.get(o, o)
+                            if o in constants:
+                                counts.append(constants[o])
     return counts
 
 
