@@ -15,6 +15,7 @@ from pydantic import Field
 
 from grader.rules import ProgramInfo, RuleOutcome
 from grader.rules.dataflow import (
+    Budget,
     Step,
     TooComplex,
     ancestors,
@@ -139,12 +140,14 @@ class DotTypesOptions(RuleOptions):
     result: str = Field(pattern=_ELEMENT, description="MLIR element type of the result")
 
 
-def _arg_products(program: ProgramInfo, module: Module, args: tuple[str, str]
-                  ) -> list[Step] | str:
+def _arg_products(program: ProgramInfo, module: Module, args: tuple[str, str],
+                  budget: Budget) -> list[Step] | str:
     """Every live matmul of a value computed from args[0] with a value computed from args[1]
     (through any steps: a converted, scaled, summed or multiplied copy still carries the
     argument), or why none can be found."""
     g = build_graph(module)
+    g.budget = budget
+    budget.spend(len(g.steps))
     if len(g.main_args) != len(program.args) or len(g.main_results) != len(program.outs):
         return "the program's arguments or results do not match their paths"
     seeds: dict[int, int] = {}
@@ -180,10 +183,11 @@ def check_dot_types(
         return bad
     want = sorted(operands)
     names = " and ".join(args)
+    budget = Budget()  # one for all of this grade's programs
     for item in parsed:
         assert item.module is not None
         try:
-            found = _arg_products(item.program, item.module, args)
+            found = _arg_products(item.program, item.module, args, budget)
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes "
                                       f"{item.program.signature} could not be analyzed ({exc}).")
@@ -235,6 +239,7 @@ def _growth(parsed: list[_Parsed], dim: str) -> RuleOutcome:
                                  f"symbolic, so it does not grow with {dim}.")
     groups: dict[tuple[tuple[str, int], ...], dict[int, tuple[int, ProgramInfo]]] = {}
     # Programs with the other dimensions equal, by this dimension's value: (op count, program).
+    budget = Budget()  # inlining every program of the grade: bounded together
     for item in parsed:
         p = item.program
         if dim not in p.dims:
@@ -243,7 +248,8 @@ def _growth(parsed: list[_Parsed], dim: str) -> RuleOutcome:
         assert item.module is not None
         try:
             size = len(build_graph(item.module).steps)
-        except ParseError as exc:
+            budget.spend(size)
+        except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
         rest = tuple(sorted((k, v) for k, v in p.dims.items() if k != dim))
