@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from helpers import Routed, grade_through
 
-from grader import Verdict, load_problem, pool, sandbox
+from grader import Grader, Verdict, load_problem, pool, sandbox
 from grader.problem import Limits
 
 PROBLEM = load_problem("rematerialized-mlp-block")
@@ -367,7 +367,11 @@ def test_memory_bomb_without_a_memory_cgroup(monkeypatch: pytest.MonkeyPatch) ->
     at the memory limit, not after filling RLIMIT_AS's headroom until a time limit."""
     monkeypatch.setenv("JAXJUDGE_SANDBOX_DISABLE", "cgroup")
     name = "mle_bytearray_loop.py"
+    # CPU headroom, as in test_limits_kill_the_child_not_the_zygote: on a loaded VM touching the
+    # pages alone spent the problem's 4 s (seen at load 10), and this checks memory detection.
+    limits = PROBLEM.limits.model_copy(update={"wall_seconds": 30, "cpu_seconds": 8})
     with pool.WarmPool(1, compile_cache=False) as p:
-        [report] = grade_through(p.runner, PROBLEM, [(SUBMISSIONS / name).read_text()], "submit")
+        report = Grader(runner=p.runner).grade(
+            PROBLEM, (SUBMISSIONS / name).read_text(), "submit", limits=limits)
         assert p.stats.runs >= 1 and p.stats.cold_runs == 0
     assert report.verdict is Verdict.MEMORY_LIMIT_EXCEEDED, report.message
