@@ -426,3 +426,26 @@ def test_a_huge_exception_name_stays_a_trace_error() -> None:
     assert report.verdict.value == "runtime_error", report.message
     assert "raised an error while" in report.message and "boom" in report.message
     assert len(report.message) < 10_000
+
+
+def test_summary_facts_survive_a_symbolic_scan_length() -> None:
+    """A scan over a symbolic batch has a symbolic length: the summary leaves the length out
+    instead of failing (which would send every such solution to per-shape exports)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import export as jax_export
+
+    from grader.stages import trace
+
+    checkpoint, policies = trace.prepare()
+    (b,) = jax_export.symbolic_shape("B")
+    spec = jax.ShapeDtypeStruct((b, 3), np.float32)
+    closed = jax.jit(lambda x: jax.lax.map(jnp.sum, x)).trace(spec).jaxpr
+    summary = trace.summarize_jaxpr(closed.jaxpr, checkpoint, policies)
+    scans = [e for j in summary["jaxprs"] for e in j["eqns"] if e["primitive"] == "scan"]
+    assert scans and "length" not in scans[0]
+    concrete = jax.make_jaxpr(lambda x: jax.lax.map(jnp.sum, x))(np.ones((4, 3), np.float32))
+    fixed = trace.summarize_jaxpr(concrete.jaxpr, checkpoint, policies)
+    lengths = [e["length"] for j in fixed["jaxprs"] for e in j["eqns"] if e["primitive"] == "scan"]
+    assert lengths == [4]

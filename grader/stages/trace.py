@@ -148,13 +148,15 @@ def _facts(eqn) -> dict:
     name = eqn.primitive.name
     try:
         if name == "scan":
-            facts["length"] = int(eqn.params["length"])
-            if eqn.params.get("reverse"):
+            length = eqn.params.get("length")
+            if type(length) is int:  # a symbolic length (a scan over B) is not a number
+                facts["length"] = length
+            if eqn.params.get("reverse") is True:
                 facts["reverse"] = True
         elif name == "dot_general":
             facts["dtypes"] = [str(v.aval.dtype) for v in eqn.invars[:2]] + [
                 str(v.aval.dtype) for v in eqn.outvars[:1]]
-    except (KeyError, AttributeError, TypeError, ValueError):
+    except Exception:
         pass
     return facts
 
