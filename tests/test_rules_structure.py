@@ -225,3 +225,15 @@ def test_unreadable_types_count_as_unknown_sizes() -> None:
 
     assert tensor_types("(tensor<8x8xcomplex<f32>>) -> tensor<8x8xcomplex<f32>>")[1].dims == (8, 8)
     assert Op("stablehlo.add", [], [], type=TYPE_TOO_LONG).result_types()[0].elements() is None
+
+
+def test_a_grade_reads_at_most_its_text_budget() -> None:
+    """Twelve near-cap programs must not make the trusted side parse ~100 MB: refused up front."""
+    from grader.rules.program import MAX_TOTAL_CHARS
+
+    huge = ProgramInfo("s", " " * (MAX_TOTAL_CHARS // 2 + 1), [], [], {"B": 1, "n": 2})
+    for outcome in (
+        check_max_intermediate_elements([huge, huge], below=Expr("n")),
+        check_independent_of_dim([huge, huge], dim="B"),
+    ):
+        assert not outcome.passed and "too large to verify" in outcome.message

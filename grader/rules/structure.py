@@ -24,6 +24,7 @@ from grader.rules.dataflow import (
     propagate,
 )
 from grader.rules.expr import Expr
+from grader.rules.program import MAX_TOTAL_CHARS
 from grader.rules.registry import RuleOptions, register
 from grader.rules.stablehlo import (
     Module,
@@ -54,31 +55,30 @@ def _all_ops(module: Module) -> Iterable[tuple[str, Op]]:
 @dataclass
 class _Parsed:
     program: ProgramInfo
-    module: Module | None
-    error: str = ""
+    module: Module
 
 
 def _parse(programs: Sequence[ProgramInfo]) -> list[_Parsed] | RuleOutcome:
-    """Parse every program, or a failed outcome saying why the rule cannot run."""
+    """Parse every program, or a failed outcome saying why the rule cannot run (no program,
+    malformed ones, more text than one grade's analyses may read, or an unreadable one)."""
     if not isinstance(programs, Sequence) or isinstance(programs, str | bytes) or not programs:
         return RuleOutcome(False, "No exported program was available to check.")
-    if not all(isinstance(p, ProgramInfo) for p in programs):
+    if not all(isinstance(p, ProgramInfo) and isinstance(p.text, str) for p in programs):
         return RuleOutcome(False, "The exported programs are malformed and could not be checked.")
+    total = sum(len(p.text) for p in programs)
+    if total > MAX_TOTAL_CHARS:
+        return RuleOutcome(False, (
+            f"The exported programs are too large to verify ({total >> 20} MiB of StableHLO "
+            f"over {len(programs)} input shapes; at most {MAX_TOTAL_CHARS >> 20} MiB are "
+            "analyzed): remove dead computations from solve."))
     out = []
     for p in programs:
         try:
             out.append(_Parsed(p, parse_module(p.text)))
         except ParseError as exc:
-            out.append(_Parsed(p, None, str(exc)))
+            return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
+                                      f"could not be analyzed ({exc}).")
     return out
-
-
-def _unreadable(parsed: list[_Parsed]) -> RuleOutcome | None:
-    bad = next((p for p in parsed if p.module is None), None)
-    if bad is None:
-        return None
-    return RuleOutcome(False, f"The exported program for input shapes {bad.program.signature} "
-                              f"could not be analyzed ({bad.error}).")
 
 
 def _shapes(p: ProgramInfo) -> str:
@@ -100,9 +100,6 @@ def check_max_intermediate_elements(programs: Sequence[ProgramInfo], *, below: E
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
-    bad = _unreadable(parsed)
-    if bad:
-        return bad
     largest = 0
     for item in parsed:
         p = item.program
@@ -111,7 +108,6 @@ def check_max_intermediate_elements(programs: Sequence[ProgramInfo], *, below: E
         except (KeyError, ZeroDivisionError):
             return RuleOutcome(False, f"The size limit {below} cannot be evaluated for input "
                                       f"shapes {p.signature} (the program has no static shapes).")
-        assert item.module is not None
         for _, op in _all_ops(item.module):
             for t in op.result_types():
                 n = t.elements()
@@ -178,14 +174,10 @@ def check_dot_types(
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
-    bad = _unreadable(parsed)
-    if bad:
-        return bad
     want = sorted(operands)
     names = " and ".join(args)
     budget = Budget()  # one for all of this grade's programs
     for item in parsed:
-        assert item.module is not None
         try:
             found = _arg_products(item.program, item.module, args, budget)
         except (ParseError, TooComplex) as exc:
@@ -245,7 +237,6 @@ def _growth(parsed: list[_Parsed], dim: str) -> RuleOutcome:
         if dim not in p.dims:
             return RuleOutcome(False, f"The program for input shapes {p.signature} has no "
                                       f"value for {dim}, so its growth cannot be checked.")
-        assert item.module is not None
         try:
             size = len(build_graph(item.module).steps)
             budget.spend(size)
@@ -285,9 +276,7 @@ def _growth(parsed: list[_Parsed], dim: str) -> RuleOutcome:
 def check_independent_of_dim(programs: Sequence[ProgramInfo], *, dim: str) -> RuleOutcome:
     """The program does not grow with the dimension (no Python loop over it)."""
     parsed = _parse(programs)
-    if isinstance(parsed, RuleOutcome):
-        return parsed
-    return _unreadable(parsed) or _growth(parsed, dim)
+    return parsed if isinstance(parsed, RuleOutcome) else _growth(parsed, dim)
 
 
 class LoopOptions(DimOptions):
@@ -340,9 +329,6 @@ def check_loop_over_dim(
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
-    bad = _unreadable(parsed)
-    if bad:
-        return bad
     count = trip_count or Expr(dim)
     for item in parsed:
         p = item.program
@@ -351,7 +337,6 @@ def check_loop_over_dim(
         except (KeyError, ZeroDivisionError):
             return RuleOutcome(False, f"The trip count {count} cannot be evaluated for input "
                                       f"shapes {p.signature} (the program has no static shapes).")
-        assert item.module is not None
         found = _trip_counts(item.module)
         if want not in found:
             seen = ", ".join(str(c) for c in sorted(set(found))) or "no loop"
