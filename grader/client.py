@@ -299,6 +299,8 @@ class JudgeClient:
                 "is it running, and is the URL right?"
             ) from exc
         except httpx.TimeoutException as exc:
+            if timeout < REQUEST_SECONDS:  # cut short by the caller's deadline, not the server
+                raise GradeTimeout(f"no answer from {self.server} in time") from exc
             raise _Transient(
                 f"the server at {self.server} did not answer within {timeout:.0f} s"
             ) from exc
