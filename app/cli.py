@@ -65,6 +65,37 @@ def serve_cmd(
     )  # exits with status 3 if start-up fails
 
 
+@cli.command("migrate")
+def migrate_cmd(
+    check: Annotated[
+        bool, typer.Option("--check", help="Only report; exit 1 if the database is behind.")
+    ] = False,
+) -> None:
+    """Migrate the database in JAXJUDGE_DATABASE_URL to the newest schema (Alembic).
+
+    `serve` and `worker` do this on start too; run it first to roll out a schema change
+    before the new code, or with --check in a deployment pipeline."""
+    from app.core.config import Settings
+    from app.migrate import current, head, upgrade
+    from app.store import make_engine
+
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        lines = [f"  {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+        typer.echo("error: invalid settings:\n" + "\n".join(lines), err=True)
+        raise typer.Exit(2) from exc
+    engine = make_engine(settings.database_url)
+    try:
+        at, newest = current(engine), head()
+        if check:
+            typer.echo(f"database at {at or 'no revision'}; code at {newest}")
+            raise typer.Exit(0 if at == newest else 1)
+        typer.echo(f"migrated {at or 'empty database'} -> {upgrade(engine)}")
+    finally:
+        engine.dispose()
+
+
 def main() -> None:
     cli()
 

@@ -38,6 +38,8 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 from sqlalchemy.pool import StaticPool
 
+from app.migrate import upgrade
+
 Status = Literal["queued", "running", "done"]
 STATUSES: tuple[Status, ...] = ("queued", "running", "done")
 
@@ -195,7 +197,7 @@ class Store:
 
     def __init__(self, database_url: str) -> None:
         self.engine = make_engine(database_url)
-        Base.metadata.create_all(self.engine)
+        upgrade(self.engine)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @property

@@ -9,10 +9,10 @@ from datetime import UTC
 
 import pytest
 from api_fixtures import postgres_server
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, text
 
 from app.queue import GradingQueue, QueueFull, public_report
-from app.store import Base, InvalidCursor, Store, decode_cursor, encode_cursor
+from app.store import InvalidCursor, Store, decode_cursor, encode_cursor
 from grader import report as gr
 
 
@@ -34,7 +34,9 @@ def store(
     else:
         url = request.getfixturevalue("postgres_url")
         engine = create_engine(url)
-        Base.metadata.drop_all(engine)  # every test starts from an empty table
+        with engine.begin() as conn:  # every test starts from an empty database
+            conn.execute(text("DROP SCHEMA public CASCADE"))
+            conn.execute(text("CREATE SCHEMA public"))
         engine.dispose()
     s = Store(url)
     yield s

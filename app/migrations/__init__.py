@@ -1,0 +1,1 @@
+"""Alembic migrations of the submission store (SQLite and PostgreSQL); run by `app.migrate`."""
