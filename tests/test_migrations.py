@@ -8,14 +8,13 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from api_fixtures import postgres_server
-from sqlalchemy import Column, Integer, MetaData, String, Table, create_engine, inspect, text
+from conftest import empty_postgres
+from sqlalchemy import Column, Integer, MetaData, String, Table, inspect, text
 from sqlalchemy.engine import Engine
 
 from app.migrate import current, head, upgrade
@@ -24,29 +23,12 @@ from app.store import Base, Store, make_engine
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def postgres_url() -> Iterator[str]:
-    try:
-        with postgres_server() as url:
-            yield url
-    except LookupError as exc:
-        pytest.skip(f"PostgreSQL migration tests skipped: {exc}")
-
-
-def _empty_postgres(url: str) -> None:
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(text("DROP SCHEMA public CASCADE"))
-        conn.execute(text("CREATE SCHEMA public"))
-    engine.dispose()
-
-
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/judge.db"
     url: str = request.getfixturevalue("postgres_url")
-    _empty_postgres(url)
+    empty_postgres(url)
     return url
 
 
@@ -127,7 +109,7 @@ def test_an_unrelated_table_is_left_alone(tmp_path: Path) -> None:
 
 @pytest.mark.postgres
 def test_nodes_starting_together_migrate_one_after_the_other(postgres_url: str) -> None:
-    _empty_postgres(postgres_url)
+    empty_postgres(postgres_url)
     errors: list[BaseException] = []
     stores: list[Store] = []
     lock = threading.Lock()

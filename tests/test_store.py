@@ -8,21 +8,11 @@ from collections.abc import Iterator
 from datetime import UTC
 
 import pytest
-from api_fixtures import postgres_server
-from sqlalchemy import create_engine, text
+from conftest import empty_postgres
 
 from app.queue import GradingQueue, QueueFull, public_report
 from app.store import InvalidCursor, Store, decode_cursor, encode_cursor
 from grader import report as gr
-
-
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    try:
-        with postgres_server() as url:
-            yield url
-    except LookupError as exc:
-        pytest.skip(f"PostgreSQL store tests skipped: {exc}")
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -33,11 +23,7 @@ def store(
         url = f"sqlite:///{tmp_path_factory.mktemp('db')}/sub/dir/judge.db"
     else:
         url = request.getfixturevalue("postgres_url")
-        engine = create_engine(url)
-        with engine.begin() as conn:  # every test starts from an empty database
-            conn.execute(text("DROP SCHEMA public CASCADE"))
-            conn.execute(text("CREATE SCHEMA public"))
-        engine.dispose()
+        empty_postgres(url)  # every test starts from an empty database
     s = Store(url)
     yield s
     s.close()
