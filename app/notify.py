@@ -24,6 +24,7 @@ from app.store import DONE_CHANNEL
 log = logging.getLogger("jaxjudge.notify")
 
 IsDone = Callable[[], Awaitable[bool]]
+LISTENER_APPLICATION_NAME = "jaxjudge-done-listener"  # visible in pg_stat_activity
 
 
 class DoneListener:
@@ -113,7 +114,8 @@ class DoneListener:
         while True:
             try:
                 conn = await psycopg.AsyncConnection.connect(
-                    self._conninfo, autocommit=True, connect_timeout=10
+                    self._conninfo, autocommit=True, connect_timeout=10,
+                    application_name=LISTENER_APPLICATION_NAME,
                 )
                 async with conn:
                     await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
