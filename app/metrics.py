@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Histogram,
@@ -46,7 +45,9 @@ from grader.report import Report, Verdict
 
 log = logging.getLogger("jaxjudge.metrics")
 
-CONTENT_TYPE = CONTENT_TYPE_LATEST
+# The classic text format, which is what generate_latest writes (legacy metric names): every
+# Prometheus version reads it. (prometheus-client >= 0.22 labels it 1.0.0 by default.)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 # Durations the grading service itself measured around each sandboxed stage, never the
