@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from api_fixtures import BROKEN, PROBLEM, REFERENCE, Server, service_env, submit
+from conftest import empty_postgres
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.core.config import Settings
@@ -255,9 +256,23 @@ def test_unusual_reports_count_without_inventing_durations() -> None:
     assert value(s, "jaxjudge_grade_seconds_bucket", stage="stage_b", le="+Inf") == 1
 
 
-def test_database_reads_are_cached_and_shared_by_concurrent_scrapes(tmp_path: Path) -> None:
-    store = Store(f"sqlite:///{tmp_path}/c.db")
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/c.db"
+    else:
+        url = request.getfixturevalue("postgres_url")
+        empty_postgres(url)
+    s = Store(url)
+    yield s
+    s.close()
+
+
+def test_database_reads_are_cached_and_shared_by_concurrent_scrapes(store: Store) -> None:
     store.create(PROBLEM, "run", b"x")
+    done = store.create(PROBLEM, "submit", b"graded")
+    assert store.claim(done.id) is not None
+    assert store.finish(done.id, verdict="wrong_answer", score=0, max_score=1, report_json="{}")
     m = Metrics()
     db = m.watch_database(store.engine, workers=lambda: 4, protections=dict, ttl=1.0)
     assert db.reads == 0  # registering reads nothing
@@ -282,8 +297,9 @@ def test_database_reads_are_cached_and_shared_by_concurrent_scrapes(tmp_path: Pa
     assert value(s, "jaxjudge_queue_depth", mode="submit") == 1
     assert value(s, "jaxjudge_queue_depth", mode="run") == 1
     assert value(s, "jaxjudge_submissions", status="queued", verdict="none") == 2
+    assert value(s, "jaxjudge_submissions", status="done", verdict="wrong_answer") == 1
+    assert value(s, "jaxjudge_submissions", status="done", verdict="accepted") == 0
     assert value(s, "jaxjudge_workers") == 4
-    store.close()
 
 
 def test_an_unreachable_database_still_answers_the_scrape(tmp_path: Path) -> None:
