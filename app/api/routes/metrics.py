@@ -6,7 +6,7 @@ section of docs/sandbox-and-deployment.md for the Prometheus scrape configuratio
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request, Response
@@ -20,8 +20,13 @@ from app.store import Store
 router = APIRouter(tags=["system"])
 
 
-def app_metrics(app: FastAPI, settings: Settings, store: Store) -> Metrics:
-    """The app's metrics: grades observed by its queue, gauges read from its store."""
+def app_metrics(
+    app: FastAPI, settings: Settings, store: Store,
+    workers: Callable[[], int | None] | None = None,
+) -> Metrics:
+    """The app's metrics: grades observed by its queue, gauges read from its store.
+    `workers` counts grading workers at scrape time (default: the local pool's size; the
+    PostgreSQL queue passes its count of live workers, read within the same 2 s cache)."""
     v = versions()
     metrics = Metrics(info={
         "version": v["jaxjudge"], "jax": v["jax"], "jaxlib": v["jaxlib"],
@@ -32,7 +37,7 @@ def app_metrics(app: FastAPI, settings: Settings, store: Store) -> Metrics:
     def protections() -> Mapping[str, Mapping[str, Any]]:
         return getattr(app.state, "protections", {}) or {}
 
-    metrics.watch_database(store.engine, workers=lambda: settings.workers,
+    metrics.watch_database(store.engine, workers=workers or (lambda: settings.workers),
                            protections=protections)
     return metrics
 
