@@ -103,8 +103,10 @@ class GradingQueue:
         workers: int,
         queue_size: int,
         grade_fn: GradeFn = _grade,
+        on_graded: Callable[[Report], None] | None = None,
     ) -> None:
         self._store = store
+        self._on_graded = on_graded  # called with each stored report (e.g. metrics)
         self._workers = workers
         self._queue_size = queue_size
         self._grade = grade_fn
@@ -272,13 +274,15 @@ class GradingQueue:
                 claimed.problem_id, claimed.mode, "The judge could not store the report."
             )
             report_json = report.model_dump_json()
-        self._store.finish(
+        stored = self._store.finish(
             submission_id,
             verdict=report.verdict.value,
             score=report.score,
             max_score=report.max_score,
             report_json=report_json,
         )
+        if stored and self._on_graded is not None:
+            self._on_graded(report)
 
     def _run_grade(self, problem_id: str, source: bytes, mode: str) -> Report:
         try:

@@ -115,6 +115,11 @@ class Settings(BaseSettings):
         "compiles the rest; 'xla' always compiles.",
     )
     log_level: LogLevel = Field("info", description="uvicorn and service log level.")
+    metrics_enabled: bool = Field(
+        True,
+        description="Serve Prometheus metrics at GET /metrics (behind the same bearer auth as "
+        "/v1 when auth_tokens is set).",
+    )
 
     @field_validator("auth_tokens", mode="before")
     @classmethod
