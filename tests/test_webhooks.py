@@ -562,3 +562,28 @@ def test_settings_fail_fast_and_build_the_policy() -> None:
         Settings(webhook_timeout_seconds=0)
     with pytest.raises(ValidationError):
         Settings(webhook_max_attempts=0)
+
+
+def test_the_documented_receiver_snippet_verifies_real_signatures() -> None:
+    # The 10 lines receivers copy from docs/http-api.md#webhooks must agree with the server.
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "http-api.md").read_text("utf-8")
+    section = page.split("## Webhooks", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "http-api.md#webhooks", "exec"), namespace)
+    verify = namespace["verify"]
+    body = callback_body(submission_id="s", problem_id="p", mode="submit", status="done",
+                         verdict="accepted", score=1.0, max_score=1.0, finished_at=None)
+    now = int(time.time())
+    header = signature_header(SECRET, now, body)
+    assert verify(SECRET, header, body) is True
+    assert verify(SECRET, header, body + b" ") is False
+    assert verify(b"x" * 32, header, body) is False
+    assert verify(SECRET, signature_header(SECRET, now - 301, body), body) is False
+    other = signature_header(b"z" * 32, now, body).split("v1=")[1]
+    assert verify(SECRET, f"{header}, v1={other}", body) is True
+    for bad in ["", "t=,v1=", f"t={now}", header.replace("t=", "t=x"), f"{header},t={now}",
+                header + "é"]:
+        assert verify(SECRET, bad, body) is False
