@@ -442,6 +442,35 @@ def test_trickling_receiver_is_cut_at_the_deadline(receivers: Callable[..., Rece
     assert 0.9 <= elapsed < 2.0, elapsed
 
 
+def test_a_trickled_tls_handshake_is_cut_at_the_deadline() -> None:
+    # A "server" that starts a 16 KiB TLS record and sends it a byte every 0.1 s. Python's
+    # ssl bounds a whole handshake by the socket timeout, and our deadline backs it up.
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    gave_up = threading.Event()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn, contextlib.suppress(OSError):
+            conn.recv(4096)  # the ClientHello
+            conn.sendall(b"\x16\x03\x03\x40\x00")
+            for _ in range(100):
+                conn.sendall(b"\x02")
+                time.sleep(0.1)
+            return
+        gave_up.set()
+
+    threading.Thread(target=serve, daemon=True).start()
+    policy = CallbackPolicy(("localhost",), allow_private=True)
+    t0 = time.monotonic()
+    result = send(f"https://localhost:{port}/", policy, timeout=1.0)
+    elapsed = time.monotonic() - t0
+    listener.close()
+    assert (result.ok, result.retryable) == (False, True) and "timed out" in (result.error or "")
+    assert 0.9 <= elapsed < 2.0, elapsed
+    assert gave_up.wait(3), "the connection was not shut down"
+
+
 def test_a_100_mb_answer_is_not_read(receivers: Callable[..., Receiver]) -> None:
     size = 100 * 2**20
     finished = threading.Event()
@@ -539,7 +568,19 @@ def test_retry_delay_grows_with_jitter_and_a_cap() -> None:
     assert 5000 < total < 6000  # about an hour and a half
 
 
-def test_settings_fail_fast_and_build_the_policy() -> None:
+def test_settings_fail_fast_and_build_the_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXJUDGE_WEBHOOK_ALLOWED_HOSTS", "*.Example.org,hooks.test.com")
+    monkeypatch.setenv("JAXJUDGE_WEBHOOK_SECRET", "e" * 40)
+    monkeypatch.setenv("JAXJUDGE_WEBHOOK_ALLOW_PRIVATE", "true")
+    env = Settings()
+    assert env.webhook_allowed_hosts == ["*.example.org", "hooks.test.com"]
+    assert env.webhook_secret is not None and env.webhook_secret.get_secret_value() == "e" * 40
+    assert CallbackPolicy.from_settings(env).allow_private is True
+    monkeypatch.setenv("JAXJUDGE_WEBHOOK_SECRET", "")
+    with pytest.raises(ValidationError, match="webhook_secret"):  # hosts but no secret
+        Settings()
+    for var in ("ALLOWED_HOSTS", "SECRET", "ALLOW_PRIVATE"):
+        monkeypatch.delenv(f"JAXJUDGE_WEBHOOK_{var}")
     s = Settings(webhook_allowed_hosts=" Hooks.Example.org, *.lab.example.org ,[::1],",
                  webhook_secret="s" * 32, webhook_allow_http=True)
     assert s.webhook_allowed_hosts == ["hooks.example.org", "*.lab.example.org", "::1"]
