@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.deps import AuthDep
 from app.api.errors import error_response, install_error_handlers
-from app.api.routes import problems, submissions, system
+from app.api.routes import metrics, problems, submissions, system
 from app.core.config import Settings
 from app.core.ratelimit import RateLimiter
 from app.dispatch import Dispatcher, LocalDispatcher, PostgresDispatcher
@@ -155,12 +155,21 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     await asyncio.to_thread(_private_sqlite, settings.database_url)
     store = await asyncio.to_thread(Store, settings.database_url)
     dispatcher: Dispatcher
+    observed: metrics.Metrics | None = None
     if grader is not None:
+        if settings.metrics_enabled:
+            observed = metrics.app_metrics(app, settings, store)
         queue = GradingQueue(store, workers=settings.workers, queue_size=settings.queue_size,
-                             grade_fn=grading_function(grader))
+                             grade_fn=grading_function(grader),
+                             on_graded=observed.observe_report if observed else None)
         dispatcher = LocalDispatcher(store, queue)
     else:
-        dispatcher = PostgresDispatcher(store, settings)
+        postgres = PostgresDispatcher(store, settings)
+        if settings.metrics_enabled:  # grades are counted by the workers that make them
+            observed = metrics.app_metrics(app, settings, store,
+                                           workers=lambda: postgres.stats().workers)
+        dispatcher = postgres
+    app.state.metrics = observed
     await dispatcher.start()
     app.state.store = store
     app.state.dispatcher = dispatcher
@@ -201,6 +210,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # JSON escapes can take 6 bytes per source byte; leave room for the other fields.
     app.add_middleware(BodySizeLimit, max_bytes=6 * settings.max_source_bytes + 16 * 1024)
     app.include_router(system.health_router)
+    if settings.metrics_enabled:
+        app.include_router(metrics.router, dependencies=[AuthDep])
     for module in (problems, submissions, system):
         app.include_router(module.router, prefix=f"/{API_VERSION}", dependencies=[AuthDep])
     install_web(app)

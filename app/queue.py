@@ -72,7 +72,7 @@ def internal_error_report(problem_id: str, mode: str, message: str) -> Report:
 
 @dataclass(frozen=True)
 class GradeOutcome:
-    """One finished grade, handed to `on_graded` hooks (metrics, webhooks)."""
+    """One stored grade, as `grade_and_store` returns it."""
 
     submission_id: str
     problem_id: str
@@ -82,7 +82,8 @@ class GradeOutcome:
     seconds: float  # claim to report
 
 
-OnGraded = Callable[[GradeOutcome], None]
+# Called with each stored (public) report, in the grading thread (e.g. Metrics.observe_report).
+OnGraded = Callable[[Report], None]
 
 
 def run_grade(grade_fn: GradeFn, problem_id: str, source: bytes, mode: str) -> Report:
@@ -166,7 +167,7 @@ def grade_and_store(
     )
     if on_graded is not None:
         try:
-            on_graded(outcome)
+            on_graded(report)
         except Exception:  # a hook's failure must not undo or repeat a stored grade
             log.exception("on_graded hook failed for %s", submission_id)
     return outcome
@@ -212,7 +213,7 @@ class GradingQueue:
         on_graded: OnGraded | None = None,
     ) -> None:
         self._store = store
-        self._on_graded = on_graded
+        self._on_graded = on_graded  # called with each stored report (e.g. metrics)
         self._workers = workers
         self._queue_size = queue_size
         self._grade = grade_fn

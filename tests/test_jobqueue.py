@@ -29,7 +29,7 @@ from sqlalchemy import text
 from app.core.config import Settings
 from app.jobs import conninfo, defer_in_transaction, job_priority
 from app.notify import LISTENER_APPLICATION_NAME, DoneListener
-from app.queue import MAX_ATTEMPTS, GradeOutcome, grade_and_store
+from app.queue import MAX_ATTEMPTS, grade_and_store
 from app.store import DONE_CHANNEL, Store
 from grader import Report, Verdict
 
@@ -193,7 +193,7 @@ def test_the_shared_grade_path_drops_a_stale_grade(store: Store) -> None:
     """grade_and_store (the local pool's and the workers' one path) whose row is claimed
     again while it grades stores nothing and calls no hook; the new claim's grade is kept."""
     sid = store.create(PROBLEM, "run", b"source").id
-    seen: list[GradeOutcome] = []
+    seen: list[Report] = []
 
     def report(verdict: Verdict) -> Report:
         return Report(verdict=verdict, problem=PROBLEM, mode="run", message="m")
@@ -206,7 +206,7 @@ def test_the_shared_grade_path_drops_a_stale_grade(store: Store) -> None:
     assert seen == [] and _row(store, sid)["status"] == "running"
     outcome = grade_and_store(store, sid, lambda *a: report(Verdict.WRONG_ANSWER),
                               redelivery=True, on_graded=seen.append)
-    assert outcome is not None and outcome.attempts == 3 and seen == [outcome]
+    assert outcome is not None and outcome.attempts == 3 and seen == [outcome.report]
     row = _row(store, sid)
     assert (row["status"], row["verdict"]) == ("done", "wrong_answer")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -25,7 +25,10 @@ def _default_workers() -> int:
 class Settings(BaseSettings):
     """Service configuration. Every field maps to JAXJUDGE_<FIELD> (case-insensitive)."""
 
-    model_config = SettingsConfigDict(env_prefix="JAXJUDGE_", extra="ignore", frozen=True)
+    # hide_input_in_errors: a rejected value may be a secret (tokens, webhook key, DB password).
+    model_config = SettingsConfigDict(
+        env_prefix="JAXJUDGE_", extra="ignore", frozen=True, hide_input_in_errors=True
+    )
 
     database_url: str = Field(
         "sqlite:///var/jaxjudge.db",
@@ -136,6 +139,67 @@ class Settings(BaseSettings):
         description="`jaxjudge worker`: on SIGTERM, how long in-flight grades may finish "
         "before they are abandoned (and redelivered to another worker).",
     )
+    metrics_enabled: bool = Field(
+        True,
+        description="Serve Prometheus metrics at GET /metrics (behind the same bearer auth as "
+        "/v1 when auth_tokens is set).",
+    )
+    webhook_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Hosts a submission's callback_url may name, comma-separated: exact names "
+        "or IP addresses, '*.example.org' (any name below it) or '*' (any host; the address "
+        "rules still apply). Empty (the default): callbacks are refused.",
+    )
+    webhook_secret: SecretStr | None = Field(
+        None,
+        repr=False,
+        validate_default=True,
+        description="Key that signs every callback (HMAC-SHA256 over its UTF-8 bytes), at "
+        "least 32 bytes. Required when webhook_allowed_hosts is set.",
+    )
+    webhook_allow_private: bool = Field(
+        False,
+        description="Let callbacks reach loopback, private, link-local and CGNAT addresses "
+        "(tests, a LAN). Off: such targets are refused even when the host is allowed.",
+    )
+    webhook_allow_http: bool = Field(
+        False, description="Allow plain http:// callback URLs (default: https only)."
+    )
+    webhook_timeout_seconds: float = Field(
+        10.0, gt=0, le=60, description="Bound on one delivery attempt, DNS to answer."
+    )
+    webhook_max_attempts: int = Field(
+        8, ge=1, le=20, description="Delivery attempts per callback before giving up."
+    )
+
+    @field_validator("webhook_allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, v: Any) -> Any:
+        from app.webhooks import host_pattern  # the policy's own normalization
+
+        if isinstance(v, str):
+            v = v.split(",")
+        if isinstance(v, list | tuple):
+            return [host_pattern(str(h)) for h in v if str(h).strip()]
+        return v
+
+    @field_validator("webhook_secret", mode="before")
+    @classmethod
+    def _empty_secret(cls, v: Any) -> Any:
+        return None if isinstance(v, str) and not v.strip() else v
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _check_secret(cls, v: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        # A field validator (validate_default) rather than a model one: the error then names
+        # this setting, and hide_input_in_errors keeps the value out of the message.
+        if v is not None and len(v.get_secret_value().encode()) < 32:
+            raise ValueError("the webhook secret must be at least 32 bytes")
+        if v is None and info.data.get("webhook_allowed_hosts"):
+            raise ValueError(
+                "required when JAXJUDGE_WEBHOOK_ALLOWED_HOSTS is set (callbacks are signed)"
+            )
+        return v
 
     @field_validator("auth_tokens", mode="before")
     @classmethod
