@@ -166,6 +166,21 @@ def test_settings_fail_fast(db: str) -> None:
     assert not (REPO / "nowhere.db").exists()
 
 
+def test_worker_refuses_to_grade_without_a_sandbox_layer(db: str, store: Store) -> None:
+    """`jaxjudge worker` fails closed exactly like serve (a layer forced off here), before it
+    registers with the queue; the honest case (every layer) is every other worker here."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "app.cli", "worker"], cwd=REPO,
+        env=service_env(queue="postgres", database_url=db, sandbox_disable="bwrap"),
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert "refusing to grade untrusted code" in proc.stderr and "bwrap" in proc.stderr
+    assert "JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX=bwrap" in proc.stderr
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM procrastinate_workers")).scalar_one() == 0
+
+
 # -- the fence ---------------------------------------------------------------------------------
 def _finish(store: Store, sid: str, verdict: str, fence: int | None) -> bool:
     return store.finish(sid, verdict=verdict, score=0, max_score=1, report_json="{}",
