@@ -23,6 +23,7 @@ from app.api.errors import error_response, install_error_handlers
 from app.api.routes import metrics, problems, submissions, system
 from app.core.config import Settings
 from app.core.ratelimit import RateLimiter
+from app.dispatch import Dispatcher, LocalDispatcher, PostgresDispatcher
 from app.queue import GradingQueue, grading_function
 from app.store import Store
 from app.web import install_web
@@ -135,39 +136,61 @@ def _private_sqlite(database_url: str) -> None:
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Open the store, re-queue unfinished submissions, run the pool; stop it on shutdown."""
+    """Open the store and the dispatcher; stop them on shutdown.
+
+    Local queue: a Grader and the in-process pool, which re-queues unfinished submissions.
+    PostgreSQL queue: this node only stores, enqueues and waits (no Grader, no recover():
+    `jaxjudge worker` processes grade, and a running row may be theirs).
+    """
     settings: Settings = app.state.settings
     app.state.protections = await asyncio.to_thread(_check_sandbox, settings)
-    grader = await asyncio.to_thread(
-        Grader,
-        warm_pool=settings.workers if settings.warm_pool else False,
-        engine=settings.engine,
-        report_cache=settings.report_cache_size,
-    )
+    grader: Grader | None = None
+    if settings.queue == "local":
+        grader = await asyncio.to_thread(
+            Grader,
+            warm_pool=settings.workers if settings.warm_pool else False,
+            engine=settings.engine,
+            report_cache=settings.report_cache_size,
+        )
     await asyncio.to_thread(_private_sqlite, settings.database_url)
-    store = Store(settings.database_url)
-    observed = metrics.app_metrics(app, settings, store) if settings.metrics_enabled else None
+    store = await asyncio.to_thread(Store, settings.database_url)
+    dispatcher: Dispatcher
+    observed: metrics.Metrics | None = None
+    if grader is not None:
+        if settings.metrics_enabled:
+            observed = metrics.app_metrics(app, settings, store)
+        queue = GradingQueue(store, workers=settings.workers, queue_size=settings.queue_size,
+                             grade_fn=grading_function(grader),
+                             on_graded=observed.observe_report if observed else None)
+        dispatcher = LocalDispatcher(store, queue)
+    else:
+        postgres = PostgresDispatcher(store, settings)
+        if settings.metrics_enabled:  # grades are counted by the workers that make them
+            observed = metrics.app_metrics(app, settings, store,
+                                           workers=lambda: postgres.stats().workers)
+        dispatcher = postgres
     app.state.metrics = observed
-    queue = GradingQueue(store, workers=settings.workers, queue_size=settings.queue_size,
-                         grade_fn=grading_function(grader),
-                         on_graded=observed.observe_report if observed else None)
-    recovered = queue.recover()
-    queue.start(asyncio.get_running_loop())
+    await dispatcher.start()
     app.state.store = store
-    app.state.queue = queue
-    log.info(
-        "jaxjudge: %d workers, queue %d, %s database, %d submissions recovered",
-        settings.workers,
-        settings.queue_size,
-        store.backend,
-        recovered,
-    )
+    app.state.dispatcher = dispatcher
+    if isinstance(dispatcher, LocalDispatcher):
+        log.info(
+            "jaxjudge: %d workers, queue %d, %s database, %d submissions recovered",
+            settings.workers,
+            settings.queue_size,
+            store.backend,
+            dispatcher.recovered,
+        )
+    else:
+        log.info("jaxjudge: API node of the postgres queue (bound %d); grading by "
+                 "`jaxjudge worker`", settings.queue_size)
     try:
         yield
     finally:
-        await asyncio.to_thread(queue.stop)
+        await dispatcher.stop()
         store.close()
-        await asyncio.to_thread(grader.close)
+        if grader is not None:
+            await asyncio.to_thread(grader.close)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -4,6 +4,9 @@ Threads are enough: `grader.grade()` spends its time waiting on sandboxed subpro
 never runs on the event loop, so the API stays responsive while every worker is busy. The queue
 holds ids only; the source is read back from the store when a worker claims it, so what is in
 memory can always be rebuilt from the database after a crash (`recover()`).
+
+`grade_and_store` (claim -> grade -> public report -> fenced finish) is the one grade path,
+shared by this in-process pool and by `jaxjudge worker` (app/worker.py).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import TracebackType
 
 from app.store import Store
@@ -25,7 +29,7 @@ log = logging.getLogger("jaxjudge.queue")
 
 GradeFn = Callable[[str, bytes, str], Report]
 # A submission whose grading was interrupted this many times (e.g. it keeps taking the server
-# down) is finished with internal_error instead of being retried forever.
+# or a worker down) is finished with internal_error instead of being retried forever.
 MAX_ATTEMPTS = 3
 
 
@@ -66,6 +70,109 @@ def internal_error_report(problem_id: str, mode: str, message: str) -> Report:
     )
 
 
+@dataclass(frozen=True)
+class GradeOutcome:
+    """One stored grade, as `grade_and_store` returns it."""
+
+    submission_id: str
+    problem_id: str
+    mode: str
+    attempts: int  # the fence this grade held
+    report: Report  # as stored: hidden tests' details removed
+    seconds: float  # claim to report
+
+
+# Called with each stored (public) report, in the grading thread (e.g. Metrics.observe_report).
+OnGraded = Callable[[Report], None]
+
+
+def run_grade(grade_fn: GradeFn, problem_id: str, source: bytes, mode: str) -> Report:
+    """`grade_fn`, with an exception (never a submission's fault) turned into internal_error."""
+    try:
+        return grade_fn(problem_id, source, mode)
+    except Exception as exc:  # grade() never raises for a bad submission: this is our bug
+        log.error("grade() raised for problem %s:\n%s", problem_id, traceback.format_exc())
+        return internal_error_report(
+            problem_id,
+            mode,
+            f"The judge failed while grading ({type(exc).__name__}). This is a bug in the "
+            "judge, not in your code; please report it.",
+        )
+
+
+def grade_and_store(
+    store: Store,
+    submission_id: str,
+    grade_fn: GradeFn,
+    *,
+    redelivery: bool = False,
+    on_graded: OnGraded | None = None,
+    abandoned: Callable[[], bool] | None = None,
+) -> GradeOutcome | None:
+    """Claim one submission, grade it, store its public report under the claim's fence.
+
+    Returns None when there was nothing to store: not claimable (graded already), the grade
+    was `abandoned()` meanwhile (its worker is shutting down; the job is redelivered), or the
+    fence moved on (another claim took the row since: this late write changes nothing).
+    Store errors propagate (the row stays `running` for recovery or redelivery).
+    `redelivery`: see `Store.claim`.
+    """
+    claimed = store.claim(submission_id, redelivery=redelivery)
+    if claimed is None:
+        return None  # already graded (e.g. queued twice around a restart)
+    started = time.monotonic()
+    if claimed.attempts > MAX_ATTEMPTS:
+        report = internal_error_report(
+            claimed.problem_id,
+            claimed.mode,
+            f"Grading was interrupted {MAX_ATTEMPTS} times (the grading process stopped while "
+            "grading this submission); it was not retried again. This is the judge's "
+            "problem, not necessarily your code's: please resubmit.",
+        )
+    else:
+        report = run_grade(grade_fn, claimed.problem_id, claimed.source, claimed.mode)
+    elapsed = time.monotonic() - started
+    try:
+        report = public_report(report)
+        report_json = report.model_dump_json()
+    except (ValueError, TypeError) as exc:  # e.g. unencodable output: our bug, not theirs
+        log.error("report of %s is not serializable: %s", submission_id, exc)
+        report = internal_error_report(
+            claimed.problem_id, claimed.mode, "The judge could not store the report."
+        )
+        report_json = report.model_dump_json()
+    if abandoned is not None and abandoned():
+        log.warning("grade of %s abandoned (shutting down); it will be redelivered",
+                    submission_id)
+        return None
+    stored = store.finish(
+        submission_id,
+        verdict=report.verdict.value,
+        score=report.score,
+        max_score=report.max_score,
+        report_json=report_json,
+        fence=claimed.attempts,
+    )
+    if not stored:
+        log.warning("grade of %s (attempt %d) not stored: another attempt claimed it since",
+                    submission_id, claimed.attempts)
+        return None
+    outcome = GradeOutcome(
+        submission_id=submission_id,
+        problem_id=claimed.problem_id,
+        mode=claimed.mode,
+        attempts=claimed.attempts,
+        report=report,
+        seconds=elapsed,
+    )
+    if on_graded is not None:
+        try:
+            on_graded(report)
+        except Exception:  # a hook's failure must not undo or repeat a stored grade
+            log.exception("on_graded hook failed for %s", submission_id)
+    return outcome
+
+
 class Reservation:
     """A queue slot held while the submission is written to the store (`GradingQueue.reserve`)."""
 
@@ -103,7 +210,7 @@ class GradingQueue:
         workers: int,
         queue_size: int,
         grade_fn: GradeFn = _grade,
-        on_graded: Callable[[Report], None] | None = None,
+        on_graded: OnGraded | None = None,
     ) -> None:
         self._store = store
         self._on_graded = on_graded  # called with each stored report (e.g. metrics)
@@ -250,50 +357,8 @@ class GradingQueue:
                 self._notify_done(submission_id)
 
     def _grade_one(self, submission_id: str) -> None:
-        claimed = self._store.claim(submission_id)
-        if claimed is None:
-            return  # already graded (e.g. queued twice around a restart)
-        started = time.monotonic()
-        if claimed.attempts > MAX_ATTEMPTS:
-            report = internal_error_report(
-                claimed.problem_id,
-                claimed.mode,
-                f"Grading was interrupted {MAX_ATTEMPTS} times (the server stopped while "
-                "grading this submission); it was not retried again. This is the judge's "
-                "problem, not necessarily your code's: please resubmit.",
-            )
-        else:
-            report = self._run_grade(claimed.problem_id, claimed.source, claimed.mode)
-        elapsed = time.monotonic() - started
-        self._avg_seconds = 0.8 * self._avg_seconds + 0.2 * elapsed
-        try:
-            report_json = public_report(report).model_dump_json()
-        except (ValueError, TypeError) as exc:  # e.g. unencodable output: our bug, not theirs
-            log.error("report of %s is not serializable: %s", submission_id, exc)
-            report = internal_error_report(
-                claimed.problem_id, claimed.mode, "The judge could not store the report."
-            )
-            report_json = report.model_dump_json()
-        stored = self._store.finish(
-            submission_id,
-            verdict=report.verdict.value,
-            score=report.score,
-            max_score=report.max_score,
-            report_json=report_json,
+        outcome = grade_and_store(
+            self._store, submission_id, self._grade, on_graded=self._on_graded
         )
-        if stored and self._on_graded is not None:
-            self._on_graded(report)
-
-    def _run_grade(self, problem_id: str, source: bytes, mode: str) -> Report:
-        try:
-            return self._grade(problem_id, source, mode)
-        except Exception as exc:  # grade() never raises for a bad submission: this is our bug
-            log.error(
-                "grade() raised for problem %s:\n%s", problem_id, traceback.format_exc()
-            )
-            return internal_error_report(
-                problem_id,
-                mode,
-                f"The judge failed while grading ({type(exc).__name__}). This is a bug in the "
-                "judge, not in your code; please report it.",
-            )
+        if outcome is not None:
+            self._avg_seconds = 0.8 * self._avg_seconds + 0.2 * outcome.seconds

@@ -167,6 +167,9 @@ class ProtectionStatus(BaseModel):
 
 class SystemInfo(BaseModel):
     versions: dict[str, str]
+    queue: Literal["local", "postgres"] = Field(
+        description="local: graded inside this server; postgres: by `jaxjudge worker` "
+        "processes sharing the database (then `workers` counts the live ones).")
     workers: int
     queue_size: int
     queue_depth: int = Field(description="Submissions waiting for a worker.")

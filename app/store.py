@@ -2,8 +2,11 @@
 
 A submission is committed before the API answers 202, and its status moves
 queued -> running -> done in single UPDATE statements, so a crash at any point leaves rows a
-restart can re-queue (`recover()`). Sources are stored as bytes: whatever was accepted is what
-gets graded, byte for byte, on either backend (PostgreSQL text columns reject NUL characters).
+restart can re-queue (`recover()`, local queue) or a redelivered job can claim again (the
+PostgreSQL job queue). `attempts` is the fence: every claim increments it and `finish` only
+writes when the row still carries the claim's number, so a late write from a grader presumed
+dead changes nothing. Sources are stored as bytes: whatever was accepted is what gets graded,
+byte for byte, on either backend (PostgreSQL text columns reject NUL characters).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from sqlalchemy import (
     event,
     func,
     select,
+    text,
     update,
 )
 from sqlalchemy.engine import Engine, make_url
@@ -42,6 +46,10 @@ from app.migrate import upgrade
 
 Status = Literal["queued", "running", "done"]
 STATUSES: tuple[Status, ...] = ("queued", "running", "done")
+ANONYMOUS = "anonymous"
+# The PostgreSQL channel a finished grade is announced on (payload: the submission id), in the
+# finishing transaction, so a waiter on any API node wakes up only once the row is readable.
+DONE_CHANNEL = "jaxjudge_done"
 
 
 class Base(DeclarativeBase):
@@ -69,6 +77,8 @@ class SubmissionRow(Base):
     max_score: Mapped[float | None] = mapped_column(Float, default=None)
     report_json: Mapped[str | None] = mapped_column(Text, default=None)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # Who submitted: sha256(bearer token)[:16], or "anonymous" with auth off. Drives fairness.
+    owner: Mapped[str] = mapped_column(String(32), default=ANONYMOUS, server_default=ANONYMOUS)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
@@ -77,6 +87,7 @@ class SubmissionRow(Base):
         Index("ix_submissions_status", "status"),
         Index("ix_submissions_problem_seq", "problem_id", "seq"),
         Index("ix_submissions_verdict_seq", "verdict", "seq"),
+        Index("ix_submissions_owner_status", "owner", "status"),
     )
 
 
@@ -96,6 +107,7 @@ class SubmissionRecord:
     source_bytes: int
     source_sha256: str
     attempts: int
+    owner: str
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
@@ -139,6 +151,7 @@ def _record(row: SubmissionRow) -> SubmissionRecord:
         source_bytes=row.source_bytes,
         source_sha256=row.source_sha256,
         attempts=row.attempts,
+        owner=row.owner,
         created_at=created,
         started_at=_utc(row.started_at),
         finished_at=_utc(row.finished_at),
@@ -208,13 +221,17 @@ class Store:
         self.engine.dispose()
 
     @contextmanager
-    def _tx(self) -> Iterator[Session]:
+    def transaction(self) -> Iterator[Session]:
+        """One session in one transaction: committed on exit, rolled back on an exception."""
         with self._sessions() as session, session.begin():
             yield session
 
     # -- writes ---------------------------------------------------------------------------
-    def create(self, problem_id: str, mode: str, source: bytes) -> SubmissionRecord:
-        """Insert a queued submission and commit it (durable once this returns)."""
+    @staticmethod
+    def insert(
+        session: Session, problem_id: str, mode: str, source: bytes, owner: str = ANONYMOUS
+    ) -> SubmissionRecord:
+        """Insert a queued submission in the caller's transaction (see `create`)."""
         row = SubmissionRow(
             id=uuid.uuid4().hex,
             problem_id=problem_id,
@@ -224,19 +241,33 @@ class Store:
             source_sha256=hashlib.sha256(source).hexdigest(),
             status="queued",
             attempts=0,
+            owner=owner,
             created_at=datetime.now(UTC),
         )
-        with self._tx() as session:
-            session.add(row)
-            session.flush()
-            return _record(row)
+        session.add(row)
+        session.flush()
+        return _record(row)
 
-    def claim(self, submission_id: str) -> ClaimedSubmission | None:
-        """Move a queued submission to running; None if it is not queued (graded already)."""
-        with self._tx() as session:
+    def create(
+        self, problem_id: str, mode: str, source: bytes, owner: str = ANONYMOUS
+    ) -> SubmissionRecord:
+        """Insert a queued submission and commit it (durable once this returns)."""
+        with self.transaction() as session:
+            return self.insert(session, problem_id, mode, source, owner)
+
+    def claim(self, submission_id: str, *, redelivery: bool = False) -> ClaimedSubmission | None:
+        """Move a submission to running and take the next fence (`attempts`); None if there is
+        nothing to grade.
+
+        The local queue claims only `queued` rows (its one process re-queues orphans at
+        start-up). A job queue that redelivers a job (`redelivery=True`) also claims a
+        `running` row: its grader was presumed dead, and the new fence outdates it.
+        """
+        claimable = ("queued", "running") if redelivery else ("queued",)
+        with self.transaction() as session:
             result = session.execute(
                 update(SubmissionRow)
-                .where(SubmissionRow.id == submission_id, SubmissionRow.status == "queued")
+                .where(SubmissionRow.id == submission_id, SubmissionRow.status.in_(claimable))
                 .values(
                     status="running",
                     started_at=datetime.now(UTC),
@@ -264,12 +295,19 @@ class Store:
         score: float,
         max_score: float,
         report_json: str,
+        fence: int | None = None,
     ) -> bool:
-        """Store the report of a running submission; False if it was not running."""
-        with self._tx() as session:
+        """Store the report of a running submission; False if it was not running, or (with
+        `fence`) if another claim took it since (its attempts moved on): a stale grader's
+        write changes nothing. On PostgreSQL the same transaction announces the finish on
+        DONE_CHANNEL (delivered to listeners only once it commits)."""
+        conditions = [SubmissionRow.id == submission_id, SubmissionRow.status == "running"]
+        if fence is not None:
+            conditions.append(SubmissionRow.attempts == fence)
+        with self.transaction() as session:
             result = session.execute(
                 update(SubmissionRow)
-                .where(SubmissionRow.id == submission_id, SubmissionRow.status == "running")
+                .where(*conditions)
                 .values(
                     status="done",
                     verdict=verdict,
@@ -279,15 +317,22 @@ class Store:
                     finished_at=datetime.now(UTC),
                 )
             )
-            return result.rowcount == 1  # type: ignore[attr-defined]
+            done = result.rowcount == 1  # type: ignore[attr-defined]
+            if done and self.backend == "postgresql":
+                session.execute(
+                    text("SELECT pg_notify(:channel, :id)"),
+                    {"channel": DONE_CHANNEL, "id": submission_id},
+                )
+            return done
 
     def recover(self) -> list[str]:
         """Re-queue interrupted (running) submissions; return every queued id, oldest first.
 
-        Assumes a single service instance per database: a running row is one whose grader died
-        with the previous process.
+        Local queue only: it assumes a single service instance per database, where a running
+        row is one whose grader died with the previous process. With the PostgreSQL job queue
+        nothing calls this (a running row may be graded by a live worker elsewhere).
         """
-        with self._tx() as session:
+        with self.transaction() as session:
             session.execute(
                 update(SubmissionRow)
                 .where(SubmissionRow.status == "running")
@@ -299,6 +344,33 @@ class Store:
                 .order_by(SubmissionRow.seq)
             ).scalars()
             return list(ids)
+
+    # -- queue statistics (in the caller's session) ---------------------------------------
+    @staticmethod
+    def count_queued(session: Session, owner: str | None = None) -> int:
+        """Submissions waiting for a grader (of one owner, if given)."""
+        query = select(func.count()).select_from(SubmissionRow).where(
+            SubmissionRow.status == "queued"
+        )
+        if owner is not None:
+            query = query.where(SubmissionRow.owner == owner)
+        return int(session.execute(query).scalar_one())
+
+    @staticmethod
+    def recent_grade_seconds(session: Session, last: int = 20) -> float | None:
+        """Mean wall time of the last `last` grades (claim to finish), None before the first."""
+        recent = (
+            select(SubmissionRow.started_at, SubmissionRow.finished_at)
+            .where(SubmissionRow.status == "done", SubmissionRow.started_at.is_not(None))
+            .order_by(SubmissionRow.seq.desc())
+            .limit(last)
+        )
+        spans = [
+            (f - s).total_seconds()
+            for s, f in session.execute(recent).all()
+            if s is not None and f is not None
+        ]
+        return sum(spans) / len(spans) if spans else None
 
     # -- reads ----------------------------------------------------------------------------
     def get(self, submission_id: str) -> SubmissionRecord | None:

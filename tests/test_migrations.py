@@ -17,7 +17,7 @@ from conftest import empty_postgres
 from sqlalchemy import Column, Integer, MetaData, String, Table, inspect, text
 from sqlalchemy.engine import Engine
 
-from app.migrate import current, head, upgrade
+from app.migrate import current, head, include_name, upgrade
 from app.store import Base, Store, make_engine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +34,8 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 def _diff(engine: Engine) -> list[object]:
     with engine.connect() as conn:
-        return list(compare_metadata(MigrationContext.configure(conn), Base.metadata))
+        context = MigrationContext.configure(conn, opts={"include_name": include_name})
+        return list(compare_metadata(context, Base.metadata))
 
 
 def test_fresh_database_reaches_head_and_matches_the_models(db_url: str) -> None:

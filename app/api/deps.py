@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from app.api.errors import ApiError
 from app.core.config import Settings
 from app.core.ratelimit import RateLimiter
-from app.queue import GradingQueue
+from app.dispatch import Dispatcher, owner_of
 from app.store import Store
 
 
@@ -23,13 +23,13 @@ def get_store(request: Request) -> Store:
     return request.app.state.store  # type: ignore[no-any-return]
 
 
-def get_queue(request: Request) -> GradingQueue:
-    return request.app.state.queue  # type: ignore[no-any-return]
+def get_dispatcher(request: Request) -> Dispatcher:
+    return request.app.state.dispatcher  # type: ignore[no-any-return]
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[Store, Depends(get_store)]
-QueueDep = Annotated[GradingQueue, Depends(get_queue)]
+DispatcherDep = Annotated[Dispatcher, Depends(get_dispatcher)]
 
 _bearer = HTTPBearer(auto_error=False, description="Required only when auth_tokens is set.")
 
@@ -67,3 +67,17 @@ async def require_token(
 
 
 AuthDep = Depends(require_token)
+
+
+def get_owner(
+    settings: SettingsDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    """Whose submission this is, for fairness: a hash of the (already verified) bearer token
+    with auth on, "anonymous" with auth off."""
+    if not settings.auth_enabled or credentials is None:
+        return owner_of(None)
+    return owner_of(credentials.credentials)
+
+
+OwnerDep = Annotated[str, Depends(get_owner)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationInfo, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -118,6 +118,27 @@ class Settings(BaseSettings):
         "compiles the rest; 'xla' always compiles.",
     )
     log_level: LogLevel = Field("info", description="uvicorn and service log level.")
+    queue: Literal["local", "postgres"] = Field(
+        "local",
+        description="Where grading happens. 'local' (the default): a pool of `workers` threads "
+        "inside `jaxjudge serve`. 'postgres': API nodes only store and enqueue (a Procrastinate "
+        "job in the submission's transaction) and `jaxjudge worker` processes grade; needs a "
+        "postgresql database_url.",
+    )
+    worker_heartbeat_seconds: float = Field(
+        2.0, gt=0, le=60,
+        description="`jaxjudge worker`: how often a worker process proves it is alive.",
+    )
+    worker_stall_seconds: float = Field(
+        10.0, gt=0, le=3600,
+        description="`jaxjudge worker`: a worker whose last heartbeat is older than this is "
+        "presumed dead and its jobs are redelivered (at least 3 heartbeats).",
+    )
+    worker_shutdown_seconds: float = Field(
+        30.0, ge=0, le=3600,
+        description="`jaxjudge worker`: on SIGTERM, how long in-flight grades may finish "
+        "before they are abandoned (and redelivered to another worker).",
+    )
     metrics_enabled: bool = Field(
         True,
         description="Serve Prometheus metrics at GET /metrics (behind the same bearer auth as "
@@ -214,6 +235,23 @@ class Settings(BaseSettings):
         if url.get_backend_name() not in ("sqlite", "postgresql"):
             raise ValueError("only sqlite and postgresql databases are supported")
         return v
+
+    @model_validator(mode="after")
+    def _check_queue(self) -> Settings:
+        if self.queue == "postgres" and make_url(self.database_url).get_backend_name() != (
+            "postgresql"
+        ):
+            raise ValueError(
+                "JAXJUDGE_QUEUE=postgres needs a PostgreSQL database: set "
+                "JAXJUDGE_DATABASE_URL=postgresql://user:password@host/dbname"
+            )
+        if self.worker_stall_seconds < 3 * self.worker_heartbeat_seconds:
+            raise ValueError(
+                "worker_stall_seconds must be at least 3 heartbeats "
+                f"(3 x {self.worker_heartbeat_seconds} s): a busy but live worker would "
+                "otherwise be presumed dead"
+            )
+        return self
 
     @property
     def auth_enabled(self) -> bool:

@@ -9,6 +9,7 @@ import os
 from alembic import context
 from sqlalchemy import Connection
 
+from app.migrate import include_name
 from app.store import Base, make_engine
 
 
@@ -19,6 +20,7 @@ def _run(connection: Connection) -> None:
         # SQLite cannot ALTER most things in place: batch mode copies the table instead.
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
+        include_name=include_name,  # Procrastinate's tables are not ours to autogenerate
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -8,10 +8,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from app.api.deps import QueueDep, SettingsDep, StoreDep
+from app.api.deps import DispatcherDep, OwnerDep, SettingsDep, StoreDep
 from app.api.errors import ApiError
 from app.api.routes.problems import find_problem
-from app.queue import GradingQueue, QueueFull, public_report
+from app.queue import QueueFull, public_report
 from app.schemas import (
     ErrorBody,
     SourceError,
@@ -45,15 +45,6 @@ def _get_or_404(store: Store, submission_id: str) -> SubmissionRecord:
     return record
 
 
-def _store_and_queue(
-    store: Store, queue: GradingQueue, body: SubmissionCreate, source: bytes
-) -> SubmissionRecord:
-    with queue.reserve() as slot:
-        record = store.create(body.problem_id, body.mode, source)
-        slot.push(record.id)
-    return record
-
-
 @router.post(
     "",
     status_code=202,
@@ -75,7 +66,8 @@ async def create_submission(
     response: Response,
     settings: SettingsDep,
     store: StoreDep,
-    queue: QueueDep,
+    dispatcher: DispatcherDep,
+    owner: OwnerDep,
     wait: Annotated[bool, Query(description="Hold the request until graded.")] = False,
 ) -> SubmissionPublic:
     try:
@@ -88,21 +80,18 @@ async def create_submission(
         )
     await asyncio.to_thread(find_problem, body.problem_id)
     try:
-        # One thread call for reserve + insert + push: a client disconnecting mid-request
-        # cannot leave a stored row that was never queued.
-        record = await asyncio.to_thread(_store_and_queue, store, queue, body, source)
+        # One thread call for store + queue: a client disconnecting mid-request cannot leave
+        # a stored row that was never queued.
+        record = await asyncio.to_thread(
+            dispatcher.submit, body.problem_id, body.mode, source, owner
+        )
     except QueueFull as exc:
         raise ApiError(
             503, str(exc), code="queue_full", headers={"Retry-After": str(exc.retry_after)}
         ) from exc
     response.headers["Location"] = f"/v1/submissions/{record.id}"
     if wait and settings.wait_timeout_seconds > 0:
-
-        def is_done() -> bool:
-            current = store.get(record.id)
-            return current is not None and current.status == "done"
-
-        if await queue.wait(record.id, settings.wait_timeout_seconds, is_done):
+        if await dispatcher.wait(record.id, settings.wait_timeout_seconds):
             response.status_code = 200
         record = await asyncio.to_thread(_get_or_404, store, record.id)
     return to_public(record)

@@ -8,7 +8,7 @@ from importlib import metadata
 
 from fastapi import APIRouter, Request
 
-from app.api.deps import QueueDep, SettingsDep, StoreDep
+from app.api.deps import DispatcherDep, SettingsDep, StoreDep
 from app.schemas import ProtectionStatus, SystemInfo
 
 health_router = APIRouter(tags=["system"])
@@ -20,7 +20,8 @@ def versions() -> dict[str, str]:
     """Installed versions, read from package metadata (importing jax here would cost seconds
     and memory in the server process, which never runs JAX itself)."""
     out = {"python": platform.python_version()}
-    for dist in ("jaxjudge", "jax", "jaxlib", "fastapi", "pydantic", "sqlalchemy", "uvicorn"):
+    for dist in ("jaxjudge", "jax", "jaxlib", "fastapi", "pydantic", "sqlalchemy", "uvicorn",
+                 "procrastinate"):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -34,14 +35,18 @@ def healthz() -> dict[str, str]:
 
 
 @router.get("/system", response_model=SystemInfo, summary="Versions, pool and sandbox status")
-def system(request: Request, settings: SettingsDep, store: StoreDep, queue: QueueDep) -> SystemInfo:
+def system(
+    request: Request, settings: SettingsDep, store: StoreDep, dispatcher: DispatcherDep
+) -> SystemInfo:
     layers: dict[str, dict[str, object]] = request.app.state.protections
+    stats = dispatcher.stats()
     return SystemInfo(
         versions=versions(),
-        workers=queue.workers,
-        queue_size=queue.queue_size,
-        queue_depth=queue.depth,
-        running=queue.running,
+        queue=dispatcher.kind,
+        workers=stats.workers,
+        queue_size=dispatcher.queue_size,
+        queue_depth=stats.depth,
+        running=stats.running,
         submissions=store.count_by_status(),
         database=store.backend,
         auth_enabled=settings.auth_enabled,

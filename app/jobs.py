@@ -1,0 +1,121 @@
+"""The PostgreSQL job queue (JAXJUDGE_QUEUE=postgres): Procrastinate's App, the one task, and
+deferring a grade inside the submission's own transaction.
+
+Why Procrastinate: its jobs are rows in the same PostgreSQL as the submissions, so the API
+inserts the submission and its job in ONE transaction (no dual write with a broker: either both
+exist or neither); workers take jobs with `FOR UPDATE SKIP LOCKED`, heartbeat, and a stalled
+worker's jobs can be found and retried; LISTEN/NOTIFY comes with the same database. Nothing but
+PostgreSQL has to run.
+
+The API nodes never open a Procrastinate App: `defer_in_transaction` calls Procrastinate's own
+SQL function `procrastinate_defer_jobs_v1` on the SQLAlchemy session that inserts the row.
+Only `jaxjudge worker` (app/worker.py) opens the App and runs its worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from procrastinate import App, JobContext, PsycopgConnector, RetryDecision
+from procrastinate.exceptions import JobAborted
+from procrastinate.jobs import Job
+from procrastinate.retry import BaseRetryStrategy
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
+QUEUE_NAME = "grading"
+TASK_NAME = "jaxjudge.grade_submission"
+# `additional_context` key under which the worker runtime hands the task its grade coroutine.
+GRADE_KEY = "jaxjudge_grade"
+
+# Priorities (Procrastinate fetches ORDER BY priority DESC, id ASC): a `run` (examples only,
+# a learner waiting at the editor) goes before every `submit`; within a mode, an owner's k-th
+# pending job gets -k, so one token's 500 submissions interleave with everybody else's.
+RUN_PRIORITY = 1_000_000
+MAX_PENDING_PENALTY = 999_999
+
+GradeCoroutine = Callable[[str], Awaitable[str]]
+
+
+def job_priority(mode: str, pending_of_owner: int) -> int:
+    """The job's priority from its mode and how many of its owner's jobs wait already."""
+    base = RUN_PRIORITY if mode == "run" else 0
+    return base - min(max(0, pending_of_owner), MAX_PENDING_PENALTY)
+
+
+def conninfo(database_url: str) -> str:
+    """A libpq connection string from the service's SQLAlchemy URL (psycopg 3 either way)."""
+    url = make_url(database_url)
+    if url.get_backend_name() != "postgresql":
+        raise ValueError("the job queue needs a PostgreSQL database")
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def defer_in_transaction(session: Session, submission_id: str, priority: int) -> int:
+    """Queue the grade of `submission_id` in the caller's (not yet committed) transaction;
+    returns the job id. queueing_lock = the submission id: a submission can never have two
+    jobs waiting (a second defer fails the transaction with a unique violation)."""
+    job_id = session.execute(
+        text(
+            "SELECT (procrastinate_defer_jobs_v1(ARRAY[ROW("
+            "CAST(:queue AS varchar), CAST(:task AS varchar), CAST(:priority AS integer), "
+            "CAST(NULL AS text), CAST(:qlock AS text), CAST(:args AS jsonb), "
+            "CAST(NULL AS timestamptz))::procrastinate_job_to_defer_v1]))[1]"
+        ),
+        {
+            "queue": QUEUE_NAME,
+            "task": TASK_NAME,
+            "priority": priority,
+            "qlock": submission_id,
+            "args": json.dumps({"submission_id": submission_id}),
+        },
+    ).scalar_one()
+    return int(job_id)
+
+
+class RedeliverInterrupted(BaseRetryStrategy):
+    """What Procrastinate does when the task did not complete.
+
+    Cancelled (the worker's shutdown bound passed): back to `todo` at once, for another worker.
+    Raised (the store was unreachable mid-grade): retried with backoff, at most
+    `max_attempts` times; the submission row's own fence counts interrupted grades, so a
+    submission that keeps killing graders still ends as internal_error.
+    """
+
+    def __init__(self, max_attempts: int = 10) -> None:
+        self.max_attempts = max_attempts
+
+    def get_retry_decision(
+        self, *, exception: BaseException, job: Job
+    ) -> RetryDecision | None:
+        if isinstance(exception, asyncio.CancelledError | JobAborted):
+            return RetryDecision()
+        if isinstance(exception, Exception) and job.attempts < self.max_attempts:
+            return RetryDecision(retry_in={"seconds": min(30, 2 ** job.attempts)})
+        return None
+
+
+async def _grade_submission(context: JobContext, submission_id: str) -> str:
+    """The task: grade one stored submission (the worker's runtime does claim -> grade ->
+    finish with the fence)."""
+    grade: GradeCoroutine = context.additional_context[GRADE_KEY]
+    return await grade(submission_id)
+
+
+def make_app(database_url: str, *, pool_size: int = 4, **worker_defaults: Any) -> App:
+    """Procrastinate's App on the service's database, with the grade task registered."""
+    connector = PsycopgConnector(
+        conninfo=conninfo(database_url), min_size=1, max_size=max(2, pool_size)
+    )
+    app = App(connector=connector, worker_defaults=worker_defaults or None)  # type: ignore[arg-type]
+    app.task(
+        name=TASK_NAME,
+        queue=QUEUE_NAME,
+        pass_context=True,
+        retry=RedeliverInterrupted(),
+    )(_grade_submission)
+    return app

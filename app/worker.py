@@ -1,0 +1,177 @@
+"""`jaxjudge worker`: a grading process of the PostgreSQL job queue (JAXJUDGE_QUEUE=postgres).
+
+One process = one Procrastinate worker with concurrency N (JAXJUDGE_WORKERS or --concurrency)
+and a Grader with a warm pool of N. Each job runs the same grade path as the local pool
+(`app.queue.grade_and_store`: claim -> grade -> public report -> finish under the fence) in a
+thread, so the event loop keeps the heartbeat going while grades run.
+
+The guarantee (exactly once in the store, at least once in execution):
+- every worker heartbeats every `worker_heartbeat_seconds` (2 s);
+- every worker sweeps every heartbeat: a job in `doing` whose worker's last heartbeat is older
+  than `worker_stall_seconds` (10 s), or whose worker row is gone, goes back to `todo`
+  (several sweepers may race: the losers' retries fail harmlessly);
+- the redelivered job claims the `running` row again with attempts + 1; a late finish from
+  the presumed-dead grader carries the old fence and changes nothing;
+- a submission interrupted MAX_ATTEMPTS (3) times is finished as internal_error.
+Redelivery after a SIGKILL: stall (10 s) + one sweep (2 s) + one fetch poll (2 s), so
+<= 16 s plus a heartbeat's slack; documented as <= 30 s.
+
+SIGTERM/SIGINT: stop fetching, let in-flight grades finish for `worker_shutdown_seconds`, then
+abandon the rest (their threads' results are dropped, their jobs go back to `todo` at once for
+another worker) and exit. A second signal kills at once (jobs are then swept as stalled).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from procrastinate.manager import JobManager
+
+from app.core.config import Settings
+from app.jobs import GRADE_KEY, QUEUE_NAME, TASK_NAME, make_app
+from app.queue import GradeFn, OnGraded, grade_and_store, grading_function
+from app.store import Store
+from grader import Grader
+
+log = logging.getLogger("jaxjudge.worker")
+
+T = TypeVar("T")
+
+
+async def in_daemon_thread(fn: Callable[[], T]) -> T:
+    """Run `fn` in a daemon thread and await it. Cancelling the await leaves the thread
+    running (a grade cannot be interrupted mid-way) but never blocks the process's exit."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def deliver(result: T | None, exc: BaseException | None) -> None:
+        if future.done():
+            return
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+
+    def target() -> None:
+        try:
+            result, exc = fn(), None
+        except BaseException as e:
+            result, exc = None, e
+        with contextlib.suppress(RuntimeError):  # the loop is gone: the process is exiting
+            loop.call_soon_threadsafe(deliver, result, exc)
+
+    threading.Thread(target=target, name="jaxjudge-grade", daemon=True).start()
+    return await future
+
+
+class WorkerRuntime:
+    """What the Procrastinate task calls: the grade path with this process's store and grader."""
+
+    def __init__(self, store: Store, grade_fn: GradeFn, on_graded: OnGraded | None = None):
+        self._store = store
+        self._grade_fn = grade_fn
+        self._on_graded = on_graded
+
+    async def grade(self, submission_id: str) -> str:
+        abandoned = threading.Event()
+
+        def work() -> str:
+            outcome = grade_and_store(
+                self._store,
+                submission_id,
+                self._grade_fn,
+                redelivery=True,
+                on_graded=self._on_graded,
+                abandoned=abandoned.is_set,
+            )
+            return outcome.report.verdict.value if outcome else "nothing stored"
+
+        try:
+            return await in_daemon_thread(work)
+        except asyncio.CancelledError:
+            abandoned.set()  # shutting down: whatever the thread finds is not stored
+            raise
+
+
+async def sweep_stalled(job_manager: JobManager, stall_seconds: float) -> int:
+    """Put the jobs of presumed-dead workers back to `todo`; returns how many this call did.
+    Two sweepers may find the same job: the second retry fails (the job is no longer
+    `doing`) and is ignored."""
+    stalled = await job_manager.get_stalled_jobs(
+        task_name=TASK_NAME, seconds_since_heartbeat=stall_seconds
+    )
+    retried = 0
+    for job in stalled:
+        try:
+            await job_manager.retry_job(job)
+        except Exception as exc:  # another sweeper won, or the job finished meanwhile
+            log.debug("job %s not retried: %s", job.id, exc)
+            continue
+        retried += 1
+        log.warning("redelivering job %s (%s): its worker stopped heartbeating",
+                    job.id, job.task_kwargs.get("submission_id"))
+    return retried
+
+
+async def _sweep_forever(job_manager: JobManager, settings: Settings) -> None:
+    while True:
+        try:
+            await sweep_stalled(job_manager, settings.worker_stall_seconds)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the database is away: try again next round
+            log.warning("stalled-job sweep failed: %s", exc)
+        await asyncio.sleep(settings.worker_heartbeat_seconds)
+
+
+async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -> None:
+    """Grade jobs until SIGTERM/SIGINT. Fails closed like `serve` (SandboxUnavailable)."""
+    from app.main import _check_sandbox  # the very check `serve` runs at start-up
+
+    await asyncio.to_thread(_check_sandbox, settings)
+    concurrency = settings.workers
+    grader = await asyncio.to_thread(
+        Grader,
+        warm_pool=concurrency if settings.warm_pool else False,
+        engine=settings.engine,
+        report_cache=settings.report_cache_size,
+    )
+    try:
+        store = await asyncio.to_thread(Store, settings.database_url)  # migrates if behind
+        try:
+            runtime = WorkerRuntime(store, grading_function(grader), on_graded)
+            jobs_app = make_app(settings.database_url, pool_size=concurrency + 4)
+            async with jobs_app.open_async():
+                sweeper = asyncio.create_task(_sweep_forever(jobs_app.job_manager, settings))
+                log.info("jaxjudge worker: concurrency %d, heartbeat %.1f s, stall %.1f s",
+                         concurrency, settings.worker_heartbeat_seconds,
+                         settings.worker_stall_seconds)
+                try:
+                    await jobs_app.run_worker_async(
+                        queues=[QUEUE_NAME],
+                        name=f"jaxjudge@{socket.gethostname()}:{os.getpid()}",
+                        concurrency=concurrency,
+                        update_heartbeat_interval=settings.worker_heartbeat_seconds,
+                        stalled_worker_timeout=settings.worker_stall_seconds,
+                        fetch_job_polling_interval=settings.worker_heartbeat_seconds,
+                        shutdown_graceful_timeout=settings.worker_shutdown_seconds,
+                        additional_context={GRADE_KEY: runtime.grade},
+                        delete_jobs="successful",
+                        install_signal_handlers=True,
+                    )
+                finally:
+                    sweeper.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await sweeper
+        finally:
+            store.close()
+    finally:
+        await asyncio.to_thread(grader.close)
+    log.info("jaxjudge worker stopped")
