@@ -66,8 +66,10 @@ def serve_cmd(
 ) -> None:
     """Run the HTTP service (settings from JAXJUDGE_* variables; options override them).
 
-    Refuses to start (status 3) while a sandbox layer is missing, saying which, why it matters
-    and the ways out, unless the unsafe opt-out names it."""
+    With the local queue (the default) it grades too, so it refuses to start (status 3) while a
+    sandbox layer is missing, saying which, why it matters and the ways out, unless the unsafe
+    opt-out names it. With JAXJUDGE_QUEUE=postgres it only stores and enqueues: `jaxjudge
+    worker` processes grade, and they make that check."""
     import uvicorn
 
     from app.main import create_app
@@ -77,7 +79,8 @@ def serve_cmd(
         overrides["unsafe_allow_missing_sandbox"] = "all"
     settings = _settings_or_exit(overrides)
     _setup_logging(settings)
-    _require_sandbox_or_exit(settings)  # before uvicorn, for a plain message; start-up again
+    if settings.queue == "local":  # an API node of the postgres queue never grades
+        _require_sandbox_or_exit(settings)  # before uvicorn, for a plain message; start-up too
     uvicorn.run(
         create_app(settings),
         host=settings.host,
@@ -95,6 +98,16 @@ def worker_cmd(
         int | None,
         typer.Option("--concurrency", "-c", min=1, help="Concurrent grades [JAXJUDGE_WORKERS]."),
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option("--metrics-port", min=1, max=65535,
+                     help="Serve Prometheus metrics on this port [JAXJUDGE_WORKER_METRICS_PORT]."),
+    ] = None,
+    metrics_addr: Annotated[
+        str | None,
+        typer.Option("--metrics-addr",
+                     help="Address of the metrics server, no auth [JAXJUDGE_WORKER_METRICS_ADDR]."),
+    ] = None,
     unsafe_allow_missing_sandbox: Annotated[
         bool, typer.Option("--unsafe-allow-missing-sandbox", help=_UNSAFE_HELP)
     ] = False,
@@ -110,7 +123,11 @@ def worker_cmd(
     from app.worker import run_worker
     from grader.sandbox import SandboxUnavailable
 
-    overrides: dict[str, object] = {"workers": concurrency}
+    overrides: dict[str, object] = {
+        "workers": concurrency,
+        "worker_metrics_port": metrics_port,
+        "worker_metrics_addr": metrics_addr,
+    }
     if unsafe_allow_missing_sandbox:
         overrides["unsafe_allow_missing_sandbox"] = "all"
     settings = _settings_or_exit(overrides)

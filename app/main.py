@@ -143,9 +143,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     `jaxjudge worker` processes grade, and a running row may be theirs).
     """
     settings: Settings = app.state.settings
-    app.state.protections = await asyncio.to_thread(_check_sandbox, settings)
     grader: Grader | None = None
+    # An API node of the postgres queue never runs a submission, so it needs no sandbox (and
+    # its container no loosened profile): the workers check every layer and refuse to grade
+    # without them. /v1/system and /metrics then show no layers for this node.
+    app.state.protections = {}
     if settings.queue == "local":
+        app.state.protections = await asyncio.to_thread(_check_sandbox, settings)
         grader = await asyncio.to_thread(
             Grader,
             warm_pool=settings.workers if settings.warm_pool else False,

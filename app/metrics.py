@@ -194,13 +194,37 @@ class DatabaseCollector:
         )
         if snap.workers is not None:
             workers.add_metric([], float(snap.workers))
-        active = GaugeMetricFamily(
-            "jaxjudge_sandbox_layer_active", "1 if the sandbox layer is active, else 0.",
-            labels=["layer"],
-        )
-        for name, info in sorted(layers.items()):
-            active.add_metric([str(name)], 1.0 if info.get("active") else 0.0)
-        return [up, subs, depth, workers, active]
+        return [up, subs, depth, workers, layer_family(layers)]
+
+
+def layer_family(layers: Mapping[str, Mapping[str, Any]]) -> Metric:
+    """`jaxjudge_sandbox_layer_active{layer}` from a `grader.protections()`-shaped mapping."""
+    active = GaugeMetricFamily(
+        "jaxjudge_sandbox_layer_active", "1 if the sandbox layer is active, else 0.",
+        labels=["layer"],
+    )
+    for name, info in sorted(layers.items()):
+        active.add_metric([str(name)], 1.0 if info.get("active") else 0.0)
+    return active
+
+
+class _LayerCollector:
+    """The sandbox layers of a grading worker (which has no database gauges of its own)."""
+
+    def __init__(self, layers: Mapping[str, Mapping[str, Any]]) -> None:
+        self._layers = {k: dict(v) for k, v in layers.items()}
+
+    def collect(self) -> Iterable[Metric]:
+        yield layer_family(self._layers)
+
+
+def worker_metrics(info: Mapping[str, str], layers: Mapping[str, Mapping[str, Any]]) -> Metrics:
+    """The metrics a `jaxjudge worker` serves: its grades and grade seconds, its versions and
+    the sandbox layers it checked at start-up. Queue and submission gauges come from the API
+    nodes' /metrics (they read the shared database), so they are not repeated here."""
+    metrics = Metrics(info=info)
+    metrics.registry.register(_LayerCollector(layers))
+    return metrics
 
 
 class _InfoCollector:

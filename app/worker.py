@@ -30,15 +30,16 @@ import os
 import socket
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from procrastinate.manager import JobManager
 
 from app.core.config import Settings
 from app.jobs import GRADE_KEY, QUEUE_NAME, TASK_NAME, make_app
+from app.metrics import Metrics, serve_metrics, worker_metrics
 from app.queue import GradeFn, OnGraded, grade_and_store, grading_function
 from app.store import Store
-from grader import Grader
+from grader import Grader, Report
 
 log = logging.getLogger("jaxjudge.worker")
 
@@ -135,7 +136,11 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
     """Grade jobs until SIGTERM/SIGINT. Fails closed like `serve` (SandboxUnavailable)."""
     from app.main import _check_sandbox  # the very check `serve` runs at start-up
 
-    await asyncio.to_thread(_check_sandbox, settings)
+    layers = await asyncio.to_thread(_check_sandbox, settings)
+    metrics_server = None
+    if settings.worker_metrics_port is not None:
+        observed, metrics_server = _serve_metrics(settings, layers)
+        on_graded = _both(on_graded, observed.observe_report)
     concurrency = settings.workers
     grader = await asyncio.to_thread(
         Grader,
@@ -174,4 +179,36 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
             store.close()
     finally:
         await asyncio.to_thread(grader.close)
+        if metrics_server is not None:
+            metrics_server.shutdown()
     log.info("jaxjudge worker stopped")
+
+
+def _serve_metrics(
+    settings: Settings, layers: dict[str, dict[str, object]]
+) -> tuple[Metrics, Any]:
+    """This worker's metrics server (`--metrics-port`): its grades, stage seconds and layers."""
+    from app.api.routes.system import versions
+
+    v = versions()
+    observed = worker_metrics(
+        {"version": v["jaxjudge"], "jax": v["jax"], "jaxlib": v["jaxlib"],
+         "python": v["python"], "queue": settings.queue, "role": "worker"},
+        layers,
+    )
+    assert settings.worker_metrics_port is not None
+    server = serve_metrics(settings.worker_metrics_port, observed, settings.worker_metrics_addr)
+    log.info("jaxjudge worker: metrics at http://%s:%d/metrics", settings.worker_metrics_addr,
+             settings.worker_metrics_port)
+    return observed, server
+
+
+def _both(first: OnGraded | None, second: OnGraded) -> OnGraded:
+    if first is None:
+        return second
+
+    def both(report: Report) -> None:
+        first(report)
+        second(report)
+
+    return both

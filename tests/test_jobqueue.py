@@ -469,3 +469,36 @@ def test_api_node_does_not_recover_running_rows(db: str, store: Store, tmp_path:
         assert httpx.get(f"{node.base_url}/v1/system").json()["running"] >= 1
     finally:
         node.stop()
+
+
+def test_an_api_node_needs_no_sandbox_and_a_worker_serves_its_metrics(
+    db: str, store: Store, tmp_path: Path
+) -> None:
+    """In the postgres queue the API node never runs a submission: it starts with a sandbox
+    layer off (the worker would refuse, see above) and reports no layers of its own. The
+    worker's --metrics-port server counts the grade it made and shows the layers it checked."""
+    from api_fixtures import free_port
+    from prometheus_client.parser import text_string_to_metric_families
+
+    node = Server(tmp_path / "node", via_cli=True, queue="postgres", database_url=db,
+                  sandbox_disable="bwrap", rate_limit_per_minute=0, **FAST)
+    port = free_port()
+    worker = Worker(tmp_path, db, "metrics", worker_metrics_port=port)
+    try:
+        system = httpx.get(f"{node.base_url}/v1/system", timeout=10).json()
+        assert system["protections"] == {}
+        worker.wait_ready()
+        with httpx.Client(base_url=node.base_url, timeout=30) as client:
+            sid = submit(client, f"{REFERENCE}\n# metrics {time.time_ns()}\n").json()["id"]
+            assert wait_done(client, sid)["verdict"] == "accepted"
+        samples: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        text_body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+        for family in text_string_to_metric_families(text_body):
+            for s in family.samples:
+                samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+        assert samples[("jaxjudge_grades_total", (("mode", "run"), ("verdict", "accepted")))] == 1
+        assert samples[("jaxjudge_sandbox_layer_active", (("layer", "bwrap"),))] == 1
+        assert samples[("jaxjudge_grade_seconds_count", (("stage", "total"),))] == 1
+    finally:
+        worker.stop()
+        node.stop()

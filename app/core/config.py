@@ -139,6 +139,17 @@ class Settings(BaseSettings):
         description="`jaxjudge worker`: on SIGTERM, how long in-flight grades may finish "
         "before they are abandoned (and redelivered to another worker).",
     )
+    worker_metrics_port: int | None = Field(
+        None, ge=1, le=65535,
+        description="`jaxjudge worker`: serve this worker's Prometheus metrics (grades, grade "
+        "seconds by stage, sandbox layers) at http://<worker_metrics_addr>:<port>/metrics. "
+        "Unset: no metrics server.",
+    )
+    worker_metrics_addr: str = Field(
+        "127.0.0.1", min_length=1,
+        description="`jaxjudge worker`: the address its metrics server binds; it has no "
+        "authentication, so keep it on loopback or a network only Prometheus reaches.",
+    )
     metrics_enabled: bool = Field(
         True,
         description="Serve Prometheus metrics at GET /metrics (behind the same bearer auth as "
