@@ -77,6 +77,32 @@ def defer_in_transaction(session: Session, submission_id: str, priority: int) ->
     return int(job_id)
 
 
+def requeue_orphans(session: Session, older_than: float, limit: int = 100) -> list[str]:
+    """Give a new job to every unfinished submission that has none left; returns their ids.
+
+    Insert and defer share a transaction, so a queued row always starts with a job. A job can
+    still end without the row being finished: Procrastinate gives up on it after its retries
+    (the database was away for minutes), or a presumed-dead grader's late completion marks a
+    redelivered job done while its new grader then dies. Without this such a row would stay
+    `queued`/`running` for ever. The row's fence still counts every grade that starts, so a
+    submission that keeps failing ends as internal_error rather than looping. Rows younger than
+    `older_than` seconds are left alone, and SKIP LOCKED lets two sweepers share the work."""
+    rows = session.execute(
+        text(
+            "SELECT s.id, s.mode FROM submissions AS s "
+            "WHERE s.status IN ('queued', 'running') "
+            "AND s.created_at < now() - make_interval(secs => :age) "
+            "AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs AS j "
+            "WHERE j.queueing_lock = s.id AND j.status IN ('todo', 'doing')) "
+            "ORDER BY s.seq LIMIT :limit FOR UPDATE OF s SKIP LOCKED"
+        ),
+        {"age": older_than, "limit": limit},
+    ).all()
+    for submission_id, mode in rows:
+        defer_in_transaction(session, submission_id, job_priority(mode, 0))
+    return [submission_id for submission_id, _ in rows]
+
+
 class RedeliverInterrupted(BaseRetryStrategy):
     """What Procrastinate does when the task did not complete.
 

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 from procrastinate.manager import JobManager
 
 from app.core.config import Settings
-from app.jobs import GRADE_KEY, QUEUE_NAME, TASK_NAME, make_app
+from app.jobs import GRADE_KEY, QUEUE_NAME, TASK_NAME, make_app, requeue_orphans
 from app.metrics import Metrics, serve_metrics, worker_metrics
 from app.queue import GradeFn, OnGraded, grade_and_store, grading_function
 from app.store import Store
@@ -121,10 +121,20 @@ async def sweep_stalled(job_manager: JobManager, stall_seconds: float) -> int:
     return retried
 
 
-async def _sweep_forever(job_manager: JobManager, settings: Settings) -> None:
+def sweep_orphans(store: Store, stall_seconds: float) -> list[str]:
+    """Re-queue unfinished submissions whose job is gone (`requeue_orphans`), logging each."""
+    with store.transaction() as session:
+        ids = requeue_orphans(session, older_than=stall_seconds)
+    for submission_id in ids:
+        log.warning("re-queued submission %s: unfinished, and its job had ended", submission_id)
+    return ids
+
+
+async def _sweep_forever(job_manager: JobManager, store: Store, settings: Settings) -> None:
     while True:
         try:
             await sweep_stalled(job_manager, settings.worker_stall_seconds)
+            await asyncio.to_thread(sweep_orphans, store, settings.worker_stall_seconds)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the database is away: try again next round
@@ -154,7 +164,7 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
             runtime = WorkerRuntime(store, grading_function(grader), on_graded)
             jobs_app = make_app(settings.database_url, pool_size=concurrency + 4)
             async with jobs_app.open_async():
-                sweeper = asyncio.create_task(_sweep_forever(jobs_app.job_manager, settings))
+                sweeper = asyncio.create_task(_sweep_forever(jobs_app.job_manager, store, settings))
                 log.info("jaxjudge worker: concurrency %d, heartbeat %.1f s, stall %.1f s",
                          concurrency, settings.worker_heartbeat_seconds,
                          settings.worker_stall_seconds)

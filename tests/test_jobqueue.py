@@ -502,3 +502,36 @@ def test_an_api_node_needs_no_sandbox_and_a_worker_serves_its_metrics(
     finally:
         worker.stop()
         node.stop()
+
+
+def test_an_unfinished_submission_whose_job_ended_gets_a_new_one(store: Store) -> None:
+    """A row left `queued`/`running` with no live job (Procrastinate gave up on it while the
+    database was away) is re-queued by the workers' sweep, once; finished rows, rows with a
+    live job and young rows are left alone."""
+    from app.worker import sweep_orphans
+
+    _clear(store)
+    lost_queued = store.create(PROBLEM, "submit", b"lost", "o").id  # as if its job had failed
+    failed_running = store.create(PROBLEM, "run", b"failed", "o").id
+    with store.transaction() as session:
+        job = defer_in_transaction(session, failed_running, job_priority("run", 0))
+        session.execute(text("UPDATE procrastinate_jobs SET status = 'failed' WHERE id = :j"),
+                        {"j": job})
+    assert store.claim(failed_running, redelivery=True) is not None
+    healthy = store.create(PROBLEM, "submit", b"healthy", "o").id
+    with store.transaction() as session:
+        defer_in_transaction(session, healthy, job_priority("submit", 0))
+    done = store.create(PROBLEM, "submit", b"done", "o").id
+    assert store.claim(done, redelivery=True) is not None
+    assert _finish(store, done, "accepted", 1)
+
+    assert sweep_orphans(store, 3600) == []  # all younger than an hour: left alone
+    assert sorted(sweep_orphans(store, 0)) == sorted([lost_queued, failed_running])
+    assert sweep_orphans(store, 0) == []  # each got exactly one new job
+    with store.engine.connect() as conn:
+        todo = dict(conn.execute(text(
+            "SELECT queueing_lock, priority FROM procrastinate_jobs WHERE status = 'todo'"
+        )).all())
+    assert set(todo) == {lost_queued, failed_running, healthy}
+    assert todo[failed_running] == job_priority("run", 0)
+    _clear(store)
