@@ -36,6 +36,11 @@ def engine_from_env() -> str:
     return value
 
 
+def _overlap_from_env() -> bool:
+    return os.environ.get("JAXJUDGE_OVERLAP_STAGES", "1").strip().lower() not in (
+        "0", "false", "no")
+
+
 class Grader:
     """Grades submissions with one runner, engine and set of caches.
 
@@ -67,6 +72,9 @@ class Grader:
             self.pool = WarmPool(workers).start()
             runner = self.pool.runner
         self.runner: StageRunner = runner or default_runner
+        # Cold stages: start stage B's interpreter while stage A runs (sandbox.prestart), so
+        # the two jax imports overlap on two cores. JAXJUDGE_OVERLAP_STAGES=0 turns it off.
+        self.overlap = self.runner is default_runner and _overlap_from_env()
         self.reports = ReportCache(report_cache)
         self.programs = ProgramCache(program_cache)
         self.rules = ModelsCache(program_cache)  # program-rule outcomes per verified program
@@ -117,6 +125,7 @@ class Grader:
             self.pool.close()
             self.pool = None
             self.runner = default_runner
+            self.overlap = _overlap_from_env()
 
     def __enter__(self) -> Grader:
         return self

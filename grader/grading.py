@@ -82,9 +82,18 @@ class Grading(StageA, StageB):
                 log.error("could not remove the grade's work dir %s", root)
 
     def _pipeline(self, root: Path) -> Report:
-        stage_a = self._stage_a(root / "a")
-        self._check_requirements("spec", stage_a.jaxpr)
-        outputs, programs = self._stage_b(root / "a", root / "b", stage_a)
+        try:
+            if self.grader.overlap:
+                self._prestart_b(root / "b")
+            stage_a = self._stage_a(root / "a")
+            self._check_requirements("spec", stage_a.jaxpr)
+            outputs, programs = self._stage_b(root / "a", root / "b", stage_a)
+        finally:
+            # Stage A failed, timed out or was decided, or the program cache answered: the
+            # early stage B never gets a job, and nothing of it outlives the grade.
+            if self.pending_b is not None:
+                self.pending_b.cancel()
+                self.pending_b = None
         self._check_requirements("program", programs)
         self._compare(outputs)
         return self._decide()
