@@ -937,6 +937,14 @@ def _detect() -> _Support:
         return sup
 
 
+def detect_in_background() -> None:
+    """Start detecting the layers (`protections()`, ~0.1-0.3 s of sandboxed probes) in a
+    thread, so a caller with other start-up work (the CLI loading a problem) does not wait
+    for it; the first run waits for the same detection. Nothing is detected twice."""
+    if _support is None:
+        threading.Thread(target=_detect, name="jaxjudge-detect").start()
+
+
 def protections() -> dict[str, dict]:
     """Layer name -> {"active": bool, "detail": str} (detection is cached)."""
     sup = _detect()

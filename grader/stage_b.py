@@ -50,18 +50,7 @@ class StageB(StageBase):
     requirements: list[RequirementResult]
     timings: dict[str, float]
     versions: dict[str, str]
-    pending_b: sandbox.Pending | None = None  # stage B started ahead (see _prestart_b)
-
-    def _prestart_b(self, job: Path) -> None:
-        """Start stage B's sandboxed interpreter now, before stage A, when stages run cold:
-        it imports jax (~0.8 s of CPU) on the other core while stage A imports jax and runs the
-        submission, then waits for its job on a pipe. It is the same trusted stage in the same
-        sandbox; it only sees the job, written by this process after stage A's result was
-        validated, once `_run_stage_b` hands it over. The caller cancels it in a `finally`."""
-        job.mkdir()
-        env = {"XLA_FLAGS": flags} if (flags := fast_compile_flags()) else {}
-        self.pending_b = sandbox.prestart(EXECUTE_SCRIPT, job, self._sandbox_limits(),
-                                          env=env, untrusted=False)
+    pending_b: sandbox.Pending | None = None  # started ahead (grader.early), given its job here
 
     def _stage_b(
         self, a_dir: Path, job: Path, stage_a: StageAResult

@@ -4,7 +4,10 @@ whatever stage A does. Real sandboxed processes throughout."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -12,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import Limits, Verdict, load_problem, sandbox
+from grader import Limits, Verdict, early, load_problem, sandbox
 from grader.grader import Grader
 from grader.grading import Grading
 
@@ -151,9 +154,10 @@ class Observed(Grading):
     tree: dict[int, str]
     b_dir: Path | None = None
 
-    def _prestart_b(self, job: Path) -> None:
-        super()._prestart_b(job)
-        self.b_dir = job
+    def _started(self):  # type: ignore[no-untyped-def]
+        started = super()._started()
+        self.b_dir = started.root / "b" if started is not None else None
+        return started
 
     def _stage_a(self, job: Path):  # type: ignore[no-untyped-def]
         try:
@@ -241,3 +245,83 @@ def test_overlap_is_for_cold_stages_and_can_be_turned_off(monkeypatch: pytest.Mo
     assert not g.overlap
     report = g.grade(PROBLEM, REFERENCE + "\n# sequential\n", "run")
     assert report.verdict is Verdict.ACCEPTED and "stage_b.wait" not in report.timings
+
+
+# -- started before the grader is imported (the CLI) ---------------------------------------------
+
+
+def test_stages_started_early_are_adopted_by_the_grade() -> None:
+    started = early.start(PROBLEM.limits)
+    trees = [_snapshot(p.pid) for p in (started.a, started.b) if p is not None]
+    assert len(trees) == 2 and all(trees)
+    report = Grader().grade(PROBLEM, REFERENCE + "\n# early\n", "run", early=started)
+    assert report.verdict is Verdict.ACCEPTED, report.message
+    assert "stage_a.wait" in report.timings and "stage_b.wait" in report.timings
+    assert started.a is None and started.b is None  # both taken
+    assert not started.root.exists()
+    assert all(_alive(t) == [] for t in trees)
+
+
+@pytest.mark.parametrize("case", ["other_limits", "too_large", "compile_error", "no_overlap"])
+def test_stages_started_early_never_outlive_the_grade(case: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the grade does with them (other limits: new ones; a file over the size cap: no
+    stage at all; stage A fails: B never gets a job), they are gone after it."""
+    started = early.start(PROBLEM.limits)
+    trees = [_snapshot(p.pid) for p in (started.a, started.b) if p is not None]
+    source, limits = REFERENCE + "\n# early, unused\n", None
+    if case == "other_limits":
+        limits = FAST
+    elif case == "too_large":
+        source = "#" * (2 << 20)
+    elif case == "compile_error":
+        source = "def solve(:\n"
+    else:
+        monkeypatch.setenv("JAXJUDGE_OVERLAP_STAGES", "0")
+    report = Grader().grade(PROBLEM, source, "run", limits=limits, early=started)
+    expected = {"other_limits": Verdict.ACCEPTED, "too_large": Verdict.COMPILE_ERROR,
+                "compile_error": Verdict.COMPILE_ERROR, "no_overlap": Verdict.ACCEPTED}[case]
+    assert report.verdict is expected, report.message
+    assert all(_alive(t) == [] for t in trees)
+    assert not started.root.exists()
+
+
+# -- the one-off CLI ------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+JAXJUDGE = Path(sys.executable).parent / "jaxjudge"
+
+
+def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    # This checkout's grader, also when the venv's script was installed from another one.
+    full = {**os.environ, "PYTHONPATH": str(ROOT), **env}
+    return subprocess.run([str(JAXJUDGE), *args], capture_output=True, text=True, env=full,
+                          timeout=300, check=False)
+
+
+@pytest.mark.parametrize("overlap", ["1", "0"])
+def test_cli_grade_starts_both_stages_before_importing_the_grader(overlap: str) -> None:
+    proc = _cli("grade", "-p", PROBLEM.id, str(PROBLEM.reference_path), "--mode", "run",
+                "--json", JAXJUDGE_OVERLAP_STAGES=overlap)
+    assert proc.returncode == 0, proc.stderr
+    timings = json.loads(proc.stdout)["timings"]
+    early_started = "stage_a.wait" in timings and "stage_b.wait" in timings
+    assert early_started is (overlap == "1"), timings
+
+
+def test_library_import_stays_light() -> None:
+    """`import grader` names the whole public API but imports it on first use; the CLI's
+    start-up (before it starts the stages) imports no warm pool, HTTP client or ml_dtypes."""
+    code = (
+        "import sys, grader, app.cli\n"
+        "heavy = [m for m in ('grader.pool', 'grader.grading', 'httpx', 'ml_dtypes', 'jax')"
+        " if m in sys.modules]\n"
+        "names = [n for n in grader.__all__ if getattr(grader, n, None) is None]\n"
+        "print(heavy, names)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, check=True).stdout.split("\n")[0]
+    heavy, missing = out.split("] [")
+    assert missing == "]", f"public names that do not resolve: {missing}"
+    assert "grader.pool" not in heavy and "grader.grading" not in heavy
+    assert "ml_dtypes" not in heavy and "'jax'" not in heavy
