@@ -8,6 +8,8 @@ not pay for the warm pool, batch grading or the HTTP client.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -79,3 +81,16 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *__all__])
+
+
+class _Package(types.ModuleType):
+    """`grader.grade` is the function, as it always was, even once the submodule of the same
+    name is imported (the import system would set the attribute to the module)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "grade" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

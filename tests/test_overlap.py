@@ -325,3 +325,11 @@ def test_library_import_stays_light() -> None:
     assert missing == "]", f"public names that do not resolve: {missing}"
     assert "grader.pool" not in heavy and "grader.grading" not in heavy
     assert "ml_dtypes" not in heavy and "'jax'" not in heavy
+
+
+def test_grader_grade_is_the_function_after_its_submodule_is_imported() -> None:
+    code = ("import grader.batch, grader.grade\nfrom grader import grade\nimport grader\n"
+            "print(callable(grade), grader.grade is grade)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, check=True).stdout.split()
+    assert out == ["True", "True"]
