@@ -161,8 +161,14 @@ def main() -> None:
     ap.add_argument("--warm", type=int, default=20, help="grades through the warm pool (c)")
     ap.add_argument("--no-warm", action="store_true", help="skip (c)")
     args = ap.parse_args()
-    env = {**os.environ, "JAXJUDGE_SANDBOX_REQUIRE": "all"}
+    # This checkout's code, also when the venv's console script was installed (editable) from
+    # another one: PYTHONPATH comes before the editable finder.
+    env = {**os.environ, "JAXJUDGE_SANDBOX_REQUIRE": "all", "PYTHONPATH": str(REPO)}
     env.pop("JAXJUDGE_SERVER", None)  # never delegate: this times the local one-off grade
+    where = subprocess.run([sys.executable, "-c", "import grader; print(grader.__file__)"],
+                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+    if not where.startswith(str(REPO)):
+        sys.exit(f"jaxjudge would import {where}, not this checkout's grader")
     started = datetime.datetime.now().isoformat(timespec="seconds")
     load_before = load()
     naive: list[float] = []
