@@ -13,12 +13,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
-from grader import cli_authoring, cli_batch, cli_client
-from grader.grade import grade
+from grader import cli_authoring, cli_batch, cli_client, sandbox
 from grader.problem import ProblemError, list_problems, load_problem
 from grader.render import math_as_code, plain
 from grader.report import Report, Verdict
@@ -91,6 +89,10 @@ def grade_cmd(
     """Grade FILE against a problem and print the verdict."""
     if mode not in ("run", "submit"):
         raise _fail(f"--mode must be 'run' or 'submit', not {mode!r}")
+    # A one-off grade is mostly two sandboxed `import jax`es: find the sandbox layers while
+    # the problem loads, start both stages (grader.early), and only then import the grading
+    # code, while they import jax.
+    sandbox.detect_in_background()
     try:
         prob = load_problem(problem)
     except ProblemError as exc:
@@ -99,7 +101,22 @@ def grade_cmd(
         source = file.read_bytes()
     except OSError as exc:
         raise _fail(f"cannot read {file}: {exc.strerror}") from exc
-    report = grade(prob, source, mode, filename=file.name)  # type: ignore[arg-type]
+    from grader import early
+
+    started = None
+    if early.overlap_enabled():
+        try:
+            started = early.start(prob.limits)
+        except Exception:  # e.g. a required layer is missing: the grade reports it
+            logging.getLogger("grader").debug("stages not started early", exc_info=True)
+    try:
+        from grader.grade import grade
+
+        report = grade(prob, source, mode, filename=file.name,  # type: ignore[arg-type]
+                       early=started)
+    finally:
+        if started is not None:
+            started.close()
     if as_json:
         sys.stdout.write(report.model_dump_json() + "\n")
     else:
@@ -156,6 +173,8 @@ def show_cmd(
     if starter:
         sys.stdout.write(prob.starter)
         return
+    from rich.markdown import Markdown
+
     _out.print(Markdown(math_as_code(prob.statement)))
 
 

@@ -37,7 +37,6 @@ from grader.batch import (
     grade_file,
     grade_folder,
 )
-from grader.grader import Grader
 from grader.problem import Problem, ProblemError, load_problem
 from grader.report import Mode, Verdict
 
@@ -129,6 +128,8 @@ def grade_set(
     except (sandbox.SandboxUnavailable, ValueError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
+    from grader.grader import Grader  # the grading code: not needed by `jaxjudge grade`'s start
+
     grader = Grader(warm_pool=jobs if warm else False)
     progress = Progress(
         TextColumn("[bold]grading"),

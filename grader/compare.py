@@ -3,9 +3,11 @@
 Order of checks mirrors what a learner should fix first: structure, then dtype/shape, then
 finiteness, then closeness (|got - expected| <= atol + rtol * |expected| element-wise).
 
-`ml_dtypes` (a dependency of jaxlib, imported here so numpy knows them) gives names to JAX's
-extra dtypes (bfloat16, float8_*, int4, ...): an output in one of them is decoded as such and
-reported as a wrong dtype, like any dtype numpy does not know (see `ForeignArray`).
+`ml_dtypes` (a dependency of jaxlib) gives names to JAX's extra dtypes (bfloat16, float8_*,
+int4, ...): an output in one of them is decoded as such and reported as a wrong dtype, like any
+dtype numpy does not know (see `ForeignArray`). It is imported only when an output names a dtype
+numpy does not know by itself: importing it costs ~0.5 s of CPU (it registers hundreds of ufunc
+loops), which a one-off `jaxjudge grade` of a float32 problem would otherwise pay for nothing.
 """
 
 from __future__ import annotations
@@ -13,21 +15,27 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 MAX_DEPTH = 16
 MAX_ELEMENTS = 4_000_000
 MAX_DTYPE_CHARS = 64
 _SPECIAL = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-# numpy dtypes whose values decode from JSON numbers: bool, ints, floats, complex (stage B
-# writes the real part), and ml_dtypes' (kind "V", so named one by one).
-_ML_DTYPES = frozenset(
-    np.dtype(t) for t in vars(ml_dtypes).values()
-    if isinstance(t, type) and issubclass(t, np.generic)
-)
+
+
+@cache
+def _ml_dtypes() -> frozenset[np.dtype[Any]]:
+    """ml_dtypes' dtypes (kind "V", so named one by one), importing it on first use: numpy
+    only knows their names once it is imported."""
+    import ml_dtypes
+
+    return frozenset(
+        np.dtype(t) for t in vars(ml_dtypes).values()
+        if isinstance(t, type) and issubclass(t, np.generic)
+    )
 
 
 class DecodeError(ValueError):
@@ -115,16 +123,24 @@ def _decode_array(node: dict[str, Any], budget: list[int]) -> np.ndarray | Forei
 
 
 def _numeric_dtype(name: str) -> np.dtype[Any] | None:
-    """The numpy dtype called `name` if its values decode from JSON numbers, else None."""
+    """The numpy dtype called `name` if its values decode from JSON numbers (numpy's own bool,
+    ints, floats, complex, whose real part stage B writes; or ml_dtypes'), else None."""
     if len(name) > MAX_DTYPE_CHARS:
         return None
+    np_dtype = _dtype_named(name)
+    if np_dtype is not None and np_dtype.kind in "biufc" and np_dtype.names is None \
+            and np_dtype.subdtype is None:
+        return np_dtype
+    known = _ml_dtypes()  # numpy knows ml_dtypes' names from here on
+    np_dtype = _dtype_named(name)
+    return np_dtype if np_dtype in known else None
+
+
+def _dtype_named(name: str) -> np.dtype[Any] | None:
     try:
-        np_dtype = np.dtype(name)
+        return np.dtype(name)
     except Exception:  # numpy raises TypeError, ValueError, SyntaxError... on odd names
         return None
-    if np_dtype.kind in "biufc" and np_dtype.names is None and np_dtype.subdtype is None:
-        return np_dtype
-    return np_dtype if np_dtype in _ML_DTYPES else None
 
 
 def _describe(value: Any) -> str:

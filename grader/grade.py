@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 
+from grader.early import Started
 from grader.grader import Grader
 from grader.problem import Limits, Problem
 from grader.report import Mode, Report
@@ -37,6 +38,8 @@ def grade(
     *,
     filename: str = "submission.py",
     limits: Limits | None = None,
+    early: Started | None = None,
 ) -> Report:
     """Grade one submission (see `Grader.grade`)."""
-    return default_grader().grade(problem, source, mode, filename=filename, limits=limits)
+    return default_grader().grade(problem, source, mode, filename=filename, limits=limits,
+                                  early=early)

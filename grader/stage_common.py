@@ -53,6 +53,16 @@ def default_runner(
 
 
 
+def sandbox_limits(limits: Limits) -> sandbox.SandboxLimits:
+    """A problem's per-stage limits as the sandbox takes them."""
+    return sandbox.SandboxLimits(
+        wall_seconds=limits.wall_seconds,
+        cpu_seconds=limits.cpu_seconds,
+        memory_bytes=limits.memory_mb * 1024 * 1024,
+        output_bytes=max(limits.output_kb * 1024, 256 * 1024),
+    )
+
+
 class Decided(Exception):
     """Internal control flow: a stage decided the verdict early."""
 
@@ -108,12 +118,7 @@ class StageBase:
     limits: Limits
 
     def _sandbox_limits(self) -> sandbox.SandboxLimits:
-        return sandbox.SandboxLimits(
-            wall_seconds=self.limits.wall_seconds,
-            cpu_seconds=self.limits.cpu_seconds,
-            memory_bytes=self.limits.memory_mb * 1024 * 1024,
-            output_bytes=max(self.limits.output_kb * 1024, 256 * 1024),
-        )
+        return sandbox_limits(self.limits)
 
     def _stage_failure(self, res: sandbox.SandboxResult, what: str) -> Decided | None:
         """Map a sandbox outcome that ended the stage abnormally to a verdict."""

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
+import ml_dtypes  # noqa: F401 - this file's own encoder (`arr`) names bfloat16 and friends
 import numpy as np
 import pytest
 
@@ -122,6 +127,30 @@ def test_other_float_dtypes_decode_and_are_wrong_dtypes(dtype: str) -> None:
     c = check(tagged(w=((1.0, 2.0),), dtype=dtype))
     assert not c.passed
     assert c.message == f"'grads.b' has dtype {dtype}, expected float32"
+
+
+def test_extra_dtypes_decode_in_a_process_that_never_imported_ml_dtypes() -> None:
+    """The parent imports ml_dtypes only for an output numpy cannot name by itself (a one-off
+    grade saves ~0.5 s), yet a bfloat16 output still decodes as bfloat16 and is reported as a
+    wrong dtype, not as an unknown one; a float32 grade never imports it."""
+    code = """
+import json, sys
+from grader.compare import compare, decode_output
+f32 = {"t": "array", "dtype": "float32", "shape": [], "data": [0.5]}
+ok = compare({"loss": 0.5}, decode_output({"t": "dict", "v": {"loss": f32}}),
+             rtol=1e-4, atol=1e-5)
+before = "ml_dtypes" in sys.modules
+bf16 = {"t": "array", "dtype": "bfloat16", "shape": [], "data": [0.5]}
+got = decode_output({"t": "dict", "v": {"loss": bf16}})
+c = compare({"loss": 0.5}, got, rtol=1e-4, atol=1e-5)
+print(json.dumps([ok.passed, before, str(got["loss"].dtype), c.message]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    passed, imported_before, dtype, message = json.loads(out)
+    assert passed and not imported_before
+    assert dtype == "bfloat16"
+    assert message == "'loss' has dtype bfloat16, expected float32"
 
 
 @pytest.mark.parametrize("dtype", ["nonsense", "object", "<U3", "f4,f4", "(2,)f4", "V8",

@@ -507,14 +507,23 @@ def warm_spare(stop) -> list[str]:
     return done
 
 
+# Started ahead of its job (grader.sandbox.prestart, the one-off grade): import jax while the
+# grader is still starting, then wait for one byte on stdin before reading the job and the
+# submission, which the grader writes meanwhile. No user code runs before that byte.
+WAIT_ENV = "JAXJUDGE_STAGE_WAIT"
+
+
+def wait_for_job() -> bool:
+    """Block until the grader says go (b"g") or gives up (EOF, or anything else)."""
+    try:
+        return os.read(0, 1) == b"g"
+    except OSError:
+        return False
+
+
 def main(job_dir: str) -> int:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
-    with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as f:
-        job = json.load(f)
-    source_path = os.path.join(job_dir, os.path.basename(job.get("source", "submission.py")))
-    # The name the learner knows the file by, for tracebacks (sanitized by the grader).
-    source_name = str(job.get("display_name") or "submission.py")
     result: dict = {"status": "internal", "message": "", "timings": timings}
 
     # Import everything we rely on BEFORE user code can patch it.
@@ -533,6 +542,16 @@ def main(job_dir: str) -> int:
     trusted = _trusted_files(jax)
     result["jax_version"] = jax.__version__
     timings["import_jax"] = time.perf_counter() - t0
+    if os.environ.get(WAIT_ENV) == "1":
+        t_wait = time.perf_counter()
+        if not wait_for_job():
+            return 0  # the grader gave up on this run: no job, no submission
+        timings["wait"] = time.perf_counter() - t_wait
+    with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as f:
+        job = json.load(f)
+    source_path = os.path.join(job_dir, os.path.basename(job.get("source", "submission.py")))
+    # The name the learner knows the file by, for tracebacks (sanitized by the grader).
+    source_name = str(job.get("display_name") or "submission.py")
 
     # 1. Load the submission.
     with open(source_path, "rb") as f:

@@ -1,0 +1,208 @@
+"""One-off grade against a naive judge, side by side in one run on this machine (issue #13).
+
+  (a) naive: a fresh `python -c` that imports jax, loads the problem's reference solution, runs
+      `jax.jit(solve)` on the tests and compares with the expected outputs: no sandbox, no
+      structural checks. The same tests as (b) by default (all of them: `submit` mode); `--naive-
+      tests 16` runs the first 16 only.
+  (b) cli:   `.venv/bin/jaxjudge grade --problem rematerialized-mlp-block FILE --json` as a fresh
+      process, every sandbox layer on (JAXJUDGE_SANDBOX_REQUIRE=all), on a NEW correct program
+      each time: the reference with a unique constant folded into its loss, so neither a report
+      nor a program cache (the exported bytes differ) can answer it.
+  (c) warm:  the library's warm path, `with Grader(warm_pool=True) as g:` grading 20 distinct
+      new programs one by one (issue #13 item 2): pool start and seconds per grade.
+
+(a) and (b) alternate, N repetitions each after one discarded warm-up of each (it fills the
+OS page cache and the on-disk XLA flags entry). Prints the machine, the load, medians and
+minima, and the ratio of the medians.
+
+    .venv/bin/python bench/oneoff.py            # N=7, ~1 minute on 2 cores
+    .venv/bin/python bench/oneoff.py -n 3 --no-warm
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from importlib import metadata
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PROBLEM_ID = "rematerialized-mlp-block"
+PROBLEM_DIR = REPO / "problems" / PROBLEM_ID
+VENV_BIN = Path(sys.executable).parent
+JAXJUDGE = VENV_BIN / "jaxjudge"
+
+# The naive judge: everything a grader without a sandbox would do, in one fresh interpreter.
+NAIVE = r"""
+import json, sys, importlib.util
+import numpy as np
+import jax
+root, n = sys.argv[1], int(sys.argv[2])
+spec = importlib.util.spec_from_file_location("reference", root + "/reference.py")
+ref = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ref)
+solve = jax.jit(ref.solve)
+cases = json.load(open(root + "/tests/cases.json"))["cases"]
+cases = cases[:n] if n > 0 else cases
+def arrays(v):
+    if isinstance(v, dict):
+        return {k: arrays(x) for k, x in v.items()}
+    return np.asarray(v, np.float32)
+passed = 0
+for case in cases:
+    inp = case["inputs"]
+    out = solve(arrays(inp["params"]), arrays(inp["x"]), arrays(inp["y"]))
+    got, want = jax.tree.leaves(out), jax.tree.leaves(arrays(case["expected"]))
+    passed += len(got) == len(want) and all(
+        np.allclose(np.asarray(g), w, rtol=1e-4, atol=1e-5) for g, w in zip(got, want))
+print(json.dumps({"passed": passed, "tests": len(cases)}))
+"""
+
+
+def new_program(tag: float) -> str:
+    """The reference, with `tag` folded into the loss as `+ 0 * sum(y) * tag`: exactly the same
+    numbers, but a different exported program (the constant is in it) for every tag."""
+    src = (PROBLEM_DIR / "reference.py").read_text(encoding="utf-8")
+    old = "    return jnp.mean((out - y) ** 2)\n"
+    assert old in src, "reference.py changed: update bench/oneoff.py"
+    new = f"    return jnp.mean((out - y) ** 2) + 0.0 * jnp.sum(y) * {tag!r}\n"
+    return src.replace(old, new)
+
+
+def machine() -> str:
+    model = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return (f"{os.cpu_count()} cores ({model}), {mem:.1f} GiB RAM, Linux {platform.release()}, "
+            f"Python {platform.python_version()}, jax {metadata.version('jax')}")
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"{one:.2f} (1 min), {five:.2f} (5 min)"
+
+
+def run_naive(tests: int) -> float:
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", NAIVE, str(PROBLEM_DIR), str(tests)],
+                          capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t
+    if proc.returncode != 0:
+        sys.exit(f"naive judge failed:\n{proc.stderr[-2000:]}")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    if out["passed"] != out["tests"]:
+        sys.exit(f"naive judge: only {out['passed']} of {out['tests']} tests passed")
+    return wall
+
+
+def run_cli(workdir: Path, env: dict[str, str]) -> tuple[float, dict]:
+    path = workdir / f"solution_{uuid.uuid4().hex[:8]}.py"
+    path.write_text(new_program(float(uuid.uuid4().int % 10**6) + 0.5), encoding="utf-8")
+    t = time.perf_counter()
+    proc = subprocess.run([str(JAXJUDGE), "grade", "--problem", PROBLEM_ID, str(path), "--json"],
+                          capture_output=True, text=True, env=env, check=False)
+    wall = time.perf_counter() - t
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        sys.exit(f"jaxjudge grade printed no report (exit {proc.returncode}):\n"
+                 f"{proc.stderr[-2000:]}")
+    if report["verdict"] != "accepted" or proc.returncode != 0:
+        sys.exit(f"jaxjudge grade: {report['verdict']}: {report['message'][:500]}")
+    if any("cached" in k for k in report["timings"]):
+        sys.exit(f"jaxjudge grade was answered from a cache: {report['timings']}")
+    return wall, report
+
+
+def run_warm(workdir: Path, count: int) -> tuple[float, list[float]]:
+    sys.path.insert(0, str(REPO))
+    from grader import Grader, load_problem
+
+    problem = load_problem(PROBLEM_ID)
+    t = time.perf_counter()
+    times: list[float] = []
+    with Grader(warm_pool=True) as g:
+        started = time.perf_counter() - t
+        for i in range(count):
+            path = workdir / f"warm_{i}.py"
+            path.write_text(new_program(1000.25 + i), encoding="utf-8")
+            t1 = time.perf_counter()
+            report = g.grade(problem, path.read_bytes(), filename=path.name)
+            times.append(time.perf_counter() - t1)
+            if report.verdict.value != "accepted":
+                sys.exit(f"warm grade {i}: {report.verdict.value}: {report.message[:300]}")
+    return started, times
+
+
+def stats(xs: list[float]) -> str:
+    return f"median {statistics.median(xs):.2f} s, min {min(xs):.2f} s, max {max(xs):.2f} s"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("-n", type=int, default=7, help="repetitions of (a) and (b), interleaved")
+    ap.add_argument("--naive-tests", type=int, default=0,
+                    help="tests the naive judge runs (0: all, the same as the grade)")
+    ap.add_argument("--warm", type=int, default=20, help="grades through the warm pool (c)")
+    ap.add_argument("--no-warm", action="store_true", help="skip (c)")
+    args = ap.parse_args()
+    # This checkout's code, also when the venv's console script was installed (editable) from
+    # another one: PYTHONPATH comes before the editable finder.
+    env = {**os.environ, "JAXJUDGE_SANDBOX_REQUIRE": "all", "PYTHONPATH": str(REPO)}
+    env.pop("JAXJUDGE_SERVER", None)  # never delegate: this times the local one-off grade
+    where = subprocess.run([sys.executable, "-c", "import grader; print(grader.__file__)"],
+                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+    if not where.startswith(str(REPO)):
+        sys.exit(f"jaxjudge would import {where}, not this checkout's grader")
+    started = datetime.datetime.now().isoformat(timespec="seconds")
+    load_before = load()
+    naive: list[float] = []
+    cli: list[float] = []
+    reports: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="jaxjudge-oneoff-") as tmp:
+        work = Path(tmp)
+        run_naive(args.naive_tests)  # warm-ups: page cache, on-disk XLA flags
+        run_cli(work, env)
+        for _ in range(args.n):
+            naive.append(run_naive(args.naive_tests))
+            wall, report = run_cli(work, env)
+            cli.append(wall)
+            reports.append(report)
+        warm = None if args.no_warm else run_warm(work, args.warm)
+    load_after = load()
+    tests = reports[0]["tests"]
+    ratio = statistics.median(cli) / statistics.median(naive)
+    print(f"bench/oneoff.py, {started}, on {machine()}")
+    print(f"load average before {load_before}, after {load_after}")
+    print(f"problem {PROBLEM_ID}, mode submit, {len(tests)} tests; naive judge runs "
+          f"{args.naive_tests or len(tests)}; N={args.n} interleaved after one warm-up each")
+    print(f"(a) naive fresh-process judge:  {stats(naive)}")
+    print(f"(b) jaxjudge grade (new program, every layer): {stats(cli)}")
+    print(f"    ratio of medians (b)/(a) = {ratio:.2f} (target <= 0.50)")
+    keys = sorted({k for r in reports for k in r["timings"]})
+    med = {k: statistics.median(r["timings"].get(k, 0.0) for r in reports) for k in keys}
+    print("    report timings, medians: " + ", ".join(f"{k} {v:.3f}" for k, v in med.items()))
+    if warm is not None:
+        start, per = warm
+        print(f"(c) Grader(warm_pool=True), {len(per)} distinct new programs one by one: pool "
+              f"started in {start:.2f} s; per grade median {statistics.median(per):.3f} s, min "
+              f"{min(per):.3f} s, max {max(per):.3f} s")
+
+
+if __name__ == "__main__":
+    main()
