@@ -319,15 +319,15 @@ def test_settings_fail_fast(bad: dict[str, object]) -> None:
 
 
 def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JAXJUDGE_AUTH_TOKENS", " one,two ,, ")
+    monkeypatch.setenv("JAXJUDGE_AUTH_TOKENS", " tok-one,tok-two ,, ")
     monkeypatch.setenv("JAXJUDGE_WORKERS", "3")
     monkeypatch.setenv("JAXJUDGE_LOG_LEVEL", "DEBUG")
     monkeypatch.setenv("JAXJUDGE_DATABASE_URL", "postgresql://u:secret@db.example/judge")
     s = Settings()
-    assert s.auth_tokens == ["one", "two"] and s.auth_enabled
+    assert s.auth_tokens == ["tok-one", "tok-two"] and s.auth_enabled
     assert s.workers == 3 and s.log_level == "debug"
     assert s.database_url == "postgresql+psycopg://u:secret@db.example/judge"
-    assert "secret" not in repr(s) and "one" not in repr(s)
+    assert "secret" not in repr(s) and "tok-" not in repr(s)
     assert not Settings(auth_tokens="").auth_enabled  # type: ignore[arg-type]
 
 
