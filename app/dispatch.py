@@ -167,8 +167,9 @@ class PostgresDispatcher:
         return int(
             session.execute(
                 text(
-                    "SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat > "
-                    "now() - make_interval(secs => :stall)"
+                    "SELECT count(*) FROM procrastinate_workers AS w WHERE last_heartbeat > "
+                    "now() - make_interval(secs => :stall) AND NOT EXISTS (SELECT 1 FROM "
+                    "jaxjudge_delivery_workers AS d WHERE d.worker_id = w.id)"
                 ),
                 {"stall": self._stall_seconds},
             ).scalar_one()

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from procrastinate.manager import JobManager
+from sqlalchemy import text
 
 from app.callbacks import CallbackConfig, JobCallbacks
 from app.core.config import Settings
@@ -225,7 +226,8 @@ async def _deliver_forever(jobs_app: Any, store: Store, settings: Settings) -> N
     deliveries at once: a slow receiver holds one of these slots, never a grading slot. Runs
     until cancelled (when the grading worker stops); signals are the grading worker's."""
     callbacks = JobCallbacks(store, CallbackConfig.from_settings(settings))
-    await jobs_app.run_worker_async(
+    # App.run_worker_async is `_worker(...)` + `run()`; built here to learn the worker's id.
+    worker = jobs_app._worker(
         queues=[CALLBACK_QUEUE],
         name=f"jaxjudge-callbacks@{socket.gethostname()}:{os.getpid()}",
         concurrency=settings.webhook_concurrency,
@@ -237,6 +239,27 @@ async def _deliver_forever(jobs_app: Any, store: Store, settings: Settings) -> N
         delete_jobs="successful",
         install_signal_handlers=False,
     )
+    running = asyncio.create_task(worker.run())
+    try:
+        while worker.worker_id is None and not running.done():
+            await asyncio.sleep(0.05)
+        if worker.worker_id is not None:  # API nodes count grading workers only
+            try:
+                await asyncio.to_thread(_tag_delivery_worker, store, worker.worker_id)
+            except Exception as exc:  # only the worker count on /v1/system is off by one
+                log.warning("could not tag the delivery worker: %s", exc)
+        await asyncio.shield(running)
+    except asyncio.CancelledError:
+        running.cancel()  # Worker.run stops gracefully, then re-raises
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        raise
+
+
+def _tag_delivery_worker(store: Store, worker_id: int) -> None:
+    with store.transaction() as session:
+        session.execute(text("INSERT INTO jaxjudge_delivery_workers (worker_id) VALUES (:id) "
+                             "ON CONFLICT DO NOTHING"), {"id": worker_id})
 
 
 def _serve_metrics(

@@ -5,6 +5,10 @@ delivered or given up (`delivered` / `failed`); `callback_attempts` counts deliv
 and fences their records; `callback_next_at` lets a restarted server re-schedule a pending
 retry.
 
+On PostgreSQL, `jaxjudge_delivery_workers` tags the Procrastinate worker rows that deliver
+callbacks (each `jaxjudge worker` runs one beside its grading worker), so API nodes count only
+grading workers; a row goes with its worker's (ON DELETE CASCADE).
+
 Revision ID: 0003_callbacks
 Revises: 0002_job_queue
 Create Date: 2026-12-04
@@ -37,9 +41,16 @@ def upgrade() -> None:
             sa.Column("callback_delivered_at", sa.DateTime(timezone=True), nullable=True)
         )
         batch.create_index("ix_submissions_callback_state", ["callback_state"])
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute(sa.text(
+            "CREATE TABLE jaxjudge_delivery_workers (worker_id bigint PRIMARY KEY "
+            "REFERENCES procrastinate_workers(id) ON DELETE CASCADE)"
+        ))
 
 
 def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute(sa.text("DROP TABLE IF EXISTS jaxjudge_delivery_workers"))
     with op.batch_alter_table("submissions") as batch:
         batch.drop_index("ix_submissions_callback_state")
         for column in ("callback_delivered_at", "callback_next_at", "callback_last_error",
