@@ -17,6 +17,7 @@ from typing import Literal, Protocol
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
+from app.callbacks import LocalCallbacks
 from app.core.config import Settings
 from app.jobs import conninfo, defer_in_transaction, job_priority
 from app.notify import DoneListener
@@ -55,9 +56,17 @@ class Dispatcher(Protocol):
     kind: Literal["local", "postgres"]
     queue_size: int
 
-    def submit(self, problem_id: str, mode: str, source: bytes, owner: str) -> SubmissionRecord:
+    def submit(
+        self,
+        problem_id: str,
+        mode: str,
+        source: bytes,
+        owner: str,
+        callback_url: str | None = None,
+    ) -> SubmissionRecord:
         """Store and queue (blocking: call it in a thread). Raises QueueFull; then nothing was
-        stored. Once it returns, the submission is both durable and queued."""
+        stored. Once it returns, the submission is both durable and queued. `callback_url`
+        has passed `check_callback_url` already."""
         ...
 
     async def wait(self, submission_id: str, timeout: float) -> bool:
@@ -76,17 +85,27 @@ class LocalDispatcher:
 
     kind: Literal["local", "postgres"] = "local"
 
-    def __init__(self, store: Store, queue: GradingQueue) -> None:
+    def __init__(
+        self, store: Store, queue: GradingQueue, callbacks: LocalCallbacks | None = None
+    ) -> None:
         self._store = store
         self.queue = queue
         self.queue_size = queue.queue_size
+        self.callbacks = callbacks  # delivers callbacks once grades are stored
         self.recovered = 0
 
-    def submit(self, problem_id: str, mode: str, source: bytes, owner: str) -> SubmissionRecord:
+    def submit(
+        self,
+        problem_id: str,
+        mode: str,
+        source: bytes,
+        owner: str,
+        callback_url: str | None = None,
+    ) -> SubmissionRecord:
         # Reserve, then insert, then push: a 503 never leaves a row behind, and a 202 never
         # goes out for a submission that is not both stored and queued.
         with self.queue.reserve() as slot:
-            record = self._store.create(problem_id, mode, source, owner)
+            record = self._store.create(problem_id, mode, source, owner, callback_url)
             slot.push(record.id)
         return record
 
@@ -103,9 +122,13 @@ class LocalDispatcher:
     async def start(self) -> None:
         self.recovered = await asyncio.to_thread(self.queue.recover)
         self.queue.start(asyncio.get_running_loop())
+        if self.callbacks is not None:  # re-schedules callbacks a previous run left pending
+            await asyncio.to_thread(self.callbacks.start)
 
     async def stop(self) -> None:
         await asyncio.to_thread(self.queue.stop)
+        if self.callbacks is not None:
+            await asyncio.to_thread(self.callbacks.stop)
 
 
 class PostgresDispatcher:
@@ -123,13 +146,20 @@ class PostgresDispatcher:
         self.listener = DoneListener(conninfo(settings.database_url))
 
     # -- submitting -----------------------------------------------------------------------
-    def submit(self, problem_id: str, mode: str, source: bytes, owner: str) -> SubmissionRecord:
+    def submit(
+        self,
+        problem_id: str,
+        mode: str,
+        source: bytes,
+        owner: str,
+        callback_url: str | None = None,
+    ) -> SubmissionRecord:
         with self._store.transaction() as session:
             session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADMIT_LOCK_KEY})
             if Store.count_queued(session) >= self.queue_size:
                 raise QueueFull(self._retry_after(session))  # rolls back: nothing stored
             pending = Store.count_queued(session, owner)
-            record = Store.insert(session, problem_id, mode, source, owner)
+            record = Store.insert(session, problem_id, mode, source, owner, callback_url)
             defer_in_transaction(session, record.id, job_priority(mode, pending))
             return record
 
@@ -137,8 +167,9 @@ class PostgresDispatcher:
         return int(
             session.execute(
                 text(
-                    "SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat > "
-                    "now() - make_interval(secs => :stall)"
+                    "SELECT count(*) FROM procrastinate_workers AS w WHERE last_heartbeat > "
+                    "now() - make_interval(secs => :stall) AND NOT EXISTS (SELECT 1 FROM "
+                    "jaxjudge_delivery_workers AS d WHERE d.worker_id = w.id)"
                 ),
                 {"stall": self._stall_seconds},
             ).scalar_one()

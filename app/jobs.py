@@ -1,5 +1,6 @@
-"""The PostgreSQL job queue (JAXJUDGE_QUEUE=postgres): Procrastinate's App, the one task, and
-deferring a grade inside the submission's own transaction.
+"""The PostgreSQL job queue (JAXJUDGE_QUEUE=postgres): Procrastinate's App, its two tasks
+(grade a submission, deliver its callback), and deferring them inside the transactions that
+make them due (the submission's insert, the grade's finish).
 
 Why Procrastinate: its jobs are rows in the same PostgreSQL as the submissions, so the API
 inserts the submission and its job in ONE transaction (no dual write with a broker: either both
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 from procrastinate import App, JobContext, PsycopgConnector, RetryDecision
@@ -32,6 +34,13 @@ TASK_NAME = "jaxjudge.grade_submission"
 # `additional_context` key under which the worker runtime hands the task its grade coroutine.
 GRADE_KEY = "jaxjudge_grade"
 
+# Callback deliveries have their own queue, consumed by a separate, bounded Procrastinate
+# worker in each `jaxjudge worker` process: a receiver that answers slowly holds a delivery
+# slot, never a grading slot.
+CALLBACK_QUEUE = "callbacks"
+DELIVER_TASK = "jaxjudge.deliver_callback"
+DELIVER_KEY = "jaxjudge_deliver"
+
 # Priorities (Procrastinate fetches ORDER BY priority DESC, id ASC): a `run` (examples only,
 # a learner waiting at the editor) goes before every `submit`; within a mode, an owner's k-th
 # pending job gets -k, so one token's 500 submissions interleave with everybody else's.
@@ -39,6 +48,7 @@ RUN_PRIORITY = 1_000_000
 MAX_PENDING_PENALTY = 999_999
 
 GradeCoroutine = Callable[[str], Awaitable[str]]
+DeliverCoroutine = Callable[[str, int], Awaitable[str]]
 
 
 def job_priority(mode: str, pending_of_owner: int) -> int:
@@ -75,6 +85,57 @@ def defer_in_transaction(session: Session, submission_id: str, priority: int) ->
         },
     ).scalar_one()
     return int(job_id)
+
+
+def callback_lock(submission_id: str) -> str:
+    """The Procrastinate `lock` of a submission's delivery jobs: two of them never run at the
+    same time (a retried stalled job waits for, or runs before, the next attempt's job)."""
+    return f"callback:{submission_id}"
+
+
+def defer_callback(
+    session: Session, submission_id: str, attempt: int = 1, at: datetime | None = None
+) -> int:
+    """Queue delivery attempt number `attempt` of a submission's callback in the caller's
+    transaction (the grade's finish for the first, the record of the previous attempt for
+    the others), due at `at` (None: at once); returns the job id."""
+    job_id = session.execute(
+        text(
+            "SELECT (procrastinate_defer_jobs_v1(ARRAY[ROW("
+            "CAST(:queue AS varchar), CAST(:task AS varchar), CAST(0 AS integer), "
+            "CAST(:lock AS text), CAST(NULL AS text), CAST(:args AS jsonb), "
+            "CAST(:at AS timestamptz))::procrastinate_job_to_defer_v1]))[1]"
+        ),
+        {
+            "queue": CALLBACK_QUEUE,
+            "task": DELIVER_TASK,
+            "lock": callback_lock(submission_id),
+            "args": json.dumps({"submission_id": submission_id, "attempt": attempt}),
+            "at": at,
+        },
+    ).scalar_one()
+    return int(job_id)
+
+
+def requeue_orphan_callbacks(session: Session, older_than: float, limit: int = 100) -> list[str]:
+    """Give a delivery job to every graded submission whose callback is pending but has no
+    job left (Procrastinate gave up on one while the database was away); returns their ids.
+    The next attempt is the row's count + 1, so nothing is recorded twice."""
+    rows = session.execute(
+        text(
+            "SELECT s.id, s.callback_attempts FROM submissions AS s "
+            "WHERE s.callback_state = 'pending' AND s.status = 'done' "
+            "AND COALESCE(s.callback_next_at, s.finished_at) "
+            "< now() - make_interval(secs => :age) "
+            "AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs AS j "
+            "WHERE j.lock = 'callback:' || s.id AND j.status IN ('todo', 'doing')) "
+            "ORDER BY s.seq LIMIT :limit FOR UPDATE OF s SKIP LOCKED"
+        ),
+        {"age": older_than, "limit": limit},
+    ).all()
+    for submission_id, attempts in rows:
+        defer_callback(session, submission_id, attempts + 1)
+    return [submission_id for submission_id, _ in rows]
 
 
 def requeue_orphans(session: Session, older_than: float, limit: int = 100) -> list[str]:
@@ -132,8 +193,15 @@ async def _grade_submission(context: JobContext, submission_id: str) -> str:
     return await grade(submission_id)
 
 
+async def _deliver_callback(context: JobContext, submission_id: str, attempt: int) -> str:
+    """The task: one delivery attempt of a submission's callback (app/callbacks.py records it
+    and, on a retryable failure, defers the next attempt in the same transaction)."""
+    deliver: DeliverCoroutine = context.additional_context[DELIVER_KEY]
+    return await deliver(submission_id, attempt)
+
+
 def make_app(database_url: str, *, pool_size: int = 4, **worker_defaults: Any) -> App:
-    """Procrastinate's App on the service's database, with the grade task registered."""
+    """Procrastinate's App on the service's database, with both tasks registered."""
     connector = PsycopgConnector(
         conninfo=conninfo(database_url), min_size=1, max_size=max(2, pool_size)
     )
@@ -144,4 +212,10 @@ def make_app(database_url: str, *, pool_size: int = 4, **worker_defaults: Any) -
         pass_context=True,
         retry=RedeliverInterrupted(),
     )(_grade_submission)
+    app.task(
+        name=DELIVER_TASK,
+        queue=CALLBACK_QUEUE,
+        pass_context=True,
+        retry=RedeliverInterrupted(),
+    )(_deliver_callback)
     return app

@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api.deps import AuthDep
 from app.api.errors import error_response, install_error_handlers
 from app.api.routes import metrics, problems, submissions, system
+from app.callbacks import CallbackConfig, LocalCallbacks
 from app.core.config import Settings
 from app.core.ratelimit import RateLimiter
 from app.dispatch import Dispatcher, LocalDispatcher, PostgresDispatcher
@@ -163,10 +164,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     if grader is not None:
         if settings.metrics_enabled:
             observed = metrics.app_metrics(app, settings, store)
+        callbacks = LocalCallbacks(store, CallbackConfig.from_settings(settings),
+                                   settings.webhook_concurrency)
         queue = GradingQueue(store, workers=settings.workers, queue_size=settings.queue_size,
                              grade_fn=grading_function(grader),
-                             on_graded=observed.observe_report if observed else None)
-        dispatcher = LocalDispatcher(store, queue)
+                             on_graded=observed.observe_report if observed else None,
+                             on_callback=callbacks.graded)
+        dispatcher = LocalDispatcher(store, queue, callbacks)
     else:
         postgres = PostgresDispatcher(store, settings)
         if settings.metrics_enabled:  # grades are counted by the workers that make them

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 
+from sqlalchemy.orm import Session
+
 from app.store import Store
 from grader import Grader, Report, Verdict, grade
 
@@ -80,10 +82,14 @@ class GradeOutcome:
     attempts: int  # the fence this grade held
     report: Report  # as stored: hidden tests' details removed
     seconds: float  # claim to report
+    callback_url: str | None = None  # the submission's callback, due now
 
 
 # Called with each stored (public) report, in the grading thread (e.g. Metrics.observe_report).
 OnGraded = Callable[[Report], None]
+# Queues the delivery of a submission's callback inside the grade's finishing transaction
+# (the PostgreSQL queue: app.jobs.defer_callback).
+DeferCallback = Callable[[Session, str], object]
 
 
 def run_grade(grade_fn: GradeFn, problem_id: str, source: bytes, mode: str) -> Report:
@@ -108,6 +114,7 @@ def grade_and_store(
     redelivery: bool = False,
     on_graded: OnGraded | None = None,
     abandoned: Callable[[], bool] | None = None,
+    defer_callback: DeferCallback | None = None,
 ) -> GradeOutcome | None:
     """Claim one submission, grade it, store its public report under the claim's fence.
 
@@ -115,7 +122,9 @@ def grade_and_store(
     was `abandoned()` meanwhile (its worker is shutting down; the job is redelivered), or the
     fence moved on (another claim took the row since: this late write changes nothing).
     Store errors propagate (the row stays `running` for recovery or redelivery).
-    `redelivery`: see `Store.claim`.
+    `redelivery`: see `Store.claim`. `defer_callback`: called in the finishing transaction
+    of a submission with a callback, so its delivery is queued if and only if this grade is
+    the one stored (a fenced-out late finish queues nothing).
     """
     claimed = store.claim(submission_id, redelivery=redelivery)
     if claimed is None:
@@ -145,6 +154,13 @@ def grade_and_store(
         log.warning("grade of %s abandoned (shutting down); it will be redelivered",
                     submission_id)
         return None
+    in_finish = None
+    if defer_callback is not None and claimed.callback_url:
+        queue_delivery = defer_callback
+
+        def in_finish(session: Session) -> None:
+            queue_delivery(session, submission_id)
+
     stored = store.finish(
         submission_id,
         verdict=report.verdict.value,
@@ -152,6 +168,7 @@ def grade_and_store(
         max_score=report.max_score,
         report_json=report_json,
         fence=claimed.attempts,
+        in_finish=in_finish,
     )
     if not stored:
         log.warning("grade of %s (attempt %d) not stored: another attempt claimed it since",
@@ -164,6 +181,7 @@ def grade_and_store(
         attempts=claimed.attempts,
         report=report,
         seconds=elapsed,
+        callback_url=claimed.callback_url,
     )
     if on_graded is not None:
         try:
@@ -211,9 +229,12 @@ class GradingQueue:
         queue_size: int,
         grade_fn: GradeFn = _grade,
         on_graded: OnGraded | None = None,
+        on_callback: Callable[[str], None] | None = None,
     ) -> None:
         self._store = store
         self._on_graded = on_graded  # called with each stored report (e.g. metrics)
+        # Called with the id of each stored grade whose submission has a callback.
+        self._on_callback = on_callback
         self._workers = workers
         self._queue_size = queue_size
         self._grade = grade_fn
@@ -362,3 +383,5 @@ class GradingQueue:
         )
         if outcome is not None:
             self._avg_seconds = 0.8 * self._avg_seconds + 0.2 * outcome.seconds
+            if outcome.callback_url and self._on_callback is not None:
+                self._on_callback(submission_id)

@@ -45,6 +45,12 @@ class SubmissionCreate(BaseModel):
         default="submit",
         description="run: published examples only (fast feedback); submit: every test.",
     )
+    callback_url: str | None = Field(
+        default=None,
+        max_length=2048,
+        description="Where to POST a signed `submission.graded` notice once the grade is "
+        "stored. Must be on the server's allow-list (https, public addresses); see Webhooks.",
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> SubmissionCreate:
@@ -73,6 +79,19 @@ class SubmissionCreate(BaseModel):
         return raw
 
 
+class CallbackPublic(BaseModel):
+    """The delivery state of a submission's callback."""
+
+    url: str = Field(description="As checked and normalized at submit time.")
+    state: Literal["pending", "delivered", "failed"] = Field(
+        description="pending: not delivered yet (before the grade, or between retries); "
+        "delivered: a receiver answered 2xx; failed: given up (see last_error).")
+    attempts: int = Field(description="Delivery attempts made so far.")
+    last_status: int | None = Field(None, description="HTTP status of the last answer.")
+    last_error: str | None = Field(None, description="Why the last attempt failed.")
+    delivered_at: datetime | None = None
+
+
 class SubmissionPublic(BaseModel):
     """A submission as clients see it. The source itself is never sent back (anyone with access
     to the API could read it); `source_sha256` lets a client match it to its file."""
@@ -94,6 +113,9 @@ class SubmissionPublic(BaseModel):
         None,
         description="The grade report (as `jaxjudge grade --json`) once done; hidden tests "
         "carry no details. Omitted in listings.",
+    )
+    callback: CallbackPublic | None = Field(
+        None, description="The callback and its delivery state; null without a callback_url."
     )
 
 

@@ -15,7 +15,7 @@ import base64
 import binascii
 import hashlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,6 +46,9 @@ from app.migrate import upgrade
 
 Status = Literal["queued", "running", "done"]
 STATUSES: tuple[Status, ...] = ("queued", "running", "done")
+# A callback is `pending` from submit until it is delivered or given up (`failed`).
+CallbackState = Literal["pending", "delivered", "failed"]
+MAX_CALLBACK_ERROR = 500  # characters of the last delivery error kept on the row
 ANONYMOUS = "anonymous"
 # The PostgreSQL channel a finished grade is announced on (payload: the submission id), in the
 # finishing transaction, so a waiter on any API node wakes up only once the row is readable.
@@ -82,12 +85,27 @@ class SubmissionRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    # The webhook (app/webhooks.py): the checked URL, its delivery state (None: no callback),
+    # attempts made (also the fence of the delivery record), the last answer and when the
+    # next attempt is due (so a restart can re-schedule it).
+    callback_url: Mapped[str | None] = mapped_column(String(2048), default=None)
+    callback_state: Mapped[str | None] = mapped_column(String(16), default=None)
+    callback_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    callback_last_status: Mapped[int | None] = mapped_column(Integer, default=None)
+    callback_last_error: Mapped[str | None] = mapped_column(Text, default=None)
+    callback_next_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), default=None
+    )
+    callback_delivered_at: Mapped[datetime | None] = mapped_column(
+        DateTime(timezone=True), default=None
+    )
 
     __table_args__ = (
         Index("ix_submissions_status", "status"),
         Index("ix_submissions_problem_seq", "problem_id", "seq"),
         Index("ix_submissions_verdict_seq", "verdict", "seq"),
         Index("ix_submissions_owner_status", "owner", "status"),
+        Index("ix_submissions_callback_state", "callback_state"),
     )
 
 
@@ -112,6 +130,13 @@ class SubmissionRecord:
     started_at: datetime | None
     finished_at: datetime | None
     report_json: str | None
+    callback_url: str | None = None
+    callback_state: CallbackState | None = None
+    callback_attempts: int = 0
+    callback_last_status: int | None = None
+    callback_last_error: str | None = None
+    callback_next_at: datetime | None = None
+    callback_delivered_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +148,12 @@ class ClaimedSubmission:
     mode: str
     source: bytes
     attempts: int
+    callback_url: str | None = None
+
+
+# Runs inside the finishing transaction once the grade is stored (e.g. defer the callback's
+# delivery job): it commits with the grade or not at all.
+InFinish = Callable[[Session], None]
 
 
 class InvalidCursor(ValueError):
@@ -156,6 +187,13 @@ def _record(row: SubmissionRow) -> SubmissionRecord:
         started_at=_utc(row.started_at),
         finished_at=_utc(row.finished_at),
         report_json=row.report_json,
+        callback_url=row.callback_url,
+        callback_state=row.callback_state,  # type: ignore[arg-type]
+        callback_attempts=row.callback_attempts,
+        callback_last_status=row.callback_last_status,
+        callback_last_error=row.callback_last_error,
+        callback_next_at=_utc(row.callback_next_at),
+        callback_delivered_at=_utc(row.callback_delivered_at),
     )
 
 
@@ -229,9 +267,15 @@ class Store:
     # -- writes ---------------------------------------------------------------------------
     @staticmethod
     def insert(
-        session: Session, problem_id: str, mode: str, source: bytes, owner: str = ANONYMOUS
+        session: Session,
+        problem_id: str,
+        mode: str,
+        source: bytes,
+        owner: str = ANONYMOUS,
+        callback_url: str | None = None,
     ) -> SubmissionRecord:
-        """Insert a queued submission in the caller's transaction (see `create`)."""
+        """Insert a queued submission in the caller's transaction (see `create`).
+        `callback_url` must have passed `app.webhooks.check_callback_url` already."""
         row = SubmissionRow(
             id=uuid.uuid4().hex,
             problem_id=problem_id,
@@ -243,17 +287,25 @@ class Store:
             attempts=0,
             owner=owner,
             created_at=datetime.now(UTC),
+            callback_url=callback_url,
+            callback_state="pending" if callback_url else None,
+            callback_attempts=0,
         )
         session.add(row)
         session.flush()
         return _record(row)
 
     def create(
-        self, problem_id: str, mode: str, source: bytes, owner: str = ANONYMOUS
+        self,
+        problem_id: str,
+        mode: str,
+        source: bytes,
+        owner: str = ANONYMOUS,
+        callback_url: str | None = None,
     ) -> SubmissionRecord:
         """Insert a queued submission and commit it (durable once this returns)."""
         with self.transaction() as session:
-            return self.insert(session, problem_id, mode, source, owner)
+            return self.insert(session, problem_id, mode, source, owner, callback_url)
 
     def claim(self, submission_id: str, *, redelivery: bool = False) -> ClaimedSubmission | None:
         """Move a submission to running and take the next fence (`attempts`); None if there is
@@ -285,6 +337,7 @@ class Store:
                 mode=row.mode,
                 source=row.source,
                 attempts=row.attempts,
+                callback_url=row.callback_url,
             )
 
     def finish(
@@ -296,11 +349,13 @@ class Store:
         max_score: float,
         report_json: str,
         fence: int | None = None,
+        in_finish: InFinish | None = None,
     ) -> bool:
         """Store the report of a running submission; False if it was not running, or (with
         `fence`) if another claim took it since (its attempts moved on): a stale grader's
         write changes nothing. On PostgreSQL the same transaction announces the finish on
-        DONE_CHANNEL (delivered to listeners only once it commits)."""
+        DONE_CHANNEL (delivered to listeners only once it commits). `in_finish` runs in that
+        transaction too, only when the grade was stored."""
         conditions = [SubmissionRow.id == submission_id, SubmissionRow.status == "running"]
         if fence is not None:
             conditions.append(SubmissionRow.attempts == fence)
@@ -323,7 +378,60 @@ class Store:
                     text("SELECT pg_notify(:channel, :id)"),
                     {"channel": DONE_CHANNEL, "id": submission_id},
                 )
+            if done and in_finish is not None:
+                in_finish(session)
             return done
+
+    # -- callbacks ------------------------------------------------------------------------
+    def record_callback_attempt(
+        self,
+        submission_id: str,
+        *,
+        attempt: int,
+        state: CallbackState,
+        status_code: int | None,
+        error: str | None,
+        next_at: datetime | None = None,
+        in_record: InFinish | None = None,
+    ) -> bool:
+        """Record how delivery attempt number `attempt` went. Fenced like `finish`: only a
+        pending callback that has made `attempt - 1` attempts is written, so a redelivered
+        delivery job that already ran (or a second scheduler) records nothing twice. False
+        when nothing was written. `in_record` runs in the same transaction when it was."""
+        now = datetime.now(UTC)
+        with self.transaction() as session:
+            result = session.execute(
+                update(SubmissionRow)
+                .where(
+                    SubmissionRow.id == submission_id,
+                    SubmissionRow.callback_state == "pending",
+                    SubmissionRow.callback_attempts == attempt - 1,
+                )
+                .values(
+                    callback_state=state,
+                    callback_attempts=attempt,
+                    callback_last_status=status_code,
+                    callback_last_error=None if error is None else error[:MAX_CALLBACK_ERROR],
+                    callback_next_at=next_at,
+                    callback_delivered_at=now if state == "delivered" else None,
+                )
+            )
+            written = result.rowcount == 1  # type: ignore[attr-defined]
+            if written and in_record is not None:
+                in_record(session)
+            return written
+
+    def pending_callbacks(self) -> list[tuple[str, datetime | None]]:
+        """Graded submissions whose callback is still pending, with when the next attempt is
+        due (None: at once), oldest first: what a restarted local server re-schedules."""
+        with self._sessions() as session:
+            rows = session.execute(
+                select(SubmissionRow.id, SubmissionRow.callback_next_at)
+                .where(SubmissionRow.callback_state == "pending",
+                       SubmissionRow.status == "done")
+                .order_by(SubmissionRow.seq)
+            ).all()
+        return [(sid, _utc(due)) for sid, due in rows]
 
     def recover(self) -> list[str]:
         """Re-queue interrupted (running) submissions; return every queued id, oldest first.

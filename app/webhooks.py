@@ -372,13 +372,13 @@ def verify_signature(
     return matched
 
 
-def retry_delay(attempt: int) -> float:
+def retry_delay(attempt: int, base: float = RETRY_BASE_SECONDS) -> float:
     """Seconds to wait after failed attempt number `attempt` (1 = the first delivery):
-    5 s × 3^(attempt−1), capped at one hour, then scaled by a random 0.8–1.0 so receivers that
-    come back after an outage are not hit by every pending delivery at once. With 8 attempts
-    the retries span about 1.5 hours."""
+    `base` (5 s) × 3^(attempt−1), capped at one hour, then scaled by a random 0.8–1.0 so
+    receivers that come back after an outage are not hit by every pending delivery at once.
+    With 8 attempts the retries span about 1.5 hours."""
     n = min(max(1, attempt), 32)
-    delay = min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * RETRY_FACTOR ** (n - 1))
+    delay = min(RETRY_CAP_SECONDS, base * RETRY_FACTOR ** (n - 1))
     return delay * random.uniform(0.8, 1.0)
 
 

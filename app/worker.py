@@ -33,9 +33,22 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from procrastinate.manager import JobManager
+from sqlalchemy import text
 
+from app.callbacks import CallbackConfig, JobCallbacks
 from app.core.config import Settings
-from app.jobs import GRADE_KEY, QUEUE_NAME, TASK_NAME, make_app, requeue_orphans
+from app.jobs import (
+    CALLBACK_QUEUE,
+    DELIVER_KEY,
+    DELIVER_TASK,
+    GRADE_KEY,
+    QUEUE_NAME,
+    TASK_NAME,
+    defer_callback,
+    make_app,
+    requeue_orphan_callbacks,
+    requeue_orphans,
+)
 from app.metrics import Metrics, serve_metrics, worker_metrics
 from app.queue import GradeFn, OnGraded, grade_and_store, grading_function
 from app.store import Store
@@ -91,6 +104,7 @@ class WorkerRuntime:
                 redelivery=True,
                 on_graded=self._on_graded,
                 abandoned=abandoned.is_set,
+                defer_callback=defer_callback,  # queued in the grade's own transaction
             )
             return outcome.report.verdict.value if outcome else "nothing stored"
 
@@ -105,9 +119,13 @@ async def sweep_stalled(job_manager: JobManager, stall_seconds: float) -> int:
     """Put the jobs of presumed-dead workers back to `todo`; returns how many this call did.
     Two sweepers may find the same job: the second retry fails (the job is no longer
     `doing`) and is ignored."""
-    stalled = await job_manager.get_stalled_jobs(
-        task_name=TASK_NAME, seconds_since_heartbeat=stall_seconds
-    )
+    stalled = [
+        job
+        for task in (TASK_NAME, DELIVER_TASK)
+        for job in await job_manager.get_stalled_jobs(
+            task_name=task, seconds_since_heartbeat=stall_seconds
+        )
+    ]
     retried = 0
     for job in stalled:
         try:
@@ -125,8 +143,12 @@ def sweep_orphans(store: Store, stall_seconds: float) -> list[str]:
     """Re-queue unfinished submissions whose job is gone (`requeue_orphans`), logging each."""
     with store.transaction() as session:
         ids = requeue_orphans(session, older_than=stall_seconds)
+        callbacks = requeue_orphan_callbacks(session, older_than=stall_seconds)
     for submission_id in ids:
         log.warning("re-queued submission %s: unfinished, and its job had ended", submission_id)
+    for submission_id in callbacks:
+        log.warning("re-queued the callback of %s: pending, and its job had ended",
+                    submission_id)
     return ids
 
 
@@ -162,9 +184,11 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
         store = await asyncio.to_thread(Store, settings.database_url)  # migrates if behind
         try:
             runtime = WorkerRuntime(store, grading_function(grader), on_graded)
-            jobs_app = make_app(settings.database_url, pool_size=concurrency + 4)
+            jobs_app = make_app(settings.database_url,
+                                pool_size=concurrency + settings.webhook_concurrency + 4)
             async with jobs_app.open_async():
                 sweeper = asyncio.create_task(_sweep_forever(jobs_app.job_manager, store, settings))
+                delivering = asyncio.create_task(_deliver_forever(jobs_app, store, settings))
                 log.info("jaxjudge worker: concurrency %d, heartbeat %.1f s, stall %.1f s",
                          concurrency, settings.worker_heartbeat_seconds,
                          settings.worker_stall_seconds)
@@ -183,8 +207,11 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
                     )
                 finally:
                     sweeper.cancel()
+                    delivering.cancel()  # stops gracefully: in-flight attempts are bounded
                     with contextlib.suppress(asyncio.CancelledError):
                         await sweeper
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await delivering
         finally:
             store.close()
     finally:
@@ -192,6 +219,47 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
         if metrics_server is not None:
             metrics_server.shutdown()
     log.info("jaxjudge worker stopped")
+
+
+async def _deliver_forever(jobs_app: Any, store: Store, settings: Settings) -> None:
+    """The callbacks queue's own Procrastinate worker in this process, `webhook_concurrency`
+    deliveries at once: a slow receiver holds one of these slots, never a grading slot. Runs
+    until cancelled (when the grading worker stops); signals are the grading worker's."""
+    callbacks = JobCallbacks(store, CallbackConfig.from_settings(settings))
+    # App.run_worker_async is `_worker(...)` + `run()`; built here to learn the worker's id.
+    worker = jobs_app._worker(
+        queues=[CALLBACK_QUEUE],
+        name=f"jaxjudge-callbacks@{socket.gethostname()}:{os.getpid()}",
+        concurrency=settings.webhook_concurrency,
+        update_heartbeat_interval=settings.worker_heartbeat_seconds,
+        stalled_worker_timeout=settings.worker_stall_seconds,
+        fetch_job_polling_interval=settings.worker_heartbeat_seconds,
+        shutdown_graceful_timeout=settings.webhook_timeout_seconds,
+        additional_context={DELIVER_KEY: callbacks.deliver},
+        delete_jobs="successful",
+        install_signal_handlers=False,
+    )
+    running = asyncio.create_task(worker.run())
+    try:
+        while worker.worker_id is None and not running.done():
+            await asyncio.sleep(0.05)
+        if worker.worker_id is not None:  # API nodes count grading workers only
+            try:
+                await asyncio.to_thread(_tag_delivery_worker, store, worker.worker_id)
+            except Exception as exc:  # only the worker count on /v1/system is off by one
+                log.warning("could not tag the delivery worker: %s", exc)
+        await asyncio.shield(running)
+    except asyncio.CancelledError:
+        running.cancel()  # Worker.run stops gracefully, then re-raises
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        raise
+
+
+def _tag_delivery_worker(store: Store, worker_id: int) -> None:
+    with store.transaction() as session:
+        session.execute(text("INSERT INTO jaxjudge_delivery_workers (worker_id) VALUES (:id) "
+                             "ON CONFLICT DO NOTHING"), {"id": worker_id})
 
 
 def _serve_metrics(

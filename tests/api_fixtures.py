@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import http.server
 import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ REFERENCE = (REPO / "problems" / PROBLEM / "reference.py").read_text(encoding="u
 BROKEN = "def solve(:\n"  # compile_error, the fastest grade there is
 STARTUP_SECONDS = 90.0  # a guard against hanging, not a performance assertion
 GRADE_SECONDS = 300.0
+WORKER_STARTUP_SECONDS = 60.0  # a guard against hanging, not a performance assertion
 
 
 def free_port() -> int:
@@ -132,6 +136,53 @@ def submit(client: httpx.Client, source: str, mode: str = "run", **params: Any) 
     )
 
 
+# -- `jaxjudge worker` processes -----------------------------------------------------------------
+# Fast heartbeat (0.5 s) and stall timeout (2 s), so redelivery takes seconds; the production
+# defaults (2 s, 10 s) only scale those numbers.
+FAST = {"worker_heartbeat_seconds": 0.5, "worker_stall_seconds": 2}
+
+
+class Worker:
+    """A `jaxjudge worker` process in its own session (SIGKILL takes its sandboxes too)."""
+
+    def __init__(self, workdir: Path, database_url: str, name: str, **settings: Any) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.log_path = workdir / f"worker-{name}.log"
+        env = service_env(queue="postgres", database_url=database_url, workers=1,
+                          log_level="info", **{**FAST, **settings})
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "app.cli", "worker"],
+                cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + WORKER_STARTUP_SECONDS
+        while "Starting worker on" not in self.log():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited ({self.proc.returncode}):\n{self.log()}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"worker not ready in {WORKER_STARTUP_SECONDS} s:\n{self.log()}")
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(30)
+        self.kill()
+
+
 # -- PostgreSQL --------------------------------------------------------------------------------
 def find_pg_bin() -> Path | None:
     """The bin directory of an installed PostgreSQL (Debian layout or initdb on PATH)."""
@@ -173,3 +224,73 @@ def postgres_server() -> Iterator[str]:
             run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# -- webhook receivers -------------------------------------------------------------------------
+Answer = Callable[[http.server.BaseHTTPRequestHandler], None]
+
+
+def answer_status(code: int, body: bytes = b"", headers: dict[str, str] | None = None) -> Answer:
+    def answer(h: http.server.BaseHTTPRequestHandler) -> None:
+        h.send_response(code)
+        for key, value in (headers or {}).items():
+            h.send_header(key, value)
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    return answer
+
+
+class Receiver:
+    """A real HTTP(S) server on 127.0.0.1 in a thread. Records every request it got (after
+    reading its body) and the bytes it managed to send; `answer` writes the response."""
+
+    def __init__(self, answer: Answer, tls: ssl.SSLContext | None = None) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.sent = 0
+        self.sni: list[str | None] = []
+        self.errors: list[BaseException] = []
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                receiver.requests.append({
+                    "path": self.path, "headers": dict(self.headers.items()), "body": body,
+                    "peer": self.client_address[0],
+                })
+                answer(self)
+
+            do_GET = do_POST
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                receiver.errors.append(sys.exc_info()[1])  # type: ignore[arg-type]
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            tls.sni_callback = lambda _obj, name, _ctx: self.sni.append(name)  # type: ignore
+            self.server.socket = tls.wrap_socket(
+                self.server.socket, server_side=True, do_handshake_on_connect=False
+            )
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self.thread.start()
+
+    def url(self, host: str = "127.0.0.1", path: str = "/hook", scheme: str = "http") -> str:
+        return f"{scheme}://{host}:{self.port}{path}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -8,9 +8,6 @@ the production defaults (2 s, 10 s) only scale those numbers.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,7 +18,17 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from api_fixtures import BROKEN, PROBLEM, REFERENCE, Server, service_env, submit, wait_done
+from api_fixtures import (
+    BROKEN,
+    FAST,
+    PROBLEM,
+    REFERENCE,
+    Server,
+    Worker,
+    service_env,
+    submit,
+    wait_done,
+)
 from conftest import empty_postgres
 from pydantic import ValidationError
 from sqlalchemy import text
@@ -38,56 +45,12 @@ pytestmark = pytest.mark.postgres
 REPO = Path(__file__).resolve().parent.parent
 TOKEN_A, TOKEN_B = "token-of-a-0123456789", "token-of-b-0123456789"
 QUEUE_SIZE = 8
-FAST = {"worker_heartbeat_seconds": 0.5, "worker_stall_seconds": 2}
-STARTUP_SECONDS = 60.0  # a guard against hanging, not a performance assertion
 
 
 def slow_source(seconds: float, tag: str) -> str:
     """The reference solution, taking `seconds` to load (well inside the 10 s wall limit);
     `tag` keeps report caches from answering for it."""
     return f"{REFERENCE}\nimport time  # {tag}\ntime.sleep({seconds})\n"
-
-
-# -- processes ---------------------------------------------------------------------------------
-class Worker:
-    """A `jaxjudge worker` process in its own session (SIGKILL takes its sandboxes too)."""
-
-    def __init__(self, workdir: Path, database_url: str, name: str, **settings: Any) -> None:
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.log_path = workdir / f"worker-{name}.log"
-        env = service_env(queue="postgres", database_url=database_url, workers=1,
-                          log_level="info", **{**FAST, **settings})
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "app.cli", "worker"],
-                cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while "Starting worker on" not in self.log():
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"worker exited ({self.proc.returncode}):\n{self.log()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"worker not ready in {STARTUP_SECONDS} s:\n{self.log()}")
-            time.sleep(0.1)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(30)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(30)
-        self.kill()
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 import trustme
+from api_fixtures import Answer, Receiver, answer_status
 from pydantic import ValidationError
 
 from app.core.config import Settings
@@ -44,77 +45,6 @@ from app.webhooks import (
 SECRET = b"k" * 32
 ANYWHERE = CallbackPolicy(("*",), allow_private=False, allow_http=True)
 LOOPBACK_OK = CallbackPolicy(("*",), allow_private=True, allow_http=True)
-
-Answer = Callable[[http.server.BaseHTTPRequestHandler], None]
-
-
-def answer_status(code: int, body: bytes = b"", headers: dict[str, str] | None = None) -> Answer:
-    def answer(h: http.server.BaseHTTPRequestHandler) -> None:
-        h.send_response(code)
-        for key, value in (headers or {}).items():
-            h.send_header(key, value)
-        h.send_header("Content-Length", str(len(body)))
-        h.end_headers()
-        h.wfile.write(body)
-
-    return answer
-
-
-class Receiver:
-    """A real HTTP(S) server on 127.0.0.1 in a thread. Records every request it got (after
-    reading its body) and the bytes it managed to send; `answer` writes the response."""
-
-    def __init__(self, answer: Answer, tls: ssl.SSLContext | None = None) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.sent = 0
-        self.sni: list[str | None] = []
-        self.errors: list[BaseException] = []
-        receiver = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                body = self.rfile.read(length)
-                receiver.requests.append({
-                    "path": self.path, "headers": dict(self.headers.items()), "body": body,
-                    "peer": self.client_address[0],
-                })
-                answer(self)
-
-            do_GET = do_POST
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        class Server(http.server.ThreadingHTTPServer):
-            daemon_threads = True
-
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                import sys
-
-                receiver.errors.append(sys.exc_info()[1])  # type: ignore[arg-type]
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        if tls is not None:
-            tls.sni_callback = lambda _obj, name, _ctx: self.sni.append(name)  # type: ignore
-            self.server.socket = tls.wrap_socket(
-                self.server.socket, server_side=True, do_handshake_on_connect=False
-            )
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self.thread.start()
-
-    def url(self, host: str = "127.0.0.1", path: str = "/hook", scheme: str = "http") -> str:
-        return f"{scheme}://{host}:{self.port}{path}"
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
 
 @pytest.fixture
 def receivers() -> Iterator[Callable[..., Receiver]]:

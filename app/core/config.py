@@ -182,6 +182,17 @@ class Settings(BaseSettings):
     webhook_max_attempts: int = Field(
         8, ge=1, le=20, description="Delivery attempts per callback before giving up."
     )
+    webhook_retry_base_seconds: float = Field(
+        5.0, gt=0, le=3600,
+        description="Wait after the first failed delivery; each further wait is 3 times the "
+        "last, capped at an hour (tests shorten it).",
+    )
+    webhook_concurrency: int = Field(
+        4, ge=1, le=256,
+        description="Callback deliveries at once per process (`jaxjudge serve` with the local "
+        "queue, or each `jaxjudge worker`), apart from the grading slots: a slow receiver "
+        "never holds a grade.",
+    )
 
     @field_validator("webhook_allowed_hosts", mode="before")
     @classmethod

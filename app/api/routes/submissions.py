@@ -11,8 +11,10 @@ from fastapi import APIRouter, Query, Response
 from app.api.deps import DispatcherDep, OwnerDep, SettingsDep, StoreDep
 from app.api.errors import ApiError
 from app.api.routes.problems import find_problem
+from app.core.config import Settings
 from app.queue import QueueFull, public_report
 from app.schemas import (
+    CallbackPublic,
     ErrorBody,
     SourceError,
     Status,
@@ -21,6 +23,7 @@ from app.schemas import (
     SubmissionPublic,
 )
 from app.store import InvalidCursor, Store, SubmissionRecord
+from app.webhooks import CallbackPolicy, CallbackRejected, check_callback_url
 from grader.report import Report, Verdict
 
 router = APIRouter(prefix="/submissions", tags=["submissions"])
@@ -34,8 +37,35 @@ def to_public(record: SubmissionRecord, *, with_report: bool = True) -> Submissi
         # Stored reports were stripped when written; strip again in case an older writer
         # did not.
         report = public_report(Report.model_validate_json(record.report_json))
-    # The record's fields are the public ones plus `seq` and `report_json` (ignored here).
-    return SubmissionPublic.model_validate({**asdict(record), "report": report})
+    callback = None
+    if record.callback_url and record.callback_state:
+        callback = CallbackPublic(
+            url=record.callback_url,
+            state=record.callback_state,
+            attempts=record.callback_attempts,
+            last_status=record.callback_last_status,
+            last_error=record.callback_last_error,
+            delivered_at=record.callback_delivered_at,
+        )
+    # The record's fields are the public ones plus `seq`, `report_json` and the callback_*
+    # columns (ignored here).
+    return SubmissionPublic.model_validate(
+        {**asdict(record), "report": report, "callback": callback}
+    )
+
+
+def checked_callback(settings: Settings, url: str | None) -> str | None:
+    """The normalized callback URL, or 422 saying why it is refused (before anything is
+    stored). No DNS here: the addresses a name resolves to are checked at each delivery."""
+    if url is None:
+        return None
+    policy = CallbackPolicy.from_settings(settings)
+    if not policy.allowed_hosts:
+        raise ApiError(422, "callbacks are not enabled on this server")
+    try:
+        return check_callback_url(url, policy)
+    except CallbackRejected as exc:
+        raise ApiError(422, str(exc)) from exc
 
 
 def _get_or_404(store: Store, submission_id: str) -> SubmissionRecord:
@@ -57,7 +87,8 @@ def _get_or_404(store: Store, submission_id: str) -> SubmissionRecord:
         200: {"model": SubmissionPublic, "description": "Graded (with wait=true)."},
         404: {"model": ErrorBody, "description": "Unknown problem."},
         413: {"model": ErrorBody, "description": "Source larger than max_source_bytes."},
-        422: {"model": ErrorBody, "description": "Invalid body, or source not UTF-8."},
+        422: {"model": ErrorBody,
+              "description": "Invalid body, source not UTF-8, or callback_url refused."},
         503: {"model": ErrorBody, "description": "Queue full; see Retry-After."},
     },
 )
@@ -78,12 +109,13 @@ async def create_submission(
         raise ApiError(
             413, f"the source is larger than the limit of {settings.max_source_bytes} bytes"
         )
+    callback_url = checked_callback(settings, body.callback_url)
     await asyncio.to_thread(find_problem, body.problem_id)
     try:
         # One thread call for store + queue: a client disconnecting mid-request cannot leave
         # a stored row that was never queued.
         record = await asyncio.to_thread(
-            dispatcher.submit, body.problem_id, body.mode, source, owner
+            dispatcher.submit, body.problem_id, body.mode, source, owner, callback_url
         )
     except QueueFull as exc:
         raise ApiError(
