@@ -38,6 +38,7 @@ from grader.report import Mode, Report
 
 DEFAULT_TIMEOUT = 300.0  # seconds from submitting to a verdict (`--timeout`)
 REQUEST_SECONDS = 30.0  # one HTTP request, at most
+LONG_POLL = 20.0  # seconds a status request asks the server to hold it (< REQUEST_SECONDS)
 MAX_ANSWER_BYTES = 32 * 1024 * 1024  # a report with every example's data fits many times over
 MAX_ANSWER_DEPTH = 64  # a report nests ~10 deep (example arrays included)
 MAX_SOURCE_BYTES = 16 * 1024 * 1024  # the largest max_source_bytes a server can be set to
@@ -454,13 +455,17 @@ class JudgeClient:
         info: SubmissionInfo = self._parse(SubmissionInfo, answer, what)
         return info
 
-    def status(self, submission_id: str, deadline: float) -> SubmissionInfo:
+    def status(self, submission_id: str, deadline: float, hold: float = 0.0) -> SubmissionInfo:
+        """The submission now, or (`hold` > 0: a long poll) as soon as it is done, at most
+        `hold` seconds later (servers without long polls answer at once)."""
         if not _ID.match(submission_id):
             raise ClientError(f"{submission_id!r} is not a submission id")
         what = f"submission {submission_id}"
+        path = f"v1/submissions/{submission_id}"
+        if hold > 0:
+            path += f"?wait={hold:.1f}"
         info: SubmissionInfo = self._parse(
-            SubmissionInfo, self._call("GET", f"v1/submissions/{submission_id}", what, deadline),
-            what,
+            SubmissionInfo, self._call("GET", path, what, deadline), what
         )
         return info
 
@@ -470,9 +475,13 @@ class JudgeClient:
         deadline: float,
         on_status: Callable[[str], None] | None = None,
     ) -> SubmissionInfo:
-        """Poll until the submission is done (backoff POLL_FIRST..POLL_MAX); transient errors
-        are retried MAX_POLL_ERRORS times in a row. GradeTimeout at `deadline`."""
+        """Long-poll until the submission is done: each request is held by the server until
+        the grade is stored (at most LONG_POLL seconds), so the verdict arrives when it is
+        ready. A server that answers at once (an older one, or one with no wait bound) is
+        polled with backoff (POLL_FIRST..POLL_MAX) instead. Transient errors are retried
+        MAX_POLL_ERRORS times in a row. GradeTimeout at `deadline`."""
         interval, errors, current = POLL_FIRST, 0, submission
+        answered_at_once = False
         while current.status != "done":
             if on_status:
                 on_status(current.status)
@@ -482,15 +491,20 @@ class JudgeClient:
                     f"submission {current.id} is still {current.status} on {self.server}; "
                     f"see {self.server}/v1/submissions/{current.id} later"
                 )
-            time.sleep(min(interval, max(0.0, remaining - 0.1)))
-            interval = min(interval * POLL_FACTOR, POLL_MAX)
+            if answered_at_once:
+                time.sleep(min(interval, max(0.0, remaining - 0.1)))
+                interval = min(interval * POLL_FACTOR, POLL_MAX)
+            hold = max(0.0, min(LONG_POLL, remaining - 1.0))
+            asked = time.monotonic()
             try:
-                current = self.status(current.id, deadline)
+                current = self.status(current.id, deadline, hold=hold)
+                answered_at_once = time.monotonic() - asked < min(1.0, hold / 2)
                 errors = 0
             except GradeTimeout:
                 continue  # the check at the top of the loop says which submission
             except _Transient as exc:
                 errors += 1
+                answered_at_once = True  # back off before asking again
                 if errors >= MAX_POLL_ERRORS:
                     raise ClientError(f"{exc} (submission {current.id})") from exc
                 self.notify(f"{exc}; retrying")

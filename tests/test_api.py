@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -146,6 +147,25 @@ def test_wait_mode_grades_the_reference(client: httpx.Client) -> None:
         q.name for q in load_problem(PROBLEM).requirements
     }
     assert r.headers["location"] == f"/v1/submissions/{done['id']}"
+
+
+def test_get_long_polls_until_the_grade_is_stored(client: httpx.Client) -> None:
+    """GET ?wait=S holds the request until the submission is done (no polling needed), at
+    most S seconds (and the server's bound); a done submission answers at once."""
+    source = f"{REFERENCE}\nimport time  # long poll {time.time_ns()}\ntime.sleep(1.5)\n"
+    sid = submit(client, source).json()["id"]
+    short = client.get(f"/v1/submissions/{sid}", params={"wait": 0.3})
+    assert short.status_code == 200 and short.json()["status"] != "done"
+    asked = time.monotonic()
+    held = client.get(f"/v1/submissions/{sid}", params={"wait": 25}, timeout=40)
+    assert held.status_code == 200
+    assert held.json()["status"] == "done" and held.json()["verdict"] == "accepted"
+    assert time.monotonic() - asked < 25  # answered when stored, not at the bound
+    asked = time.monotonic()
+    again = client.get(f"/v1/submissions/{sid}", params={"wait": 25}, timeout=40)
+    assert again.json()["status"] == "done" and time.monotonic() - asked < 5
+    assert_error(client.get(f"/v1/submissions/{sid}", params={"wait": 601}), 422)
+    assert_error(client.get(f"/v1/submissions/{sid}", params={"wait": "soon"}), 422)
 
 
 def test_source_b64_is_accepted(client: httpx.Client) -> None:

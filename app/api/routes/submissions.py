@@ -135,8 +135,25 @@ async def create_submission(
     summary="One submission (with its report once done)",
     responses={404: {"model": ErrorBody}},
 )
-def get_submission(submission_id: str, store: StoreDep) -> SubmissionPublic:
-    return to_public(_get_or_404(store, submission_id))
+async def get_submission(
+    submission_id: str,
+    settings: SettingsDep,
+    store: StoreDep,
+    dispatcher: DispatcherDep,
+    wait: Annotated[
+        float,
+        Query(ge=0, le=600, description="Long poll: hold the request up to this many seconds "
+              "(capped by the server's wait bound) until the submission is done. 0: answer at "
+              "once."),
+    ] = 0,
+) -> SubmissionPublic:
+    record = await asyncio.to_thread(_get_or_404, store, submission_id)
+    hold = min(wait, settings.wait_timeout_seconds)
+    if record.status != "done" and hold > 0:
+        # A client waiting for its verdict hears it when it is stored, instead of polling.
+        await dispatcher.wait(record.id, hold)
+        record = await asyncio.to_thread(_get_or_404, store, submission_id)
+    return to_public(record)
 
 
 @router.get(
