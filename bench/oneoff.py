@@ -8,6 +8,10 @@
       process, every sandbox layer on (JAXJUDGE_SANDBOX_REQUIRE=all), on a NEW correct program
       each time: the reference with a unique constant folded into its loss, so neither a report
       nor a program cache (the exported bytes differ) can answer it.
+  (d) serve: the same new-program grade through a running local `jaxjudge serve` (the lever
+      "reuse a running local server when one is configured"): a fresh `jaxjudge submit --server
+      URL ... --json` process per grade, against a server started once by this bench (local
+      queue, warm pool, every sandbox layer, a throw-away SQLite). `--no-serve` skips it.
   (c) warm:  the library's warm path, `with Grader(warm_pool=True) as g:` grading 20 distinct
       new programs one by one (issue #13 item 2): pool start and seconds per grade.
 
@@ -117,16 +121,71 @@ def run_cli(workdir: Path, env: dict[str, str]) -> tuple[float, dict]:
     proc = subprocess.run([str(JAXJUDGE), "grade", "--problem", PROBLEM_ID, str(path), "--json"],
                           capture_output=True, text=True, env=env, check=False)
     wall = time.perf_counter() - t
+    return wall, accepted_report(proc, "jaxjudge grade")
+
+
+def accepted_report(proc: subprocess.CompletedProcess[str], what: str) -> dict:
+    """The JSON report `what` printed; exits unless it is a fresh (uncached) accepted grade."""
     try:
-        report = json.loads(proc.stdout)
+        report: dict = json.loads(proc.stdout)
     except ValueError:
-        sys.exit(f"jaxjudge grade printed no report (exit {proc.returncode}):\n"
-                 f"{proc.stderr[-2000:]}")
+        sys.exit(f"{what} printed no report (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
     if report["verdict"] != "accepted" or proc.returncode != 0:
-        sys.exit(f"jaxjudge grade: {report['verdict']}: {report['message'][:500]}")
+        sys.exit(f"{what}: {report['verdict']}: {report['message'][:500]}")
     if any("cached" in k for k in report["timings"]):
-        sys.exit(f"jaxjudge grade was answered from a cache: {report['timings']}")
-    return wall, report
+        sys.exit(f"{what} was answered from a cache: {report['timings']}")
+    return report
+
+
+class LocalServe:
+    """A `jaxjudge serve` on a free loopback port with a throw-away database, for (d)."""
+
+    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = int(sock.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = workdir / "serve.log"
+        serve_env = {**env, "JAXJUDGE_DATABASE_URL": f"sqlite:///{workdir}/serve.db",
+                     "JAXJUDGE_PORT": str(self.port), "JAXJUDGE_WORKERS": "1",
+                     "JAXJUDGE_RATE_LIMIT_PER_MINUTE": "0", "JAXJUDGE_LOG_LEVEL": "warning"}
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen([str(JAXJUDGE), "serve"], env=serve_env, cwd=workdir,
+                                         stdout=log, stderr=subprocess.STDOUT)
+        import urllib.request
+
+        deadline = time.monotonic() + 120
+        while True:
+            if self.proc.poll() is not None:
+                sys.exit(f"jaxjudge serve exited:\n{self.log.read_text()[-2000:]}")
+            try:
+                urllib.request.urlopen(f"{self.url}/healthz", timeout=2)
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    sys.exit("jaxjudge serve did not start in 120 s")
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def run_submit(workdir: Path, env: dict[str, str], server: str) -> float:
+    path = workdir / f"remote_{uuid.uuid4().hex[:8]}.py"
+    path.write_text(new_program(float(uuid.uuid4().int % 10**6) + 0.75), encoding="utf-8")
+    t = time.perf_counter()
+    proc = subprocess.run([str(JAXJUDGE), "submit", "--server", server, "--problem", PROBLEM_ID,
+                           str(path), "--json"], capture_output=True, text=True, env=env,
+                          check=False)
+    wall = time.perf_counter() - t
+    accepted_report(proc, "jaxjudge submit")
+    return wall
 
 
 def run_warm(workdir: Path, count: int) -> tuple[float, list[float]]:
@@ -160,6 +219,7 @@ def main() -> None:
                     help="tests the naive judge runs (0: all, the same as the grade)")
     ap.add_argument("--warm", type=int, default=20, help="grades through the warm pool (c)")
     ap.add_argument("--no-warm", action="store_true", help="skip (c)")
+    ap.add_argument("--no-serve", action="store_true", help="skip (d)")
     args = ap.parse_args()
     # This checkout's code, also when the venv's console script was installed (editable) from
     # another one: PYTHONPATH comes before the editable finder.
@@ -183,6 +243,14 @@ def main() -> None:
             wall, report = run_cli(work, env)
             cli.append(wall)
             reports.append(report)
+        remote: list[float] = []
+        if not args.no_serve:
+            serve = LocalServe(work, env)
+            try:
+                run_submit(work, env, serve.url)  # warm-up: the pool's first grade
+                remote = [run_submit(work, env, serve.url) for _ in range(args.n)]
+            finally:
+                serve.stop()
         warm = None if args.no_warm else run_warm(work, args.warm)
     load_after = load()
     tests = reports[0]["tests"]
@@ -197,6 +265,10 @@ def main() -> None:
     keys = sorted({k for r in reports for k in r["timings"]})
     med = {k: statistics.median(r["timings"].get(k, 0.0) for r in reports) for k in keys}
     print("    report timings, medians: " + ", ".join(f"{k} {v:.3f}" for k, v in med.items()))
+    if remote:
+        print(f"(d) jaxjudge submit to a running local serve (new program): {stats(remote)}")
+        print(f"    ratio of medians (d)/(a) = "
+              f"{statistics.median(remote) / statistics.median(naive):.2f}")
     if warm is not None:
         start, per = warm
         print(f"(c) Grader(warm_pool=True), {len(per)} distinct new programs one by one: pool "
