@@ -32,7 +32,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from procrastinate import App
 from procrastinate.manager import JobManager
+from procrastinate.worker import Worker as ProcrastinateWorker
 from sqlalchemy import text
 
 from app.callbacks import CallbackConfig, JobCallbacks
@@ -221,13 +223,14 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
     log.info("jaxjudge worker stopped")
 
 
-async def _deliver_forever(jobs_app: Any, store: Store, settings: Settings) -> None:
+async def _deliver_forever(jobs_app: App, store: Store, settings: Settings) -> None:
     """The callbacks queue's own Procrastinate worker in this process, `webhook_concurrency`
     deliveries at once: a slow receiver holds one of these slots, never a grading slot. Runs
     until cancelled (when the grading worker stops); signals are the grading worker's."""
     callbacks = JobCallbacks(store, CallbackConfig.from_settings(settings))
-    # App.run_worker_async is `_worker(...)` + `run()`; built here to learn the worker's id.
-    worker = jobs_app._worker(
+    # What App.run_worker_async builds and runs, built here to learn the worker's id.
+    worker = ProcrastinateWorker(
+        app=jobs_app,
         queues=[CALLBACK_QUEUE],
         name=f"jaxjudge-callbacks@{socket.gethostname()}:{os.getpid()}",
         concurrency=settings.webhook_concurrency,
