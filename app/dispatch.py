@@ -159,8 +159,9 @@ class PostgresDispatcher:
             if Store.count_queued(session) >= self.queue_size:
                 raise QueueFull(self._retry_after(session))  # rolls back: nothing stored
             pending = Store.count_queued(session, owner)
+            runs = Store.count_queued(session, owner, mode="run") if mode == "run" else 0
             record = Store.insert(session, problem_id, mode, source, owner, callback_url)
-            defer_in_transaction(session, record.id, job_priority(mode, pending))
+            defer_in_transaction(session, record.id, job_priority(mode, pending, runs))
             return record
 
     def _live_workers(self, session: Session) -> int:

@@ -42,8 +42,9 @@ DELIVER_TASK = "jaxjudge.deliver_callback"
 DELIVER_KEY = "jaxjudge_deliver"
 
 # Priorities (Procrastinate fetches ORDER BY priority DESC, id ASC): a `run` (examples only,
-# a learner waiting at the editor) goes before every `submit`; within a mode, an owner's k-th
-# pending job gets -k, so one token's 500 submissions interleave with everybody else's.
+# a learner waiting at the editor) goes before every `submit`, but only an owner's one waiting
+# run does (a learner waits for one run at a time); within a mode, an owner's k-th pending job
+# gets -k, so one token's 500 submissions, or 500 runs, interleave with everybody else's.
 RUN_PRIORITY = 1_000_000
 MAX_PENDING_PENALTY = 999_999
 
@@ -51,9 +52,11 @@ GradeCoroutine = Callable[[str], Awaitable[str]]
 DeliverCoroutine = Callable[[str, int], Awaitable[str]]
 
 
-def job_priority(mode: str, pending_of_owner: int) -> int:
-    """The job's priority from its mode and how many of its owner's jobs wait already."""
-    base = RUN_PRIORITY if mode == "run" else 0
+def job_priority(mode: str, pending_of_owner: int, runs_of_owner: int = 0) -> int:
+    """The job's priority from its mode and how many of its owner's jobs (`runs_of_owner`:
+    of them runs) wait already. Only a run with no other run of its owner waiting jumps the
+    queue: were every run boosted, one token flooding runs would starve every submit."""
+    base = RUN_PRIORITY if mode == "run" and runs_of_owner <= 0 else 0
     return base - min(max(0, pending_of_owner), MAX_PENDING_PENALTY)
 
 

@@ -82,7 +82,9 @@ class SubmissionCreate(BaseModel):
 class CallbackPublic(BaseModel):
     """The delivery state of a submission's callback."""
 
-    url: str = Field(description="As checked and normalized at submit time.")
+    url: str = Field(description="As checked and normalized at submit time; whole only for "
+                     "the token that sent it, others see `scheme://host/…` (a hook URL's path "
+                     "or query is often the receiver's credential).")
     state: Literal["pending", "delivered", "failed"] = Field(
         description="pending: not delivered yet (before the grade, or between retries); "
         "delivered: a receiver answered 2xx; failed: given up (see last_error).")

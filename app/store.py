@@ -455,13 +455,17 @@ class Store:
 
     # -- queue statistics (in the caller's session) ---------------------------------------
     @staticmethod
-    def count_queued(session: Session, owner: str | None = None) -> int:
-        """Submissions waiting for a grader (of one owner, if given)."""
+    def count_queued(
+        session: Session, owner: str | None = None, mode: str | None = None
+    ) -> int:
+        """Submissions waiting for a grader (of one owner, in one mode, if given)."""
         query = select(func.count()).select_from(SubmissionRow).where(
             SubmissionRow.status == "queued"
         )
         if owner is not None:
             query = query.where(SubmissionRow.owner == owner)
+        if mode is not None:
+            query = query.where(SubmissionRow.mode == mode)
         return int(session.execute(query).scalar_one())
 
     @staticmethod

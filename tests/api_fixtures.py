@@ -148,8 +148,8 @@ class Worker:
     def __init__(self, workdir: Path, database_url: str, name: str, **settings: Any) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         self.log_path = workdir / f"worker-{name}.log"
-        env = service_env(queue="postgres", database_url=database_url, workers=1,
-                          log_level="info", **{**FAST, **settings})
+        env = service_env(queue="postgres", database_url=database_url,
+                          log_level="info", **{"workers": 1, **FAST, **settings})
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "app.cli", "worker"],

@@ -293,6 +293,34 @@ def test_back_pressure_counts_the_queue_of_every_node(
     _clear(store)
 
 
+def _fetch_order(store: Store) -> list[str]:
+    """Submission ids in the order Procrastinate would fetch their jobs."""
+    with store.engine.connect() as conn:
+        return list(conn.execute(text(
+            "SELECT args->>'submission_id' FROM procrastinate_jobs WHERE status = 'todo' "
+            "ORDER BY priority DESC, id ASC"
+        )).scalars())
+
+
+def test_a_flood_of_runs_cannot_starve_another_owners_submits(
+    nodes: tuple[Server, Server], store: Store
+) -> None:
+    """Owner A floods `run`s on both nodes: only A's first waiting run jumps the queue, the
+    rest take their fair turn, so B's submits are not pushed behind all of them. Honest but
+    unusual: B's own run, sent while B has submits waiting, still goes before every submit."""
+    _clear(store)
+    one, two = nodes
+    with one.client(TOKEN_A) as a, two.client(TOKEN_A) as a2, two.client(TOKEN_B) as b:
+        b_first = submit(b, BROKEN, mode="submit").json()["id"]
+        a_runs = [submit(a if i % 2 else a2, BROKEN, mode="run").json()["id"] for i in range(5)]
+        b_second = submit(b, BROKEN, mode="submit").json()["id"]
+        order = _fetch_order(store)
+        assert order[:4] == [a_runs[0], b_first, a_runs[1], b_second], order
+        b_run = submit(b, BROKEN, mode="run").json()["id"]
+        assert _fetch_order(store)[:2] == [a_runs[0], b_run]
+    _clear(store)
+
+
 # -- with one worker ---------------------------------------------------------------------------
 @pytest.fixture(scope="class")
 def worker(db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:

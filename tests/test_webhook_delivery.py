@@ -349,3 +349,39 @@ class TestWithAWorker:
             body = wait_callback(client, sid, "delivered")
         time.sleep(1.0)
         assert body["callback"]["attempts"] == 1 and len(receiver.requests) == 1
+
+
+@pytest.mark.postgres
+def test_only_its_owner_sees_the_path_and_query_of_a_callback_url(
+    db: str, tmp_path: Path
+) -> None:
+    """A callback URL's path or query often is the receiver's credential (Slack-style hook
+    URLs, `?key=`): another token reading or listing the submission must not learn it. The
+    token that sent it still sees it whole (honest case)."""
+    token_a, token_b = "callback-owner-token-0123456789", "another-token-0123456789ab"
+    secret_url = "http://127.0.0.1:9/hooks/T0123/B0456/s3cretPathPart?key=s3cretQuery"
+    srv = Server(tmp_path / "authed", queue="postgres", database_url=db, rate_limit_per_minute=0,
+                 auth_tokens=f"{token_a},{token_b}", **HOOKS)
+    try:
+        with srv.client(token_a) as a, srv.client(token_b) as b:
+            created = submit_with(a, secret_url)
+            assert created.status_code == 202, created.text
+            sid = created.json()["id"]
+            assert created.json()["callback"]["url"] == secret_url
+            assert a.get(f"/v1/submissions/{sid}").json()["callback"]["url"] == secret_url
+            mine = [s for s in a.get("/v1/submissions").json()["items"] if s["id"] == sid]
+            assert mine[0]["callback"]["url"] == secret_url
+            seen_by_b = [
+                b.get(f"/v1/submissions/{sid}").text,
+                b.get(f"/v1/submissions/{sid}", params={"wait": 0.1}).text,
+                b.get("/v1/submissions").text,
+            ]
+            for text_ in seen_by_b:
+                assert sid in text_ and "s3cret" not in text_, text_
+            other = b.get(f"/v1/submissions/{sid}").json()["callback"]
+            assert other["url"] == "http://127.0.0.1:9/…" and other["state"] == "pending"
+    finally:
+        srv.stop()
+        with Store(db).engine.begin() as conn:
+            conn.execute(text("DELETE FROM procrastinate_jobs"))
+            conn.execute(text("DELETE FROM submissions"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict
 from typing import Annotated
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Query, Response
 
@@ -31,7 +32,21 @@ router = APIRouter(prefix="/submissions", tags=["submissions"])
 MAX_PAGE = 100
 
 
-def to_public(record: SubmissionRecord, *, with_report: bool = True) -> SubmissionPublic:
+def shown_callback_url(url: str, *, owner: bool) -> str:
+    """The callback URL as a reader sees it: whole for the token that sent it; for anyone
+    else only its scheme and host, since a hook URL's path or query is often the receiver's
+    credential (and every token may read every submission)."""
+    if owner:
+        return url
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}/…"
+
+
+def to_public(
+    record: SubmissionRecord, *, with_report: bool = True, viewer: str | None = None
+) -> SubmissionPublic:
+    """The public form of a row; `viewer` is the reader's owner key (app.dispatch.owner_of):
+    only the submission's own owner sees its callback URL whole."""
     report = None
     if with_report and record.report_json is not None:
         # Stored reports were stripped when written; strip again in case an older writer
@@ -40,7 +55,7 @@ def to_public(record: SubmissionRecord, *, with_report: bool = True) -> Submissi
     callback = None
     if record.callback_url and record.callback_state:
         callback = CallbackPublic(
-            url=record.callback_url,
+            url=shown_callback_url(record.callback_url, owner=viewer == record.owner),
             state=record.callback_state,
             attempts=record.callback_attempts,
             last_status=record.callback_last_status,
@@ -126,7 +141,7 @@ async def create_submission(
         if await dispatcher.wait(record.id, settings.wait_timeout_seconds):
             response.status_code = 200
         record = await asyncio.to_thread(_get_or_404, store, record.id)
-    return to_public(record)
+    return to_public(record, viewer=owner)
 
 
 @router.get(
@@ -140,6 +155,7 @@ async def get_submission(
     settings: SettingsDep,
     store: StoreDep,
     dispatcher: DispatcherDep,
+    owner: OwnerDep,
     wait: Annotated[
         float,
         Query(ge=0, le=600, description="Long poll: hold the request up to this many seconds "
@@ -153,7 +169,7 @@ async def get_submission(
         # A client waiting for its verdict hears it when it is stored, instead of polling.
         await dispatcher.wait(record.id, hold)
         record = await asyncio.to_thread(_get_or_404, store, submission_id)
-    return to_public(record)
+    return to_public(record, viewer=owner)
 
 
 @router.get(
@@ -164,6 +180,7 @@ async def get_submission(
 )
 def list_submissions(
     store: StoreDep,
+    owner: OwnerDep,
     problem_id: Annotated[str | None, Query(max_length=64)] = None,
     verdict: Verdict | None = None,
     status: Status | None = None,
@@ -181,5 +198,6 @@ def list_submissions(
     except InvalidCursor as exc:
         raise ApiError(422, "invalid cursor: pass a next_cursor from a previous page") from exc
     return SubmissionList(
-        items=[to_public(r, with_report=False) for r in records], next_cursor=next_cursor
+        items=[to_public(r, with_report=False, viewer=owner) for r in records],
+        next_cursor=next_cursor,
     )
