@@ -63,10 +63,12 @@ class Dispatcher(Protocol):
         source: bytes,
         owner: str,
         callback_url: str | None = None,
+        idempotency_key: str | None = None,
     ) -> SubmissionRecord:
-        """Store and queue (blocking: call it in a thread). Raises QueueFull; then nothing was
-        stored. Once it returns, the submission is both durable and queued. `callback_url`
-        has passed `check_callback_url` already."""
+        """Store and queue (blocking: call it in a thread). Raises QueueFull, or KeyInUse
+        when the owner already used `idempotency_key`; then nothing was stored. Once it
+        returns, the submission is both durable and queued. `callback_url` has passed
+        `check_callback_url` already."""
         ...
 
     async def wait(self, submission_id: str, timeout: float) -> bool:
@@ -101,11 +103,13 @@ class LocalDispatcher:
         source: bytes,
         owner: str,
         callback_url: str | None = None,
+        idempotency_key: str | None = None,
     ) -> SubmissionRecord:
         # Reserve, then insert, then push: a 503 never leaves a row behind, and a 202 never
         # goes out for a submission that is not both stored and queued.
         with self.queue.reserve() as slot:
-            record = self._store.create(problem_id, mode, source, owner, callback_url)
+            record = self._store.create(problem_id, mode, source, owner, callback_url,
+                                        idempotency_key)
             slot.push(record.id)
         return record
 
@@ -153,6 +157,7 @@ class PostgresDispatcher:
         source: bytes,
         owner: str,
         callback_url: str | None = None,
+        idempotency_key: str | None = None,
     ) -> SubmissionRecord:
         with self._store.transaction() as session:
             session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADMIT_LOCK_KEY})
@@ -160,7 +165,8 @@ class PostgresDispatcher:
                 raise QueueFull(self._retry_after(session))  # rolls back: nothing stored
             pending = Store.count_queued(session, owner)
             runs = Store.count_queued(session, owner, mode="run") if mode == "run" else 0
-            record = Store.insert(session, problem_id, mode, source, owner, callback_url)
+            record = Store.insert(session, problem_id, mode, source, owner, callback_url,
+                                  idempotency_key)
             defer_in_transaction(session, record.id, job_priority(mode, pending, runs))
             return record
 

@@ -39,6 +39,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 from sqlalchemy.pool import StaticPool
 
@@ -89,6 +90,8 @@ class SubmissionRow(Base):
     # attempts made (also the fence of the delivery record), the last answer and when the
     # next attempt is due (so a restart can re-schedule it).
     callback_url: Mapped[str | None] = mapped_column(String(2048), default=None)
+    # The client's Idempotency-Key: a retried POST finds its submission instead of adding one.
+    idempotency_key: Mapped[str | None] = mapped_column(String(64), default=None)
     callback_state: Mapped[str | None] = mapped_column(String(16), default=None)
     callback_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     callback_last_status: Mapped[int | None] = mapped_column(Integer, default=None)
@@ -106,6 +109,7 @@ class SubmissionRow(Base):
         Index("ix_submissions_verdict_seq", "verdict", "seq"),
         Index("ix_submissions_owner_status", "owner", "status"),
         Index("ix_submissions_callback_state", "callback_state"),
+        Index("ux_submissions_owner_idempotency_key", "owner", "idempotency_key", unique=True),
     )
 
 
@@ -130,6 +134,7 @@ class SubmissionRecord:
     started_at: datetime | None
     finished_at: datetime | None
     report_json: str | None
+    idempotency_key: str | None = None
     callback_url: str | None = None
     callback_state: CallbackState | None = None
     callback_attempts: int = 0
@@ -154,6 +159,14 @@ class ClaimedSubmission:
 # Runs inside the finishing transaction once the grade is stored (e.g. defer the callback's
 # delivery job): it commits with the grade or not at all.
 InFinish = Callable[[Session], None]
+
+
+class KeyInUse(Exception):
+    """The owner already made a submission with this Idempotency-Key."""
+
+    def __init__(self, owner: str, key: str) -> None:
+        super().__init__(f"idempotency key {key!r} already used by {owner}")
+        self.owner, self.key = owner, key
 
 
 class InvalidCursor(ValueError):
@@ -187,6 +200,7 @@ def _record(row: SubmissionRow) -> SubmissionRecord:
         started_at=_utc(row.started_at),
         finished_at=_utc(row.finished_at),
         report_json=row.report_json,
+        idempotency_key=row.idempotency_key,
         callback_url=row.callback_url,
         callback_state=row.callback_state,  # type: ignore[arg-type]
         callback_attempts=row.callback_attempts,
@@ -273,9 +287,12 @@ class Store:
         source: bytes,
         owner: str = ANONYMOUS,
         callback_url: str | None = None,
+        idempotency_key: str | None = None,
     ) -> SubmissionRecord:
         """Insert a queued submission in the caller's transaction (see `create`).
-        `callback_url` must have passed `app.webhooks.check_callback_url` already."""
+        `callback_url` must have passed `app.webhooks.check_callback_url` already. Raises
+        KeyInUse when the owner already has a submission with `idempotency_key` (the
+        transaction is then unusable: roll it back)."""
         row = SubmissionRow(
             id=uuid.uuid4().hex,
             problem_id=problem_id,
@@ -290,10 +307,27 @@ class Store:
             callback_url=callback_url,
             callback_state="pending" if callback_url else None,
             callback_attempts=0,
+            idempotency_key=idempotency_key,
         )
         session.add(row)
-        session.flush()
+        try:
+            session.flush()
+        except IntegrityError as exc:
+            if idempotency_key is None:
+                raise
+            raise KeyInUse(owner, idempotency_key) from exc
         return _record(row)
+
+    def find_by_key(self, owner: str, idempotency_key: str) -> SubmissionRecord | None:
+        """The owner's submission made with `idempotency_key`, if any."""
+        with self._sessions() as session:
+            row = session.execute(
+                select(SubmissionRow).where(
+                    SubmissionRow.owner == owner,
+                    SubmissionRow.idempotency_key == idempotency_key,
+                )
+            ).scalar_one_or_none()
+            return _record(row) if row is not None else None
 
     def create(
         self,
@@ -302,10 +336,12 @@ class Store:
         source: bytes,
         owner: str = ANONYMOUS,
         callback_url: str | None = None,
+        idempotency_key: str | None = None,
     ) -> SubmissionRecord:
         """Insert a queued submission and commit it (durable once this returns)."""
         with self.transaction() as session:
-            return self.insert(session, problem_id, mode, source, owner, callback_url)
+            return self.insert(session, problem_id, mode, source, owner, callback_url,
+                               idempotency_key)
 
     def claim(self, submission_id: str, *, redelivery: bool = False) -> ClaimedSubmission | None:
         """Move a submission to running and take the next fence (`attempts`); None if there is

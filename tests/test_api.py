@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -166,6 +167,38 @@ def test_get_long_polls_until_the_grade_is_stored(client: httpx.Client) -> None:
     assert again.json()["status"] == "done" and time.monotonic() - asked < 5
     assert_error(client.get(f"/v1/submissions/{sid}", params={"wait": 601}), 422)
     assert_error(client.get(f"/v1/submissions/{sid}", params={"wait": "soon"}), 422)
+
+
+def test_idempotency_key_makes_a_retried_post_the_same_submission(client: httpx.Client) -> None:
+    """A POST retried with its Idempotency-Key (its answer was lost) returns the submission
+    the first one made; the same key with another body is refused; racing duplicates make
+    one submission; a new key (or none) is a new submission, as before."""
+    key = f"retry-{time.time_ns()}"
+    body = {"problem_id": PROBLEM, "source": BROKEN, "mode": "run"}
+    first = client.post("/v1/submissions", json=body, headers={"Idempotency-Key": key})
+    assert first.status_code == 202, first.text
+    again = client.post("/v1/submissions", json=body, headers={"Idempotency-Key": key})
+    assert again.status_code in (200, 202) and again.json()["id"] == first.json()["id"]
+    assert again.headers["location"] == first.headers["location"]
+    other = client.post("/v1/submissions", json={**body, "mode": "submit"},
+                        headers={"Idempotency-Key": key})
+    assert_error(other, 422)
+    assert first.json()["id"] in other.json()["message"]
+    assert_error(client.post("/v1/submissions", json=body,
+                             headers={"Idempotency-Key": "has space"}), 422)
+    fresh = client.post("/v1/submissions", json=body, headers={"Idempotency-Key": key + "-2"})
+    plain = client.post("/v1/submissions", json=body)
+    assert len({first.json()["id"], fresh.json()["id"], plain.json()["id"]}) == 3
+
+    race_key = f"race-{time.time_ns()}"
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(
+            lambda _: client.post("/v1/submissions", json=body,
+                                  headers={"Idempotency-Key": race_key}),
+            range(8),
+        ))
+    assert all(a.status_code in (200, 202) for a in answers), [a.text for a in answers]
+    assert len({a.json()["id"] for a in answers}) == 1
 
 
 def test_source_b64_is_accepted(client: httpx.Client) -> None:

@@ -527,3 +527,25 @@ def test_an_unfinished_submission_whose_job_ended_gets_a_new_one(store: Store) -
     assert set(todo) == {lost_queued, failed_running, healthy}
     assert todo[failed_running] == job_priority("run", 0)
     _clear(store)
+
+
+def test_a_post_retried_on_the_other_node_with_its_key_is_one_submission(
+    nodes: tuple[Server, Server], store: Store
+) -> None:
+    """The bench's lost-answer case: a client whose POST answer was lost retries on the
+    other node with the same Idempotency-Key and gets the same submission, with one job."""
+    _clear(store)
+    body = {"problem_id": PROBLEM, "source": BROKEN, "mode": "run"}
+    headers = {"Idempotency-Key": f"lost-answer-{time.time_ns()}"}
+    with nodes[0].client(TOKEN_A) as one, nodes[1].client(TOKEN_A) as two:
+        first = one.post("/v1/submissions", json=body, headers=headers)
+        retried = two.post("/v1/submissions", json=body, headers=headers)
+    assert first.status_code == 202 and retried.status_code in (200, 202), retried.text
+    assert first.json()["id"] == retried.json()["id"]
+    with nodes[1].client(TOKEN_B) as other_token:  # keys are per token
+        assert other_token.post("/v1/submissions", json=body,
+                                headers=headers).json()["id"] != first.json()["id"]
+    with store.engine.connect() as conn:
+        jobs = conn.execute(text("SELECT queueing_lock FROM procrastinate_jobs")).scalars().all()
+    assert sorted(jobs).count(first.json()["id"]) == 1 and len(jobs) == 2
+    _clear(store)

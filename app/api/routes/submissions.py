@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from dataclasses import asdict
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Header, Query, Response
 
 from app.api.deps import DispatcherDep, OwnerDep, SettingsDep, StoreDep
 from app.api.errors import ApiError
@@ -23,7 +24,7 @@ from app.schemas import (
     SubmissionList,
     SubmissionPublic,
 )
-from app.store import InvalidCursor, Store, SubmissionRecord
+from app.store import InvalidCursor, KeyInUse, Store, SubmissionRecord
 from app.webhooks import CallbackPolicy, CallbackRejected, check_callback_url
 from grader.report import Report, Verdict
 
@@ -115,6 +116,13 @@ async def create_submission(
     dispatcher: DispatcherDep,
     owner: OwnerDep,
     wait: Annotated[bool, Query(description="Hold the request until graded.")] = False,
+    idempotency_key: Annotated[
+        str | None,
+        Header(min_length=1, max_length=64, pattern=r"^[\x21-\x7e]+$",
+               description="Any printable ASCII string (e.g. a UUID) naming this submission "
+               "for its token: a retried POST with the same key and body returns the "
+               "submission the first one made instead of a second one."),
+    ] = None,
 ) -> SubmissionPublic:
     try:
         source = body.source_bytes()
@@ -126,16 +134,33 @@ async def create_submission(
         )
     callback_url = checked_callback(settings, body.callback_url)
     await asyncio.to_thread(find_problem, body.problem_id)
+    record = None
+    if idempotency_key is not None:
+        record = await asyncio.to_thread(store.find_by_key, owner, idempotency_key)
     try:
-        # One thread call for store + queue: a client disconnecting mid-request cannot leave
-        # a stored row that was never queued.
-        record = await asyncio.to_thread(
-            dispatcher.submit, body.problem_id, body.mode, source, owner, callback_url
-        )
+        if record is None:
+            # One thread call for store + queue: a client disconnecting mid-request cannot
+            # leave a stored row that was never queued.
+            record = await asyncio.to_thread(
+                dispatcher.submit, body.problem_id, body.mode, source, owner, callback_url,
+                idempotency_key,
+            )
     except QueueFull as exc:
         raise ApiError(
             503, str(exc), code="queue_full", headers={"Retry-After": str(exc.retry_after)}
         ) from exc
+    except KeyInUse:  # the same key raced in from another request: that one made it
+        assert idempotency_key is not None
+        record = await asyncio.to_thread(store.find_by_key, owner, idempotency_key)
+        if record is None:
+            raise ApiError(409, "a request with this Idempotency-Key is still being "
+                           "stored; retry it", code="conflict") from None
+    if record.idempotency_key is not None and (
+        (record.problem_id, record.mode, record.source_sha256, record.callback_url)
+        != (body.problem_id, body.mode, hashlib.sha256(source).hexdigest(), callback_url)
+    ):
+        raise ApiError(422, "this Idempotency-Key was already used for a different submission "
+                       f"({record.id}); use a new key for a new submission")
     response.headers["Location"] = f"/v1/submissions/{record.id}"
     if wait and settings.wait_timeout_seconds > 0:
         if await dispatcher.wait(record.id, settings.wait_timeout_seconds):
