@@ -24,6 +24,7 @@ import re
 import stat
 import time
 import tomllib
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -63,6 +64,11 @@ class GradeTimeout(ClientError):
 
 class _Transient(ClientError):
     """A failure worth retrying while polling: transport errors and 5xx answers."""
+
+
+class _NoAnswer(_Transient):
+    """No answer came at all (connection lost, none in time): the request may or may not
+    have reached the server."""
 
 
 def clean_text(text: str) -> str:
@@ -282,13 +288,15 @@ class JudgeClient:
         self.notify = notify or (lambda _message: None)
 
     # -- the HTTP layer ----------------------------------------------------------------------
-    def _send(self, method: str, path: str, deadline: float, body: Any = None) -> _Response:
+    def _send(self, method: str, path: str, deadline: float, body: Any = None,
+              headers: dict[str, str] | None = None) -> _Response:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise GradeTimeout(f"no answer from {self.server} in time")
         timeout = min(remaining, REQUEST_SECONDS)
         try:
-            request = self.http.build_request(method, path, json=body, timeout=timeout)
+            request = self.http.build_request(method, path, json=body, timeout=timeout,
+                                              headers=headers)
             response = self.http.send(request, stream=True)
             try:
                 raw = _read_capped(response)
@@ -302,11 +310,11 @@ class JudgeClient:
         except httpx.TimeoutException as exc:
             if timeout < REQUEST_SECONDS:  # cut short by the caller's deadline, not the server
                 raise GradeTimeout(f"no answer from {self.server} in time") from exc
-            raise _Transient(
+            raise _NoAnswer(
                 f"the server at {self.server} did not answer within {timeout:.0f} s"
             ) from exc
         except (httpx.TransportError, httpx.StreamError) as exc:
-            raise _Transient(
+            raise _NoAnswer(
                 f"the connection to {self.server} failed ({_reason(exc)})"
             ) from exc
         except httpx.HTTPError as exc:  # invalid URL built from the base and path, etc.
@@ -369,15 +377,27 @@ class JudgeClient:
         return error(f"{what}: the server at {self.server} answered HTTP {status}{told}")
 
     def _call(self, method: str, path: str, what: str, deadline: float, body: Any = None,
-              *, queue_retries: int = 0, hint_404: str = "") -> Any:
+              *, queue_retries: int = 0, hint_404: str = "", transport_retries: int = 0,
+              headers: dict[str, str] | None = None) -> Any:
         """One logical request. A 429 is retried once, after its Retry-After, if that fits
         before `deadline`; a 503 up to `queue_retries` times with backoff (Retry-After, at
-        least 1, 2, 4 s). Any other non-2xx answer is a ClientError."""
+        least 1, 2, 4 s); a request with no answer at all (connection lost, no response in
+        time) up to `transport_retries` times, 1, 2 s apart: only for requests that are safe
+        to repeat. Any other non-2xx answer is a ClientError."""
         attempts = 0
+        lost = 0
         rate_limited = False
         while True:
             attempts += 1
-            answer = self._send(method, path, deadline, body)
+            try:
+                answer = self._send(method, path, deadline, body, headers)
+            except _NoAnswer as exc:
+                lost += 1
+                if lost <= transport_retries and self._can_wait(float(lost), deadline):
+                    self.notify(f"{exc}; trying again")
+                    time.sleep(float(lost))
+                    continue
+                raise
             if answer.status < 300:
                 return answer.body
             error = self._error(answer, what, hint_404)
@@ -450,8 +470,12 @@ class JudgeClient:
             "source_b64": base64.b64encode(source).decode("ascii"),
         }
         what = f"submitting to problem {problem_id!r}"
+        # One key for every try of this POST: a retry after a lost answer gets the submission
+        # the first try made (servers without idempotency keys ignore the header).
+        key = {"Idempotency-Key": uuid.uuid4().hex}
         answer = self._call("POST", "v1/submissions", what, deadline, body,
-                            queue_retries=QUEUE_FULL_RETRIES, hint_404=self._list_hint())
+                            queue_retries=QUEUE_FULL_RETRIES, hint_404=self._list_hint(),
+                            transport_retries=2, headers=key)
         info: SubmissionInfo = self._parse(SubmissionInfo, answer, what)
         return info
 

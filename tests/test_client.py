@@ -210,6 +210,42 @@ def test_honest_bytes_survive_the_trip(servers: Servers) -> None:
     assert done.report is not None and done.report.verdict == "accepted"
 
 
+class LoseFirstPostAnswer(httpx.HTTPTransport):
+    """A real transport that delivers the first POST to the server and then loses its answer
+    (as a node restarting or a dropped connection would), recording every POST's key."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keys: list[str | None] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if request.method == "POST":
+            self.keys.append(request.headers.get("idempotency-key"))
+            if len(self.keys) == 1:
+                response.read()
+                response.close()
+                raise httpx.ReadError("connection reset after the request", request=request)
+        return response
+
+
+def test_a_post_whose_answer_was_lost_is_retried_as_the_same_submission(
+    servers: Servers,
+) -> None:
+    before = httpx.get(f"{servers.open.base_url}/v1/system").json()["submissions"]
+    transport = LoseFirstPostAnswer()
+    submitted: list[str] = []
+    with httpx.Client(base_url=servers.open.base_url + "/", transport=transport) as http:
+        report = JudgeClient(http).grade(
+            PROBLEM, BROKEN.encode(), "run", timeout=120,
+            on_submitted=lambda sub: submitted.append(sub.id),
+        )
+    assert report.verdict.value == "compile_error"
+    assert len(transport.keys) == 2 and transport.keys[0] == transport.keys[1] is not None
+    after = httpx.get(f"{servers.open.base_url}/v1/system").json()["submissions"]
+    assert sum(after.values()) == sum(before.values()) + 1  # one submission, not two
+
+
 def test_too_large_is_refused_with_the_servers_limit(servers: Servers) -> None:
     source = b"# " + b"x" * 70_000 + b"\n"
     with (
