@@ -325,6 +325,9 @@ def client_loop(k: int, token: str, urls: list[str], work: queue.Queue[tuple[int
             first_try = time.time()
             posts = 0
             body: dict[str, Any] | None = None
+            # One key for every try of this submission: a retry after a lost answer gets the
+            # submission the first try stored, on either node.
+            key = {"Idempotency-Key": f"bench-{index}-{first_try}"}
             while body is None:
                 posts += 1
                 try:
@@ -332,6 +335,7 @@ def client_loop(k: int, token: str, urls: list[str], work: queue.Queue[tuple[int
                         "/v1/submissions",
                         json={"problem_id": PROBLEM_ID, "source": source, "mode": mode},
                         params={"wait": "true"} if mode == "run" else {},
+                        headers=key,
                     )
                 except (httpx.ConnectError, httpx.ConnectTimeout):
                     # Nothing reached the node: the load balancer's failover.
@@ -341,8 +345,8 @@ def client_loop(k: int, token: str, urls: list[str], work: queue.Queue[tuple[int
                     time.sleep(0.05)
                     continue
                 except httpx.TransportError as exc:
-                    # Sent, no answer: it may be stored. Retrying may store it twice; the
-                    # database check finds any such duplicate.
+                    # Sent, no answer: it may be stored. The retry carries the same
+                    # Idempotency-Key; the database check would still find any duplicate.
                     with tally.lock:
                         tally.lost_answers.append(index)
                         tally.errors[f"POST {type(exc).__name__}"] += 1
