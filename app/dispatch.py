@@ -22,7 +22,7 @@ from app.core.config import Settings
 from app.jobs import conninfo, defer_in_transaction, job_priority
 from app.notify import DoneListener
 from app.queue import GradingQueue, QueueFull
-from app.store import ANONYMOUS, Store, SubmissionRecord, SubmissionRow
+from app.store import ANONYMOUS, NewSubmission, Store, SubmissionRecord, SubmissionRow
 
 # pg_advisory_xact_lock key serializing admissions across API nodes, so the depth bound is
 # exact: "jaxjudge" + 1, any constant distinct from app.migrate's would do.
@@ -56,19 +56,10 @@ class Dispatcher(Protocol):
     kind: Literal["local", "postgres"]
     queue_size: int
 
-    def submit(
-        self,
-        problem_id: str,
-        mode: str,
-        source: bytes,
-        owner: str,
-        callback_url: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> SubmissionRecord:
+    def submit(self, new: NewSubmission) -> SubmissionRecord:
         """Store and queue (blocking: call it in a thread). Raises QueueFull, or KeyInUse
-        when the owner already used `idempotency_key`; then nothing was stored. Once it
-        returns, the submission is both durable and queued. `callback_url` has passed
-        `check_callback_url` already."""
+        when the owner already used the idempotency key; then nothing was stored. Once it
+        returns, the submission is both durable and queued."""
         ...
 
     async def wait(self, submission_id: str, timeout: float) -> bool:
@@ -96,20 +87,11 @@ class LocalDispatcher:
         self.callbacks = callbacks  # delivers callbacks once grades are stored
         self.recovered = 0
 
-    def submit(
-        self,
-        problem_id: str,
-        mode: str,
-        source: bytes,
-        owner: str,
-        callback_url: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> SubmissionRecord:
+    def submit(self, new: NewSubmission) -> SubmissionRecord:
         # Reserve, then insert, then push: a 503 never leaves a row behind, and a 202 never
         # goes out for a submission that is not both stored and queued.
         with self.queue.reserve() as slot:
-            record = self._store.create(problem_id, mode, source, owner, callback_url,
-                                        idempotency_key)
+            record = self._store.add(new)
             slot.push(record.id)
         return record
 
@@ -150,24 +132,15 @@ class PostgresDispatcher:
         self.listener = DoneListener(conninfo(settings.database_url))
 
     # -- submitting -----------------------------------------------------------------------
-    def submit(
-        self,
-        problem_id: str,
-        mode: str,
-        source: bytes,
-        owner: str,
-        callback_url: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> SubmissionRecord:
+    def submit(self, new: NewSubmission) -> SubmissionRecord:
         with self._store.transaction() as session:
             session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADMIT_LOCK_KEY})
-            if Store.count_queued(session) >= self.queue_size:
+            queued = Store.queued_counts(session, new.owner)
+            if queued.total >= self.queue_size:
                 raise QueueFull(self._retry_after(session))  # rolls back: nothing stored
-            pending = Store.count_queued(session, owner)
-            runs = Store.count_queued(session, owner, mode="run") if mode == "run" else 0
-            record = Store.insert(session, problem_id, mode, source, owner, callback_url,
-                                  idempotency_key)
-            defer_in_transaction(session, record.id, job_priority(mode, pending, runs))
+            record = Store.insert(session, new)
+            priority = job_priority(new.mode, queued.owner, queued.owner_runs)
+            defer_in_transaction(session, record.id, priority)
             return record
 
     def _live_workers(self, session: Session) -> int:

@@ -145,6 +145,26 @@ class SubmissionRecord:
 
 
 @dataclass(frozen=True)
+class NewSubmission:
+    """What a client asked to grade: everything a new row is made from, and what a retried
+    request with the same Idempotency-Key must repeat (`same_request`)."""
+
+    problem_id: str
+    mode: str
+    source: bytes
+    owner: str = ANONYMOUS
+    callback_url: str | None = None  # passed app.webhooks.check_callback_url already
+    idempotency_key: str | None = None
+
+    def same_request(self, record: SubmissionRecord) -> bool:
+        """Whether `record` was made from this very request (a retry, not a new one)."""
+        return (record.problem_id, record.mode, record.source_sha256, record.callback_url) == (
+            self.problem_id, self.mode, hashlib.sha256(self.source).hexdigest(),
+            self.callback_url,
+        )
+
+
+@dataclass(frozen=True)
 class ClaimedSubmission:
     """What a worker needs to grade one submission."""
 
@@ -159,6 +179,13 @@ class ClaimedSubmission:
 # Runs inside the finishing transaction once the grade is stored (e.g. defer the callback's
 # delivery job): it commits with the grade or not at all.
 InFinish = Callable[[Session], None]
+
+
+@dataclass(frozen=True)
+class QueuedCounts:
+    total: int
+    owner: int
+    owner_runs: int
 
 
 class KeyInUse(Exception):
@@ -280,42 +307,33 @@ class Store:
 
     # -- writes ---------------------------------------------------------------------------
     @staticmethod
-    def insert(
-        session: Session,
-        problem_id: str,
-        mode: str,
-        source: bytes,
-        owner: str = ANONYMOUS,
-        callback_url: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> SubmissionRecord:
-        """Insert a queued submission in the caller's transaction (see `create`).
-        `callback_url` must have passed `app.webhooks.check_callback_url` already. Raises
-        KeyInUse when the owner already has a submission with `idempotency_key` (the
+    def insert(session: Session, new: NewSubmission) -> SubmissionRecord:
+        """Insert a queued submission in the caller's transaction (see `add`). Raises
+        KeyInUse when the owner already has a submission with the same idempotency key (the
         transaction is then unusable: roll it back)."""
         row = SubmissionRow(
             id=uuid.uuid4().hex,
-            problem_id=problem_id,
-            mode=mode,
-            source=source,
-            source_bytes=len(source),
-            source_sha256=hashlib.sha256(source).hexdigest(),
+            problem_id=new.problem_id,
+            mode=new.mode,
+            source=new.source,
+            source_bytes=len(new.source),
+            source_sha256=hashlib.sha256(new.source).hexdigest(),
             status="queued",
             attempts=0,
-            owner=owner,
+            owner=new.owner,
             created_at=datetime.now(UTC),
-            callback_url=callback_url,
-            callback_state="pending" if callback_url else None,
+            callback_url=new.callback_url,
+            callback_state="pending" if new.callback_url else None,
             callback_attempts=0,
-            idempotency_key=idempotency_key,
+            idempotency_key=new.idempotency_key,
         )
         session.add(row)
         try:
             session.flush()
         except IntegrityError as exc:
-            if idempotency_key is None:
+            if new.idempotency_key is None:
                 raise
-            raise KeyInUse(owner, idempotency_key) from exc
+            raise KeyInUse(new.owner, new.idempotency_key) from exc
         return _record(row)
 
     def find_by_key(self, owner: str, idempotency_key: str) -> SubmissionRecord | None:
@@ -329,19 +347,16 @@ class Store:
             ).scalar_one_or_none()
             return _record(row) if row is not None else None
 
-    def create(
-        self,
-        problem_id: str,
-        mode: str,
-        source: bytes,
-        owner: str = ANONYMOUS,
-        callback_url: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> SubmissionRecord:
+    def add(self, new: NewSubmission) -> SubmissionRecord:
         """Insert a queued submission and commit it (durable once this returns)."""
         with self.transaction() as session:
-            return self.insert(session, problem_id, mode, source, owner, callback_url,
-                               idempotency_key)
+            return self.insert(session, new)
+
+    def create(
+        self, problem_id: str, mode: str, source: bytes, owner: str = ANONYMOUS
+    ) -> SubmissionRecord:
+        """`add` of a plain submission (no callback, no idempotency key)."""
+        return self.add(NewSubmission(problem_id, mode, source, owner))
 
     def claim(self, submission_id: str, *, redelivery: bool = False) -> ClaimedSubmission | None:
         """Move a submission to running and take the next fence (`attempts`); None if there is
@@ -491,18 +506,18 @@ class Store:
 
     # -- queue statistics (in the caller's session) ---------------------------------------
     @staticmethod
-    def count_queued(
-        session: Session, owner: str | None = None, mode: str | None = None
-    ) -> int:
-        """Submissions waiting for a grader (of one owner, in one mode, if given)."""
-        query = select(func.count()).select_from(SubmissionRow).where(
-            SubmissionRow.status == "queued"
-        )
-        if owner is not None:
-            query = query.where(SubmissionRow.owner == owner)
-        if mode is not None:
-            query = query.where(SubmissionRow.mode == mode)
-        return int(session.execute(query).scalar_one())
+    def queued_counts(session: Session, owner: str) -> QueuedCounts:
+        """Submissions waiting for a grader: all of them, the owner's, and the owner's runs,
+        in one statement (admission runs it under a lock every API node shares)."""
+        mine = SubmissionRow.owner == owner
+        row = session.execute(
+            select(
+                func.count(),
+                func.count().filter(mine),
+                func.count().filter(mine, SubmissionRow.mode == "run"),
+            ).where(SubmissionRow.status == "queued")
+        ).one()
+        return QueuedCounts(int(row[0]), int(row[1]), int(row[2]))
 
     @staticmethod
     def recent_grade_seconds(session: Session, last: int = 20) -> float | None:

@@ -37,7 +37,7 @@ from app.core.config import Settings
 from app.jobs import conninfo, defer_in_transaction, job_priority
 from app.notify import LISTENER_APPLICATION_NAME, DoneListener
 from app.queue import MAX_ATTEMPTS, grade_and_store
-from app.store import DONE_CHANNEL, Store
+from app.store import DONE_CHANNEL, NewSubmission, Store
 from grader import Report, Verdict
 
 pytestmark = pytest.mark.postgres
@@ -397,7 +397,7 @@ class TestWithAWorker:
         """The job arrives for the 4th time (3 graders died on it): the worker stores
         internal_error with a message instead of grading it again, and it stays done."""
         with store.transaction() as session:
-            sid = Store.insert(session, PROBLEM, "submit", REFERENCE.encode()).id
+            sid = Store.insert(session, NewSubmission(PROBLEM, "submit", REFERENCE.encode())).id
             session.execute(text("UPDATE submissions SET status = 'running', attempts = :n "
                                  "WHERE id = :id"), {"n": MAX_ATTEMPTS, "id": sid})
             defer_in_transaction(session, sid, 0)

@@ -31,7 +31,7 @@ from conftest import empty_postgres
 from sqlalchemy import text
 
 from app.jobs import CALLBACK_QUEUE, defer_callback
-from app.store import Store
+from app.store import NewSubmission, Store
 from app.webhooks import verify_signature
 
 SECRET = "a-webhook-secret-of-at-least-32-bytes!"
@@ -123,7 +123,8 @@ def leftover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Receive
     receiver = Receiver(answers(204))
     store = Store(url)
     try:
-        sid = store.create(PROBLEM, "run", BROKEN.encode(), callback_url=receiver.url()).id
+        sid = store.add(NewSubmission(PROBLEM, "run", BROKEN.encode(),
+                                      callback_url=receiver.url())).id
         claimed = store.claim(sid)
         assert claimed is not None and claimed.callback_url == receiver.url()
         assert store.finish(sid, verdict="compile_error", score=0, max_score=1,
@@ -329,7 +330,7 @@ class TestWithAWorker:
         """The grader presumed dead finishes late with its old fence: the row does not change
         and no delivery is queued; the live grader's finish queues exactly one."""
         receiver = receivers(204)
-        sid = pg_store.create(PROBLEM, "run", b"x", callback_url=receiver.url()).id
+        sid = pg_store.add(NewSubmission(PROBLEM, "run", b"x", callback_url=receiver.url())).id
         stale = pg_store.claim(sid, redelivery=True)
         live = pg_store.claim(sid, redelivery=True)
         assert stale is not None and live is not None

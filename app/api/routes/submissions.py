@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from dataclasses import asdict
 from typing import Annotated
 from urllib.parse import urlsplit
@@ -24,7 +23,7 @@ from app.schemas import (
     SubmissionList,
     SubmissionPublic,
 )
-from app.store import InvalidCursor, KeyInUse, Store, SubmissionRecord
+from app.store import InvalidCursor, KeyInUse, NewSubmission, Store, SubmissionRecord
 from app.webhooks import CallbackPolicy, CallbackRejected, check_callback_url
 from grader.report import Report, Verdict
 
@@ -134,6 +133,8 @@ async def create_submission(
         )
     callback_url = checked_callback(settings, body.callback_url)
     await asyncio.to_thread(find_problem, body.problem_id)
+    new = NewSubmission(body.problem_id, body.mode, source, owner, callback_url,
+                        idempotency_key)
     record = None
     if idempotency_key is not None:
         record = await asyncio.to_thread(store.find_by_key, owner, idempotency_key)
@@ -141,10 +142,7 @@ async def create_submission(
         if record is None:
             # One thread call for store + queue: a client disconnecting mid-request cannot
             # leave a stored row that was never queued.
-            record = await asyncio.to_thread(
-                dispatcher.submit, body.problem_id, body.mode, source, owner, callback_url,
-                idempotency_key,
-            )
+            record = await asyncio.to_thread(dispatcher.submit, new)
     except QueueFull as exc:
         raise ApiError(
             503, str(exc), code="queue_full", headers={"Retry-After": str(exc.retry_after)}
@@ -155,10 +153,7 @@ async def create_submission(
         if record is None:
             raise ApiError(409, "a request with this Idempotency-Key is still being "
                            "stored; retry it", code="conflict") from None
-    if record.idempotency_key is not None and (
-        (record.problem_id, record.mode, record.source_sha256, record.callback_url)
-        != (body.problem_id, body.mode, hashlib.sha256(source).hexdigest(), callback_url)
-    ):
+    if record.idempotency_key is not None and not new.same_request(record):
         raise ApiError(422, "this Idempotency-Key was already used for a different submission "
                        f"({record.id}); use a new key for a new submission")
     response.headers["Location"] = f"/v1/submissions/{record.id}"
