@@ -196,15 +196,11 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
                          settings.worker_stall_seconds)
                 try:
                     await jobs_app.run_worker_async(
+                        **_worker_options(settings, "jaxjudge"),
                         queues=[QUEUE_NAME],
-                        name=f"jaxjudge@{socket.gethostname()}:{os.getpid()}",
                         concurrency=concurrency,
-                        update_heartbeat_interval=settings.worker_heartbeat_seconds,
-                        stalled_worker_timeout=settings.worker_stall_seconds,
-                        fetch_job_polling_interval=settings.worker_heartbeat_seconds,
                         shutdown_graceful_timeout=settings.worker_shutdown_seconds,
                         additional_context={GRADE_KEY: runtime.grade},
-                        delete_jobs="successful",
                         install_signal_handlers=True,
                     )
                 finally:
@@ -223,6 +219,19 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
     log.info("jaxjudge worker stopped")
 
 
+def _worker_options(settings: Settings, role: str) -> dict[str, Any]:
+    """What both Procrastinate workers of this process share: their name, the heartbeat and
+    stall timeout every sweeper relies on, polling at the heartbeat (a retried job sends no
+    NOTIFY) and deleting succeeded jobs."""
+    return {
+        "name": f"{role}@{socket.gethostname()}:{os.getpid()}",
+        "update_heartbeat_interval": settings.worker_heartbeat_seconds,
+        "stalled_worker_timeout": settings.worker_stall_seconds,
+        "fetch_job_polling_interval": settings.worker_heartbeat_seconds,
+        "delete_jobs": "successful",
+    }
+
+
 async def _deliver_forever(jobs_app: App, store: Store, settings: Settings) -> None:
     """The callbacks queue's own Procrastinate worker in this process, `webhook_concurrency`
     deliveries at once: a slow receiver holds one of these slots, never a grading slot. Runs
@@ -231,15 +240,11 @@ async def _deliver_forever(jobs_app: App, store: Store, settings: Settings) -> N
     # What App.run_worker_async builds and runs, built here to learn the worker's id.
     worker = ProcrastinateWorker(
         app=jobs_app,
+        **_worker_options(settings, "jaxjudge-callbacks"),
         queues=[CALLBACK_QUEUE],
-        name=f"jaxjudge-callbacks@{socket.gethostname()}:{os.getpid()}",
         concurrency=settings.webhook_concurrency,
-        update_heartbeat_interval=settings.worker_heartbeat_seconds,
-        stalled_worker_timeout=settings.worker_stall_seconds,
-        fetch_job_polling_interval=settings.worker_heartbeat_seconds,
         shutdown_graceful_timeout=settings.webhook_timeout_seconds,
         additional_context={DELIVER_KEY: callbacks.deliver},
-        delete_jobs="successful",
         install_signal_handlers=False,
     )
     running = asyncio.create_task(worker.run())
