@@ -8,6 +8,8 @@ import pytest
 from api_fixtures import postgres_server
 from sqlalchemy import create_engine, text
 
+from app.store import Store
+
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
@@ -26,3 +28,20 @@ def empty_postgres(url: str) -> None:
         conn.execute(text("DROP SCHEMA public CASCADE"))
         conn.execute(text("CREATE SCHEMA public"))
     engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def db(postgres_url: str) -> Iterator[str]:
+    """The PostgreSQL database of one test module's queue tests, emptied and migrated once
+    before that module's API nodes and workers race to migrate it."""
+    empty_postgres(postgres_url)
+    Store(postgres_url).close()
+    yield postgres_url
+
+
+@pytest.fixture(scope="module")
+def pg_store(db: str) -> Iterator[Store]:
+    """A store on `db`, for the test's own reads and writes."""
+    store = Store(db)
+    yield store
+    store.close()

@@ -29,7 +29,6 @@ from api_fixtures import (
     submit,
     wait_done,
 )
-from conftest import empty_postgres
 from pydantic import ValidationError
 from sqlalchemy import text
 
@@ -54,17 +53,8 @@ def slow_source(seconds: float, tag: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def db(postgres_url: str) -> Iterator[str]:
-    empty_postgres(postgres_url)
-    Store(postgres_url).close()  # migrated once, before the nodes race for it
-    yield postgres_url
-
-
-@pytest.fixture(scope="module")
-def store(db: str) -> Iterator[Store]:
-    s = Store(db)
-    yield s
-    s.close()
+def store(pg_store: Store) -> Store:
+    return pg_store
 
 
 @pytest.fixture(scope="module")

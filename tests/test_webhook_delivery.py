@@ -27,7 +27,6 @@ from api_fixtures import (
     answer_status,
     wait_done,
 )
-from conftest import empty_postgres
 from sqlalchemy import text
 
 from app.jobs import CALLBACK_QUEUE, defer_callback
@@ -225,20 +224,6 @@ def test_a_refused_callback_is_422_and_nothing_is_stored(local: Server, receiver
 
 
 # -- PostgreSQL queue (`jaxjudge worker`) -----------------------------------------------------
-@pytest.fixture(scope="module")
-def db(postgres_url: str) -> Iterator[str]:
-    empty_postgres(postgres_url)
-    Store(postgres_url).close()  # migrated once, before the processes race for it
-    yield postgres_url
-
-
-@pytest.fixture(scope="module")
-def pg_store(db: str) -> Iterator[Store]:
-    s = Store(db)
-    yield s
-    s.close()
-
-
 @pytest.fixture(scope="module")
 def node(db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = Server(tmp_path_factory.mktemp("node"), queue="postgres", database_url=db,
