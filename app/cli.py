@@ -4,12 +4,13 @@ and `jaxjudge worker` (a grading process of the PostgreSQL job queue)."""
 from __future__ import annotations
 
 import logging
+import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
 
-from grader.cli import cli
+from grader.cli import cli, register_commands
 
 if TYPE_CHECKING:
     from app.core.config import Settings
@@ -170,6 +171,7 @@ def migrate_cmd(
 
 
 def main() -> None:
+    register_commands(sys.argv[1:])
     cli()
 
 

@@ -67,3 +67,44 @@ def test_doctor_reports_layers() -> None:
     assert proc.returncode == 0
     layers = json.loads(proc.stdout)
     assert layers and all("active" in v for v in layers.values())
+
+
+LAZY_MODULES = ("grader.cli_batch", "grader.cli_authoring", "grader.cli_client")
+
+
+def _registered_after(argv: list[str]) -> dict[str, object]:
+    """Which lazy command modules a fresh interpreter imports for `argv`, and the commands the
+    CLI then knows."""
+    code = (
+        "import json, sys\n"
+        "from app.cli import cli, register_commands\n"
+        f"register_commands({argv!r})\n"
+        f"print(json.dumps({{'modules': [m for m in {LAZY_MODULES!r} if m in sys.modules],"
+        " 'commands': [c.name for c in cli.registered_commands]}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    return json.loads(proc.stdout)
+
+
+def test_grade_imports_no_other_command_module() -> None:
+    got = _registered_after(["grade", "-p", "x", "f.py"])
+    assert got["modules"] == []
+    assert "grade" in got["commands"] and "serve" in got["commands"]
+
+
+def test_lazy_command_imports_only_its_module() -> None:
+    got = _registered_after(["gradescope", "--help"])
+    assert got["modules"] == ["grader.cli_batch"]
+    assert {"grade-set", "gradescope"} <= set(got["commands"])  # type: ignore[arg-type]
+    assert "submit" not in got["commands"]  # type: ignore[operator]
+
+
+def test_help_and_typos_see_every_command() -> None:
+    proc = run("--help")
+    assert proc.returncode == 0
+    for name in ("grade", "serve", "submit", "gradescope", "grade-set", "check-problem",
+                 "new-problem", "rules", "migrate"):
+        assert name in proc.stdout, name
+    typo = run("gradescop")
+    assert typo.returncode == 2 and "gradescope" in typo.stderr
