@@ -80,6 +80,7 @@ def _print_report(report: Report) -> None:
 
 @cli.command("grade")
 def grade_cmd(
+    ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="The solution file (Python).")],
     problem: Annotated[str, typer.Option("--problem", "-p", help="Problem id.")],
     mode: Annotated[str, typer.Option(help="run: published examples only; submit: all tests.")]
@@ -89,10 +90,10 @@ def grade_cmd(
     """Grade FILE against a problem and print the verdict."""
     if mode not in ("run", "submit"):
         raise _fail(f"--mode must be 'run' or 'submit', not {mode!r}")
-    # A one-off grade is mostly two sandboxed `import jax`es: find the sandbox layers while
-    # the problem loads, start both stages (grader.early), and only then import the grading
-    # code, while they import jax.
-    sandbox.detect_in_background()
+    # A one-off grade is mostly two sandboxed `import jax`es: find the sandbox layers (as the
+    # last all-good probe found them) while the problem loads, start both stages
+    # (grader.early), and only then import the grading code, while they import jax.
+    sandbox.detect_in_background(cached=True)
     try:
         prob = load_problem(problem)
     except ProblemError as exc:
@@ -103,8 +104,10 @@ def grade_cmd(
         raise _fail(f"cannot read {file}: {exc.strerror}") from exc
     from grader import early
 
-    started = None
-    if early.overlap_enabled():
+    # Stages app.launch started from the same arguments, before this module was imported;
+    # the grade adopts them only if they run under this problem's limits.
+    started = ctx.obj if isinstance(ctx.obj, early.Started) else None
+    if started is None and early.overlap_enabled():
         try:
             started = early.start(prob.limits)
         except Exception:  # e.g. a required layer is missing: the grade reports it
@@ -122,6 +125,13 @@ def grade_cmd(
     else:
         _print_report(report)
     if report.verdict is Verdict.INTERNAL_ERROR:
+        if sandbox.detected_from_cache():
+            # A layer that worked when it was probed may not now: probe afresh next time.
+            from grader import layer_cache
+
+            layer_cache.forget()
+            _err.print("[dim]The sandbox layers were taken from an earlier probe; the next "
+                       "grade probes them again.[/]")
         raise typer.Exit(2)
     raise typer.Exit(0 if report.accepted else 1)
 

