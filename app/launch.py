@@ -1,20 +1,93 @@
-"""The `jaxjudge` console script: what a one-off grade waits for starts before the CLI imports.
+"""The `jaxjudge` console script: a one-off grade starts its stages before the CLI imports.
 
-A cold `jaxjudge grade` is a race to start its sandboxed stages. Before it can, the sandbox
-layers must be detected (~0.1 s of short sandboxed probe runs, mostly waiting) and the CLI must
-import (~0.2 s of CPU). Started here, the probes run while the CLI imports instead of after.
+A cold `jaxjudge grade` is a race to its first sandboxed stage, whose `import jax` is most of
+the grade. So for `grade -p ID ...` this module detects the sandbox layers (from the last
+all-good probe, grader/layer_cache.py), loads the problem and starts both stages
+(`grader.early`) before the rest of the CLI is even imported (typer, rich and the grading code),
+and hands them to the command as Click's context object. The command adopts them only if the
+problem it parses has the same limits (the stages know nothing of the problem until their
+jobs); whatever it does not adopt is cancelled here. When the grade is done and printed, the
+process leaves without interpreter teardown.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grader.early import Started
+
+
+def problem_arg(argv: Sequence[str]) -> str | None:
+    """The problem id in `grade` arguments written as `-p ID`, `--problem ID` or
+    `--problem=ID`; None for any other spelling (the command parses it, only later)."""
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            return None
+        if arg in ("-p", "--problem"):
+            return argv[i + 1] if i + 1 < len(argv) else None
+        if arg.startswith("--problem="):
+            return arg.removeprefix("--problem=")
+    return None
+
+
+def start_stages(argv: Sequence[str]) -> Started | None:
+    """Both stages for the problem `argv` names, started now; None when it names none plainly,
+    overlapping is off, or anything fails: the command then starts them itself, or reports
+    what is wrong with the problem in its own words."""
+    from grader import early, sandbox
+
+    sandbox.detect_in_background(cached=True)
+    problem_id = problem_arg(argv)
+    if problem_id is None or not early.overlap_enabled():
+        return None
+    try:
+        from grader.problem import load_problem
+
+        return early.start(load_problem(problem_id).limits)
+    except Exception:
+        logging.getLogger("grader").debug("stages not started early", exc_info=True)
+        return None
+
+
+def _status(code: object) -> int:
+    """The process status `sys.exit(code)` would give."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    sys.stderr.write(f"{code}\n")
+    return 1
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["grade"]:
-        from grader import sandbox
+    argv = sys.argv[1:]
+    if argv[:1] != ["grade"]:
+        from app.cli import main as cli_main
 
-        sandbox.detect_in_background()
-    from app.cli import main as cli_main
+        cli_main()
+        return
+    started = start_stages(argv[1:])
+    try:
+        from app.cli import main as cli_main
 
-    cli_main()
+        try:
+            cli_main(obj=started)
+            status = 0
+        except SystemExit as exc:
+            status = _status(exc.code)
+    finally:
+        if started is not None:
+            started.close()
+    # The grade's processes are gone and its work dir removed; what is left is finalizing
+    # ~1,000 modules (~0.05 s), which a one-off grade need not wait for.
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nobody reads it
+            stream.flush()
+    os._exit(status)

@@ -1,0 +1,93 @@
+"""app/launch.py: a one-off grade's stages start before the CLI imports, and whatever the
+command does with them (adopt, refuse, never get that far), nothing is left behind. Real
+`jaxjudge` processes and real sandboxed stages."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.launch import problem_arg
+
+ROOT = Path(__file__).resolve().parent.parent
+JAXJUDGE = Path(sys.executable).parent / "jaxjudge"
+PROBLEM = "rematerialized-mlp-block"
+REFERENCE = ROOT / "problems" / PROBLEM / "reference.py"
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["-p", "ema-with-scan", "f.py"], "ema-with-scan"),
+    (["f.py", "--problem", "x"], "x"),
+    (["--problem=y", "f.py"], "y"),
+    (["-pz", "f.py"], None),  # a spelling left to the command's own parser
+    (["f.py", "--", "-p", "x"], None),
+    (["f.py", "-p"], None),
+    (["f.py"], None),
+])
+def test_problem_arg(argv: list[str], expected: str | None) -> None:
+    assert problem_arg(argv) == expected
+
+
+def jaxjudge(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "JAXJUDGE_WORK_DIR": str(work)}
+    return subprocess.run([str(JAXJUDGE), *args], env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def assert_nothing_left(work: Path) -> None:
+    """No work dir and no process that was given one (the stages' trampolines name theirs)."""
+    assert list(work.iterdir()) == []
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
+    assert str(work) not in ps.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["missing.py"],                        # the file cannot be read
+    [str(REFERENCE), "--mode", "sideways"],  # a bad option value
+    [str(REFERENCE), "--no-such-option"],    # the parser refuses
+    [str(REFERENCE), "--help"],
+])
+def test_stages_started_for_a_command_that_fails_are_cleaned_up(tmp_path: Path,
+                                                                 args: list[str]) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = jaxjudge(work, "grade", "-p", PROBLEM, *args)
+    assert proc.returncode == (0 if "--help" in args else 2), proc.stderr
+    assert_nothing_left(work)
+
+
+def test_stages_are_adopted_whichever_problem_the_command_settles_on(tmp_path: Path) -> None:
+    # Click keeps the last --problem; the launcher started stages for the first one. The
+    # stages know nothing of a problem until their jobs, so equal limits are all that counts.
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = jaxjudge(work, "grade", "--problem=ema-with-scan", "-p", PROBLEM, str(REFERENCE),
+                    "--mode", "run", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert (report["problem"], report["verdict"]) == (PROBLEM, "accepted")
+    assert_nothing_left(work)
+
+
+def test_stages_under_other_limits_are_not_adopted(tmp_path: Path) -> None:
+    other = tmp_path / "tighter"
+    shutil.copytree(ROOT / "problems" / PROBLEM, other)
+    toml = other / "problem.toml"
+    text = toml.read_text(encoding="utf-8")
+    assert "wall_seconds = 10.0" in text
+    toml.write_text(text.replace("wall_seconds = 10.0", "wall_seconds = 9.0", 1),
+                    encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = jaxjudge(work, "grade", f"--problem={other}", "-p", PROBLEM, str(REFERENCE),
+                    "--mode", "run", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert (report["problem"], report["verdict"]) == (PROBLEM, "accepted")
+    assert_nothing_left(work)
