@@ -16,8 +16,10 @@
       new programs one by one (issue #13 item 2): pool start and seconds per grade.
 
 (a) and (b) alternate, N repetitions each after one discarded warm-up of each (it fills the
-OS page cache and the on-disk XLA flags entry). Prints the machine, the load, medians and
-minima, and the ratio of the medians.
+OS page cache, and the parent's state directory with the probed XLA flags and sandbox layers).
+What that first grade on a machine costs is timed once, apart: (b) with an empty
+JAXJUDGE_STATE_DIR. Prints the machine, the load, medians and minima, and the ratio of the
+medians.
 
     .venv/bin/python bench/oneoff.py            # N=7, ~1 minute on 2 cores
     .venv/bin/python bench/oneoff.py -n 3 --no-warm
@@ -236,8 +238,9 @@ def main() -> None:
     reports: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="jaxjudge-oneoff-") as tmp:
         work = Path(tmp)
-        run_naive(args.naive_tests)  # warm-ups: page cache, on-disk XLA flags
+        run_naive(args.naive_tests)  # warm-ups: page cache, on-disk XLA flags and layers
         run_cli(work, env)
+        first, _ = run_cli(work, {**env, "JAXJUDGE_STATE_DIR": str(work / "empty-state")})
         for _ in range(args.n):
             naive.append(run_naive(args.naive_tests))
             wall, report = run_cli(work, env)
@@ -262,6 +265,8 @@ def main() -> None:
     print(f"(a) naive fresh-process judge:  {stats(naive)}")
     print(f"(b) jaxjudge grade (new program, every layer): {stats(cli)}")
     print(f"    ratio of medians (b)/(a) = {ratio:.2f} (target <= 0.50)")
+    print(f"    the first grade on a machine (empty state dir: probes the XLA flags and the "
+          f"sandbox layers): {first:.2f} s")
     keys = sorted({k for r in reports for k in r["timings"]})
     med = {k: statistics.median(r["timings"].get(k, 0.0) for r in reports) for k in keys}
     print("    report timings, medians: " + ", ".join(f"{k} {v:.3f}" for k, v in med.items()))
