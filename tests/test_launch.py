@@ -35,7 +35,7 @@ def test_problem_arg(argv: list[str], expected: str | None) -> None:
 
 
 def jaxjudge(work: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "JAXJUDGE_WORK_DIR": str(work)}
+    env = {**os.environ, "JAXJUDGE_WORK_DIR": str(work), "PYTHONPATH": str(ROOT)}  # this tree
     return subprocess.run([str(JAXJUDGE), *args], env=env, capture_output=True, text=True,
                           timeout=300, check=False)
 

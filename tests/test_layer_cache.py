@@ -35,7 +35,9 @@ def detect(env: dict[str, str], *, cached: bool = True) -> dict:
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "JAXJUDGE_STATE_DIR": str(tmp_path / "state")}
+    # PYTHONPATH: the console script runs this checkout's code, not the installed one's (the
+    # key hashes the grading code, so two trees never share an entry).
+    return {**os.environ, "JAXJUDGE_STATE_DIR": str(tmp_path / "state"), "PYTHONPATH": str(ROOT)}
 
 
 @pytest.fixture
