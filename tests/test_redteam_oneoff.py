@@ -1,0 +1,119 @@
+"""Red team of the one-off `jaxjudge grade` path (app/launch.py, grader/statefile.py,
+grader/layer_cache.py): each attack that worked, as a real process, beside an honest but unusual
+case that must keep working. The console script runs with this checkout first on PYTHONPATH, so
+the code under test is this tree's, not the installed one's."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_layer_cache import detect
+
+ROOT = Path(__file__).resolve().parent.parent
+JAXJUDGE = Path(sys.executable).parent / "jaxjudge"
+PROBLEM = "rematerialized-mlp-block"
+REFERENCE = ROOT / "problems" / PROBLEM / "reference.py"
+OTHER_UID = 65533  # owns what another local user planted (nobody's uid is 65534)
+READ = "import sys; from pathlib import Path; from grader import statefile\n" \
+       "print(statefile.read(Path(sys.argv[1])))"
+WRITE = (
+    "import os, sys; from pathlib import Path; from grader import statefile\n"
+    "d = Path(sys.argv[1])\n"
+    "os.mkfifo(d / f'.x.json.{os.getpid()}.tmp')  # where a pid-named temporary file would go\n"
+    "statefile.write(d / 'x.json', {'a': 1})\n"
+    "print(statefile.read(d / 'x.json'))"
+)
+
+
+def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAXJUDGE_STATE_DIR": str(tmp_path / "state")}
+    env.pop("PYTHONUNBUFFERED", None)  # as in a user's shell: stdout is block-buffered
+    return {**env, **extra}
+
+
+def python(code: str, *args: str, env: dict[str, str]) -> str:
+    """Run `code` in a child; a child that blocks fails the test by its timeout."""
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
+                          text=True, timeout=60, check=True, cwd=ROOT).stdout.strip()
+
+
+# -- the parent's state files ------------------------------------------------------------------
+
+def test_a_fifo_in_place_of_a_state_file_is_refused_without_blocking(tmp_path: Path) -> None:
+    # Whoever can write the state folder (the user's own unsandboxed code, e.g. a grade with
+    # JAXJUDGE_SANDBOX_DISABLE=bwrap as a non-root user) turned every later grade, serve's
+    # XLA-flag lookup included, into a hang: open() of a FIFO waits for a writer.
+    env = env_for(tmp_path)
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    os.mkfifo(state / "xla-flags.json", 0o600)
+    assert python(READ, str(state / "xla-flags.json"), env=env) == "None"
+
+    os.mkfifo(state / "sandbox-layers.json", 0o600)
+    found = detect(env)  # the one-off grade's detection: probed afresh instead
+    assert found["cached"] is False
+    if found["bwrap"] and found["seccomp"]:  # an all-good answer replaces the FIFO
+        assert stat.S_ISREG((state / "sandbox-layers.json").lstat().st_mode)
+
+
+def test_writing_opens_nothing_planted_at_a_temporary_name(tmp_path: Path) -> None:
+    env = env_for(tmp_path)
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    assert python(WRITE, str(state), env=env) == "{'a': 1}"
+    assert stat.S_ISREG((state / "x.json").lstat().st_mode)
+
+
+@pytest.fixture
+def root_only() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("planting files of another uid needs root")
+
+
+@pytest.mark.parametrize("planted", ["folder_of_another_uid", "folder_writable_by_all",
+                                     "symlink_of_another_uid"])
+def test_a_state_folder_someone_else_controls_is_not_believed(
+        tmp_path: Path, root_only: None, planted: str) -> None:
+    env = env_for(tmp_path)
+    good = detect(env, cached=False)
+    if not (good["bwrap"] and good["seccomp"]):
+        pytest.skip("bubblewrap or seccomp unusable here: only all-good answers are kept")
+    state = tmp_path / "state"
+    entry = json.loads((state / "sandbox-layers.json").read_text())
+    entry["planted"] = True  # still a valid entry, but written by someone else
+    (state / "sandbox-layers.json").write_text(json.dumps(entry))
+    if planted == "folder_of_another_uid":
+        os.chown(state, OTHER_UID, OTHER_UID)
+    elif planted == "folder_writable_by_all":
+        state.chmod(0o777)
+    else:
+        real = tmp_path / "real-state"
+        state.rename(real)
+        state.symlink_to(real)
+        os.lchown(state, OTHER_UID, OTHER_UID)
+    assert detect(env)["cached"] is False
+    # ...and nothing is written into it either (its owner could point it anywhere).
+    assert json.loads((state / "sandbox-layers.json").read_text()).get("planted") is True
+
+
+@pytest.mark.parametrize("honest", ["operator_made_0755", "own_symlink"])
+def test_an_unusual_but_private_state_folder_is_still_used(tmp_path: Path, honest: str
+                                                           ) -> None:
+    env = env_for(tmp_path)
+    state = tmp_path / "state"
+    if honest == "operator_made_0755":
+        state.mkdir(mode=0o755)
+        state.chmod(0o755)
+    else:
+        real = tmp_path / "real-state"
+        real.mkdir(mode=0o700)
+        state.symlink_to(real)
+    if not all(detect(env, cached=False)[k] for k in ("bwrap", "seccomp")):
+        pytest.skip("bubblewrap or seccomp unusable here: only all-good answers are kept")
+    assert detect(env)["cached"] is True
