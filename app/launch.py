@@ -16,6 +16,7 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -65,6 +66,15 @@ def _status(code: object) -> int:
     return 1
 
 
+def _join_threads() -> None:
+    """Wait for what interpreter shutdown would wait for: the sandbox layer detection runs in
+    a thread, and a command that ends first (--help, a usage error) would otherwise cut its
+    probes short, leaving their temporary directories behind and storing nothing."""
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+
+
 def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] != ["grade"]:
@@ -84,6 +94,7 @@ def main() -> None:
     finally:
         if started is not None:
             started.close()
+        _join_threads()
     # The grade's processes are gone and its work dir removed; what is left is finalizing
     # ~1,000 modules (~0.05 s), which a one-off grade need not wait for.
     logging.shutdown()

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,6 +44,17 @@ def python(code: str, *args: str, env: dict[str, str]) -> str:
     """Run `code` in a child; a child that blocks fails the test by its timeout."""
     return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
                           text=True, timeout=60, check=True, cwd=ROOT).stdout.strip()
+
+
+@pytest.fixture
+def world_tmp() -> Iterator[Path]:
+    """A folder under /tmp that pool uids can traverse (the layer probes run as one)."""
+    folder = Path(tempfile.mkdtemp(prefix="jaxjudge-test-rt-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # -- the parent's state files ------------------------------------------------------------------
@@ -117,3 +131,20 @@ def test_an_unusual_but_private_state_folder_is_still_used(tmp_path: Path, hones
     if not all(detect(env, cached=False)[k] for k in ("bwrap", "seccomp")):
         pytest.skip("bubblewrap or seccomp unusable here: only all-good answers are kept")
     assert detect(env)["cached"] is True
+
+
+# -- the launcher: threads, signals, output ----------------------------------------------------
+
+def test_a_command_that_ends_first_waits_for_the_layer_probes(tmp_path: Path,
+                                                               world_tmp: Path) -> None:
+    # os._exit used to cut the background detection short: each `grade --help` or usage error
+    # left a jaxjudge-probe-* folder in the temp dir (17 of 18 runs) and stored nothing.
+    env = env_for(tmp_path, TMPDIR=str(world_tmp))
+    for args in (["--help"], [], ["-p", PROBLEM, "missing.py"]):
+        proc = subprocess.run([str(JAXJUDGE), "grade", *args], env=env, capture_output=True,
+                              text=True, timeout=120, check=False)
+        assert proc.returncode == (0 if args == ["--help"] else 2), proc.stderr
+        assert sorted(p.name for p in world_tmp.iterdir()) == []
+    found = detect(env)
+    if found["bwrap"] and found["seccomp"]:
+        assert found["cached"] is True  # the probes ran to the end and were kept
