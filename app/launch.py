@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import sys
 import threading
 from collections.abc import Sequence
@@ -66,6 +67,21 @@ def _status(code: object) -> int:
     return 1
 
 
+def _terminate(signum: int, _frame: object) -> None:
+    """SIGTERM or SIGHUP: unwind like Ctrl-C does, so that the stages are killed and their
+    uids, cgroups and work dir released (the default action leaves those behind); a second
+    signal does not cut that cleanup short."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    raise SystemExit(128 + signum)
+
+
+def _exit_cleanly_on_termination() -> None:
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is signal.SIG_DFL:  # `nohup` and the like keep theirs
+            signal.signal(sig, _terminate)
+
+
 def _join_threads() -> None:
     """Wait for what interpreter shutdown would wait for: the sandbox layer detection runs in
     a thread, and a command that ends first (--help, a usage error) would otherwise cut its
@@ -82,8 +98,11 @@ def main() -> None:
 
         cli_main()
         return
-    started = start_stages(argv[1:])
+    _exit_cleanly_on_termination()
+    status = 1
+    started = None
     try:
+        started = start_stages(argv[1:])
         from app.cli import main as cli_main
 
         try:

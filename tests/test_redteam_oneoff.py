@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +34,12 @@ WRITE = (
     "statefile.write(d / 'x.json', {'a': 1})\n"
     "print(statefile.read(d / 'x.json'))"
 )
+
+
+def reference_after(prelude: str) -> str:
+    """The reference solution with `prelude` run first (its __future__ import must lead)."""
+    body = REFERENCE.read_text().replace("from __future__ import annotations\n", "")
+    return prelude + body
 
 
 def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -148,3 +156,59 @@ def test_a_command_that_ends_first_waits_for_the_layer_probes(tmp_path: Path,
     found = detect(env)
     if found["bwrap"] and found["seccomp"]:
         assert found["cached"] is True  # the probes ran to the end and were kept
+
+
+def start_grade(env: dict[str, str], submission: Path, prefix: tuple[str, ...] = ()
+                ) -> subprocess.Popen[str]:
+    argv = [*prefix, str(JAXJUDGE), "grade", "-p", PROBLEM, str(submission), "--json"]
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def wait_for_stage_a(work: Path, proc: subprocess.Popen[str]) -> None:
+    """Until stage A has its job (the grade is mid-way: both stages are running)."""
+    deadline = time.monotonic() + 120
+    while not list(work.glob("*/a/job.json")):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def leftovers(work: Path, pid: int) -> dict[str, list[str]]:
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True)
+    cgroups = [str(p) for depth in range(4) for p in Path("/sys/fs/cgroup").glob(
+        "/".join(["*"] * depth + ["jaxjudge", f"run-{pid}-*"]))]
+    return {"files": [str(p) for p in work.iterdir()],
+            "processes": [line for line in ps.stdout.splitlines() if str(work) in line],
+            "cgroups": cgroups}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_grade_terminated_midway_leaves_nothing(tmp_path: Path, sig: signal.Signals) -> None:
+    # The default action of SIGTERM/SIGHUP killed the parent at once: its stages died with it,
+    # but the work dir (the submission, the jobs) and the run cgroups stayed.
+    slow = tmp_path / "slow.py"
+    slow.write_text(reference_after("import time\ntime.sleep(60)\n"))
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = start_grade(env_for(tmp_path, JAXJUDGE_WORK_DIR=str(work)), slow)
+    wait_for_stage_a(work, proc)
+    proc.send_signal(sig)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig
+    assert leftovers(work, proc.pid) == {"files": [], "processes": [], "cgroups": []}
+
+
+def test_a_grade_under_nohup_ignores_the_hangup(tmp_path: Path) -> None:
+    nohup = shutil.which("nohup")
+    if nohup is None:
+        pytest.skip("no nohup here")
+    work = tmp_path / "work"
+    work.mkdir()
+    proc = start_grade(env_for(tmp_path, JAXJUDGE_WORK_DIR=str(work)), REFERENCE,
+                       prefix=(nohup,))
+    wait_for_stage_a(work, proc)
+    proc.send_signal(signal.SIGHUP)
+    out, err = proc.communicate(timeout=300)
+    assert (proc.returncode, json.loads(out)["verdict"]) == (0, "accepted"), err
+    assert leftovers(work, proc.pid) == {"files": [], "processes": [], "cgroups": []}
