@@ -12,7 +12,6 @@ process leaves without interpreter teardown.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
@@ -91,6 +90,19 @@ def _join_threads() -> None:
             thread.join()
 
 
+def _flush(status: int) -> int:
+    """Flush both streams; a report that could not be written (a full disk, a closed pipe)
+    must not leave with status 0, which interpreter shutdown would not have either."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            if stream is sys.stdout and status == 0:
+                status = 2
+    return status
+
+
 def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] != ["grade"]:
@@ -117,7 +129,4 @@ def main() -> None:
     # The grade's processes are gone and its work dir removed; what is left is finalizing
     # ~1,000 modules (~0.05 s), which a one-off grade need not wait for.
     logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nobody reads it
-            stream.flush()
-    os._exit(status)
+    os._exit(_flush(status))

@@ -120,16 +120,26 @@ def grade_cmd(
     finally:
         if started is not None:
             started.close()
-    if as_json:
-        sys.stdout.write(report.model_dump_json() + "\n")
-    else:
-        _print_report(report)
-    if report.verdict is Verdict.INTERNAL_ERROR:
-        if sandbox.detected_from_cache():
-            # A layer that worked when it was probed may not now: probe afresh next time.
-            from grader import layer_cache
+    forgot = report.verdict is Verdict.INTERNAL_ERROR and sandbox.detected_from_cache()
+    if forgot:
+        # A layer that worked when it was probed may not now: probe afresh next time (even if
+        # the report cannot be written below).
+        from grader import layer_cache
 
-            layer_cache.forget()
+        layer_cache.forget()
+    try:
+        if as_json:
+            sys.stdout.write(report.model_dump_json() + "\n")
+        else:
+            _print_report(report)
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError) as exc:  # a full disk, a closed pipe or fd
+        # Not a verdict: whoever reads the status must not take a lost report as graded.
+        why = "standard output is closed" if sys.stdout is None else (
+            getattr(exc, "strerror", None) or str(exc))
+        raise _fail(f"cannot write the report: {why}") from None
+    if report.verdict is Verdict.INTERNAL_ERROR:
+        if forgot:
             _err.print("[dim]The sandbox layers were taken from an earlier probe; the next "
                        "grade probes them again.[/]")
         raise typer.Exit(2)

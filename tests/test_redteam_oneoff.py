@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_layer_cache import detect
+from test_layer_cache import breakable_bwrap, detect  # noqa: F401 (a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 JAXJUDGE = Path(sys.executable).parent / "jaxjudge"
@@ -212,3 +212,59 @@ def test_a_grade_under_nohup_ignores_the_hangup(tmp_path: Path) -> None:
     out, err = proc.communicate(timeout=300)
     assert (proc.returncode, json.loads(out)["verdict"]) == (0, "accepted"), err
     assert leftovers(work, proc.pid) == {"files": [], "processes": [], "cgroups": []}
+
+
+def grade_to(env: dict[str, str], submission: Path, **popen: object
+             ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(JAXJUDGE), "grade", "-p", PROBLEM, str(submission), "--mode",
+                           "run", "--json"], env=env, stderr=subprocess.PIPE, text=True,
+                          timeout=300, check=False, **popen)  # type: ignore[call-overload]
+
+
+def test_a_report_that_cannot_be_written_is_not_a_pass(tmp_path: Path) -> None:
+    # os._exit after a flush whose error was suppressed: `grade --json > /dev/full` said 0.
+    env = env_for(tmp_path)
+    with open("/dev/full", "w") as full:
+        proc = grade_to(env, REFERENCE, stdout=full)
+    assert proc.returncode == 2
+    assert "cannot write the report: No space left on device" in proc.stderr
+    read, write = os.pipe()
+    os.close(read)  # nobody will read it: a broken pipe
+    try:
+        proc = grade_to(env, REFERENCE, stdout=write)
+    finally:
+        os.close(write)
+    assert proc.returncode == 2
+    assert "cannot write the report: Broken pipe" in proc.stderr
+
+
+def test_a_large_report_reaches_a_slow_reader_whole(tmp_path: Path) -> None:
+    chatty = tmp_path / "chatty.py"
+    chatty.write_text(reference_after('print(("x" * 99 + "\\n") * 2500, end="")\n'))
+    proc = subprocess.Popen([str(JAXJUDGE), "grade", "-p", PROBLEM, str(chatty), "--mode", "run",
+                             "--json"], env=env_for(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    time.sleep(2)  # the report (~265 kB) is larger than the pipe: the writer waits for us
+    out, err = proc.communicate(timeout=300)
+    report = json.loads(out)
+    assert (proc.returncode, report["verdict"], len(report["output"])) == (0, "accepted",
+                                                                          250_000), err
+
+
+def test_a_broken_layer_is_forgotten_even_when_the_report_is_lost(
+        tmp_path: Path, breakable_bwrap: tuple[Path, Path]) -> None:  # noqa: F811
+    wrapper, broken = breakable_bwrap
+    # Unbuffered (as the container sets it): the failing write is the report's own, before
+    # the entry used to be forgotten.
+    env = env_for(tmp_path, PYTHONUNBUFFERED="1")
+    env["PATH"] = f"{wrapper.parent}:{env['PATH']}"
+    first = detect(env, cached=False)
+    if not (first["bwrap"] == str(wrapper) and first["seccomp"]):
+        pytest.skip("the wrapped bubblewrap or seccomp is unusable here")
+    stored = tmp_path / "state" / "sandbox-layers.json"
+    assert stored.exists()
+    broken.touch()
+    with open("/dev/full", "w") as full:
+        proc = grade_to(env, REFERENCE, stdout=full)
+    assert proc.returncode == 2
+    assert not stored.exists()  # the next grade probes again
