@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import fstree, sandbox
 from grader.problem import Limits
 from grader.stage_common import EXECUTE_SCRIPT, TRACE_SCRIPT, sandbox_limits
+from grader.workdir import work_root
 from grader.xla import fast_compile_flags
 
 log = logging.getLogger("grader")
@@ -29,17 +29,6 @@ def overlap_enabled() -> bool:
     """JAXJUDGE_OVERLAP_STAGES (default on): start stage B while stage A runs."""
     return os.environ.get("JAXJUDGE_OVERLAP_STAGES", "1").strip().lower() not in (
         "0", "false", "no")
-
-
-def work_root() -> Path:
-    """A fresh, private work directory for one grade (JAXJUDGE_WORK_DIR, else the temp dir);
-    mode 0711 so each stage's uid reaches only its own subdirectory."""
-    base = os.environ.get("JAXJUDGE_WORK_DIR") or None
-    if base:
-        Path(base).mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="jaxjudge-", dir=base))
-    os.chmod(root, 0o711)
-    return root
 
 
 def stage_b_env() -> dict[str, str]:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader import compare as cmp
 from grader import fstree
-from grader.early import Started, work_root
+from grader.early import Started
 from grader.early import start as start_stages
 from grader.plan import plan_for
 from grader.problem import Limits, Problem
@@ -26,6 +26,7 @@ from grader.stage_results import (
     OutputFailed,
     OutputOk,
 )
+from grader.workdir import work_root
 
 if TYPE_CHECKING:
     from grader.grader import Grader
