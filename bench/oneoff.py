@@ -31,18 +31,16 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from importlib import metadata
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-PROBLEM_ID = "rematerialized-mlp-block"
+from common import PROBLEM_ID, REPO, loadavg, machine, new_program
+
 PROBLEM_DIR = REPO / "problems" / PROBLEM_ID
 VENV_BIN = Path(sys.executable).parent
 JAXJUDGE = VENV_BIN / "jaxjudge"
@@ -74,35 +72,6 @@ print(json.dumps({"passed": passed, "tests": len(cases)}))
 """
 
 
-def new_program(tag: float) -> str:
-    """The reference, with `tag` folded into the loss as `+ 0 * sum(y) * tag`: exactly the same
-    numbers, but a different exported program (the constant is in it) for every tag."""
-    src = (PROBLEM_DIR / "reference.py").read_text(encoding="utf-8")
-    old = "    return jnp.mean((out - y) ** 2)\n"
-    assert old in src, "reference.py changed: update bench/oneoff.py"
-    new = f"    return jnp.mean((out - y) ** 2) + 0.0 * jnp.sum(y) * {tag!r}\n"
-    return src.replace(old, new)
-
-
-def machine() -> str:
-    model = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return (f"{os.cpu_count()} cores ({model}), {mem:.1f} GiB RAM, Linux {platform.release()}, "
-            f"Python {platform.python_version()}, jax {metadata.version('jax')}")
-
-
-def load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"{one:.2f} (1 min), {five:.2f} (5 min)"
-
-
 def run_naive(tests: int) -> float:
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", NAIVE, str(PROBLEM_DIR), str(tests)],
@@ -118,7 +87,7 @@ def run_naive(tests: int) -> float:
 
 def run_cli(workdir: Path, env: dict[str, str]) -> tuple[float, dict]:
     path = workdir / f"solution_{uuid.uuid4().hex[:8]}.py"
-    path.write_text(new_program(float(uuid.uuid4().int % 10**6) + 0.5), encoding="utf-8")
+    path.write_text(new_program(f"{uuid.uuid4().int % 10**6}.5"), encoding="utf-8")
     t = time.perf_counter()
     proc = subprocess.run([str(JAXJUDGE), "grade", "--problem", PROBLEM_ID, str(path), "--json"],
                           capture_output=True, text=True, env=env, check=False)
@@ -180,7 +149,7 @@ class LocalServe:
 
 def run_submit(workdir: Path, env: dict[str, str], server: str) -> float:
     path = workdir / f"remote_{uuid.uuid4().hex[:8]}.py"
-    path.write_text(new_program(float(uuid.uuid4().int % 10**6) + 0.75), encoding="utf-8")
+    path.write_text(new_program(f"{uuid.uuid4().int % 10**6}.75"), encoding="utf-8")
     t = time.perf_counter()
     proc = subprocess.run([str(JAXJUDGE), "submit", "--server", server, "--problem", PROBLEM_ID,
                            str(path), "--json"], capture_output=True, text=True, env=env,
@@ -201,7 +170,7 @@ def run_warm(workdir: Path, count: int) -> tuple[float, list[float]]:
         started = time.perf_counter() - t
         for i in range(count):
             path = workdir / f"warm_{i}.py"
-            path.write_text(new_program(1000.25 + i), encoding="utf-8")
+            path.write_text(new_program(f"{1000 + i}.25"), encoding="utf-8")
             t1 = time.perf_counter()
             report = g.grade(problem, path.read_bytes(), filename=path.name)
             times.append(time.perf_counter() - t1)
@@ -232,7 +201,7 @@ def main() -> None:
     if not where.startswith(str(REPO)):
         sys.exit(f"jaxjudge would import {where}, not this checkout's grader")
     started = datetime.datetime.now().isoformat(timespec="seconds")
-    load_before = load()
+    load_before = loadavg()
     naive: list[float] = []
     cli: list[float] = []
     reports: list[dict] = []
@@ -255,7 +224,7 @@ def main() -> None:
             finally:
                 serve.stop()
         warm = None if args.no_warm else run_warm(work, args.warm)
-    load_after = load()
+    load_after = loadavg()
     tests = reports[0]["tests"]
     ratio = statistics.median(cli) / statistics.median(naive)
     print(f"bench/oneoff.py, {started}, on {machine()}")

@@ -24,10 +24,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
-import contextlib
 import datetime
 import os
-import platform
 import runpy
 import shutil
 import statistics
@@ -41,6 +39,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
+
+from common import machine  # noqa: E402
 
 from grader import Grader, load_problem, pool, sandbox  # noqa: E402
 from grader.caches import PROGRAM_CACHE_SIZE  # noqa: E402
@@ -157,23 +157,6 @@ def measure(label: str, runner: Any, names: list[str], *, concurrency: int = 1,
         series.samples = list(ex.map(one, names))
     series.wall = time.perf_counter() - t0
     return series
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    mem = "?"
-    with contextlib.suppress(OSError):
-        kb = int(Path("/proc/meminfo").read_text().split()[1])
-        mem = f"{kb / 1024 / 1024:.1f} GiB"
-    import jax
-
-    return (f"{os.cpu_count()} cores, {cpu}, {mem} RAM, {platform.system()} "
-            f"{platform.release()}, Python {platform.python_version()}, jax {jax.__version__}")
 
 
 def mb(n: float | None) -> str:

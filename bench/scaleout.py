@@ -40,7 +40,6 @@ import contextlib
 import datetime
 import json
 import os
-import platform
 import queue
 import random
 import re
@@ -64,9 +63,8 @@ import psycopg
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 from api_fixtures import find_pg_bin, free_port, postgres_server, service_env  # noqa: E402
+from common import PROBLEM_ID, loadavg, machine, new_program  # noqa: E402
 
-PROBLEM_ID = "rematerialized-mlp-block"
-REFERENCE = (REPO / "problems" / PROBLEM_ID / "reference.py").read_text(encoding="utf-8")
 STARTUP_SECONDS = 180.0  # a guard against hanging (3 workers start their pools on 2 cores)
 VERDICT_SECONDS = 900.0  # a client gives up on a submission after this (then: lost)
 RUN_EVERY = 5  # every 5th submission is mode=run with ?wait=true
@@ -77,33 +75,10 @@ JOB_END = re.compile(r"Job \S+\[(\d+)\]\(submission_id='([0-9a-f]+)'\) ended wit
                      r"([^,]+),(?: lasted [0-9.]+ s)?(?: - Result: (.*))?$")
 
 
-def new_program(tag: str) -> str:
-    """The reference with `0 * sum(y) * tag` in its loss: the same numbers, a different
-    exported program (the constant is in it), and a different source, for every tag."""
-    old = "    return jnp.mean((out - y) ** 2)\n"
-    assert old in REFERENCE, "reference.py changed: update bench/scaleout.py"
-    new = f"    return jnp.mean((out - y) ** 2) + 0.0 * jnp.sum(y) * {tag}\n"
-    return REFERENCE.replace(old, new)
-
-
-def machine() -> str:
-    model = "?"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+def machine_line() -> str:
     pg = find_pg_bin()
-    return (f"{os.cpu_count()} cores ({model}), {mem:.1f} GiB RAM, Linux {platform.release()}, "
-            f"Python {platform.python_version()}, jax {metadata.version('jax')}, "
-            f"procrastinate {metadata.version('procrastinate')}, "
-            f"PostgreSQL {pg.parent.name if pg else '?'}")
-
-
-def loadavg() -> str:
-    one, five, _ = os.getloadavg()
-    return f"{one:.2f} (1 min), {five:.2f} (5 min)"
+    return machine(f"procrastinate {metadata.version('procrastinate')}",
+                   f"PostgreSQL {pg.parent.name if pg else '?'}")
 
 
 def pct(values: list[float], q: int) -> float:
@@ -689,12 +664,12 @@ def main() -> int:
 
     date = datetime.datetime.now().isoformat(timespec="seconds")
     say(f"jaxjudge scale-out bench, {date}")
-    say(f"Machine: {machine()}; load average {loadavg()}")
+    say(f"Machine: {machine_line()}; load average {loadavg()}")
     nonce = secrets.token_hex(3)
     nonce = str(int(nonce, 16))  # digits only: it is part of a float literal
     random.seed(nonce)
     tokens = [f"bench-client-{k:02d}-{secrets.token_hex(8)}" for k in range(args.clients)]
-    result: dict[str, Any] = {"date": date, "machine": machine(), "args": {
+    result: dict[str, Any] = {"date": date, "machine": machine_line(), "args": {
         k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
     with tempfile.TemporaryDirectory(prefix="jaxjudge-scaleout-") as tmp, \
             postgres_server() as url:
