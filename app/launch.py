@@ -45,15 +45,15 @@ def start_stages(argv: Sequence[str]) -> Started | None:
 
     sandbox.detect_in_background(cached=True)
     problem_id = problem_arg(argv)
-    if problem_id is None or not early.overlap_enabled():
+    if problem_id is None:
         return None
-    try:
-        from grader.problem import load_problem
+    from grader.problem import ProblemError, load_problem
 
-        return early.start(load_problem(problem_id).limits)
-    except Exception:
-        logging.getLogger("grader").debug("stages not started early", exc_info=True)
-        return None
+    try:
+        limits = load_problem(problem_id).limits
+    except (ProblemError, OSError):
+        return None  # the command says what is wrong with it
+    return early.try_start(limits)
 
 
 def _status(code: object) -> int:

@@ -106,12 +106,7 @@ def grade_cmd(
 
     # Stages app.launch started from the same arguments, before this module was imported;
     # the grade adopts them only if they run under this problem's limits.
-    started = ctx.obj if isinstance(ctx.obj, early.Started) else None
-    if started is None and early.overlap_enabled():
-        try:
-            started = early.start(prob.limits)
-        except Exception:  # e.g. a required layer is missing: the grade reports it
-            logging.getLogger("grader").debug("stages not started early", exc_info=True)
+    started = ctx.obj if isinstance(ctx.obj, early.Started) else early.try_start(prob.limits)
     try:
         from grader.grade import grade
 

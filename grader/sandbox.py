@@ -799,6 +799,8 @@ class _Support:
 
 _support: _Support | None = None
 _support_lock = threading.Lock()
+_detector: threading.Thread | None = None  # detect_in_background's thread, once started
+_detector_lock = threading.Lock()
 
 _PROBE_SCRIPT = """\
 import os, sys
@@ -976,10 +978,13 @@ def detect_in_background(*, cached: bool = False) -> None:
     """Start detecting the layers (`protections()`, ~0.1-0.3 s of sandboxed probes) in a
     thread, so a caller with other start-up work (the CLI loading a problem) does not wait
     for it; the first run waits for the same detection. Nothing is detected twice. `cached`:
-    see `_detect`."""
-    if _support is None:
-        threading.Thread(target=_detect, kwargs={"cached": cached},
-                         name="jaxjudge-detect").start()
+    see `_detect`. One thread at most: a second call while it runs starts nothing."""
+    global _detector
+    with _detector_lock:
+        if _support is None and _detector is None:
+            _detector = threading.Thread(target=_detect, kwargs={"cached": cached},
+                                         name="jaxjudge-detect")
+            _detector.start()
 
 
 def protections() -> dict[str, dict]:

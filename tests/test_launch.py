@@ -76,7 +76,7 @@ def test_stages_are_adopted_whichever_problem_the_command_settles_on(tmp_path: P
 
 
 def test_stages_under_other_limits_are_not_adopted(tmp_path: Path) -> None:
-    other = tmp_path / "tighter"
+    other = tmp_path / "tighter" / PROBLEM  # a package's folder is named after its id
     shutil.copytree(ROOT / "problems" / PROBLEM, other)
     toml = other / "problem.toml"
     text = toml.read_text(encoding="utf-8")
@@ -91,3 +91,32 @@ def test_stages_under_other_limits_are_not_adopted(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert (report["problem"], report["verdict"]) == (PROBLEM, "accepted")
     assert_nothing_left(work)
+
+
+@pytest.mark.parametrize(("guessed", "adopted"), [(PROBLEM, True), ("tighter", False)])
+def test_the_command_adopts_the_launchers_stages_only_under_equal_limits(
+        tmp_path: Path, guessed: str, adopted: bool) -> None:
+    """In-process, so that whether the grade took the launcher's stages can be seen: a grade
+    that adopts them marks them, one that does not leaves them for the launcher to cancel."""
+    from app.cli import cli, register_commands
+    from app.launch import start_stages
+
+    if guessed == "tighter":
+        other = tmp_path / "tighter" / PROBLEM  # a package's folder is named after its id
+        shutil.copytree(ROOT / "problems" / PROBLEM, other)
+        toml = other / "problem.toml"
+        toml.write_text(toml.read_text(encoding="utf-8").replace(
+            "wall_seconds = 10.0", "wall_seconds = 9.0", 1), encoding="utf-8")
+        guessed = str(other)
+    argv = ["grade", "-p", PROBLEM, str(REFERENCE), "--mode", "run", "--json"]
+    started = start_stages(["-p", guessed, *argv[3:]])
+    assert started is not None and started.a is not None and started.b is not None
+    try:
+        register_commands(argv)
+        status = cli(argv, obj=started, standalone_mode=False)
+    finally:
+        started.close()
+    assert status == 0
+    assert started.adopted is adopted
+    assert started.a is None and started.b is None  # taken by the grade, or cancelled
+    assert not started.root.exists()
