@@ -90,7 +90,9 @@ class CallbackPublic(BaseModel):
         "delivered: a receiver answered 2xx; failed: given up (see last_error).")
     attempts: int = Field(description="Delivery attempts made so far.")
     last_status: int | None = Field(None, description="HTTP status of the last answer.")
-    last_error: str | None = Field(None, description="Why the last attempt failed.")
+    last_error: str | None = Field(
+        None, description="Why the last attempt failed (only its owner sees it: a receiver's "
+        "answer may quote the URL).")
     delivered_at: datetime | None = None
 
 

@@ -192,6 +192,8 @@ def address_problem(ip: IPAddress, *, allow_private: bool) -> str | None:
         return None if allow_private else "a link-local address"
     if ip in _CGNAT:
         return None if allow_private else "a shared (carrier-grade NAT) address"
+    if isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local:  # fec0::/10, "global"
+        return None if allow_private else "a site-local address"
     if ip.is_private:
         return None if allow_private else "a private address"
     if not ip.is_global:
@@ -222,6 +224,8 @@ class _Target:
 def _parse(url: str, policy: CallbackPolicy) -> _Target:
     if not isinstance(url, str):
         raise CallbackRejected("callback_url must be a string")
+    if not policy.allowed_hosts:
+        raise CallbackRejected("callbacks are not enabled on this server")
     if len(url) > MAX_URL_LENGTH:
         raise CallbackRejected(f"callback_url is longer than {MAX_URL_LENGTH} characters")
     if any(c.isspace() or not c.isprintable() or c == "\\" for c in url):
@@ -278,13 +282,15 @@ def _parse(url: str, policy: CallbackPolicy) -> _Target:
             )
     elif (host == "localhost" or host.endswith(".localhost")) and not policy.allow_private:
         raise CallbackRejected(f"callback_url host {host!r} is a loopback name")
-    if not policy.allowed_hosts:
-        raise CallbackRejected("callbacks are turned off on this server")
     if not policy.allows_host(host):
         raise CallbackRejected(f"callback_url host {host!r} is not on this server's allow-list")
     default_port = 443 if scheme == "https" else 80
-    return _Target(scheme, host, port or default_port, port is not None and port != default_port,
-                   path, ip)
+    target = _Target(scheme, host, port or default_port,
+                     port is not None and port != default_port, path, ip)
+    if len(target.url) > MAX_URL_LENGTH:  # punycode can make a host longer than it was typed
+        raise CallbackRejected(
+            f"callback_url is longer than {MAX_URL_LENGTH} characters once normalized")
+    return target
 
 
 def check_callback_url(url: str, policy: CallbackPolicy) -> str:

@@ -189,7 +189,9 @@ def test_local_gives_up_after_max_attempts(local: Server, receivers: Any) -> Non
     with local.client() as client:
         sid = submit_with(client, receiver.url()).json()["id"]
         body = wait_callback(client, sid, "failed")
-        time.sleep(0.6)  # > the next backoff: a looping retry would have been made by now
+        # Longer than a 4th attempt's backoff (retry_delay(3, 0.2) <= 1.8 s): a delivery
+        # that kept going would have been made, and counted, by now.
+        time.sleep(2.0)
         again = client.get(f"/v1/submissions/{sid}").json()
     callback = body["callback"]
     assert callback["attempts"] == MAX_ATTEMPTS and callback["last_status"] == 500
@@ -366,6 +368,15 @@ def test_only_its_owner_sees_the_path_and_query_of_a_callback_url(
                 assert sid in text_ and "s3cret" not in text_, text_
             other = b.get(f"/v1/submissions/{sid}").json()["callback"]
             assert other["url"] == "http://127.0.0.1:9/…" and other["state"] == "pending"
+            # A failed attempt whose receiver quoted the path back (Express's default 404).
+            quoted = "receiver answered HTTP 404: Cannot POST /hooks/T0123/B0456/s3cretPathPart"
+            with Store(db).engine.begin() as conn:
+                conn.execute(text("UPDATE submissions SET callback_last_status = 404, "
+                                  "callback_last_error = :e WHERE id = :id"),
+                             {"e": quoted, "id": sid})
+            for text_ in (b.get(f"/v1/submissions/{sid}").text, b.get("/v1/submissions").text):
+                assert "s3cret" not in text_ and "404" in text_, text_
+            assert a.get(f"/v1/submissions/{sid}").json()["callback"]["last_error"] == quoted
     finally:
         srv.stop()
         with Store(db).engine.begin() as conn:

@@ -54,12 +54,14 @@ def to_public(
         report = public_report(Report.model_validate_json(record.report_json))
     callback = None
     if record.callback_url and record.callback_state:
+        owner = viewer == record.owner
         callback = CallbackPublic(
-            url=shown_callback_url(record.callback_url, owner=viewer == record.owner),
+            url=shown_callback_url(record.callback_url, owner=owner),
             state=record.callback_state,
             attempts=record.callback_attempts,
             last_status=record.callback_last_status,
-            last_error=record.callback_last_error,
+            # What the receiver answered may quote the URL's path (many error pages do).
+            last_error=record.callback_last_error if owner else None,
             delivered_at=record.callback_delivered_at,
         )
     # The record's fields are the public ones plus `seq`, `report_json` and the callback_*
@@ -74,11 +76,8 @@ def checked_callback(settings: Settings, url: str | None) -> str | None:
     stored). No DNS here: the addresses a name resolves to are checked at each delivery."""
     if url is None:
         return None
-    policy = CallbackPolicy.from_settings(settings)
-    if not policy.allowed_hosts:
-        raise ApiError(422, "callbacks are not enabled on this server")
     try:
-        return check_callback_url(url, policy)
+        return check_callback_url(url, CallbackPolicy.from_settings(settings))
     except CallbackRejected as exc:
         raise ApiError(422, str(exc)) from exc
 
