@@ -19,7 +19,6 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
 
 from procrastinate import App, JobContext, PsycopgConnector, RetryDecision
 from procrastinate.exceptions import JobAborted
@@ -68,32 +67,39 @@ def conninfo(database_url: str) -> str:
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def defer_in_transaction(session: Session, submission_id: str, priority: int) -> int:
-    """Queue the grade of `submission_id` in the caller's (not yet committed) transaction;
-    returns the job id. queueing_lock = the submission id: a submission can never have two
-    jobs waiting (a second defer fails the transaction with a unique violation)."""
+def _defer(session: Session, queue: str, task: str, args: dict[str, object], *,
+           priority: int = 0, lock: str | None = None, queueing_lock: str | None = None,
+           at: datetime | None = None) -> int:
+    """One Procrastinate job, queued in the caller's (not yet committed) transaction through
+    its own SQL function; returns the job id."""
     job_id = session.execute(
         text(
             "SELECT (procrastinate_defer_jobs_v1(ARRAY[ROW("
             "CAST(:queue AS varchar), CAST(:task AS varchar), CAST(:priority AS integer), "
-            "CAST(NULL AS text), CAST(:qlock AS text), CAST(:args AS jsonb), "
-            "CAST(NULL AS timestamptz))::procrastinate_job_to_defer_v1]))[1]"
+            "CAST(:lock AS text), CAST(:qlock AS text), CAST(:args AS jsonb), "
+            "CAST(:at AS timestamptz))::procrastinate_job_to_defer_v1]))[1]"
         ),
-        {
-            "queue": QUEUE_NAME,
-            "task": TASK_NAME,
-            "priority": priority,
-            "qlock": submission_id,
-            "args": json.dumps({"submission_id": submission_id}),
-        },
+        {"queue": queue, "task": task, "priority": priority, "lock": lock,
+         "qlock": queueing_lock, "args": json.dumps(args), "at": at},
     ).scalar_one()
     return int(job_id)
+
+
+def defer_in_transaction(session: Session, submission_id: str, priority: int) -> int:
+    """Queue the grade of `submission_id` in the caller's transaction; returns the job id.
+    queueing_lock = the submission id: a submission can never have two jobs waiting (a second
+    defer fails the transaction with a unique violation)."""
+    return _defer(session, QUEUE_NAME, TASK_NAME, {"submission_id": submission_id},
+                  priority=priority, queueing_lock=submission_id)
+
+
+CALLBACK_LOCK_PREFIX = "callback:"
 
 
 def callback_lock(submission_id: str) -> str:
     """The Procrastinate `lock` of a submission's delivery jobs: two of them never run at the
     same time (a retried stalled job waits for, or runs before, the next attempt's job)."""
-    return f"callback:{submission_id}"
+    return f"{CALLBACK_LOCK_PREFIX}{submission_id}"
 
 
 def defer_callback(
@@ -102,22 +108,9 @@ def defer_callback(
     """Queue delivery attempt number `attempt` of a submission's callback in the caller's
     transaction (the grade's finish for the first, the record of the previous attempt for
     the others), due at `at` (None: at once); returns the job id."""
-    job_id = session.execute(
-        text(
-            "SELECT (procrastinate_defer_jobs_v1(ARRAY[ROW("
-            "CAST(:queue AS varchar), CAST(:task AS varchar), CAST(0 AS integer), "
-            "CAST(:lock AS text), CAST(NULL AS text), CAST(:args AS jsonb), "
-            "CAST(:at AS timestamptz))::procrastinate_job_to_defer_v1]))[1]"
-        ),
-        {
-            "queue": CALLBACK_QUEUE,
-            "task": DELIVER_TASK,
-            "lock": callback_lock(submission_id),
-            "args": json.dumps({"submission_id": submission_id, "attempt": attempt}),
-            "at": at,
-        },
-    ).scalar_one()
-    return int(job_id)
+    return _defer(session, CALLBACK_QUEUE, DELIVER_TASK,
+                  {"submission_id": submission_id, "attempt": attempt},
+                  lock=callback_lock(submission_id), at=at)
 
 
 def requeue_orphan_callbacks(session: Session, older_than: float, limit: int = 100) -> list[str]:
@@ -131,10 +124,10 @@ def requeue_orphan_callbacks(session: Session, older_than: float, limit: int = 1
             "AND COALESCE(s.callback_next_at, s.finished_at) "
             "< now() - make_interval(secs => :age) "
             "AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs AS j "
-            "WHERE j.lock = 'callback:' || s.id AND j.status IN ('todo', 'doing')) "
+            "WHERE j.lock = :prefix || s.id AND j.status IN ('todo', 'doing')) "
             "ORDER BY s.seq LIMIT :limit FOR UPDATE OF s SKIP LOCKED"
         ),
-        {"age": older_than, "limit": limit},
+        {"age": older_than, "limit": limit, "prefix": CALLBACK_LOCK_PREFIX},
     ).all()
     for submission_id, attempts in rows:
         defer_callback(session, submission_id, attempts + 1)
@@ -203,12 +196,12 @@ async def _deliver_callback(context: JobContext, submission_id: str, attempt: in
     return await deliver(submission_id, attempt)
 
 
-def make_app(database_url: str, *, pool_size: int = 4, **worker_defaults: Any) -> App:
+def make_app(database_url: str, *, pool_size: int = 4) -> App:
     """Procrastinate's App on the service's database, with both tasks registered."""
     connector = PsycopgConnector(
         conninfo=conninfo(database_url), min_size=1, max_size=max(2, pool_size)
     )
-    app = App(connector=connector, worker_defaults=worker_defaults or None)  # type: ignore[arg-type]
+    app = App(connector=connector)
     app.task(
         name=TASK_NAME,
         queue=QUEUE_NAME,
