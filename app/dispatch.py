@@ -136,12 +136,14 @@ class PostgresDispatcher:
         with self._store.transaction() as session:
             session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADMIT_LOCK_KEY})
             queued = Store.queued_counts(session, new.owner)
-            if queued.total >= self.queue_size:
-                raise QueueFull(self._retry_after(session))  # rolls back: nothing stored
-            record = Store.insert(session, new)
-            priority = job_priority(new.mode, queued.owner, queued.owner_runs)
-            defer_in_transaction(session, record.id, priority)
-            return record
+            if queued.total < self.queue_size:
+                record = Store.insert(session, new)
+                priority = job_priority(new.mode, queued.owner, queued.owner_runs)
+                defer_in_transaction(session, record.id, priority)
+                return record
+        # Full: nothing was stored, and the admission lock (every node's) is released before
+        # Retry-After is worked out, so that refusals do not hold up admissions.
+        raise QueueFull(self._retry_after())
 
     def _live_workers(self, session: Session) -> int:
         return int(
@@ -155,9 +157,15 @@ class PostgresDispatcher:
             ).scalar_one()
         )
 
-    def _retry_after(self, session: Session) -> int:
-        seconds = Store.recent_grade_seconds(session) or DEFAULT_GRADE_SECONDS
-        return retry_after_seconds(seconds, self._live_workers(session))
+    def live_workers(self) -> int:
+        """Grading workers whose heartbeat is recent (callback workers are not counted)."""
+        with self._store.transaction() as session:
+            return self._live_workers(session)
+
+    def _retry_after(self) -> int:
+        with self._store.transaction() as session:
+            seconds = Store.recent_grade_seconds(session) or DEFAULT_GRADE_SECONDS
+            return retry_after_seconds(seconds, self._live_workers(session))
 
     # -- waiting --------------------------------------------------------------------------
     async def wait(self, submission_id: str, timeout: float) -> bool:

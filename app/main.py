@@ -175,7 +175,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         postgres = PostgresDispatcher(store, settings)
         if settings.metrics_enabled:  # grades are counted by the workers that make them
             observed = metrics.app_metrics(app, settings, store,
-                                           workers=lambda: postgres.stats().workers)
+                                           workers=postgres.live_workers)
         dispatcher = postgres
     app.state.metrics = observed
     await dispatcher.start()
