@@ -61,7 +61,6 @@ GRADE_BUCKETS: tuple[float, ...] = (
     120.0,
 )
 MODES: tuple[str, ...] = ("run", "submit")
-STATUSES: tuple[str, ...] = ("queued", "running", "done")
 _VERDICTS = frozenset(v.value for v in Verdict)
 NO_VERDICT = "none"  # the verdict label of queued and running rows
 
@@ -101,13 +100,11 @@ class DatabaseCollector:
         workers: Callable[[], int | None],
         protections: Callable[[], Mapping[str, Mapping[str, Any]]],
         ttl: float = 2.0,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._engine = engine
         self._workers = workers
         self._protections = protections
         self._ttl = ttl
-        self._clock = clock
         self._lock = threading.Lock()
         self._snapshot: _Snapshot | None = None
         self.reads = 0  # database reads so far (the cache's effect is testable)
@@ -134,12 +131,12 @@ class DatabaseCollector:
         except Exception as exc:
             log.warning("metrics: cannot count workers: %s", exc)
             workers = None
-        return _Snapshot(ok, rows, workers, self._clock())
+        return _Snapshot(ok, rows, workers, time.monotonic())
 
     def snapshot(self) -> _Snapshot:
         with self._lock:
             snap = self._snapshot
-            if snap is None or self._clock() - snap.taken >= self._ttl:
+            if snap is None or time.monotonic() - snap.taken >= self._ttl:
                 snap = self._snapshot = self._read()
             return snap
 

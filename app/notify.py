@@ -25,25 +25,16 @@ log = logging.getLogger("jaxjudge.notify")
 
 IsDone = Callable[[], Awaitable[bool]]
 LISTENER_APPLICATION_NAME = "jaxjudge-done-listener"  # visible in pg_stat_activity
+HEALTH_SECONDS = 5.0  # a silent connection is checked this often
+MAX_BACKOFF_SECONDS = 5.0  # between reconnects
 
 
 class DoneListener:
     """LISTEN on DONE_CHANNEL and wake the waiters of each announced submission."""
 
-    def __init__(
-        self,
-        conninfo: str,
-        *,
-        channel: str = DONE_CHANNEL,
-        poll_seconds: float = 1.0,
-        health_seconds: float = 5.0,
-        max_backoff_seconds: float = 5.0,
-    ) -> None:
+    def __init__(self, conninfo: str, *, poll_seconds: float = 1.0) -> None:
         self._conninfo = conninfo
-        self._channel = channel
         self.poll_seconds = poll_seconds
-        self._health_seconds = health_seconds
-        self._max_backoff = max_backoff_seconds
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -118,13 +109,14 @@ class DoneListener:
                     application_name=LISTENER_APPLICATION_NAME,
                 )
                 async with conn:
-                    await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+                    await conn.execute(
+                        sql.SQL("LISTEN {}").format(sql.Identifier(DONE_CHANNEL)))
                     self._connected.set()
                     self._wake_all()  # anything finished while we were away
                     backoff = 0.2
-                    log.info("listening for finished grades on %s", self._channel)
+                    log.info("listening for finished grades on %s", DONE_CHANNEL)
                     while True:
-                        async for note in conn.notifies(timeout=self._health_seconds):
+                        async for note in conn.notifies(timeout=HEALTH_SECONDS):
                             self.notifications += 1
                             self._wake(note.payload)
                         await conn.execute("SELECT 1")  # a silently dead connection raises
@@ -138,4 +130,4 @@ class DoneListener:
                     self._connected.clear()
                     self._wake_all()  # switch every waiter to polling now
             await asyncio.sleep(backoff)
-            backoff = min(self._max_backoff, backoff * 2)
+            backoff = min(MAX_BACKOFF_SECONDS, backoff * 2)

@@ -31,7 +31,7 @@ def app_metrics(
     metrics = Metrics(info={
         "version": v["jaxjudge"], "jax": v["jax"], "jaxlib": v["jaxlib"],
         "python": v["python"], "database": store.backend,
-        "queue": str(getattr(settings, "queue", "local")),
+        "queue": settings.queue,
     })
 
     def protections() -> Mapping[str, Mapping[str, Any]]:
