@@ -62,7 +62,13 @@ import psycopg
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
-from api_fixtures import find_pg_bin, free_port, postgres_server, service_env  # noqa: E402
+from api_fixtures import (  # noqa: E402
+    GRADING_WORKER_STARTED,
+    find_pg_bin,
+    free_port,
+    postgres_server,
+    service_env,
+)
 from common import PROBLEM_ID, loadavg, machine, new_program  # noqa: E402
 
 STARTUP_SECONDS = 180.0  # a guard against hanging (3 workers start their pools on 2 cores)
@@ -235,7 +241,7 @@ class Cluster:
                                  "--concurrency", str(self.concurrency)],
                                 self.env(log_level="info"), self.workdir))
         for w in started:
-            w.wait_for(lambda w=w: "Starting worker on" in w.log(), "worker start")
+            w.wait_for(lambda w=w: GRADING_WORKER_STARTED in w.log(), "worker start")
         self.workers.extend(started)
         return started
 

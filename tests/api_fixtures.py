@@ -25,6 +25,8 @@ from typing import Any
 
 import httpx
 
+from app.jobs import QUEUE_NAME
+
 REPO = Path(__file__).resolve().parent.parent
 PROBLEM = "rematerialized-mlp-block"
 REFERENCE = (REPO / "problems" / PROBLEM / "reference.py").read_text(encoding="utf-8")
@@ -32,6 +34,8 @@ BROKEN = "def solve(:\n"  # compile_error, the fastest grade there is
 STARTUP_SECONDS = 90.0  # a guard against hanging, not a performance assertion
 GRADE_SECONDS = 300.0
 WORKER_STARTUP_SECONDS = 60.0  # a guard against hanging, not a performance assertion
+# What a `jaxjudge worker` logs once its grading worker (not only its callbacks one) listens.
+GRADING_WORKER_STARTED = f"Starting worker on queues {QUEUE_NAME}"
 
 
 def free_port() -> int:
@@ -162,7 +166,7 @@ class Worker:
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + WORKER_STARTUP_SECONDS
-        while "Starting worker on" not in self.log():
+        while GRADING_WORKER_STARTED not in self.log():
             if self.proc.poll() is not None:
                 raise RuntimeError(f"worker exited ({self.proc.returncode}):\n{self.log()}")
             if time.monotonic() > deadline:
