@@ -44,9 +44,7 @@ import queue
 import random
 import re
 import secrets
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -64,6 +62,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 from api_fixtures import (  # noqa: E402
     GRADING_WORKER_STARTED,
+    SessionProcess,
     find_pg_bin,
     free_port,
     postgres_server,
@@ -152,47 +151,15 @@ def cpu_by_role(cluster: Cluster) -> dict[str, float]:
 
 
 # -- processes ---------------------------------------------------------------------------------
-class Proc:
-    """A jaxjudge process in its own session (a SIGKILL takes its sandboxes with it)."""
+class Proc(SessionProcess):
+    """A jaxjudge process of the bench, named in its messages."""
 
     def __init__(self, name: str, cmd: list[str], env: dict[str, str], workdir: Path) -> None:
         self.name = name
-        self.log_path = workdir / f"{name}.log"
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+        super().__init__(cmd, env, workdir, workdir / f"{name}.log")
 
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(60)
-
-    def stop(self, timeout: float = 60) -> float:
-        """SIGTERM (graceful), then SIGKILL what is left of the session; returns seconds."""
-        started = time.monotonic()
-        if self.alive():
-            self.proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout)
-        took = time.monotonic() - started
-        self.kill()
-        return took
-
-    def wait_for(self, ready: Any, what: str) -> None:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while not ready():
-            if not self.alive():
-                raise RuntimeError(f"{self.name} exited ({self.proc.returncode}):\n"
-                                   f"{self.log()[-3000:]}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{self.name}: {what} not within {STARTUP_SECONDS} s")
-            time.sleep(0.1)
+    def wait_for(self, ready: Any, what: str, seconds: float = STARTUP_SECONDS) -> None:
+        super().wait_for(ready, f"{self.name}: {what}", seconds)
 
 
 @dataclass
@@ -251,7 +218,7 @@ class Cluster:
     def stop_all(self) -> None:
         for p in [*self.nodes, *self.workers]:
             if p.alive():
-                p.stop()
+                p.stop(60)
 
 
 def db(url: str) -> psycopg.Connection[Any]:
@@ -446,7 +413,7 @@ def restart_node(cluster: Cluster, index: int) -> Restart:
     node = next(n for n in reversed(cluster.nodes) if n.name.startswith(f"node{index + 1}-"))
     restart = Restart(node=f"node{index + 1}", at=time.time())
     t0 = time.monotonic()
-    restart.stop_seconds = node.stop()
+    restart.stop_seconds = node.stop(60)
     cluster.start_node(index)
     restart.down_seconds = time.monotonic() - t0
     return restart
@@ -623,7 +590,7 @@ def scaling_phase(cluster: Cluster, args: argparse.Namespace, nonce: str, worker
     """`workers` processes alone on the queue: a warm-up (2 per worker, not counted), then
     `--scaling-submissions` from the same clients; throughput from the database."""
     for w in cluster.live_workers():
-        w.stop()
+        w.stop(60)
     cluster.start_workers(workers)
     warm = Tally()
     for t in run_clients(cluster, sources(2 * workers, nonce, offset), 2 * workers, warm):

@@ -53,15 +53,59 @@ def service_env(**settings: Any) -> dict[str, str]:
     return env
 
 
-class Server:
-    """A jaxjudge server process on loopback. Started in its own session so a test can kill
-    it (and any grading process it started) with one signal, like a crash would."""
+class SessionProcess:
+    """A jaxjudge process in its own session, its output in a log file: one signal to the
+    session takes it and every sandbox it started, as a crash would."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str], cwd: Path, log_path: Path) -> None:
+        self.log_path = log_path
+        with open(log_path, "ab") as log:
+            self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait_for(self, ready: Callable[[], bool], what: str, seconds: float) -> None:
+        """Until `ready()`; RuntimeError with the log if the process exits or time runs out."""
+        deadline = time.monotonic() + seconds
+        while not ready():
+            if not self.alive():
+                raise RuntimeError(f"{what}: exited ({self.proc.returncode}):\n{self.log()}")
+            if time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"{what}: not within {seconds} s:\n{self.log()}")
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL the whole session (no shutdown code runs)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(60)
+
+    def stop(self, timeout: float = 30) -> float:
+        """A graceful stop (SIGTERM), then SIGKILL what is left of the session; returns the
+        seconds the graceful part took."""
+        started = time.monotonic()
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout)
+        took = time.monotonic() - started
+        self.kill()
+        return took
+
+
+class Server(SessionProcess):
+    """A jaxjudge server process on loopback, in its own session."""
 
     def __init__(self, workdir: Path, *, via_cli: bool = False, **settings: Any) -> None:
         self.workdir = workdir
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
-        self.log_path = workdir / f"server-{self.port}.log"
         if via_cli:
             cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1",
                    "--port", str(self.port)]
@@ -71,52 +115,18 @@ class Server:
                    "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
         settings.setdefault("log_level", "warning")
         workdir.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                cmd,
-                cwd=workdir,
-                env=service_env(**settings),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        self._wait_ready()
+        super().__init__(cmd, service_env(**settings), workdir,
+                         workdir / f"server-{self.port}.log")
+        self.wait_for(self._healthy, "server", STARTUP_SECONDS)
 
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited ({self.proc.returncode}):\n{self.log()}")
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{self.base_url}/healthz", timeout=2).status_code == 200:
-                    return
-            time.sleep(0.1)
-        self.kill()
-        raise RuntimeError(f"server did not start within {STARTUP_SECONDS} s:\n{self.log()}")
+    def _healthy(self) -> bool:
+        with contextlib.suppress(httpx.TransportError):
+            return httpx.get(f"{self.base_url}/healthz", timeout=2).status_code == 200
+        return False
 
     def client(self, token: str | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         return httpx.Client(base_url=self.base_url, headers=headers, timeout=60)
-
-    def kill(self) -> None:
-        """SIGKILL the server's whole session (no shutdown code runs)."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(30)
-
-    def stop(self) -> None:
-        """A graceful stop (SIGTERM, lifespan shutdown), then make sure nothing is left."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(30)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(30)
 
 
 def wait_done(client: httpx.Client, submission_id: str) -> dict[str, Any]:
@@ -146,45 +156,19 @@ def submit(client: httpx.Client, source: str, mode: str = "run", **params: Any) 
 FAST = {"worker_heartbeat_seconds": 0.5, "worker_stall_seconds": 2}
 
 
-class Worker:
+class Worker(SessionProcess):
     """A `jaxjudge worker` process in its own session (SIGKILL takes its sandboxes too)."""
 
     def __init__(self, workdir: Path, database_url: str, name: str, **settings: Any) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
-        self.log_path = workdir / f"worker-{name}.log"
         env = service_env(queue="postgres", database_url=database_url,
                           log_level="info", **{"workers": 1, **FAST, **settings})
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "app.cli", "worker"],
-                cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        super().__init__([sys.executable, "-m", "app.cli", "worker"], env, workdir,
+                         workdir / f"worker-{name}.log")
 
     def wait_ready(self) -> None:
-        deadline = time.monotonic() + WORKER_STARTUP_SECONDS
-        while GRADING_WORKER_STARTED not in self.log():
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"worker exited ({self.proc.returncode}):\n{self.log()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"worker not ready in {WORKER_STARTUP_SECONDS} s:\n{self.log()}")
-            time.sleep(0.1)
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(30)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(30)
-        self.kill()
+        self.wait_for(lambda: GRADING_WORKER_STARTED in self.log(), "worker",
+                      WORKER_STARTUP_SECONDS)
 
 
 # -- PostgreSQL --------------------------------------------------------------------------------
