@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from app.store import CallbackState, Store, SubmissionRecord
@@ -237,9 +238,11 @@ class LocalCallbacks:
                 outcome = attempt_delivery(self._store, submission_id, self._config)
                 if outcome is not None and outcome.state == "pending":
                     again = outcome.retry_in
-            except Exception:  # the store failed: try again later, the row is still pending
+            except (SQLAlchemyError, OSError):  # the store failed: the row is still pending
                 log.exception("callback of %s: could not record the attempt", submission_id)
                 again = self._config.retry_base
+            except Exception:  # our bug: not retried in a loop; the next start re-schedules it
+                log.exception("callback of %s: delivery failed; left pending", submission_id)
             finally:
                 with self._cond:
                     self._known.discard(submission_id)
