@@ -196,7 +196,17 @@ def test_a_grade_terminated_midway_leaves_nothing(tmp_path: Path, sig: signal.Si
     proc.send_signal(sig)
     proc.communicate(timeout=60)
     assert proc.returncode == 128 + sig
-    assert leftovers(work, proc.pid) == {"files": [], "processes": [], "cgroups": []}
+    left = leftovers(work, proc.pid)
+    assert (left["files"], left["processes"]) == ([], [])
+    # A run cgroup stays busy until the kernel is done with its killed members; under load
+    # that can outlast the 2 s the grade gives it (seen once in CI). The next grader
+    # process's layer detection removes the run cgroups of dead grader processes.
+    deadline = time.monotonic() + 60
+    while left["cgroups"]:
+        assert time.monotonic() < deadline, left
+        subprocess.run([str(JAXJUDGE), "doctor", "--json"], env=env_for(tmp_path),
+                       capture_output=True, timeout=120, check=True)
+        left = leftovers(work, proc.pid)
 
 
 def test_a_grade_under_nohup_ignores_the_hangup(tmp_path: Path) -> None:
