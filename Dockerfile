@@ -17,8 +17,7 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN python -m venv /opt/jaxjudge
 WORKDIR /src
 COPY pyproject.toml README.md ./
-COPY grader ./grader
-COPY app ./app
+COPY jaxjudge ./jaxjudge
 RUN /opt/jaxjudge/bin/pip install "jax==0.10.2" "jaxlib==0.10.2" . \
     && /opt/jaxjudge/bin/python -m compileall -q /opt/jaxjudge/lib
 COPY docker/entrypoint.sh /opt/jaxjudge/bin/docker-entrypoint

@@ -12,7 +12,7 @@ $(VENV)/.installed: pyproject.toml
 	$(VENV)/bin/pip install -q -e '.[dev]'
 	@# An editable install leaves our own modules uncompiled, and with PYTHONDONTWRITEBYTECODE
 	@# set every `jaxjudge` process would compile them again (~0.05 s of each one-off grade).
-	$(VENV)/bin/python -m compileall -q app grader
+	$(VENV)/bin/python -m compileall -q jaxjudge
 	touch $@
 
 install: $(VENV)/.installed
@@ -32,14 +32,15 @@ $(OLDEST)/.installed: pyproject.toml
 	$(PY) -m venv $(OLDEST)
 	$(OLDEST)/bin/pip install -q --upgrade pip
 	$(OLDEST)/bin/pip install -q -e '.[dev]' 'jax==$(JAX_OLDEST)' 'jaxlib==$(JAX_OLDEST)'
-	$(OLDEST)/bin/python -m compileall -q app grader
+	$(OLDEST)/bin/python -m compileall -q jaxjudge
 	touch $@
 
 test-oldest: $(OLDEST)/.installed
 	$(OLDEST)/bin/python -m pytest tests/test_samples.py tests/test_problem_package.py tests/test_stages_trace.py
 
-# The browser page: rebuild the committed bundle in app/static/ from web/ with the locked npm
-# packages (Node >= 20.19), and refresh the axe-core copy the browser tests use without Node.
+# The browser page: rebuild the committed bundle in jaxjudge/service/static/ from web/ with
+# the locked npm packages (Node >= 20.19), and refresh the axe-core copy the browser tests
+# use without Node.
 web:
 	cd web && npm ci --no-audit --no-fund && npm run build
 	cp web/node_modules/axe-core/axe.min.js tests/data/axe-core/axe.min.js

@@ -128,7 +128,8 @@ def start_server(
     if args.workers:
         env["JAXJUDGE_WORKERS"] = str(args.workers)
     env.update(extra_env or {})
-    cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [sys.executable, "-m", "jaxjudge.cli.service", "serve", "--host", "127.0.0.1",
+           "--port", str(port)]
     log = open(workdir / "server.log", "wb")  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen(
         cmd, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True

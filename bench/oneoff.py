@@ -161,7 +161,7 @@ def run_submit(workdir: Path, env: dict[str, str], server: str) -> float:
 
 def run_warm(workdir: Path, count: int) -> tuple[float, list[float]]:
     sys.path.insert(0, str(REPO))
-    from grader import Grader, load_problem
+    from jaxjudge import Grader, load_problem
 
     problem = load_problem(PROBLEM_ID)
     t = time.perf_counter()
@@ -196,7 +196,7 @@ def main() -> None:
     # another one: PYTHONPATH comes before the editable finder.
     env = {**os.environ, "JAXJUDGE_SANDBOX_REQUIRE": "all", "PYTHONPATH": str(REPO)}
     env.pop("JAXJUDGE_SERVER", None)  # never delegate: this times the local one-off grade
-    where = subprocess.run([sys.executable, "-c", "import grader; print(grader.__file__)"],
+    where = subprocess.run([sys.executable, "-c", "import jaxjudge; print(jaxjudge.__file__)"],
                            env=env, capture_output=True, text=True, check=True).stdout.strip()
     if not where.startswith(str(REPO)):
         sys.exit(f"jaxjudge would import {where}, not this checkout's grader")

@@ -23,8 +23,8 @@ from typing import Any
 # install of another checkout would be graded instead.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from grader import grade, load_problem
-from grader.rules import PROGRAM_RULES
+from jaxjudge import grade, load_problem
+from jaxjudge.rules import PROGRAM_RULES
 
 
 def main() -> None:
@@ -34,9 +34,9 @@ def main() -> None:
     ap.add_argument("--mode", default="run", choices=["run", "submit"])
     args = ap.parse_args()
     spent: list[tuple[int, float]] = []
-    import grader
+    import jaxjudge
 
-    print(f"grader: {grader.__file__}")
+    print(f"grader: {jaxjudge.__file__}")
     for name, rule in list(PROGRAM_RULES.items()):
 
         def timed(programs: Any, _rule: Any = rule, **options: Any) -> Any:

@@ -23,8 +23,8 @@ from jax import export
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 
-from grader.rules import ProgramInfo
-from grader.rules.program import analyze_program
+from jaxjudge.rules import ProgramInfo
+from jaxjudge.rules.program import analyze_program
 
 ARGS = ["params.b1", "params.b2", "params.w1", "params.w2", "x", "y"]
 OUTS = ["grads.b1", "grads.b2", "grads.w1", "grads.w2", "loss"]

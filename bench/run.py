@@ -3,7 +3,8 @@
 In one run, side by side, grades the same mixed set of submissions (correct, wrong,
 requirement-failing, a timeout) with
   (a) cold:  a fresh sandboxed interpreter per stage (`sandbox.run`, the default runner),
-  (b) pool:  the warm zygote pool (`grader.pool`), first with empty caches (on-disk compile
+  (b) pool:  the warm zygote pool (`jaxjudge.isolation.pool`), first with empty caches (on-disk
+  compile
              and results caches, in-memory program cache: "new program"), then again ("already
              seen": stage B and the program rules are answered from the caches; stage A, the
              submission's own code, always runs),
@@ -42,10 +43,11 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from common import machine  # noqa: E402
 
-from grader import Grader, load_problem, pool, sandbox  # noqa: E402
-from grader.caches import PROGRAM_CACHE_SIZE  # noqa: E402
-from grader.problem import Limits  # noqa: E402
-from grader.xla import fast_compile_flags  # noqa: E402
+from jaxjudge import Grader, load_problem  # noqa: E402
+from jaxjudge.grading.caches import PROGRAM_CACHE_SIZE  # noqa: E402
+from jaxjudge.isolation import pool, sandbox  # noqa: E402
+from jaxjudge.isolation.xla import fast_compile_flags  # noqa: E402
+from jaxjudge.problems.package import Limits  # noqa: E402
 
 PROBLEM_ID = "rematerialized-mlp-block"
 PROBLEM = load_problem(PROBLEM_ID)

@@ -187,7 +187,7 @@ class Cluster:
     def start_node(self, index: int) -> Proc:
         port = self.ports[index]
         node = Proc(f"node{index + 1}-{len(self.nodes)}",
-                    [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1",
+                    [sys.executable, "-m", "jaxjudge.cli.service", "serve", "--host", "127.0.0.1",
                      "--port", str(port)], self.env(log_level="warning"), self.workdir)
 
         def ready() -> bool:
@@ -204,7 +204,7 @@ class Cluster:
         for _ in range(count):
             self.spawned += 1
             started.append(Proc(f"worker{self.spawned}",
-                                [sys.executable, "-m", "app.cli", "worker",
+                                [sys.executable, "-m", "jaxjudge.cli.service", "worker",
                                  "--concurrency", str(self.concurrency)],
                                 self.env(log_level="info"), self.workdir))
         for w in started:

@@ -16,7 +16,7 @@ fi
 
 if [ "${JAXJUDGE_QUIET_PROTECTIONS:-0}" != "1" ]; then
     python - <<'PY' >&2 || echo "jaxjudge: could not check the sandbox protections" >&2
-from grader import protections
+from jaxjudge import protections
 
 off = {name: info for name, info in protections().items() if not info.get("active")}
 for name, info in off.items():

@@ -1,8 +1,8 @@
 """Sphinx configuration for jaxjudge's documentation (MyST Markdown pages, Furo theme).
 
 Build with `make docs` (strict: every warning fails). Two pages are generated here, at build
-time, from the code itself: the OpenAPI reference from `app.main.create_app()` and, through
-autodoc, the library reference from `grader`'s docstrings.
+time, from the code itself: the OpenAPI reference from `jaxjudge.service.main.create_app()` and,
+through autodoc, the library reference from `grader`'s docstrings.
 """
 
 from __future__ import annotations

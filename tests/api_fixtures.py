@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from app.jobs import QUEUE_NAME
+from jaxjudge.service.jobs import QUEUE_NAME
 
 REPO = Path(__file__).resolve().parent.parent
 PROBLEM = "rematerialized-mlp-block"
@@ -107,11 +107,11 @@ class Server(SessionProcess):
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         if via_cli:
-            cmd = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1",
+            cmd = [sys.executable, "-m", "jaxjudge.cli.service", "serve", "--host", "127.0.0.1",
                    "--port", str(self.port)]
         else:
             settings.setdefault("port", self.port)
-            cmd = [sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app",
+            cmd = [sys.executable, "-m", "uvicorn", "--factory", "jaxjudge.service.main:create_app",
                    "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
         settings.setdefault("log_level", "warning")
         workdir.mkdir(parents=True, exist_ok=True)
@@ -163,7 +163,7 @@ class Worker(SessionProcess):
         workdir.mkdir(parents=True, exist_ok=True)
         env = service_env(queue="postgres", database_url=database_url,
                           log_level="info", **{"workers": 1, **FAST, **settings})
-        super().__init__([sys.executable, "-m", "app.cli", "worker"], env, workdir,
+        super().__init__([sys.executable, "-m", "jaxjudge.cli.service", "worker"], env, workdir,
                          workdir / f"worker-{name}.log")
 
     def wait_ready(self) -> None:

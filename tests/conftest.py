@@ -8,7 +8,7 @@ import pytest
 from api_fixtures import postgres_server
 from sqlalchemy import create_engine, text
 
-from app.store import Store
+from jaxjudge.service.store import Store
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader import Grader, Problem, Report
+from jaxjudge import Grader, Problem, Report
 
 
 def grade_through(runner: Any, problem: Problem, sources: list[str],

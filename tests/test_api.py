@@ -29,9 +29,9 @@ from api_fixtures import (
 )
 from pydantic import ValidationError
 
-from app.core.config import Settings
-from grader import load_problem, protections
-from grader.sandbox import LAYERS
+from jaxjudge import load_problem, protections
+from jaxjudge.isolation.sandbox import LAYERS
+from jaxjudge.service.config import Settings
 
 pytestmark = pytest.mark.slow
 
@@ -84,7 +84,7 @@ def test_system_info(client: httpx.Client) -> None:
     assert info["workers"] == 2 and info["queue_size"] == 50
     assert info["database"] == "sqlite" and info["auth_enabled"] is False
     assert {"python", "fastapi", "jax"} <= set(info["versions"])
-    assert info["protections"], "grader.protections() reported no layers"
+    assert info["protections"], "jaxjudge.protections() reported no layers"
     for layer in info["protections"].values():
         assert isinstance(layer["active"], bool)
     assert set(info["submissions"]) == {"queued", "running", "done"}
@@ -386,7 +386,7 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_serve_refuses_bad_settings(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "app.cli", "serve", "--workers", "0"],
+        [sys.executable, "-m", "jaxjudge.cli.service", "serve", "--workers", "0"],
         cwd=tmp_path,
         env=service_env(),
         capture_output=True,
@@ -414,7 +414,7 @@ def test_serve_refuses_to_grade_without_a_sandbox_layer(tmp_path: Path) -> None:
     """A layer is missing (forced off here; on a fresh machine: no bwrap, or not root): the
     service does not start, and says which layer, why it matters and both ways out."""
     proc = subprocess.run(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(free_port())],
+        [sys.executable, "-m", "jaxjudge.cli.service", "serve", "--port", str(free_port())],
         cwd=tmp_path,
         env=service_env(sandbox_disable="bwrap"),
         capture_output=True,
@@ -476,7 +476,7 @@ def test_unsafe_opt_out_is_explicit_shown_and_the_database_stays_private() -> No
 
 
 def test_private_sqlite_paths(tmp_path: Path) -> None:
-    from app.main import _private_sqlite
+    from jaxjudge.service.main import _private_sqlite
 
     _private_sqlite(f"sqlite:///{tmp_path}/new/var/judge.db")
     for d in (tmp_path / "new", tmp_path / "new" / "var"):

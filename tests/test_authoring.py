@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import list_problems
-from grader.authoring.check import check_problem
+from jaxjudge import list_problems
+from jaxjudge.authoring.check import check_problem
 
-JAXJUDGE = [sys.executable, "-c", "from app.cli import main; main()"]
+JAXJUDGE = [sys.executable, "-c", "from jaxjudge.cli.service import main; main()"]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

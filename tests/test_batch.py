@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from grader.batch import (
+from jaxjudge.batch.folder import (
     SCORES_HEADER,
     BatchError,
     BatchResult,
@@ -27,8 +27,8 @@ from grader.batch import (
     grade_file,
     grade_folder,
 )
-from grader.problem import Limits, load_problem
-from grader.report import Report, Verdict
+from jaxjudge.grading.report import Report, Verdict
+from jaxjudge.problems.package import Limits, load_problem
 
 REPO = Path(__file__).resolve().parent.parent
 PROBLEM = "rematerialized-mlp-block"
@@ -180,8 +180,8 @@ def test_resume_skips_graded_and_regrades_changed(
 
 _BATCH_IN_COPY = """\
 import json, sys
-from grader.batch import grade_folder
-from grader.grade import grader_version
+from jaxjudge.batch.folder import grade_folder
+from jaxjudge.version import grader_version
 result = grade_folder(sys.argv[1], sys.argv[2], mode="run", out_dir=sys.argv[3])
 print(json.dumps({"graded": [e.student for e in result.graded], "version": grader_version()}))
 """
@@ -190,7 +190,7 @@ print(json.dumps({"graded": [e.student for e in result.graded], "version": grade
 def test_resume_regrades_when_the_grader_changes(tmp_path: Path) -> None:
     """Stored results are keyed by the grader's code: a copy of the same code reuses them (in
     another process, from another place), a copy with one byte changed regrades them."""
-    from grader.grade import grader_version
+    from jaxjudge.version import grader_version
 
     subs, out, copy = tmp_path / "subs", tmp_path / "out", tmp_path / "copy"
     _write(subs / "zoe.py", SYNTAX_ERROR)
@@ -199,7 +199,7 @@ def test_resume_regrades_when_the_grader_changes(tmp_path: Path) -> None:
     assert [e.student for e in first.graded] == ["zoe"]
     assert _stored_version(stored) == grader_version()
 
-    shutil.copytree(REPO / "grader", copy / "grader",
+    shutil.copytree(REPO / "jaxjudge", copy / "jaxjudge",
                     ignore=shutil.ignore_patterns("__pycache__"))
 
     def batch_in_copy() -> dict[str, Any]:
@@ -214,7 +214,7 @@ def test_resume_regrades_when_the_grader_changes(tmp_path: Path) -> None:
     same = batch_in_copy()
     assert same == {"graded": [], "version": grader_version()}
 
-    rule = copy / "grader" / "rules" / "jaxpr.py"
+    rule = copy / "jaxjudge" / "rules" / "jaxpr.py"
     data = bytearray(rule.read_bytes())
     data[data.index(b'"""') + 3] ^= 0x20  # one byte: the docstring's first letter's case
     rule.write_bytes(bytes(data))
@@ -245,7 +245,7 @@ def test_grade_file_matches_batch(first_run: tuple[BatchResult, Path],
 
 def _cli(*args: str, cwd: Path, **env_extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "120", "NO_COLOR": "1", **env_extra}
-    return subprocess.run([PY, "-m", "grader.cli", *args], cwd=cwd, env=env, text=True,
+    return subprocess.run([PY, "-m", "jaxjudge.cli.main", *args], cwd=cwd, env=env, text=True,
                           capture_output=True, timeout=600, check=False)
 
 
@@ -384,7 +384,7 @@ def _gradescope(sub: Path, src: Path, res: Path, *extra: str,
     env = {k: v for k, v in os.environ.items() if k != "JAXJUDGE_PROBLEM"}
     env.update(PYTHONPATH=str(REPO), COLUMNS="120", **env_extra)
     return subprocess.run(
-        [PY, "-m", "grader.cli", "gradescope", "--submission-dir", str(sub),
+        [PY, "-m", "jaxjudge.cli.main", "gradescope", "--submission-dir", str(sub),
          "--source-dir", str(src), "--results", str(res), *extra],
         cwd=sub.parent, env=env, text=True, capture_output=True, timeout=600, check=False,
     )

@@ -69,7 +69,7 @@ def test_doctor_reports_layers() -> None:
     assert layers and all("active" in v for v in layers.values())
 
 
-LAZY_MODULES = ("grader.cli_batch", "grader.cli_authoring", "grader.cli_client")
+LAZY_MODULES = ("jaxjudge.cli.batch", "jaxjudge.cli.authoring", "jaxjudge.cli.remote")
 
 
 def _registered_after(argv: list[str]) -> dict[str, object]:
@@ -77,7 +77,7 @@ def _registered_after(argv: list[str]) -> dict[str, object]:
     CLI then knows."""
     code = (
         "import json, sys\n"
-        "from app.cli import cli, register_commands\n"
+        "from jaxjudge.cli.service import cli, register_commands\n"
         f"register_commands({argv!r})\n"
         f"print(json.dumps({{'modules': [m for m in {LAZY_MODULES!r} if m in sys.modules],"
         " 'commands': [c.name for c in cli.registered_commands]}))\n"
@@ -95,7 +95,7 @@ def test_grade_imports_no_other_command_module() -> None:
 
 def test_lazy_command_imports_only_its_module() -> None:
     got = _registered_after(["gradescope", "--help"])
-    assert got["modules"] == ["grader.cli_batch"]
+    assert got["modules"] == ["jaxjudge.cli.batch"]
     assert {"grade-set", "gradescope"} <= set(got["commands"])  # type: ignore[arg-type]
     assert "submit" not in got["commands"]  # type: ignore[operator]
 

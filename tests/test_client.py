@@ -24,8 +24,8 @@ import httpx
 import pytest
 from api_fixtures import BROKEN, PROBLEM, REPO, Server, free_port, service_env, wait_done
 
-from grader import list_problems, load_problem
-from grader.client import (
+from jaxjudge import list_problems, load_problem
+from jaxjudge.client.remote import (
     ClientConfig,
     ClientError,
     JudgeClient,
@@ -34,7 +34,7 @@ from grader.client import (
     resolve_config,
     retry_after,
 )
-from grader.report import Report
+from jaxjudge.grading.report import Report
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +62,7 @@ def cli_env(config_home: Path, **extra: str) -> dict[str, str]:
 
 
 def cli_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "app.cli", *args]
+    return [sys.executable, "-m", "jaxjudge.cli.service", *args]
 
 
 def jaxjudge(config_home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -1,4 +1,4 @@
-"""grader.compare: decoding stage B's tagged JSON and comparing with the reference."""
+"""jaxjudge.grading.compare: decoding stage B's tagged JSON and comparing with the reference."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ import ml_dtypes  # noqa: F401 - this file's own encoder (`arr`) names bfloat16 
 import numpy as np
 import pytest
 
-from grader.compare import MAX_DEPTH, DecodeError, ForeignArray, TooDeep, compare, decode_output
+from jaxjudge.grading.compare import (
+    MAX_DEPTH,
+    DecodeError,
+    ForeignArray,
+    TooDeep,
+    compare,
+    decode_output,
+)
 
 EXPECTED = {"loss": 0.5, "grads": {"w": [[1.0, 2.0]], "b": [0.0]}}
 
@@ -135,7 +142,7 @@ def test_extra_dtypes_decode_in_a_process_that_never_imported_ml_dtypes() -> Non
     wrong dtype, not as an unknown one; a float32 grade never imports it."""
     code = """
 import json, sys
-from grader.compare import compare, decode_output
+from jaxjudge.grading.compare import compare, decode_output
 f32 = {"t": "array", "dtype": "float32", "shape": [], "data": [0.5]}
 ok = compare({"loss": 0.5}, decode_output({"t": "dict", "v": {"loss": f32}}),
              rtol=1e-4, atol=1e-5)

@@ -174,11 +174,11 @@ def test_dockerignore_keeps_what_the_build_copies() -> None:
         src for rest in copies if not rest.startswith("--from")
         for src in [w for w in shlex.split(rest) if not w.startswith("--")][:-1]
     ]
-    assert "grader" in sources and "problems" in sources
+    assert "jaxjudge" in sources and "problems" in sources
     for src in sources:
         assert (REPO / src).exists() or src == "README.md", f"COPY {src}: no such file"
         assert not _ignored(src, patterns), f"COPY {src} is excluded by .dockerignore"
-    for local in (".venv", ".git", "tests", "grader/__pycache__"):
+    for local in (".venv", ".git", "tests", "jaxjudge/__pycache__"):
         assert _ignored(local, patterns), f"{local} would be sent to the Docker daemon"
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from app.core.config import Settings
+from jaxjudge.service.config import Settings
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 

@@ -1,4 +1,4 @@
-"""Stage B's engines (grader/stages/execute.py): the StableHLO reference interpreter and XLA.
+"""Stage B's engines (jaxjudge/stages/execute.py): the StableHLO reference interpreter and XLA.
 
 The interpreter path must give the numbers XLA gives (to well within the grading tolerance),
 refuse every program it is not safe or cheap for, and a grade must survive the interpreter
@@ -19,10 +19,11 @@ import pytest
 from helpers import grade_through
 from jax import export
 
-from grader import Grader, Verdict, load_problem, sandbox
-from grader.grader import engine_from_env
+from jaxjudge import Grader, Verdict, load_problem
+from jaxjudge.grading.grader import engine_from_env
+from jaxjudge.isolation import sandbox
 
-grade_module = importlib.import_module("grader.grade")
+grade_module = importlib.import_module("jaxjudge.grading.grade")
 
 PROBLEM = load_problem("rematerialized-mlp-block")
 REFERENCE = PROBLEM.reference_path.read_text()

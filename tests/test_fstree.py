@@ -1,5 +1,5 @@
-"""grader.fstree: trees shaped by a hostile run (deep past PATH_MAX, wide, symlinks, FIFOs)
-are walked, chowned, copied and removed without recursion and without leaving the tree."""
+"""jaxjudge.isolation.fstree: trees shaped by a hostile run (deep past PATH_MAX, wide, symlinks,
+FIFOs) are walked, chowned, copied and removed without recursion and without leaving the tree."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import fstree
+from jaxjudge.isolation import fstree
 
 DEPTH = 5000  # ~5x Python's recursion limit; with 60-char names ~300 KB of path
 

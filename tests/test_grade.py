@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-import grader
-from grader import Limits, ProblemError, Verdict, grade, load_problem
+import jaxjudge
+from jaxjudge import Limits, ProblemError, Verdict, grade, load_problem
 
 PROBLEM = load_problem("rematerialized-mlp-block")
 REFERENCE = PROBLEM.reference_path.read_text()
@@ -158,7 +158,7 @@ def test_forged_report_on_stdout_changes_nothing() -> None:
 
 
 def test_report_cache_answers_identical_sources_only() -> None:
-    from grader import Grader
+    from jaxjudge import Grader
 
     cached = Grader(report_cache=8)
     first = cached.grade(PROBLEM, REFERENCE, "run")
@@ -214,8 +214,8 @@ def test_planted_result_file_is_not_believed(plant: str) -> None:
 # -- points --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("points", [10, 60, 30, 100 / 3, 7, 2 / 3, 1, 0.5, 0])
 def test_group_points_split_adds_up_exactly(points: float) -> None:
-    from grader.scoring import POINT_GRID
-    from grader.scoring import split_points as _split_points
+    from jaxjudge.grading.scoring import POINT_GRID
+    from jaxjudge.grading.scoring import split_points as _split_points
 
     for n in range(1, 51):
         shares = _split_points(points, n)
@@ -233,9 +233,9 @@ def test_group_points_split_adds_up_exactly(points: float) -> None:
 def test_score_totals_are_the_exact_sums_of_the_items() -> None:
     """A problem with awkward points and item counts; partial credit; structure points only
     count when the program ran."""
-    from grader.problem import Scoring
-    from grader.report import RequirementResult, TestResult
-    from grader.scoring import score as _score
+    from jaxjudge.grading.report import RequirementResult, TestResult
+    from jaxjudge.grading.scoring import score as _score
+    from jaxjudge.problems.package import Scoring
 
     problem = PROBLEM.model_copy(
         update={"scoring": Scoring(visible_tests=7, hidden_tests=100 / 3, requirements=10)})
@@ -263,8 +263,8 @@ def test_score_totals_are_the_exact_sums_of_the_items() -> None:
 def test_accepted_submission_points_add_up_in_report_and_gradescope_json() -> None:
     """An accepted student's items sum to exactly the maximum, in the report and in the
     Gradescope JSON as written (was 99.9978 of 100: 3 x 3.3333 + 43 x 1.3953 + 2 x 15)."""
-    from grader import render
-    from grader.grade import grader_version
+    from jaxjudge.grading import render
+    from jaxjudge.version import grader_version
 
     report = grade(PROBLEM, REFERENCE, "submit")
     assert report.verdict is Verdict.ACCEPTED, report.message
@@ -287,12 +287,12 @@ def test_accepted_submission_points_add_up_in_report_and_gradescope_json() -> No
 
 
 # -- the grader version --------------------------------------------------------------------------
-_VERSION_OF = ("import grader; from grader.grade import grader_version; "
-               "print(grader.__file__); print(grader_version())")
+_VERSION_OF = ("import jaxjudge; from jaxjudge.version import grader_version; "
+               "print(jaxjudge.__file__); print(grader_version())")
 
 
 def _version_in(pythonpath: Path, cwd: Path) -> tuple[str, str]:
-    """(grader.__file__, grader_version()) in a fresh interpreter importing `pythonpath`."""
+    """(jaxjudge.__file__, grader_version()) in a fresh interpreter importing `pythonpath`."""
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
     done = subprocess.run([sys.executable, "-c", _VERSION_OF], cwd=cwd, env=env, text=True,
                           capture_output=True, timeout=120, check=False)
@@ -302,7 +302,7 @@ def _version_in(pythonpath: Path, cwd: Path) -> tuple[str, str]:
 
 
 def test_grader_version_hashes_the_grading_code(tmp_path: Path) -> None:
-    from grader.grade import BASE_VERSION, grader_version
+    from jaxjudge.version import BASE_VERSION, grader_version
 
     pyproject = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
     assert pyproject["project"]["version"] == BASE_VERSION
@@ -311,15 +311,20 @@ def test_grader_version_hashes_the_grading_code(tmp_path: Path) -> None:
     assert grader_version() is mine  # computed once per process
 
     copy = tmp_path / "copy"
-    shutil.copytree(Path(grader.__file__).parent, copy / "grader",
+    shutil.copytree(Path(jaxjudge.__file__).parent, copy / "jaxjudge",
                     ignore=shutil.ignore_patterns("__pycache__"))
     # An unchanged tree: the same version in every process, wherever it is installed.
     where, first = _version_in(copy, tmp_path)
-    assert where == str(copy / "grader" / "__init__.py")
+    assert where == str(copy / "jaxjudge" / "__init__.py")
     assert first == _version_in(copy, tmp_path)[1] == mine
 
     # One byte of a stage script (run only in the sandbox, never imported here) changes it.
-    script = copy / "grader" / "stages" / "execute.py"
+    # The service's code decides no verdict: editing it keeps the version (and the caches).
+    route = copy / "jaxjudge" / "service" / "web.py"
+    route.write_text(route.read_text() + "\n# an edit\n")
+    assert _version_in(copy, tmp_path)[1] == mine
+
+    script = copy / "jaxjudge" / "stages" / "execute.py"
     data = bytearray(script.read_bytes())
     at = data.index(b'"""') + 3
     data[at] ^= 0x20  # the docstring's first letter changes case

@@ -2,11 +2,11 @@
 sandboxed processes: each gets a real verdict with a clear message, leaves nothing behind, and
 the grader (cold path and warm pool) keeps serving.
 
-- a forged stage A result.json (grader.stage_results validates every field);
+- a forged stage A result.json (jaxjudge.grading.stage_results validates every field);
 - an exported program whose serialized StableHLO is garbage, or whose list of used inputs
   points outside its inputs (stage B refuses it: requirement_failed, "pure-jax-program");
 - stage B dying by a signal: interpreter -> XLA fast flags -> XLA default flags, then a verdict;
-- thousands of nested directories left in the job dir, past PATH_MAX (grader.fstree).
+- thousands of nested directories left in the job dir, past PATH_MAX (jaxjudge.isolation.fstree).
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 from helpers import Routed, grade_through
 
-from grader import Limits, Verdict, load_problem, pool, sandbox
-from grader import xla as xla_flags
-from grader.caches import PROGRAM_CACHE_SIZE
-from grader.stage_common import EXECUTE_SCRIPT, MALFORMED_A
+from jaxjudge import Limits, Verdict, load_problem
+from jaxjudge.grading.caches import PROGRAM_CACHE_SIZE
+from jaxjudge.grading.stage_common import EXECUTE_SCRIPT, MALFORMED_A
+from jaxjudge.isolation import pool, sandbox
+from jaxjudge.isolation import xla as xla_flags
 
 PROBLEM = load_problem("rematerialized-mlp-block")
 ROUTE = Routed()

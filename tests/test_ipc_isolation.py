@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from helpers import grade_through
 
-from grader import Verdict, load_problem, pool, sandbox
-from grader.stage_common import default_runner as _default_runner
+from jaxjudge import Verdict, load_problem
+from jaxjudge.grading.stage_common import default_runner as _default_runner
+from jaxjudge.isolation import pool, sandbox
 
 PROBLEM = load_problem("rematerialized-mlp-block")
 KEY = 0x4A4A5F01

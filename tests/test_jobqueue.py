@@ -1,5 +1,6 @@
 """The PostgreSQL job queue (issue #15) on a real PostgreSQL, with real `jaxjudge worker`
-processes and two real API nodes (`uvicorn app.main:create_app`, JAXJUDGE_QUEUE=postgres).
+processes and two real API nodes (`uvicorn jaxjudge.service.main:create_app`,
+JAXJUDGE_QUEUE=postgres).
 
 Workers run with a fast heartbeat (0.5 s) and stall timeout (2 s) so redelivery takes seconds;
 the production defaults (2 s, 10 s) only scale those numbers.
@@ -32,12 +33,12 @@ from api_fixtures import (
 from pydantic import ValidationError
 from sqlalchemy import text
 
-from app.core.config import Settings
-from app.jobs import conninfo, defer_in_transaction, job_priority
-from app.notify import LISTENER_APPLICATION_NAME, DoneListener
-from app.queue import MAX_ATTEMPTS, grade_and_store
-from app.store import DONE_CHANNEL, NewSubmission, Store
-from grader import Report, Verdict
+from jaxjudge import Report, Verdict
+from jaxjudge.service.config import Settings
+from jaxjudge.service.jobs import conninfo, defer_in_transaction, job_priority
+from jaxjudge.service.notify import LISTENER_APPLICATION_NAME, DoneListener
+from jaxjudge.service.queue import MAX_ATTEMPTS, grade_and_store
+from jaxjudge.service.store import DONE_CHANNEL, NewSubmission, Store
 
 pytestmark = pytest.mark.postgres
 
@@ -108,7 +109,7 @@ def test_settings_fail_fast(db: str) -> None:
     assert Settings(queue="postgres", database_url="postgresql://u:p@db/judge").queue == "postgres"
 
     def cli(command: str, **settings: Any) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "app.cli", command], cwd=REPO,
+        return subprocess.run([sys.executable, "-m", "jaxjudge.cli.service", command], cwd=REPO,
                               env=service_env(**settings), capture_output=True, text=True,
                               timeout=120)
 
@@ -123,7 +124,7 @@ def test_worker_refuses_to_grade_without_a_sandbox_layer(db: str, store: Store) 
     """`jaxjudge worker` fails closed exactly like serve (a layer forced off here), before it
     registers with the queue; the honest case (every layer) is every other worker here."""
     proc = subprocess.run(
-        [sys.executable, "-m", "app.cli", "worker"], cwd=REPO,
+        [sys.executable, "-m", "jaxjudge.cli.service", "worker"], cwd=REPO,
         env=service_env(queue="postgres", database_url=db, sandbox_disable="bwrap"),
         capture_output=True, text=True, timeout=120,
     )
@@ -490,7 +491,7 @@ def test_an_unfinished_submission_whose_job_ended_gets_a_new_one(store: Store) -
     """A row left `queued`/`running` with no live job (Procrastinate gave up on it while the
     database was away) is re-queued by the workers' sweep, once; finished rows, rows with a
     live job and young rows are left alone."""
-    from app.worker import sweep_orphans
+    from jaxjudge.service.worker import sweep_orphans
 
     _clear(store)
     lost_queued = store.create(PROBLEM, "submit", b"lost", "o").id  # as if its job had failed

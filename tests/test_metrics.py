@@ -21,11 +21,11 @@ from api_fixtures import BROKEN, PROBLEM, REFERENCE, Server, service_env, submit
 from conftest import empty_postgres
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.core.config import Settings
-from app.main import create_app
-from app.metrics import STAGES, Metrics
-from app.store import Store
-from grader import Report, Verdict
+from jaxjudge import Report, Verdict
+from jaxjudge.service.config import Settings
+from jaxjudge.service.main import create_app
+from jaxjudge.service.metrics import STAGES, Metrics
+from jaxjudge.service.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 DASHBOARD = REPO / "deploy" / "grafana" / "jaxjudge.json"
@@ -321,8 +321,8 @@ def test_an_unreachable_database_still_answers_the_scrape(tmp_path: Path) -> Non
 # -- multiprocess mode: real processes, one directory -----------------------------------------
 WRITER = f"""
 import sys
-from app.metrics import Metrics
-from grader import grade
+from jaxjudge.service.metrics import Metrics
+from jaxjudge import grade
 m = Metrics()
 report = grade({PROBLEM!r}, {BROKEN!r}.encode(), "run")
 m.observe_report(report)
@@ -331,7 +331,7 @@ print(report.verdict)
 
 READER = """
 import sys
-from app.metrics import Metrics, serve_metrics
+from jaxjudge.service.metrics import Metrics, serve_metrics
 server = serve_metrics(0, Metrics(info={"role": "reader"}))
 print(server.server_port, flush=True)
 sys.stdin.read()  # serve until the test closes our stdin
@@ -376,7 +376,7 @@ def test_multiprocess_mode_sums_two_grading_processes(tmp_path: Path) -> None:
     assert value(s, "jaxjudge_info", role="reader") == 1
     # Without the directory, the same reader sees only its own (empty) counters.
     alone = subprocess.run(
-        [sys.executable, "-c", "from app.metrics import Metrics; import sys; "
+        [sys.executable, "-c", "from jaxjudge.service.metrics import Metrics; import sys; "
          "sys.stdout.write(Metrics().render().decode())"],
         cwd=REPO, env=_env(None), capture_output=True, text=True, timeout=120, check=True)
     s, _ = parse(alone.stdout)
@@ -389,7 +389,7 @@ def test_multiprocess_dir_set_too_late_is_refused(tmp_path: Path) -> None:
     script = (
         "import os, prometheus_client\n"
         f"os.environ['PROMETHEUS_MULTIPROC_DIR'] = {str(tmp_path)!r}\n"
-        "from app.metrics import Metrics\n"
+        "from jaxjudge.service.metrics import Metrics\n"
         "try:\n    Metrics()\nexcept RuntimeError as exc:\n    print('refused:', exc)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=_env(None),

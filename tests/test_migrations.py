@@ -17,8 +17,8 @@ from conftest import empty_postgres
 from sqlalchemy import Column, Integer, MetaData, String, Table, inspect, text
 from sqlalchemy.engine import Engine
 
-from app.migrate import current, head, include_name, upgrade
-from app.store import Base, Store, make_engine
+from jaxjudge.service.migrate import current, head, include_name, upgrade
+from jaxjudge.service.store import Base, Store, make_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -140,7 +140,7 @@ def test_nodes_starting_together_migrate_one_after_the_other(postgres_url: str) 
 def _cli(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "JAXJUDGE_DATABASE_URL": url}
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", "migrate", *args],
+        [sys.executable, "-m", "jaxjudge.cli.service", "migrate", *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )
 

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import Limits, Verdict, early, load_problem, sandbox
-from grader.grader import Grader
-from grader.grading import Grading
+from jaxjudge import Limits, Verdict, load_problem
+from jaxjudge.grading import early
+from jaxjudge.grading.grader import Grader
+from jaxjudge.grading.pipeline import Grading
+from jaxjudge.isolation import sandbox
 
 PROBLEM = load_problem("rematerialized-mlp-block")
 REFERENCE = PROBLEM.reference_path.read_text()
@@ -310,26 +312,26 @@ def test_cli_grade_starts_both_stages_before_importing_the_grader(overlap: str) 
 
 
 def test_library_import_stays_light() -> None:
-    """`import grader` names the whole public API but imports it on first use; the CLI's
+    """`import jaxjudge` names the whole public API but imports it on first use; the CLI's
     start-up (before it starts the stages) imports no warm pool, HTTP client or ml_dtypes."""
     code = (
-        "import sys, grader, app.cli\n"
-        "heavy = [m for m in ('grader.pool', 'grader.grading', 'httpx', 'ml_dtypes', 'jax')"
-        " if m in sys.modules]\n"
-        "names = [n for n in grader.__all__ if getattr(grader, n, None) is None]\n"
+        "import sys, jaxjudge, jaxjudge.cli.service\n"
+        "heavy = [m for m in ('jaxjudge.isolation.pool', 'jaxjudge.grading.pipeline', 'httpx',"
+        " 'ml_dtypes', 'jax') if m in sys.modules]\n"
+        "names = [n for n in jaxjudge.__all__ if getattr(jaxjudge, n, None) is None]\n"
         "print(heavy, names)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, check=True).stdout.split("\n")[0]
     heavy, missing = out.split("] [")
     assert missing == "]", f"public names that do not resolve: {missing}"
-    assert "grader.pool" not in heavy and "grader.grading" not in heavy
+    assert "jaxjudge.isolation.pool" not in heavy and "jaxjudge.grading.pipeline" not in heavy
     assert "ml_dtypes" not in heavy and "'jax'" not in heavy
 
 
-def test_grader_grade_is_the_function_after_its_submodule_is_imported() -> None:
-    code = ("import grader.batch, grader.grade\nfrom grader import grade\nimport grader\n"
-            "print(callable(grade), grader.grade is grade)\n")
+def test_jaxjudge_grade_is_the_function_after_the_grading_modules_are_imported() -> None:
+    code = ("import jaxjudge.batch.folder, jaxjudge.grading.grade\nfrom jaxjudge import grade\n"
+            "import jaxjudge\nprint(callable(grade), jaxjudge.grade is grade)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, check=True).stdout.split()
     assert out == ["True", "True"]

@@ -1,5 +1,5 @@
-"""The warm pool (grader.pool) with real zygotes: same verdicts as fresh processes, every layer
-per child, a dead or poisoned zygote is replaced, nothing outlives the pool.
+"""The warm pool (jaxjudge.isolation.pool) with real zygotes: same verdicts as fresh processes,
+every layer per child, a dead or poisoned zygote is replaced, nothing outlives the pool.
 
 Expected verdicts come from problems/<id>/submissions/expected.toml, which tests/test_samples.py
 checks on the cold path (a fresh sandboxed process per stage), so equal verdicts here mean the
@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 from helpers import Routed, grade_through
 
-from grader import Grader, Verdict, load_problem, pool, sandbox
-from grader.problem import Limits
+from jaxjudge import Grader, Verdict, load_problem
+from jaxjudge.isolation import pool, sandbox
+from jaxjudge.problems.package import Limits
 
 PROBLEM = load_problem("rematerialized-mlp-block")
 SUBMISSIONS = PROBLEM.submissions_dir

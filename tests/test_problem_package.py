@@ -21,7 +21,7 @@ import jax
 import numpy as np
 import pytest
 
-from grader import ProblemError, Verdict, load_problem
+from jaxjudge import ProblemError, Verdict, load_problem
 
 PROBLEM_ID = "rematerialized-mlp-block"
 PROBLEM = load_problem(PROBLEM_ID)

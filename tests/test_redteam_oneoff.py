@@ -1,7 +1,8 @@
-"""Red team of the one-off `jaxjudge grade` path (app/launch.py, grader/statefile.py,
-grader/layer_cache.py): each attack that worked, as a real process, beside an honest but unusual
-case that must keep working. The console script runs with this checkout first on PYTHONPATH, so
-the code under test is this tree's, not the installed one's."""
+"""Red team of the one-off `jaxjudge grade` path (jaxjudge/cli/launch.py,
+jaxjudge/isolation/statefile.py, jaxjudge/isolation/layer_cache.py): each attack that worked, as a
+real process, beside an honest but unusual case that must keep working. The console script runs with
+this checkout first on PYTHONPATH, so the code under test is this tree's, not the installed
+one's."""
 
 from __future__ import annotations
 
@@ -25,10 +26,10 @@ JAXJUDGE = Path(sys.executable).parent / "jaxjudge"
 PROBLEM = "rematerialized-mlp-block"
 REFERENCE = ROOT / "problems" / PROBLEM / "reference.py"
 OTHER_UID = 65533  # owns what another local user planted (nobody's uid is 65534)
-READ = "import sys; from pathlib import Path; from grader import statefile\n" \
+READ = "import sys; from pathlib import Path; from jaxjudge.isolation import statefile\n" \
        "print(statefile.read(Path(sys.argv[1])))"
 WRITE = (
-    "import os, sys; from pathlib import Path; from grader import statefile\n"
+    "import os, sys; from pathlib import Path; from jaxjudge.isolation import statefile\n"
     "d = Path(sys.argv[1])\n"
     "os.mkfifo(d / f'.x.json.{os.getpid()}.tmp')  # where a pid-named temporary file would go\n"
     "statefile.write(d / 'x.json', {'a': 1})\n"

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from grader import render
-from grader.report import Report, RequirementResult, Verdict
-from grader.report import TestDetails as TDetails
-from grader.report import TestResult as TResult  # aliased: pytest would try to collect Test*
+from jaxjudge.grading import render
+from jaxjudge.grading.report import Report, RequirementResult, Verdict
+from jaxjudge.grading.report import TestDetails as TDetails
+from jaxjudge.grading.report import (
+    TestResult as TResult,  # aliased: pytest would try to collect Test*
+)
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("JAXJUDGE_UPDATE_GOLDEN") == "1"
@@ -228,7 +230,7 @@ def test_hostile_messages_render_as_text_only() -> None:
 
 def test_hostile_exception_from_a_real_submission(tmp_path: Path) -> None:
     """A submission controls its exception's text, which reaches the report's messages."""
-    from grader import grade
+    from jaxjudge import grade
 
     report = grade("rematerialized-mlp-block", HOSTILE_SOURCE, "run")
     assert report.verdict is Verdict.RUNTIME_ERROR, report.message
@@ -240,7 +242,7 @@ def test_hostile_exception_from_a_real_submission(tmp_path: Path) -> None:
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "grader.cli", "grade", "-p", "rematerialized-mlp-block",
+        [sys.executable, "-m", "jaxjudge.cli.main", "grade", "-p", "rematerialized-mlp-block",
          "--mode", "run", str(path)],
         capture_output=True, text=True, timeout=300,
         env={**os.environ, "FORCE_COLOR": "1", "COLUMNS": "300"},

@@ -1,7 +1,7 @@
 """The spec-level checkpoint rule on hand-written summaries and on real ones.
 
 `summarize` below is a reference implementation of the summary format stage A produces (the
-production one lives in grader/stages/trace.py); it runs jax.make_jaxpr in-process on the
+production one lives in jaxjudge/stages/trace.py); it runs jax.make_jaxpr in-process on the
 prototype solutions of tests/data/programs/make_fixtures.py.
 """
 
@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from grader.rules import SPEC_RULES, RuleOutcome, check_checkpoint_region
+from jaxjudge.rules import SPEC_RULES, RuleOutcome, check_checkpoint_region
 
 OPTIONS = {"policy": "dots_saveable", "contains": "tanh"}
 

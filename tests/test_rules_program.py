@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.rules import PROGRAM_RULES, ProgramInfo, RuleOutcome, check_rematerialized_activation
-from grader.rules.program import analyze_program
-from grader.rules.stablehlo import ParseError, TensorType, parse_module, tensor_types
+from jaxjudge.rules import PROGRAM_RULES, ProgramInfo, RuleOutcome, check_rematerialized_activation
+from jaxjudge.rules.program import analyze_program
+from jaxjudge.rules.stablehlo import ParseError, TensorType, parse_module, tensor_types
 
 FIXTURES = Path(__file__).parent / "data" / "programs"
 VERSIONS = ["0.10.2", "0.4.38"]

@@ -14,9 +14,9 @@ from jax import export
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 
-from grader.rules import RULES, ProgramInfo
-from grader.rules.expr import Expr
-from grader.rules.structure import (
+from jaxjudge.rules import RULES, ProgramInfo
+from jaxjudge.rules.expr import Expr
+from jaxjudge.rules.structure import (
     check_dot_types,
     check_independent_of_dim,
     check_loop_over_dim,
@@ -221,7 +221,7 @@ def test_a_loop_bound_given_as_an_array_is_read() -> None:
 
 
 def test_unreadable_types_count_as_unknown_sizes() -> None:
-    from grader.rules.stablehlo import TYPE_TOO_LONG, Op, tensor_types
+    from jaxjudge.rules.stablehlo import TYPE_TOO_LONG, Op, tensor_types
 
     assert tensor_types("(tensor<8x8xcomplex<f32>>) -> tensor<8x8xcomplex<f32>>")[1].dims == (8, 8)
     assert Op("stablehlo.add", [], [], type=TYPE_TOO_LONG).result_types()[0].elements() is None
@@ -229,7 +229,7 @@ def test_unreadable_types_count_as_unknown_sizes() -> None:
 
 def test_a_grade_reads_at_most_its_text_budget() -> None:
     """Twelve near-cap programs must not make the trusted side parse ~100 MB: refused up front."""
-    from grader.rules.program import MAX_TOTAL_CHARS
+    from jaxjudge.rules.program import MAX_TOTAL_CHARS
 
     huge = ProgramInfo("s", " " * (MAX_TOTAL_CHARS // 2 + 1), [], [], {"B": 1, "n": 2})
     for outcome in (

@@ -6,8 +6,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from grader.rules.summary import check_uses_primitive
-from grader.stages import trace
+from jaxjudge.rules.summary import check_uses_primitive
+from jaxjudge.stages import trace
 
 CUSTOM_VJP = {"any_of": ["custom_vjp_call", "custom_vjp_call_jaxpr"], "what": "jax.custom_vjp",
               "hint": "Define the quantizer with @jax.custom_vjp."}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import Verdict, grade, list_problems
+from jaxjudge import Verdict, grade, list_problems
 
 CASES = []
 for _problem in list_problems():

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import sandbox, seccomp
+from jaxjudge.isolation import sandbox, seccomp
 
 HERE = Path(__file__).parent / "sandbox_scripts"
 HARNESS = HERE / "harness.py"
@@ -35,7 +35,7 @@ ESCAPE_TARGETS = [HARNESS.with_name("written-by-payload.txt"),
 SUITE_DISABLE = tuple(os.environ.get("JAXJUDGE_SANDBOX_DISABLE", "").split(","))
 REPO = Path(__file__).resolve().parent.parent
 # Host paths no stage may see when bwrap is active (the grader's data, other users' files).
-HIDDEN = [str(REPO / "problems"), str(REPO / "pyproject.toml"), str(REPO / "grader"),
+HIDDEN = [str(REPO / "problems"), str(REPO / "pyproject.toml"), str(REPO / "jaxjudge"),
           "/etc/shadow", "/etc/passwd", "/root/.bashrc", "/var", "/home"]
 
 DEFAULT = sandbox.SandboxLimits(
@@ -595,7 +595,7 @@ def test_packaged_bwrap_when_the_system_has_none(job_dir: Path) -> None:
         assert "(system)" in sandbox.protections()["bwrap"]["detail"] or not active("bwrap")
     shutil.copy(PAYLOADS / "hello.py", job_dir / "payload.py")
     code = (
-        "import json, sys\nfrom pathlib import Path\nfrom grader import sandbox\n"
+        "import json, sys\nfrom pathlib import Path\nfrom jaxjudge.isolation import sandbox\n"
         "info = sandbox.protections()['bwrap']\n"
         "res = sandbox.run(Path(sys.argv[1]), Path(sys.argv[2]), sandbox.SandboxLimits("
         "wall_seconds=30, cpu_seconds=10, memory_bytes=512 << 20, output_bytes=1 << 16))\n"

@@ -20,17 +20,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grader import Grader, Limits, Verdict, load_problem, sandbox
-from grader.grading import Grading as _Grading
-from grader.stage_common import MALFORMED_A, MALFORMED_B, MAX_RESULT_BYTES
-from grader.stage_common import Decided as _Decided
-from grader.stage_results import (
+from jaxjudge import Grader, Limits, Verdict, load_problem
+from jaxjudge.grading.pipeline import Grading as _Grading
+from jaxjudge.grading.stage_common import MALFORMED_A, MALFORMED_B, MAX_RESULT_BYTES
+from jaxjudge.grading.stage_common import Decided as _Decided
+from jaxjudge.grading.stage_results import (
     MAX_JSON_DEPTH,
     MalformedResult,
     ResultTooDeep,
     parse_stage_a,
     parse_stage_b,
 )
+from jaxjudge.isolation import sandbox
 
 PROBLEM = load_problem("rematerialized-mlp-block")
 LIMITS = Limits(wall_seconds=6, cpu_seconds=3, memory_mb=1024, output_kb=64)

@@ -1,4 +1,4 @@
-"""Stage A (grader/stages/trace.py).
+"""Stage A (jaxjudge/stages/trace.py).
 
 The spare warm-up (`warm_spare`): a forked spare pre-pays the backend, a trace and an export
 while it waits. It must stop as soon as its run arrives, and it must not change a single byte of
@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import load_problem
+from jaxjudge import load_problem
 
-grade_module = importlib.import_module("grader.grade")
-plan_module = importlib.import_module("grader.plan")
+grade_module = importlib.import_module("jaxjudge.grading.grade")
+plan_module = importlib.import_module("jaxjudge.grading.plan")
 STAGES = Path(grade_module.__file__).resolve().parent / "stages"
 PROBLEM = load_problem("rematerialized-mlp-block")
 
@@ -121,7 +121,8 @@ for job in sys.argv[2:]:
 
 
 def _stage_a(tmp: Path, sources: dict[str, bytes]) -> dict[str, dict]:
-    """Stage A's result.json for each source (the job is shaped as grader/grade.py shapes it)."""
+    """Stage A's result.json for each source (the job is shaped as jaxjudge/grading/grade.py shapes
+    it)."""
     plan = plan_module.plan_for(PROBLEM, "submit")
     jobs = []
     for name, source in sources.items():
@@ -436,7 +437,7 @@ def test_summary_facts_survive_a_symbolic_scan_length() -> None:
     import numpy as np
     from jax import export as jax_export
 
-    from grader.stages import trace
+    from jaxjudge.stages import trace
 
     checkpoint, policies = trace.prepare()
     (b,) = jax_export.symbolic_shape("B")

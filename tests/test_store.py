@@ -10,9 +10,9 @@ from datetime import UTC
 import pytest
 from conftest import empty_postgres
 
-from app.queue import GradingQueue, QueueFull, public_report
-from app.store import InvalidCursor, Store, decode_cursor, encode_cursor
-from grader import report as gr
+from jaxjudge.grading import report as gr
+from jaxjudge.service.queue import GradingQueue, QueueFull, public_report
+from jaxjudge.service.store import InvalidCursor, Store, decode_cursor, encode_cursor
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

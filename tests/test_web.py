@@ -3,7 +3,8 @@
 screenshot under tests/artifacts/web/, and axe-core checks every page (zero serious or critical
 violations, light and dark). One server and one browser serve the whole module.
 
-Also here: the committed build in app/static/ must be what web/ builds (skipped without npm).
+Also here: the committed build in jaxjudge/service/static/ must be what web/ builds (skipped without
+npm).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from api_fixtures import BROKEN, PROBLEM, Server, submit, wait_done
 
 REPO = Path(__file__).resolve().parent.parent
 WEB = REPO / "web"
-STATIC = REPO / "app" / "static"
+STATIC = REPO / "jaxjudge" / "service" / "static"
 ARTIFACTS = REPO / "tests" / "artifacts" / "web"
 SUBMISSIONS = REPO / "problems" / PROBLEM / "submissions"
 AXE_COMMITTED = REPO / "tests" / "data" / "axe-core" / "axe.min.js"
@@ -675,11 +676,12 @@ def _node_version() -> tuple[int, ...] | None:
 
 
 def test_committed_build_matches_sources(tmp_path: Path) -> None:
-    """app/static/ is exactly what `make web` builds from web/ (sources + lockfile), so the
-    committed bundle can be trusted to be the reviewed code. Rebuilt in a temporary folder."""
+    """jaxjudge/service/static/ is exactly what `make web` builds from web/ (sources + lockfile), so
+    the committed bundle can be trusted to be the reviewed code. Rebuilt in a temporary folder."""
     version = _node_version()
     if shutil.which("npm") is None or version is None:
-        pytest.skip("npm is not installed: cannot rebuild web/ to compare with app/static/")
+        pytest.skip("npm is not installed: cannot rebuild web/ to compare with "
+                    "jaxjudge/service/static/")
     if version < (20, 19):
         pytest.skip(f"Node {'.'.join(map(str, version))} is older than vite 7 needs (20.19)")
     src = tmp_path / "web"
@@ -699,7 +701,7 @@ def test_committed_build_matches_sources(tmp_path: Path) -> None:
     assert time.monotonic() - started < 300
     built = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     committed = sorted(p.relative_to(STATIC).as_posix() for p in STATIC.rglob("*") if p.is_file())
-    hint = "app/static/ is stale: run `make web` and commit app/static/"
+    hint = "jaxjudge/service/static/ is stale: run `make web` and commit jaxjudge/service/static/"
     assert built == committed, f"{hint}\nbuilt: {built}\ncommitted: {committed}"
     different = [f for f in built if not filecmp.cmp(out / f, STATIC / f, shallow=False)]
     assert not different, f"{hint}\ndiffering: {different}"

@@ -29,9 +29,9 @@ from api_fixtures import (
 )
 from sqlalchemy import text
 
-from app.jobs import CALLBACK_QUEUE, defer_callback
-from app.store import NewSubmission, Store
-from app.webhooks import verify_signature
+from jaxjudge.service.jobs import CALLBACK_QUEUE, defer_callback
+from jaxjudge.service.store import NewSubmission, Store
+from jaxjudge.service.webhooks import verify_signature
 
 SECRET = "a-webhook-secret-of-at-least-32-bytes!"
 MAX_ATTEMPTS = 3
@@ -137,7 +137,7 @@ def leftover(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Receive
 
 
 def _report_json() -> str:
-    from grader import Report, Verdict
+    from jaxjudge import Report, Verdict
 
     return Report(verdict=Verdict.COMPILE_ERROR, problem=PROBLEM, mode="run",
                   message="m").model_dump_json()

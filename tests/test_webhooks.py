@@ -1,4 +1,5 @@
-"""Webhooks (app/webhooks.py) against real receivers: HTTP and TLS servers in threads on loopback.
+"""Webhooks (jaxjudge/service/webhooks.py) against real receivers: HTTP and TLS servers in threads
+on loopback.
 
 Every defence has the attacker's URL or receiver that tries it and an honest-but-unusual case
 that must still work. Loopback receivers need `allow_private=True`; the tests that prove a
@@ -24,8 +25,8 @@ import trustme
 from api_fixtures import Answer, Receiver, answer_status
 from pydantic import ValidationError
 
-from app.core.config import Settings
-from app.webhooks import (
+from jaxjudge.service.config import Settings
+from jaxjudge.service.webhooks import (
     EVENT,
     MAX_RESPONSE_BYTES,
     MAX_URL_LENGTH,

@@ -1,5 +1,6 @@
-"""grader/workdir.py: a grade's work dir is named after its owner process, and the next grader
-process removes those whose owner died (real processes, real /proc, a real SIGKILLed grade)."""
+"""jaxjudge/isolation/workdir.py: a grade's work dir is named after its owner process, and the next
+grader process removes those whose owner died (real processes, real /proc, a real SIGKILLed
+grade)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import workdir
+from jaxjudge.isolation import workdir
 
 ROOT = Path(__file__).resolve().parent.parent
 JAXJUDGE = Path(sys.executable).parent / "jaxjudge"

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.xla import CANDIDATES
+from jaxjudge.isolation.xla import CANDIDATES
 
-PROBE = "from grader.xla import fast_compile_flags, _probe; print(fast_compile_flags())"
+PROBE = "from jaxjudge.isolation.xla import fast_compile_flags, _probe; print(fast_compile_flags())"
 
 
 def probe(state: Path) -> str:

@@ -1,5 +1,5 @@
 // Build: `npm ci && npm run build` (or `make web` from the repository root) writes the page into
-// ../app/static, which is committed so that a Python-only install serves it. The output is
+// ../jaxjudge/service/static, which is committed so that a Python-only install serves it. The output is
 // deterministic: tests/test_web.py rebuilds into a temporary folder and compares byte for byte.
 import { defineConfig } from 'vite';
 
@@ -20,7 +20,7 @@ export default defineConfig({
   base: '/',
   plugins: [katexWoff2Only()],
   build: {
-    outDir: '../app/static',
+    outDir: '../jaxjudge/service/static',
     emptyOutDir: true,
     assetsDir: 'assets',
     // No data: URLs: every asset is a file under /assets, which the CSP allows.

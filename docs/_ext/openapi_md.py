@@ -1,6 +1,6 @@
 """Render the service's OpenAPI schema as one MyST Markdown page.
 
-The schema comes from `app.main.create_app()` itself (what a running server serves at
+The schema comes from `jaxjudge.service.main.create_app()` itself (what a running server serves at
 /openapi.json), so the page cannot drift from the code. `create_app` is pure: building the
 schema opens no database and starts no worker pool (both happen in the ASGI lifespan, which
 never runs here). The renderer is deliberately small: operations, their parameters, bodies and
@@ -23,8 +23,8 @@ Schema = dict[str, Any]
 
 def build_spec() -> dict[str, Any]:
     """The OpenAPI document of an app built with default settings (a throw-away SQLite URL)."""
-    from app.core.config import Settings
-    from app.main import create_app
+    from jaxjudge.service.config import Settings
+    from jaxjudge.service.main import create_app
 
     with tempfile.TemporaryDirectory(prefix="jaxjudge-docs-") as tmp:
         settings = Settings(

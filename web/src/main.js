@@ -1,6 +1,6 @@
 // The single-page app: a router over four pages (problem list, problem, submissions, one
 // submission), each a function that renders into <main> from the /v1 API. Page URLs are real
-// paths served by the same FastAPI app (app/web.py), so reloading or sharing a link works.
+// paths served by the same FastAPI app (jaxjudge/service/web.py), so reloading or sharing a link works.
 import './style.css';
 import { ApiError, askForToken } from './api.js';
 import { h, isAbort } from './dom.js';

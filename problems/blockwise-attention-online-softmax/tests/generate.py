@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.authoring.testgen import Case, generate_main
+from jaxjudge.authoring.testgen import Case, generate_main
 
 SEED = 20250313
 SHAPES = [(16, 1), (32, 1), (16, 2), (20, 2), (32, 2), (24, 3), (28, 3), (16, 4), (24, 4),

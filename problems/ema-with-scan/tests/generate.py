@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.authoring.testgen import Case, generate_main
+from jaxjudge.authoring.testgen import Case, generate_main
 
 SEED = 20250305
 RTOL = ATOL = 1e-4  # problem.toml [tolerance]; the variants must be within half of it

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.authoring.testgen import Case, generate_main
+from jaxjudge.authoring.testgen import Case, generate_main
 
 SEED = 20250312
 SIZES = (8, 9, 16, 31, 48, 64)

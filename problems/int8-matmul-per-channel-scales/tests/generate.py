@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from grader.authoring.testgen import Case, generate_main
+from jaxjudge.authoring.testgen import Case, generate_main
 
 SEED = 20250302
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from grader.authoring.testgen import Case, generate_main
+from jaxjudge.authoring.testgen import Case, generate_main
 
 SEED = 20250306
 RTOL, ATOL = 1e-4, 1e-5  # problem.toml [tolerance]

@@ -3,7 +3,7 @@
 # 2 KB file: 10 MB, over the job directory's disk cap (8 x the output limit) on any file
 # system. It waits a second so the grader's disk monitor sees it. The grader must judge it
 # (output limit exceeded) and then chown and remove that tree without recursing once per level
-# (grader/fstree.py); the same solution within the cap is accepted (tests/test_hardening.py).
+# (jaxjudge/isolation/fstree.py); the same solution within the cap is accepted (tests/test_hardening.py).
 import os
 import time
 

@@ -1,1 +1,0 @@
-"""Alembic migrations of the submission store (SQLite and PostgreSQL); run by `app.migrate`."""

@@ -1,0 +1,1 @@
+"""Problem authoring: check-problem, new-problem and the shared test generator."""

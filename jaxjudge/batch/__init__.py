@@ -1,0 +1,1 @@
+"""Grading whole folders of submissions (a class, a Gradescope autograder) with resume."""

@@ -1,0 +1,1 @@
+"""The `jaxjudge` command: the fast launcher and every command."""

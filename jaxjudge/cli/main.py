@@ -1,0 +1,212 @@
+"""The `jaxjudge` command line: grade a file, list and show problems, check the sandbox.
+
+Exit status: 0 accepted, 1 any other verdict, 2 usage or internal errors.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from jaxjudge.cli.output import err, out, print_report
+from jaxjudge.grading.render import math_as_code
+from jaxjudge.grading.report import Verdict
+from jaxjudge.isolation import sandbox
+from jaxjudge.isolation.sandbox import protections
+from jaxjudge.problems.package import ProblemError, list_problems, load_problem
+
+cli = typer.Typer(
+    name="jaxjudge",
+    help="An online judge for JAX programming problems.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+def _fail(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(2)
+
+
+@cli.command("grade")
+def grade_cmd(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="The solution file (Python).")],
+    problem: Annotated[str, typer.Option("--problem", "-p", help="Problem id.")],
+    mode: Annotated[str, typer.Option(help="run: published examples only; submit: all tests.")]
+    = "submit",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Grade FILE against a problem and print the verdict."""
+    if mode not in ("run", "submit"):
+        raise _fail(f"--mode must be 'run' or 'submit', not {mode!r}")
+    # A one-off grade is mostly two sandboxed `import jax`es: find the sandbox layers (as the
+    # last all-good probe found them) while the problem loads, start both stages
+    # (jaxjudge.grading.early), and only then import the grading code, while they import jax.
+    sandbox.detect_in_background(cached=True)
+    try:
+        prob = load_problem(problem)
+    except ProblemError as exc:
+        raise _fail(str(exc)) from exc
+    try:
+        source = file.read_bytes()
+    except OSError as exc:
+        raise _fail(f"cannot read {file}: {exc.strerror}") from exc
+    from jaxjudge.grading import early
+
+    # Stages jaxjudge.cli.launch started from the same arguments, before this module was imported;
+    # the grade adopts them only if they run under this problem's limits.
+    started = ctx.obj if isinstance(ctx.obj, early.Started) else early.try_start(prob.limits)
+    try:
+        from jaxjudge.grading.grade import grade
+
+        report = grade(prob, source, mode, filename=file.name,  # type: ignore[arg-type]
+                       early=started)
+    finally:
+        if started is not None:
+            started.close()
+    forgot = report.verdict is Verdict.INTERNAL_ERROR and sandbox.detected_from_cache()
+    if forgot:
+        # A layer that worked when it was probed may not now: probe afresh next time (even if
+        # the report cannot be written below).
+        from jaxjudge.isolation import layer_cache
+
+        layer_cache.forget()
+    try:
+        if as_json:
+            sys.stdout.write(report.model_dump_json() + "\n")
+        else:
+            print_report(report)
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError) as exc:  # a full disk, a closed pipe or fd
+        # Not a verdict: whoever reads the status must not take a lost report as graded.
+        why = "standard output is closed" if sys.stdout is None else (
+            getattr(exc, "strerror", None) or str(exc))
+        raise _fail(f"cannot write the report: {why}") from None
+    if report.verdict is Verdict.INTERNAL_ERROR:
+        if forgot:
+            err.print("[dim]The sandbox layers were taken from an earlier probe; the next "
+                       "grade probes them again.[/]")
+        raise typer.Exit(2)
+    raise typer.Exit(0 if report.accepted else 1)
+
+
+@cli.command("problems")
+def problems_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    server: Annotated[str | None, typer.Option(help="List a jaxjudge server's problems.")]
+    = None,
+) -> None:
+    """List the available problems."""
+    if server is not None:
+        from jaxjudge.cli import remote
+
+        remote.remote_problems(server, as_json)
+        return
+    try:
+        probs = list_problems()
+    except ProblemError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        rows = [
+            {"id": p.id, "title": p.title, "difficulty": p.difficulty, "tags": p.tags}
+            for p in probs
+        ]
+        sys.stdout.write(json.dumps(rows) + "\n")
+        return
+    table = Table()
+    for col in ("id", "title", "difficulty", "tags"):
+        table.add_column(col)
+    for p in probs:
+        table.add_row(p.id, p.title, p.difficulty, ", ".join(p.tags))
+    out.print(table)
+
+
+@cli.command("show")
+def show_cmd(
+    problem_id: Annotated[str, typer.Argument(help="Problem id.")],
+    starter: Annotated[bool, typer.Option(help="Print the starter file instead.")] = False,
+    server: Annotated[str | None, typer.Option(help="Read it from a jaxjudge server.")]
+    = None,
+) -> None:
+    """Show a problem's statement (or its starter code)."""
+    if server is not None:
+        from jaxjudge.cli import remote
+
+        remote.remote_show(server, problem_id, starter)
+        return
+    try:
+        prob = load_problem(problem_id)
+    except ProblemError as exc:
+        raise _fail(str(exc)) from exc
+    if starter:
+        sys.stdout.write(prob.starter)
+        return
+    from rich.markdown import Markdown
+
+    out.print(Markdown(math_as_code(prob.statement)))
+
+
+@cli.command("doctor")
+def doctor_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Report which sandbox protections are active on this machine."""
+    layers = protections()
+    if as_json:
+        sys.stdout.write(json.dumps(layers) + "\n")
+        return
+    table = Table(title="Sandbox layers")
+    for col in ("layer", "active", "detail"):
+        table.add_column(col)
+    for name, info in layers.items():
+        table.add_row(name, "[green]yes[/]" if info.get("active") else "[red]no[/]",
+                      str(info.get("detail", "")))
+    out.print(table)
+
+
+# Commands that live in their own modules (batch grading and Gradescope, problem authoring, the
+# remote client), imported only when one of theirs runs or help lists them all: a one-off
+# `grade` starts its sandboxed stages ~0.15 s sooner without them.
+_LAZY_COMMANDS: dict[str, str] = {
+    "grade-set": "jaxjudge.cli.batch",
+    "gradescope": "jaxjudge.cli.batch",
+    "check-problem": "jaxjudge.cli.authoring",
+    "new-problem": "jaxjudge.cli.authoring",
+    "rules": "jaxjudge.cli.authoring",
+    "submit": "jaxjudge.cli.remote",
+}
+_registered: set[str] = set()
+
+
+def register_commands(argv: list[str]) -> None:
+    """Register the modules `argv` (the arguments after the program name) needs: none for a
+    command defined here or in jaxjudge/cli/service.py, the one that defines a lazy command, and all
+    of them for anything else (help, a typo), so that help lists and suggests every command."""
+    import importlib
+
+    name = argv[0] if argv and not argv[0].startswith("-") else None
+    if name is not None and name not in _LAZY_COMMANDS and any(
+            c.name == name for c in cli.registered_commands):
+        return
+    wanted = [_LAZY_COMMANDS[name]] if name in _LAZY_COMMANDS else sorted(
+        set(_LAZY_COMMANDS.values()))
+    for module in wanted:
+        if module not in _registered:
+            _registered.add(module)
+            importlib.import_module(module).register(cli)
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    register_commands(sys.argv[1:])
+    cli()
+
+
+if __name__ == "__main__":
+    main()

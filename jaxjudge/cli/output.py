@@ -1,0 +1,54 @@
+"""What the commands print: the consoles and a report's rendering, shared by `grade` and
+`submit` (the same report reads the same whichever way it was graded)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from jaxjudge.grading.render import plain
+from jaxjudge.grading.report import Report, Verdict
+
+out = Console()
+err = Console(stderr=True)
+
+STYLE = {
+    Verdict.ACCEPTED: "bold green",
+    Verdict.SKIPPED: "dim",
+}
+
+
+def print_report(report: Report) -> None:
+    style = STYLE.get(report.verdict, "bold red")
+    out.print(f"[{style}]{report.verdict.value}[/]  {report.problem} ({report.mode})  "
+              f"score {report.score:g}/{report.max_score:g}")
+    # Messages and output carry what a submission printed or raised: never rich markup (a
+    # `[link=...]` would become a terminal hyperlink), never terminal control sequences.
+    out.print(Text(plain(report.message)), highlight=False)
+    if report.tests:
+        table = Table(title="Tests", show_lines=False)
+        for col in ("test", "visible", "verdict", "message"):
+            table.add_column(col)
+        for t in report.tests:
+            table.add_row(
+                t.name,
+                "yes" if t.visible else "hidden",
+                f"[{STYLE.get(t.verdict, 'red')}]{t.verdict.value}[/]",
+                Text(plain(t.message)),
+            )
+        out.print(table)
+    if report.requirements:
+        table = Table(title="Requirements")
+        for col in ("requirement", "level", "passed", "message"):
+            table.add_column(col)
+        for r in report.requirements:
+            table.add_row(r.name, r.level, "[green]yes[/]" if r.passed else "[red]no[/]",
+                          Text(plain(r.message)))
+        out.print(table)
+    if report.output.strip():
+        out.print("[dim]Your program's output (truncated):[/]")
+        out.print(Text(plain(report.output[-2000:])), highlight=False)
+    total = report.timings.get("total")
+    if total is not None:
+        out.print(f"[dim]graded in {total:.2f} s[/]")

@@ -1,0 +1,148 @@
+"""`Grader`: the grading machinery as one object, passed to whoever grades.
+
+It holds its collaborators instead of process globals: how sandboxed stages are launched (the
+cold `sandbox.run_stage`, or a warm pool's runner), stage B's engine, and the caches (reports by
+source, stage B results and what follows from them by exported program). A course script that
+grades many files keeps one, as a context manager when it owns a warm pool:
+
+    with Grader(warm_pool=True) as g:
+        for path in files:
+            report = g.grade(problem, path.read_bytes())
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+from jaxjudge.grading.caches import (
+    PROGRAM_CACHE_SIZE,
+    ModelsCache,
+    ProgramCache,
+    ReportCache,
+    report_key,
+)
+from jaxjudge.grading.early import Started, overlap_enabled
+from jaxjudge.grading.pipeline import Grading, display_name
+from jaxjudge.grading.report import Mode, Report, Verdict
+from jaxjudge.grading.scoring import max_score
+from jaxjudge.grading.stage_common import ENGINES, StageRunner, default_runner
+from jaxjudge.problems.package import Limits, Problem, load_problem
+from jaxjudge.version import grader_version
+
+log = logging.getLogger("grader")
+
+
+def engine_from_env() -> str:
+    """JAXJUDGE_ENGINE (default interpret); a bad value is the caller's error."""
+    value = os.environ.get("JAXJUDGE_ENGINE", "interpret").strip().lower() or "interpret"
+    if value not in ENGINES:
+        raise ValueError(f"JAXJUDGE_ENGINE must be one of {ENGINES}, not {value!r}")
+    return value
+
+
+class Grader:
+    """Grades submissions with one runner, engine and set of caches.
+
+    `runner`: how sandboxed stages start (default: a fresh interpreter per stage). `warm_pool`:
+    True (or a worker count) starts a `jaxjudge.isolation.pool.WarmPool` owned by this grader, whose
+    runner is used; `close()` (or leaving the `with` block) stops it. `engine`: "interpret" or "xla"
+    (default: JAXJUDGE_ENGINE). `report_cache`: identical sources answered from memory (0 off).
+    `program_cache`: stage B results per exported program (0 off)."""
+
+    def __init__(
+        self,
+        *,
+        runner: StageRunner | None = None,
+        warm_pool: bool | int = False,
+        engine: str | None = None,
+        report_cache: int = 0,
+        program_cache: int = PROGRAM_CACHE_SIZE,
+    ) -> None:
+        if engine is not None and engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
+        if runner is not None and warm_pool:
+            raise ValueError("give a runner or warm_pool, not both")
+        self.engine = engine or engine_from_env()
+        self.pool: Any = None
+        if warm_pool:
+            from jaxjudge.isolation.pool import WarmPool
+
+            workers = None if warm_pool is True else int(warm_pool)
+            self.pool = WarmPool(workers).start()
+            runner = self.pool.runner
+        self.runner: StageRunner = runner or default_runner
+        # Cold stages: start stage B's interpreter while stage A runs (sandbox.prestart), so
+        # the two jax imports overlap on two cores. JAXJUDGE_OVERLAP_STAGES=0 turns it off.
+        self.overlap = self.runner is default_runner and overlap_enabled()
+        self.reports = ReportCache(report_cache)
+        self.programs = ProgramCache(program_cache)
+        self.rules = ModelsCache(program_cache)  # program-rule outcomes per verified program
+        self.tests = ModelsCache(program_cache)  # compared tests per program and package
+
+    def grade(
+        self,
+        problem: Problem | str,
+        source: str | bytes,
+        mode: Mode = "submit",
+        *,
+        filename: str = "submission.py",
+        limits: Limits | None = None,
+        early: Started | None = None,
+    ) -> Report:
+        """Grade one submission. Never raises for anything the submission does; an unknown
+        problem raises `ProblemError`, a bad `mode` raises `ValueError` (caller errors).
+        `early`: stage processes `jaxjudge.grading.early.start` launched for this grade (the CLI
+        does, before importing the grader); whatever this grade does not use is closed."""
+        try:
+            return self._grade(problem, source, mode, filename, limits, early)
+        finally:
+            if early is not None:
+                early.close()
+
+    def _grade(self, problem: Problem | str, source: str | bytes, mode: Mode, filename: str,
+               limits: Limits | None, early: Started | None) -> Report:
+        if mode not in ("run", "submit"):
+            raise ValueError(f"mode must be 'run' or 'submit', not {mode!r}")
+        prob = load_problem(problem) if isinstance(problem, str) else problem
+        started = time.perf_counter()
+        lim = limits or prob.limits
+        key = report_key(prob, source, mode, lim, self.engine) if self.reports.size else ""
+        cached = self.reports.get(key) if key else None
+        if cached is not None:
+            cached.timings = {"total": round(time.perf_counter() - started, 4), "cached": 1.0}
+            return cached
+        try:
+            report = Grading(self, prob, source, mode, lim, display_name(filename),
+                             early).run()
+        except Exception:
+            log.exception("internal error while grading a %s submission", prob.id)
+            report = Report(
+                verdict=Verdict.INTERNAL_ERROR,
+                problem=prob.id,
+                mode=mode,
+                message="The grader failed on its own (not your fault); the error was logged. "
+                "Please resubmit later.",
+                max_score=max_score(prob, mode),
+            )
+        report.timings["total"] = round(time.perf_counter() - started, 4)
+        report.versions.setdefault("grader", grader_version())
+        if key:
+            self.reports.put(key, report)
+        return report
+
+    def close(self) -> None:
+        """Stop the warm pool this grader started (if any)."""
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+            self.runner = default_runner
+            self.overlap = overlap_enabled()
+
+    def __enter__(self) -> Grader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

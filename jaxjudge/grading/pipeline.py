@@ -1,0 +1,332 @@
+"""One grade's pipeline: stage A -> spec rules -> stage B -> program rules -> compare ->
+verdict and report. The stage protocols, the plan, the caches and the scoring live in their
+own modules; the `Grader` passed in supplies the runner, the engine and the caches."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jaxjudge.grading import compare as cmp
+from jaxjudge.grading.early import Started
+from jaxjudge.grading.early import start as start_stages
+from jaxjudge.grading.plan import plan_for
+from jaxjudge.grading.report import (
+    Mode,
+    Report,
+    RequirementResult,
+    TestDetails,
+    TestResult,
+    Verdict,
+)
+from jaxjudge.grading.scoring import corroborate, score
+from jaxjudge.grading.stage_a import StageA
+from jaxjudge.grading.stage_b import StageB
+from jaxjudge.grading.stage_common import MALFORMED_B, MAX_SOURCE_BYTES, Decided, sandbox_limits
+from jaxjudge.grading.stage_results import (
+    OutputFailed,
+    OutputOk,
+)
+from jaxjudge.isolation import fstree
+from jaxjudge.isolation.workdir import work_root
+from jaxjudge.problems.package import Limits, Problem
+from jaxjudge.rules import PROGRAM_RULES, SPEC_RULES, RuleOutcome
+
+if TYPE_CHECKING:
+    from jaxjudge.grading.resources import Resources
+
+log = logging.getLogger("grader")
+
+class Grading(StageA, StageB):
+    """State of one grade; `run()` walks the stages and builds the report."""
+
+    def __init__(
+        self,
+        grader: Resources,
+        problem: Problem,
+        source: str | bytes,
+        mode: Mode,
+        limits: Limits,
+        display_name: str = "submission.py",
+        early: Started | None = None,
+    ) -> None:
+        self.problem = problem
+        self.display_name = display_name
+        # surrogatepass: a str with lone surrogates becomes bytes stage A rejects as non-UTF-8
+        # (a compile_error), instead of an exception here.
+        self.source = (
+            source.encode("utf-8", "surrogatepass") if isinstance(source, str) else bytes(source)
+        )
+        self.mode = mode
+        self.limits = limits
+        self.grader = grader
+        self.plan = plan_for(problem, mode)
+        self.timings: dict[str, float] = {}
+        self.program_key = ""  # stage B's program cache key, once known
+        self.versions: dict[str, str] = {}
+        self.output = ""
+        self.requirements: list[RequirementResult] = []
+        self.tests: list[TestResult] = []
+        self.early = early
+
+    # -- sandbox plumbing ------------------------------------------------------------------
+    def run(self) -> Report:
+        if len(self.source) > MAX_SOURCE_BYTES:
+            if self.early is not None:
+                self.early.close()
+            return self._report(
+                Verdict.COMPILE_ERROR, f"the file is larger than {MAX_SOURCE_BYTES} bytes"
+            )
+        started = self._started()
+        root = started.root if started is not None else work_root()
+        try:
+            if started is not None:
+                self.pending_a, self.pending_b = started.take_a(), started.take_b()
+            return self._pipeline(root)
+        except Decided as d:
+            return self._report(d.verdict, d.message)
+        finally:
+            # Stage A failed, timed out or was decided, or the program cache answered: a stage
+            # started ahead that never got its job is killed; nothing of it outlives the grade.
+            for pending in (self.pending_a, self.pending_b):
+                if pending is not None:
+                    pending.cancel()
+            self.pending_a = self.pending_b = None
+            # A submission shapes what it leaves (any depth, any width): iterative removal.
+            if not fstree.remove_tree(root):
+                log.error("could not remove the grade's work dir %s", root)
+
+    def _started(self) -> Started | None:
+        """The stage processes this grade runs in, started ahead: the caller's (`early`, if
+        started for these limits), else new ones when the grader runs stages cold (both
+        imports of jax then overlap, stage B's with stage A's), else none."""
+        early, self.early = self.early, None
+        if early is not None:
+            if early.limits == sandbox_limits(self.limits) and early.a is not None:
+                early.adopted = True
+                if early.b is not None and not self.grader.overlap:
+                    early.take_b().cancel()  # type: ignore[union-attr]
+                return early
+            early.close()
+        if not self.grader.overlap:
+            return None
+        root = work_root()
+        try:
+            started = start_stages(self.limits, root=root)
+        except BaseException:
+            fstree.remove_tree(root)
+            raise
+        started.adopted = True
+        return started
+
+    def _pipeline(self, root: Path) -> Report:
+        stage_a = self._stage_a(root / "a")
+        self._check_requirements("spec", stage_a.jaxpr)
+        outputs, programs = self._stage_b(root / "a", root / "b", stage_a)
+        self._check_requirements("program", programs)
+        self._compare(outputs)
+        return self._decide()
+
+    def _corroborate(self, reqs: list[RequirementResult]) -> None:
+        """A spec-level pass stands only if the program-level requirements it names passed:
+        the jaxpr summary came from the untrusted stage, so on its own it explains but never
+        decides or pays. A spec-level failure is kept as is (a lie against oneself gains
+        nothing)."""
+        passed = {r.name for r in reqs if r.level == "program" and r.passed}
+        declared = {r.name: r for r in self.problem.requirements}
+        for res in reqs:
+            req = declared.get(res.name)
+            if res.level != "spec" or not res.passed or req is None:
+                continue
+            missing = [n for n in self.problem.corroborators(req) if n not in passed]
+            if missing:
+                res.passed = False
+                res.message = (
+                    f"Your traced code reports this ({res.message.rstrip('.')}), but the "
+                    f"exported program does not confirm it: see {', '.join(missing)}."
+                )
+
+    def _check_requirements(self, level: str, data: Any) -> None:
+        """Apply every requirement of one level (spec: jaxpr summary; program: StableHLO)."""
+        rules = SPEC_RULES if level == "spec" else PROGRAM_RULES
+        self.requirements = [r for r in self.requirements if r.level != level]
+        key = self._derived_key("rules") if level == "program" else ""
+        if key:
+            # A pure function of the verified programs (parsing them alone is ~30 ms).
+            known = self.grader.rules.get(key)
+            if known is not None:
+                self.requirements.extend(known)
+                return
+        before = len(self.requirements)
+        for req in self.problem.requirements:
+            if req.level != level:
+                continue
+            outcome = self._apply(rules, req.rule, data, req.options)
+            self.requirements.append(
+                RequirementResult(
+                    name=req.name, level=req.level, passed=outcome.passed, message=outcome.message
+                )
+            )
+        if key:
+            self.grader.rules.put(key, self.requirements[before:])
+
+    @staticmethod
+    def _apply(rules: dict[str, Any], rule: str, data: Any, options: dict[str, Any]) -> RuleOutcome:
+        fn = rules.get(rule)
+        if fn is None:
+            raise RuntimeError(f"unknown rule {rule!r} in problem.toml")
+        outcome = fn(data, **options)
+        if not isinstance(outcome, RuleOutcome):
+            raise RuntimeError(f"rule {rule!r} returned {type(outcome).__name__}")
+        return outcome
+
+    def _derived_key(self, kind: str) -> str:
+        """Key for what follows from stage B's result and the problem package alone (program
+        rules, compared tests): the program cache key plus the package's fingerprint, which
+        covers requirements, expected outputs and tolerances. '' before stage B has run."""
+        if not self.program_key:
+            return ""
+        parts = (kind, self.program_key, self.problem.fingerprint())
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+    def _compare(self, outputs: dict[str, Any]) -> None:
+        tol = self.problem.tolerance
+        key = self._derived_key("tests")
+        if key:
+            known = self.grader.tests.get(key)
+            if known is not None:
+                self.tests.extend(known)
+                return
+        before = len(self.tests)
+        for case in self.plan.cases:
+            out = outputs.get(case.name)
+            got_value: Any = None
+            if isinstance(out, OutputOk):
+                try:
+                    got_value = cmp.decode_output(out.value)
+                    c = cmp.compare(case.expected, got_value, rtol=tol.rtol, atol=tol.atol,
+                                    leaf=self.plan.output_leaf)
+                except cmp.TooDeep as exc:  # the program's output, not our decoder's fault
+                    got_value, c = None, cmp.Comparison(False, str(exc))
+                except cmp.DecodeError as exc:
+                    log.warning("stage B output for %s malformed: %s", case.name, exc)
+                    raise Decided(Verdict.RUNTIME_ERROR, MALFORMED_B) from None
+                verdict = Verdict.ACCEPTED if c.passed else Verdict.WRONG_ANSWER
+                result = TestResult(
+                    name=case.name,
+                    visible=case.visible,
+                    verdict=verdict,
+                    message=c.message,
+                    max_abs_error=c.max_abs_error,
+                )
+            elif isinstance(out, OutputFailed):
+                result = TestResult(
+                    name=case.name,
+                    visible=case.visible,
+                    verdict=Verdict.RUNTIME_ERROR,
+                    message="the program failed on this input: " + out.error[:4000],
+                )
+            else:  # _stage_b_outcome checked that every test has an output
+                raise Decided(Verdict.RUNTIME_ERROR, MALFORMED_B)
+            if case.visible:
+                result.details = TestDetails(
+                    inputs=dict(case.inputs), expected=case.expected, got=_plain(got_value)
+                )
+            self.tests.append(result)
+        if key and all(t.verdict is not Verdict.RUNTIME_ERROR for t in self.tests[before:]):
+            self.grader.tests.put(key, self.tests[before:])
+
+    # -- verdict, score, report ----------------------------------------------------------------
+    def _decide(self) -> Report:
+        corroborate(self.problem, self.requirements)
+        failed_tests = [t for t in self.tests if t.verdict is not Verdict.ACCEPTED]
+        failed_reqs = [r for r in self.requirements if not r.passed]
+        if any(t.verdict is Verdict.RUNTIME_ERROR for t in failed_tests):
+            first = next(t for t in failed_tests if t.verdict is Verdict.RUNTIME_ERROR)
+            return self._report(Verdict.RUNTIME_ERROR, f"Test {first.name}: {first.message}")
+        if failed_tests:
+            first = failed_tests[0]
+            msg = f"{len(failed_tests)} of {len(self.tests)} tests give wrong results. "
+            msg += f"First: {first.name}: {first.message}" if first.visible else (
+                f"First failing test {first.name} is hidden: {first.message}"
+            )
+            if failed_reqs:
+                msg += f" Also {len(failed_reqs)} requirement(s) failed; see below."
+            return self._report(Verdict.WRONG_ANSWER, msg)
+        if failed_reqs:
+            msg = "All tests pass, but a requirement failed: " + " ".join(
+                f"[{r.name}] {r.message}" for r in failed_reqs
+            )
+            return self._report(Verdict.REQUIREMENT_FAILED, msg)
+        return self._report(
+            Verdict.ACCEPTED,
+            f"All {len(self.tests)} tests pass and every requirement holds.",
+        )
+
+    def _report(self, verdict: Verdict, message: str) -> Report:
+        tests = self.tests or [
+            TestResult(
+                name=c.name,
+                visible=c.visible,
+                verdict=Verdict.SKIPPED,
+                message="not run: " + verdict.value,
+            )
+            for c in self.plan.cases
+        ]
+        reqs = list(self.requirements)
+        seen = {r.name for r in reqs}
+        for req in self.problem.requirements:
+            if req.name not in seen:
+                reqs.append(
+                    RequirementResult(
+                        name=req.name,
+                        level=req.level,
+                        passed=False,
+                        message="not checked: grading stopped earlier (" + verdict.value + ")",
+                    )
+                )
+        corroborate(self.problem, reqs)
+        score_, max_score_ = score(self.problem, tests, reqs, verdict)
+        return Report(
+            verdict=verdict,
+            problem=self.problem.id,
+            mode=self.mode,
+            message=message,
+            tests=tests,
+            requirements=reqs,
+            score=score_,
+            max_score=max_score_,
+            timings=dict(self.timings),
+            output=self.output,
+            versions=dict(self.versions),
+        )
+
+
+def display_name(filename: str) -> str:
+    """The uploaded file's base name, reduced to safe characters, for learner messages."""
+    base = os.path.basename(str(filename).replace("\\", "/"))
+    safe = "".join(c for c in base if c.isalnum() or c in "._-")[:64]
+    return safe if safe.endswith(".py") and len(safe) > 3 else "submission.py"
+
+
+def _plain(value: Any) -> Any:
+    """Decoded output -> JSON-friendly lists for the report's visible-test details."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if value is None:
+        return None
+    try:
+        return value.tolist()
+    except AttributeError:
+        return value
+
+
+# Item points are whole sixteenths of a point: the only numbers that are both exact binary
+# fractions (so any sum of them is exact in float arithmetic) and at most 4 decimals long (so the
+# 4-decimal JSON of jaxjudge/grading/render.py prints them unchanged). Items of a group differ by <=
+# 1/16.

@@ -1,0 +1,134 @@
+"""Stage A's protocol (untrusted): the job it gets, and what its result may decide."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from jaxjudge.grading.report import Verdict
+from jaxjudge.grading.stage_common import (
+    MALFORMED_A,
+    TOO_DEEP_A,
+    TRACE_SCRIPT,
+    Decided,
+    StageBase,
+    read_result,
+)
+from jaxjudge.grading.stage_results import (
+    MalformedResult,
+    ResultTooDeep,
+    StageAResult,
+    parse_stage_a,
+)
+from jaxjudge.isolation import sandbox
+from jaxjudge.problems.package import Problem
+
+if TYPE_CHECKING:
+    from jaxjudge.grading.plan import Plan
+    from jaxjudge.grading.resources import Resources
+
+log = logging.getLogger("grader")
+
+UNTRACEABLE = {
+    "ConcretizationTypeError",
+    "TracerBoolConversionError",
+    "TracerArrayConversionError",
+    "TracerIntegerConversionError",
+    "NonConcreteBooleanIndexError",
+}
+
+
+
+class StageA(StageBase):
+    """Stage A's protocol: write the job, run the untrusted tracing stage, validate its result."""
+
+    grader: Resources
+    plan: Plan
+    problem: Problem
+    source: bytes
+    display_name: str
+    timings: dict[str, float]
+    versions: dict[str, str]
+    output: str
+
+    # started ahead (jaxjudge.grading.early), given its job here
+    pending_a: sandbox.Pending | None = None
+
+    def _stage_a(self, job: Path) -> StageAResult:
+        job.mkdir(exist_ok=True)
+        (job / "submission.py").write_bytes(self.source)
+        (job / "job.json").write_text(
+            json.dumps(
+                {
+                    "entry_point": self.problem.entry_point,
+                    "source": "submission.py",
+                    "display_name": self.display_name,
+                    "signatures": list(self.plan.signatures.values()),
+                    "symbolic": self.plan.symbolic,
+                }
+            )
+        )
+        t = time.perf_counter()
+        pending, self.pending_a = self.pending_a, None
+        if pending is not None:  # it imported jax meanwhile; now it reads the files above
+            res = pending.go()
+        else:
+            res = self.grader.runner(TRACE_SCRIPT, job, self._sandbox_limits(), True, {})
+        self.timings["stage_a"] = round(time.perf_counter() - t, 4)
+        self.output = (res.stdout + res.stderr)[-self.limits.output_kb * 1024 :]
+        decided = self._stage_failure(res, "Your code (while loading, tracing or exporting)")
+        if decided:
+            raise decided
+        return self._stage_a_result(job / "result.json", res)
+
+    def _stage_a_result(self, path: Path, res: sandbox.SandboxResult) -> StageAResult:
+        """Stage A's result file (written beside user code: anything at all) -> the validated
+        result, or a verdict (Decided). Raises nothing else, whatever the file holds."""
+        try:
+            result: StageAResult | None = read_result(path, parse_stage_a)
+        except MalformedResult as exc:
+            log.info("stage A result rejected: %s", exc)
+            deep = isinstance(exc, ResultTooDeep)
+            raise Decided(Verdict.RUNTIME_ERROR, TOO_DEEP_A if deep else MALFORMED_A) from None
+        if result is None:
+            how = (
+                f"exit code {res.exit_code}"
+                if res.status == "exited"
+                else f"signal {res.signal}"
+            )
+            raise Decided(
+                Verdict.RUNTIME_ERROR,
+                f"Your code ended the grading process ({how}) before it could be traced and "
+                "exported. Do not call sys.exit/os._exit or kill processes in your file.",
+            )
+        for k, v in result.timings.items():
+            self.timings[f"stage_a.{k}"] = round(v, 4)
+        status = result.status
+        message = result.message[:4000]
+        if status == "compile_error":
+            raise Decided(Verdict.COMPILE_ERROR, message or "the file could not be compiled")
+        if status == "runtime_error":
+            if "MemoryError" in message:
+                raise Decided(Verdict.MEMORY_LIMIT_EXCEEDED, message)
+            raise Decided(Verdict.RUNTIME_ERROR, message or "importing your file failed")
+        if status in ("trace_error", "export_error"):
+            etype = result.error_type or ""
+            if etype == "MemoryError":
+                raise Decided(Verdict.MEMORY_LIMIT_EXCEEDED, message)
+            if etype in UNTRACEABLE:
+                self._check_requirements("spec", None)
+                raise Decided(
+                    Verdict.RUNTIME_ERROR,
+                    "solve cannot be traced by JAX: it uses a traced value where Python needs a "
+                    "concrete one (an `if`, `float()`, `int()` or numpy call on an array). Use "
+                    "jnp/lax operations (jnp.where, lax.cond) instead.\n" + message,
+                )
+            step = "tracing" if status == "trace_error" else "exporting"
+            raise Decided(Verdict.RUNTIME_ERROR, f"solve raised an error while {step}:\n{message}")
+        if result.jax_version:
+            self.versions["jax"] = result.jax_version[:40]
+        return result
+

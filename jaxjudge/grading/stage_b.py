@@ -1,0 +1,244 @@
+"""Stage B's protocol (trusted code, untrusted data): the job, the runs, the result."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from jaxjudge.grading.caches import ProgramCache
+from jaxjudge.grading.plan import signature_name
+from jaxjudge.grading.report import RequirementResult, Verdict
+from jaxjudge.grading.stage_common import (
+    EXECUTE_SCRIPT,
+    MALFORMED_B,
+    MAX_EXPORT_BYTES,
+    MAX_PROGRAM_TEXT,
+    Decided,
+    StageBase,
+    read_regular,
+    read_result,
+)
+from jaxjudge.grading.stage_results import (
+    MalformedResult,
+    StageAResult,
+    StageBResult,
+    parse_stage_b,
+)
+from jaxjudge.isolation import sandbox
+from jaxjudge.isolation.xla import fast_compile_flags
+from jaxjudge.problems.package import Problem
+from jaxjudge.rules import ProgramInfo
+
+if TYPE_CHECKING:
+    from jaxjudge.grading.plan import Plan
+    from jaxjudge.grading.resources import Resources
+
+log = logging.getLogger("grader")
+
+class StageB(StageBase):
+    """Stage B's protocol: the verified programs' job, running it (with crash retries), and its
+    result turned into outputs and programs for the rules."""
+
+    grader: Resources
+    plan: Plan
+    problem: Problem
+    program_key: str
+    requirements: list[RequirementResult]
+    timings: dict[str, float]
+    versions: dict[str, str]
+    # started ahead (jaxjudge.grading.early), given its job here
+    pending_b: sandbox.Pending | None = None
+
+    def _stage_b(
+        self, a_dir: Path, job: Path, stage_a: StageAResult
+    ) -> tuple[dict[str, Any], list[ProgramInfo]]:
+        job.mkdir(exist_ok=True)
+        exports = stage_a.exports or {}
+        all_sigs = [s["id"] for s in self.plan.signatures.values()]
+        if "poly" in exports and self.plan.symbolic:
+            # One shape-polymorphic program serves every signature.
+            progs = [
+                {
+                    "id": "poly",
+                    "args": self.plan.symbolic["args"],
+                    "signatures": all_sigs,
+                    "allowed_custom_calls": ["shape_assertion"],
+                }
+            ]
+        else:
+            progs = [
+                {"id": s["id"], "args": s["args"], "signatures": [s["id"]]}
+                for s in self.plan.signatures.values()
+            ]
+        blobs: dict[str, bytes] = {}
+        for prog in progs:
+            src = a_dir / f"{prog['id']}.jaxexport"
+            blob = None
+            if exports.get(prog["id"]) == src.name:  # the name we expect, nothing else
+                blob = read_regular(src, MAX_EXPORT_BYTES)
+            if blob is None:
+                raise Decided(
+                    Verdict.RUNTIME_ERROR,
+                    "the tracing process did not produce the exported program (missing, not a "
+                    f"regular file, or over {MAX_EXPORT_BYTES >> 20} MiB)",
+                )
+            blobs[prog["id"]] = blob
+            prog["export"] = src.name
+        spec = {
+            "arg_names": self.plan.arg_names,
+            "signatures": list(self.plan.signatures.values()),
+            "programs": progs,
+            "allowed_custom_calls": [],
+            "max_program_bytes": MAX_PROGRAM_TEXT,
+            "engine": self.grader.engine,
+        }
+        flags = fast_compile_flags()
+        # The tests' part of the key is hashed once per problem and mode (see _Plan).
+        key = ProgramCache.key(
+            json.dumps(spec, sort_keys=True) + self.plan.tests_digest, flags, blobs
+        )
+        spec["tests"] = self.plan.tests
+        self.program_key = key
+        hit = self.grader.programs.get(key)
+        if hit is not None:
+            self.timings["stage_b.cached"] = 1.0
+            result, texts = hit
+        else:
+            result, texts = self._run_stage_b(job, spec, blobs, flags)
+            if result.status == "ok" and result.outputs is not None and all(
+                o.ok for o in result.outputs.values()
+            ):
+                # Only complete successes: a test that failed may have failed for a reason of
+                # the moment (memory pressure), which must not be replayed to later submissions.
+                self.grader.programs.put(key, (result, texts))
+        return self._stage_b_outcome(result, texts, progs)
+
+    def _run_stage_b(
+        self, job: Path, spec: dict[str, Any], blobs: dict[str, bytes], flags: str
+    ) -> tuple[StageBResult, dict[str, str]]:
+        """Run stage B in its sandbox; its validated result and each program's verified text.
+
+        A run that dies without a result (killed by a signal, or exited without writing it) is
+        a crash in native code: the StableHLO interpreter aborts on what it cannot evaluate, and
+        XLA has crashed (stack overflow) compiling deeply nested programs under the fast-compile
+        flags that it compiles with its defaults. Each crash moves one step down
+        interpreter -> XLA with fast flags -> XLA with default flags, and runs again; a program
+        that still kills the process gets a runtime_error."""
+        t = time.perf_counter()
+        for prog in spec["programs"]:
+            (job / prog["export"]).write_bytes(blobs[prog["id"]])
+        engine = spec["engine"]
+        while True:
+            (job / "job.json").write_text(json.dumps({**spec, "engine": engine}))
+            env = {"XLA_FLAGS": flags} if flags else {}
+            pending, self.pending_b = self.pending_b, None
+            if pending is not None and flags == fast_compile_flags():
+                res = pending.go()  # started with these flags; reads the job just written
+            else:
+                if pending is not None:
+                    pending.cancel()
+                res = self.grader.runner(EXECUTE_SCRIPT, job, self._sandbox_limits(), False,
+                                         env)
+            crashed = res.status == "signaled" or (
+                res.status == "exited" and not (job / "result.json").is_file()
+            )
+            if not crashed or (engine == "xla" and not flags):
+                break
+            step = "interpret_crash" if engine == "interpret" else "xla_fast_flags_crash"
+            log.warning("stage B crashed (%s, exit %s, signal %s) with engine %s, XLA_FLAGS %r; "
+                        "running it again %s", res.status, res.exit_code, res.signal, engine,
+                        flags, "on XLA" if engine == "interpret" else "with default XLA flags")
+            self.timings[f"stage_b.{step}"] = 1.0
+            if engine == "interpret":
+                engine = "xla"
+            else:
+                flags = ""
+            for stale in ("result.json", *(f"{p['id']}.mlir" for p in spec["programs"])):
+                (job / stale).unlink(missing_ok=True)  # nothing of the crashed run is read
+        self.timings["stage_b"] = round(time.perf_counter() - t, 4)
+        decided = self._stage_failure(res, "Your exported program")
+        if decided:
+            raise decided
+        return self._stage_b_result(job, res, [p["id"] for p in spec["programs"]])
+
+    def _stage_b_result(
+        self, job: Path, res: sandbox.SandboxResult, program_ids: list[str]
+    ) -> tuple[StageBResult, dict[str, str]]:
+        """Stage B's result file and program texts -> validated, or a verdict (Decided).
+        Raises RuntimeError only when stage B exited without writing a result (our bug)."""
+        try:
+            result: StageBResult | None = read_result(job / "result.json", parse_stage_b)
+        except MalformedResult as exc:
+            log.warning("stage B result rejected: %s", exc)
+            raise Decided(Verdict.RUNTIME_ERROR, MALFORMED_B) from None
+        if result is None and res.status == "signaled":
+            known = res.signal in signal.Signals._value2member_map_
+            name = signal.Signals(res.signal).name if known else f"signal {res.signal}"
+            raise Decided(
+                Verdict.RUNTIME_ERROR,
+                f"Your exported program crashed the XLA compiler (the process running it was "
+                f"killed by {name}, also with XLA's default settings). Very deep nesting of "
+                "jit/function calls is a known cause: flatten your program.",
+            )
+        if result is None:  # exited without a result: stage B itself failed (our bug)
+            raise RuntimeError(
+                f"stage B produced no result ({res.status}, exit {res.exit_code}, "
+                f"signal {res.signal}): {res.stderr[-2000:]}"
+            )
+        for k, v in result.timings.items():
+            self.timings[f"stage_b.{k}"] = round(v, 4)
+        texts: dict[str, str] = {}
+        if result.status == "ok":
+            for pid in program_ids:
+                entry = (result.programs or {}).get(pid)
+                raw = read_regular(job / f"{pid}.mlir", MAX_PROGRAM_TEXT)
+                if entry is None or raw is None:
+                    log.warning("stage B result lacks program %s (entry %s, text %s)",
+                                pid, entry is not None, raw is not None)
+                    raise Decided(Verdict.RUNTIME_ERROR, MALFORMED_B)
+                texts[pid] = raw.decode("utf-8", "replace")
+        return result, texts
+
+    def _stage_b_outcome(
+        self, result: StageBResult, texts: dict[str, str], progs: list[dict[str, Any]]
+    ) -> tuple[dict[str, Any], list[ProgramInfo]]:
+        """Stage B's (fresh or cached) result -> outputs and verified programs, or a verdict."""
+        if result.engines:
+            self.versions["engine"] = "+".join(sorted(set(result.engines)))[:40]
+        if result.status == "rejected":
+            why = result.message[:4000] or "the exported program was refused"
+            self.requirements.append(
+                RequirementResult(name="pure-jax-program", level="program", passed=False,
+                                  message=why)
+            )
+            raise Decided(
+                Verdict.REQUIREMENT_FAILED,
+                "The grader refused to run your exported program: "
+                + why
+                + ". Use only JAX operations on the inputs.",
+            )
+        outputs = result.outputs or {}
+        missing = [c.name for c in self.plan.cases if c.name not in outputs]
+        if missing or any(p["id"] not in texts for p in progs):
+            log.warning("stage B result lacks tests %s or programs", missing[:5])
+            raise Decided(Verdict.RUNTIME_ERROR, MALFORMED_B)
+        programs: list[ProgramInfo] = []
+        for prog in progs:
+            entry = (result.programs or {}).get(prog["id"])
+            poly = prog["id"] == "poly" and self.plan.symbolic is not None
+            programs.append(
+                ProgramInfo(
+                    signature=signature_name(prog["args"], self.plan.arg_names),
+                    text=texts[prog["id"]],
+                    args=list(entry.args) if entry is not None else [],
+                    outs=list(entry.outs) if entry is not None else [],
+                    dims={} if poly else dict(self.plan.sig_dims.get(prog["id"], {})),
+                    symbolic=tuple(self.plan.symbolic["dims"]) if poly else (),
+                )
+            )
+        return outputs, programs
+

@@ -1,0 +1,197 @@
+"""Schemas of the result files the sandboxed stages write (result.json), checked before use.
+
+Stage A's result is written next to user code, which can overwrite it with anything: wrong
+types, lists where dicts belong, 10**300 or Infinity where seconds belong, megabytes of text.
+Stage B is trusted code, but it just read bytes stage A produced, so its result is checked the
+same way. Every field is validated here, in strict mode (no coercion: `true` is not a number,
+"1" is not a float), with bounds on every size, before grade.py reads a single value; a result
+that does not fit raises `MalformedResult` and becomes a verdict, never an `internal_error`.
+
+Unknown keys are ignored (never read). The jaxpr summary stays an opaque JSON value here,
+bounded in depth and node count (the spec rule checks its shape); a test's output value is
+decoded and bounded by `jaxjudge.grading.compare.decode_output`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+MAX_MESSAGE_CHARS = 16_000  # stage A trims its messages to 4,000, stage B its errors to 2,000
+MAX_NAME_CHARS = 128
+MAX_TIMINGS = 32
+MAX_SECONDS = 1e6
+MAX_EXPORTS = 1024  # one per distinct input signature, at most
+MAX_TESTS = 100_000
+MAX_PROGRAM_ARGS = 100_000
+MAX_ENGINES = 8
+# The jaxpr summary nests 4 JSON levels per nested jaxpr (summary, eqns, eqn, jaxprs); Python's
+# json module stops near 1,000 levels anyway. Nodes: the spec rule reads at most 200,000 eqns.
+MAX_JSON_DEPTH = 1000
+MAX_JSON_NODES = 4_000_000
+
+
+class MalformedResult(ValueError):
+    """A stage's result file is not valid JSON of the documented shape; the message says where
+    (for logs: learners get a fixed message)."""
+
+
+class ResultTooDeep(MalformedResult):
+    """The result nests deeper than can be read. An honest cause exists: a program that nests
+    jit (or other function) calls hundreds deep has a jaxpr summary that deep."""
+
+
+class _Deep(ValueError):
+    """Raised inside validation; pydantic reports it, `_validate` turns it into ResultTooDeep."""
+
+    def __init__(self) -> None:
+        super().__init__(f"nested deeper than {MAX_JSON_DEPTH} levels")
+
+
+def _json_value(value: Any) -> Any:
+    """Accept plain JSON (dicts with str keys, lists, str, int, float, bool, None) up to
+    MAX_JSON_DEPTH levels and MAX_JSON_NODES nodes; checked with an explicit stack."""
+    nodes = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_JSON_NODES:
+            raise ValueError(f"more than {MAX_JSON_NODES} JSON nodes")
+        if isinstance(node, dict):
+            if depth >= MAX_JSON_DEPTH and node:
+                raise _Deep()
+            for k, v in node.items():
+                if not isinstance(k, str):
+                    raise ValueError("a JSON object key is not a string")
+                stack.append((v, depth + 1))
+        elif isinstance(node, list):
+            if depth >= MAX_JSON_DEPTH and node:
+                raise _Deep()
+            stack.extend((v, depth + 1) for v in node)
+        elif node is not None and not isinstance(node, (str, int, float)):
+            raise ValueError(f"not a JSON value: {type(node).__name__}")
+    return value
+
+
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+Message = Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)]
+Seconds = Annotated[float, Field(ge=0.0, le=MAX_SECONDS, allow_inf_nan=False)]
+Timings = Annotated[dict[Name, Seconds], Field(max_length=MAX_TIMINGS)]
+JsonValue = Annotated[Any, AfterValidator(_json_value)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+
+class StageAResult(_Strict):
+    """jaxjudge/stages/trace.py's result.json."""
+
+    status: Literal["ok", "compile_error", "runtime_error", "trace_error", "export_error"]
+    message: Message = ""
+    timings: Timings = Field(default_factory=dict)
+    jax_version: Name | None = None
+    error_type: Name | None = None  # trace_error / export_error: the exception's class name
+    signature: Name | None = None  # export_error: the signature that failed
+    exports: Annotated[dict[Name, Name], Field(max_length=MAX_EXPORTS)] | None = None
+    jaxpr: JsonValue = None  # the summary (opaque here: jaxjudge.rules.jaxpr checks its shape)
+
+    @model_validator(mode="after")
+    def _ok_has_exports(self) -> StageAResult:
+        if self.status == "ok" and not self.exports:
+            raise ValueError("status ok without exports")
+        return self
+
+
+class ProgramEntry(_Strict):
+    text_file: Name
+    args: Annotated[list[Annotated[str, Field(max_length=4096)]],
+                    Field(max_length=MAX_PROGRAM_ARGS)] = Field(default_factory=list)
+    outs: Annotated[list[Annotated[str, Field(max_length=4096)]],
+                    Field(max_length=MAX_PROGRAM_ARGS)] = Field(default_factory=list)
+
+
+def _true(value: bool) -> bool:
+    if value is not True:
+        raise ValueError("must be true")
+    return value
+
+
+def _false(value: bool) -> bool:
+    if value is not False:
+        raise ValueError("must be false")
+    return value
+
+
+class OutputOk(_Strict):
+    ok: Annotated[bool, AfterValidator(_true)]  # strict bool: 1 is not true
+    value: Any  # tagged output tree, decoded and bounded by jaxjudge.grading.compare.decode_output
+
+
+class OutputFailed(_Strict):
+    ok: Annotated[bool, AfterValidator(_false)]
+    error: Message = ""
+
+
+class StageBResult(_Strict):
+    """jaxjudge/stages/execute.py's result.json."""
+
+    status: Literal["ok", "rejected"]
+    message: Message = ""
+    timings: Timings = Field(default_factory=dict)
+    jax_version: Name | None = None
+    program: Name | None = None  # rejected: which program
+    programs: Annotated[dict[Name, ProgramEntry], Field(max_length=MAX_EXPORTS)] | None = None
+    engines: Annotated[list[Literal["interpret", "xla"]], Field(max_length=MAX_ENGINES)] = (
+        Field(default_factory=list))
+    outputs: Annotated[dict[Name, OutputOk | OutputFailed],
+                       Field(max_length=MAX_TESTS)] | None = None
+    cached: bool = False
+
+    @model_validator(mode="after")
+    def _ok_has_outputs(self) -> StageBResult:
+        if self.status == "ok" and (self.outputs is None or self.programs is None):
+            raise ValueError("status ok without outputs or programs")
+        return self
+
+
+def load_object(data: bytes) -> dict[str, Any]:
+    """The JSON object in a result file's bytes (NaN/Infinity allowed, as Python's json writes
+    them); MalformedResult for anything else, however deep or odd."""
+    try:
+        obj = json.loads(data)
+    except RecursionError:
+        raise ResultTooDeep("nested deeper than Python's json module reads") from None
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError
+        raise MalformedResult(f"not JSON: {str(exc)[:200]}") from None
+    if not isinstance(obj, dict):
+        raise MalformedResult(f"not a JSON object but {type(obj).__name__}")
+    return obj
+
+
+def _validate(model: type[_Strict], data: bytes) -> Any:
+    obj = load_object(data)
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+        where = "; ".join(f"{'.'.join(map(str, e['loc']))[:200]}: {e['msg'][:200]}"
+                          for e in errors[:3])
+        deep = any(isinstance((e.get("ctx") or {}).get("error"), _Deep) for e in errors)
+        kind = ResultTooDeep if deep else MalformedResult
+        raise kind(f"{exc.error_count()} schema error(s): {where}") from None
+    except RecursionError:  # defensive: the validators above are iterative
+        raise ResultTooDeep("nested too deeply") from None
+
+
+def parse_stage_a(data: bytes) -> StageAResult:
+    """Stage A's result.json bytes -> a validated result, or MalformedResult."""
+    return _validate(StageAResult, data)
+
+
+def parse_stage_b(data: bytes) -> StageBResult:
+    """Stage B's result.json bytes -> a validated result, or MalformedResult."""
+    return _validate(StageBResult, data)

@@ -1,0 +1,350 @@
+"""Program-level rules about a program's shape: sizes, element types, loops, growth.
+
+All read the verified exported programs (trusted side, authoritative), through the same capped
+parser and inliner as the rematerialization rule. Sizes and loop bounds need static shapes, so
+problems using `max_intermediate_elements` or `loop_over_dim` are exported once per input
+shape (`static_shapes=True`); each program then carries its dimensions' values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from pydantic import Field
+
+from jaxjudge.rules import ProgramInfo, RuleOutcome
+from jaxjudge.rules.dataflow import (
+    Budget,
+    Step,
+    TooComplex,
+    ancestors,
+    build_graph,
+    full_transfer,
+    propagate,
+)
+from jaxjudge.rules.expr import Expr
+from jaxjudge.rules.program import MAX_TOTAL_CHARS
+from jaxjudge.rules.registry import RuleOptions, register
+from jaxjudge.rules.stablehlo import (
+    Module,
+    Op,
+    ParseError,
+    TensorType,
+    parse_module,
+    tensor_types,
+)
+
+_DIM = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_ELEMENT = r"^(i|ui|f|bf)[0-9]{1,2}$|^i1$"
+_DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
+
+
+def _all_ops(module: Module) -> Iterable[tuple[str, Op]]:
+    """(function name, op) for every op of every function, nested regions included."""
+    for name, fn in module.functions().items():
+        stack = [op for region in fn.regions for block in region for op in block.ops]
+        while stack:
+            op = stack.pop()
+            yield name, op
+            for region in op.regions:
+                for block in region:
+                    stack.extend(block.ops)
+
+
+@dataclass
+class _Parsed:
+    program: ProgramInfo
+    module: Module
+
+
+def _parse(programs: Sequence[ProgramInfo]) -> list[_Parsed] | RuleOutcome:
+    """Parse every program, or a failed outcome saying why the rule cannot run (no program,
+    malformed ones, more text than one grade's analyses may read, or an unreadable one)."""
+    if not isinstance(programs, Sequence) or isinstance(programs, str | bytes) or not programs:
+        return RuleOutcome(False, "No exported program was available to check.")
+    if not all(isinstance(p, ProgramInfo) and isinstance(p.text, str) for p in programs):
+        return RuleOutcome(False, "The exported programs are malformed and could not be checked.")
+    total = sum(len(p.text) for p in programs)
+    if total > MAX_TOTAL_CHARS:
+        return RuleOutcome(False, (
+            f"The exported programs are too large to verify ({total >> 20} MiB of StableHLO "
+            f"over {len(programs)} input shapes; at most {MAX_TOTAL_CHARS >> 20} MiB are "
+            "analyzed): remove dead computations from solve."))
+    out = []
+    for p in programs:
+        try:
+            out.append(_Parsed(p, parse_module(p.text)))
+        except ParseError as exc:
+            return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
+                                      f"could not be analyzed ({exc}).")
+    return out
+
+
+def _shapes(p: ProgramInfo) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(p.dims.items())) or p.signature
+
+
+# -- max_intermediate_elements -----------------------------------------------------------------
+
+class MaxIntermediateOptions(RuleOptions):
+    below: Expr = Field(description="every value has fewer elements than this, e.g. n*n")
+
+
+@register("max_intermediate_elements", "program", MaxIntermediateOptions, static_shapes=True)
+def check_max_intermediate_elements(programs: Sequence[ProgramInfo], *, below: Expr) -> RuleOutcome:
+    """No intermediate value has as many elements as the given expression of the dims.
+
+    Every result of every op (outputs included; the inputs are not the program's) is sized from
+    its static type."""
+    parsed = _parse(programs)
+    if isinstance(parsed, RuleOutcome):
+        return parsed
+    largest = 0
+    for item in parsed:
+        p = item.program
+        try:
+            limit = below.value(p.dims)
+        except (KeyError, ZeroDivisionError):
+            return RuleOutcome(False, f"The size limit {below} cannot be evaluated for input "
+                                      f"shapes {p.signature} (the program has no static shapes).")
+        for _, op in _all_ops(item.module):
+            for t in op.result_types():
+                n = t.elements()
+                if n is None or n >= limit:
+                    return RuleOutcome(False, _too_big(op, t, n, below, limit, p))
+                largest = max(largest, n)
+    return RuleOutcome(True, f"The largest intermediate has {largest} elements: fewer than "
+                             f"{below} for every input shape.")
+
+
+def _too_big(op: Op, t: TensorType, n: int | None, below: Expr, limit: int,
+             p: ProgramInfo) -> str:
+    shape = "x".join("?" if d is None else str(d) for d in t.dims) or "scalar"
+    size = "an unknown number of" if n is None else f"{n}"
+    return (f"For input shapes {_shapes(p)}, {op.name.removeprefix('stablehlo.')} produces a "
+            f"{shape} {t.element} value with {size} elements; every intermediate must have "
+            f"fewer than {below} = {limit}. Compute the result without materializing it (for "
+            f"example with a matrix-vector product or a loop over blocks).")
+
+
+# -- dot_types ---------------------------------------------------------------------------------
+
+class DotTypesOptions(RuleOptions):
+    args: tuple[str, str] = Field(description="input paths of the two matrices, e.g. [a, b]")
+    operands: tuple[str, str] = Field(description="MLIR element types of the two operands")
+    result: str = Field(pattern=_ELEMENT, description="MLIR element type of the result")
+
+
+def _arg_products(program: ProgramInfo, module: Module, args: tuple[str, str],
+                  budget: Budget) -> list[Step] | str:
+    """Every live matmul of a value computed from args[0] with a value computed from args[1]
+    (through any steps: a converted, scaled, summed or multiplied copy still carries the
+    argument), or why none can be found."""
+    g = build_graph(module)
+    g.budget = budget
+    budget.spend(len(g.steps))
+    if len(g.main_args) != len(program.args) or len(g.main_results) != len(program.outs):
+        return "the program's arguments or results do not match their paths"
+    seeds: dict[int, int] = {}
+    for node, path in zip(g.main_args, program.args, strict=True):
+        for bit, name in enumerate(args):
+            if path == name:
+                seeds[node] = seeds.get(node, 0) | (1 << bit)
+    origin = propagate(g, seeds, full_transfer)
+    live = ancestors(g, g.main_results)
+    found = []
+    for s in g.steps:
+        if s.name in _DOTS and len(s.operands) >= 2 and s.results and s.results[0] in live:
+            lhs, rhs = origin[s.operands[0]], origin[s.operands[1]]
+            if (lhs & 1 and rhs & 2) or (lhs & 2 and rhs & 1):
+                found.append(s)
+    return found
+
+
+@register("dot_types", "program", DotTypesOptions)
+def check_dot_types(
+    programs: Sequence[ProgramInfo], *, args: tuple[str, str], operands: tuple[str, str],
+    result: str,
+) -> RuleOutcome:
+    """Every matmul of the two arguments takes the given element types and returns the given one.
+
+    At least one such matmul must reach the outputs, and none may use other types: a float
+    product of the same matrices beside a decoy integer one does not pass."""
+    parsed = _parse(programs)
+    if isinstance(parsed, RuleOutcome):
+        return parsed
+    want = sorted(operands)
+    names = " and ".join(args)
+    budget = Budget()  # one for all of this grade's programs
+    for item in parsed:
+        try:
+            found = _arg_products(item.program, item.module, args, budget)
+        except (ParseError, TooComplex) as exc:
+            return RuleOutcome(False, f"The exported program for input shapes "
+                                      f"{item.program.signature} could not be analyzed ({exc}).")
+        if isinstance(found, str):
+            return RuleOutcome(False, f"The exported program could not be analyzed ({found}).")
+        kinds = {}
+        for step in found:
+            head, _, tail = step.type.rpartition("->")
+            ins = [t.element for t in tensor_types(head)[:2]]
+            outs = [t.element for t in tensor_types(tail)]
+            kinds[f"({', '.join(ins)}) -> {', '.join(outs)}"] = sorted(ins) == want and outs == [
+                result]
+        fix = (f"Multiply the quantized arrays themselves, e.g. jax.lax.dot_general(a, b, ..., "
+               f"preferred_element_type=jnp.{_np(result)}), and apply the scales afterwards.")
+        if not kinds:
+            return RuleOutcome(False, f"No matrix product of {names} reaches your outputs. {fix}")
+        wrong = sorted(k for k, ok in kinds.items() if not ok)
+        if wrong:
+            return RuleOutcome(False, (
+                f"A matrix product of {names} takes and returns {', '.join(wrong)}; every product "
+                f"of them must take {operands[0]} x {operands[1]} operands and accumulate in "
+                f"{result}. {fix}"))
+    return RuleOutcome(True, f"Every matrix product of {names} takes {operands[0]} x "
+                             f"{operands[1]} operands and accumulates in {result}.")
+
+
+def _np(element: str) -> str:
+    """MLIR element type -> numpy name, for messages."""
+    table = {"bf16": "bfloat16", "i1": "bool_"}
+    if element in table:
+        return table[element]
+    kind = {"i": "int", "ui": "uint", "f": "float"}
+    for prefix in ("ui", "i", "f"):
+        if element.startswith(prefix):
+            return kind[prefix] + element[len(prefix):]
+    return element
+
+
+# -- independent_of_dim / loop_over_dim --------------------------------------------------------
+
+class DimOptions(RuleOptions):
+    dim: str = Field(pattern=_DIM, description="a named dimension of the problem")
+
+
+def _growth(parsed: list[_Parsed], dim: str) -> RuleOutcome:
+    """Whether the program stays the same size as `dim` grows, other dims equal."""
+    if all(dim in item.program.symbolic for item in parsed):
+        return RuleOutcome(True, f"One program serves every {dim}: it was exported with {dim} "
+                                 f"symbolic, so it does not grow with {dim}.")
+    groups: dict[tuple[tuple[str, int], ...], dict[int, tuple[int, ProgramInfo]]] = {}
+    # Programs with the other dimensions equal, by this dimension's value: (op count, program).
+    budget = Budget()  # inlining every program of the grade: bounded together
+    for item in parsed:
+        p = item.program
+        if dim not in p.dims:
+            return RuleOutcome(False, f"The program for input shapes {p.signature} has no "
+                                      f"value for {dim}, so its growth cannot be checked.")
+        try:
+            size = len(build_graph(item.module).steps)
+            budget.spend(size)
+        except (ParseError, TooComplex) as exc:
+            return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
+                                      f"could not be analyzed ({exc}).")
+        rest = tuple(sorted((k, v) for k, v in p.dims.items() if k != dim))
+        groups.setdefault(rest, {})[p.dims[dim]] = (size, p)
+    compared = False
+    for sizes in groups.values():
+        # A size of 1 lowers a little differently (squeezed dims, one-step loops): compare
+        # sizes >= 2 when there are two. An unrolled loop adds at least one op per step, so
+        # growing by fewer ops than the dimension did is lowering noise, not a loop.
+        values = sorted(v for v in sizes if v >= 2)
+        if len(values) < 2:
+            values = sorted(sizes)
+        if len(values) < 2:
+            continue
+        compared = True
+        lo, hi = values[0], values[-1]
+        n_lo, n_hi = sizes[lo][0], sizes[hi][0]
+        if n_hi - n_lo >= hi - lo:
+            return RuleOutcome(False, (
+                f"Your program grows with {dim}: {n_lo} operations for {dim}={lo} but {n_hi} "
+                f"for {dim}={hi} (the other dimensions equal). A Python loop (or comprehension) "
+                f"over {dim} is unrolled into the program; use vectorized operations, "
+                f"jax.vmap or a lax loop instead."))
+    if not compared:
+        return RuleOutcome(False, f"The tests have no two input shapes that differ only in "
+                                  f"{dim}, so growth with {dim} cannot be checked (a problem "
+                                  f"package error).")
+    return RuleOutcome(True, f"The program keeps the same size as {dim} grows: it does not "
+                             f"unroll a loop over {dim}.")
+
+
+@register("independent_of_dim", "program", DimOptions)
+def check_independent_of_dim(programs: Sequence[ProgramInfo], *, dim: str) -> RuleOutcome:
+    """The program does not grow with the dimension (no Python loop over it)."""
+    parsed = _parse(programs)
+    return parsed if isinstance(parsed, RuleOutcome) else _growth(parsed, dim)
+
+
+class LoopOptions(DimOptions):
+    trip_count: Expr | None = Field(
+        default=None, description="the loop's trip count as an expression (default: dim)")
+
+
+def _trip_counts(module: Module) -> list[int]:
+    """Constant bounds of the while loops: `i < N` in a loop's condition with N a constant."""
+    counts: list[int] = []
+    for fn in module.functions().values():
+        constants: dict[str, int] = {}
+        loops: list[Op] = []
+        stack = [op for region in fn.regions for block in region for op in block.ops]
+        while stack:
+            op = stack.pop()
+            if op.name == "stablehlo.constant" and len(op.results) == 1:
+                value = op.scalar_int()
+                if value is not None:
+                    constants[op.results[0]] = value
+            elif op.name == "stablehlo.while" and op.regions:
+                loops.append(op)
+            for region in op.regions:
+                for block in region:
+                    stack.extend(block.ops)
+        for loop in loops:
+            # A bound carried by the loop (fori_loop with an array bound) is the constant
+            # the loop was started with.
+            cond = loop.regions[0]
+            carried = dict(zip(cond[0].args, loop.operands, strict=False)) if cond else {}
+            for block in cond:
+                for op in block.ops:
+                    if op.name == "stablehlo.compare":
+                        for o in op.operands:
+                            o = carried.get(o, o)
+                            if o in constants:
+                                counts.append(constants[o])
+    return counts
+
+
+@register("loop_over_dim", "program", LoopOptions, static_shapes=True)
+def check_loop_over_dim(
+    programs: Sequence[ProgramInfo], *, dim: str, trip_count: Expr | None = None
+) -> RuleOutcome:
+    """One loop runs a number of steps that follows the dimension; the program does not grow.
+
+    Every program (one per input shape) has a while loop whose condition compares against the
+    trip count (default: the dimension), and programs differing only in the dimension have the
+    same size."""
+    parsed = _parse(programs)
+    if isinstance(parsed, RuleOutcome):
+        return parsed
+    count = trip_count or Expr(dim)
+    for item in parsed:
+        p = item.program
+        try:
+            want = count.value(p.dims)
+        except (KeyError, ZeroDivisionError):
+            return RuleOutcome(False, f"The trip count {count} cannot be evaluated for input "
+                                      f"shapes {p.signature} (the program has no static shapes).")
+        found = _trip_counts(item.module)
+        if want not in found:
+            seen = ", ".join(str(c) for c in sorted(set(found))) or "no loop"
+            return RuleOutcome(False, (
+                f"For input shapes {_shapes(p)} no loop runs {count} = {want} steps (loop bounds "
+                f"found: {seen}). Iterate over {dim} with jax.lax.scan or jax.lax.fori_loop."))
+    growth = _growth(parsed, dim)
+    if not growth.passed:
+        return growth
+    return RuleOutcome(True, f"A loop runs {count} steps for every input shape, and the program "
+                             f"does not grow with {dim}.")

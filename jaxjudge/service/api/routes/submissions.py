@@ -1,0 +1,223 @@
+"""POST/GET /v1/submissions: store durably, queue, and serve the reports."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Header, Query, Response
+
+from jaxjudge.grading.report import Report, Verdict
+from jaxjudge.service.api.deps import DispatcherDep, OwnerDep, SettingsDep, StoreDep
+from jaxjudge.service.api.errors import ApiError
+from jaxjudge.service.api.routes.problems import find_problem
+from jaxjudge.service.config import Settings
+from jaxjudge.service.queue import QueueFull, public_report
+from jaxjudge.service.schemas import (
+    CallbackPublic,
+    ErrorBody,
+    SourceError,
+    Status,
+    SubmissionCreate,
+    SubmissionList,
+    SubmissionPublic,
+)
+from jaxjudge.service.store import InvalidCursor, KeyInUse, NewSubmission, Store, SubmissionRecord
+from jaxjudge.service.webhooks import CallbackPolicy, CallbackRejected, check_callback_url
+
+router = APIRouter(prefix="/submissions", tags=["submissions"])
+
+MAX_PAGE = 100
+
+
+def shown_callback_url(url: str, *, owner: bool) -> str:
+    """The callback URL as a reader sees it: whole for the token that sent it; for anyone
+    else only its scheme and host, since a hook URL's path or query is often the receiver's
+    credential (and every token may read every submission)."""
+    if owner:
+        return url
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}/…"
+
+
+def to_public(
+    record: SubmissionRecord, *, with_report: bool = True, viewer: str | None = None
+) -> SubmissionPublic:
+    """The public form of a row; `viewer` is the reader's owner key
+    (jaxjudge.service.dispatch.owner_of): only the submission's own owner sees its callback URL
+    whole."""
+    report = None
+    if with_report and record.report_json is not None:
+        # Stored reports were stripped when written; strip again in case an older writer
+        # did not.
+        report = public_report(Report.model_validate_json(record.report_json))
+    callback = None
+    if record.callback_url and record.callback_state:
+        owner = viewer == record.owner
+        callback = CallbackPublic(
+            url=shown_callback_url(record.callback_url, owner=owner),
+            state=record.callback_state,
+            attempts=record.callback_attempts,
+            last_status=record.callback_last_status,
+            # What the receiver answered may quote the URL's path (many error pages do).
+            last_error=record.callback_last_error if owner else None,
+            delivered_at=record.callback_delivered_at,
+        )
+    # The record's fields are the public ones plus `seq`, `report_json` and the callback_*
+    # columns (ignored here).
+    return SubmissionPublic.model_validate(
+        {**asdict(record), "report": report, "callback": callback}
+    )
+
+
+def checked_callback(settings: Settings, url: str | None) -> str | None:
+    """The normalized callback URL, or 422 saying why it is refused (before anything is
+    stored). No DNS here: the addresses a name resolves to are checked at each delivery."""
+    if url is None:
+        return None
+    try:
+        return check_callback_url(url, CallbackPolicy.from_settings(settings))
+    except CallbackRejected as exc:
+        raise ApiError(422, str(exc)) from exc
+
+
+def _get_or_404(store: Store, submission_id: str) -> SubmissionRecord:
+    record = store.get(submission_id) if len(submission_id) <= 64 else None
+    if record is None:
+        raise ApiError(404, f"unknown submission {submission_id!r}")
+    return record
+
+
+@router.post(
+    "",
+    status_code=202,
+    response_model=SubmissionPublic,
+    summary="Submit a solution",
+    description="Stores the submission, queues it and answers 202 with status `queued` and a "
+    "Location header. With `wait=true` the answer is held until the grade is done (200) or "
+    "the server's wait bound passes (202).",
+    responses={
+        200: {"model": SubmissionPublic, "description": "Graded (with wait=true)."},
+        404: {"model": ErrorBody, "description": "Unknown problem."},
+        413: {"model": ErrorBody, "description": "Source larger than max_source_bytes."},
+        422: {"model": ErrorBody,
+              "description": "Invalid body, source not UTF-8, or callback_url refused."},
+        503: {"model": ErrorBody, "description": "Queue full; see Retry-After."},
+    },
+)
+async def create_submission(
+    body: SubmissionCreate,
+    response: Response,
+    settings: SettingsDep,
+    store: StoreDep,
+    dispatcher: DispatcherDep,
+    owner: OwnerDep,
+    wait: Annotated[bool, Query(description="Hold the request until graded.")] = False,
+    idempotency_key: Annotated[
+        str | None,
+        Header(min_length=1, max_length=64, pattern=r"^[\x21-\x7e]+$",
+               description="Any printable ASCII string (e.g. a UUID) naming this submission "
+               "for its token: a retried POST with the same key and body returns the "
+               "submission the first one made instead of a second one."),
+    ] = None,
+) -> SubmissionPublic:
+    try:
+        source = body.source_bytes()
+    except SourceError as exc:
+        raise ApiError(422, str(exc)) from exc
+    if len(source) > settings.max_source_bytes:
+        raise ApiError(
+            413, f"the source is larger than the limit of {settings.max_source_bytes} bytes"
+        )
+    callback_url = checked_callback(settings, body.callback_url)
+    await asyncio.to_thread(find_problem, body.problem_id)
+    new = NewSubmission(body.problem_id, body.mode, source, owner, callback_url,
+                        idempotency_key)
+    record = None
+    if idempotency_key is not None:
+        record = await asyncio.to_thread(store.find_by_key, owner, idempotency_key)
+    try:
+        if record is None:
+            # One thread call for store + queue: a client disconnecting mid-request cannot
+            # leave a stored row that was never queued.
+            record = await asyncio.to_thread(dispatcher.submit, new)
+    except QueueFull as exc:
+        raise ApiError(
+            503, str(exc), code="queue_full", headers={"Retry-After": str(exc.retry_after)}
+        ) from exc
+    except KeyInUse:  # the same key raced in from another request: that one made it
+        assert idempotency_key is not None
+        record = await asyncio.to_thread(store.find_by_key, owner, idempotency_key)
+        if record is None:
+            raise ApiError(409, "a request with this Idempotency-Key is still being "
+                           "stored; retry it", code="conflict") from None
+    if record.idempotency_key is not None and not new.same_request(record):
+        raise ApiError(422, "this Idempotency-Key was already used for a different submission "
+                       f"({record.id}); use a new key for a new submission")
+    response.headers["Location"] = f"/v1/submissions/{record.id}"
+    if wait and settings.wait_timeout_seconds > 0:
+        if await dispatcher.wait(record.id, settings.wait_timeout_seconds):
+            response.status_code = 200
+        record = await asyncio.to_thread(_get_or_404, store, record.id)
+    return to_public(record, viewer=owner)
+
+
+@router.get(
+    "/{submission_id}",
+    response_model=SubmissionPublic,
+    summary="One submission (with its report once done)",
+    responses={404: {"model": ErrorBody}},
+)
+async def get_submission(
+    submission_id: str,
+    settings: SettingsDep,
+    store: StoreDep,
+    dispatcher: DispatcherDep,
+    owner: OwnerDep,
+    wait: Annotated[
+        float,
+        Query(ge=0, le=600, description="Long poll: hold the request up to this many seconds "
+              "(capped by the server's wait bound) until the submission is done. 0: answer at "
+              "once."),
+    ] = 0,
+) -> SubmissionPublic:
+    record = await asyncio.to_thread(_get_or_404, store, submission_id)
+    hold = min(wait, settings.wait_timeout_seconds)
+    if record.status != "done" and hold > 0:
+        # A client waiting for its verdict hears it when it is stored, instead of polling.
+        await dispatcher.wait(record.id, hold)
+        record = await asyncio.to_thread(_get_or_404, store, submission_id)
+    return to_public(record, viewer=owner)
+
+
+@router.get(
+    "",
+    response_model=SubmissionList,
+    summary="Page through submissions, newest first",
+    responses={422: {"model": ErrorBody}},
+)
+def list_submissions(
+    store: StoreDep,
+    owner: OwnerDep,
+    problem_id: Annotated[str | None, Query(max_length=64)] = None,
+    verdict: Verdict | None = None,
+    status: Status | None = None,
+    limit: Annotated[int, Query(ge=1, description=f"Page size (capped at {MAX_PAGE}).")] = 20,
+    cursor: Annotated[str | None, Query(max_length=200, description="From next_cursor.")] = None,
+) -> SubmissionList:
+    try:
+        records, next_cursor = store.list_page(
+            problem_id=problem_id,
+            verdict=verdict.value if verdict else None,
+            status=status,
+            limit=min(limit, MAX_PAGE),
+            cursor=cursor,
+        )
+    except InvalidCursor as exc:
+        raise ApiError(422, "invalid cursor: pass a next_cursor from a previous page") from exc
+    return SubmissionList(
+        items=[to_public(r, with_report=False, viewer=owner) for r in records],
+        next_cursor=next_cursor,
+    )

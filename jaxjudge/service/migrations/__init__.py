@@ -1,0 +1,2 @@
+"""Alembic migrations of the submission store (SQLite and PostgreSQL); run by
+`jaxjudge.service.migrate`."""

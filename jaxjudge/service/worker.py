@@ -1,0 +1,299 @@
+"""`jaxjudge worker`: a grading process of the PostgreSQL job queue (JAXJUDGE_QUEUE=postgres).
+
+One process = one Procrastinate worker with concurrency N (JAXJUDGE_WORKERS or --concurrency)
+and a Grader with a warm pool of N. Each job runs the same grade path as the local pool
+(`jaxjudge.service.queue.grade_and_store`: claim -> grade -> public report -> finish under the
+fence) in a thread, so the event loop keeps the heartbeat going while grades run.
+
+The guarantee (exactly once in the store, at least once in execution):
+- every worker heartbeats every `worker_heartbeat_seconds` (2 s);
+- every worker sweeps every heartbeat: a job in `doing` whose worker's last heartbeat is older
+  than `worker_stall_seconds` (10 s), or whose worker row is gone, goes back to `todo`
+  (several sweepers may race: the losers' retries fail harmlessly);
+- the redelivered job claims the `running` row again with attempts + 1; a late finish from
+  the presumed-dead grader carries the old fence and changes nothing;
+- a submission interrupted MAX_ATTEMPTS (3) times is finished as internal_error.
+Redelivery after a SIGKILL: stall (10 s) + one sweep (2 s) + one fetch poll (2 s), so
+<= 16 s plus a heartbeat's slack; documented as <= 30 s.
+
+SIGTERM/SIGINT: stop fetching, let in-flight grades finish for `worker_shutdown_seconds`, then
+abandon the rest (their threads' results are dropped, their jobs go back to `todo` at once for
+another worker) and exit. A second signal kills at once (jobs are then swept as stalled).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from procrastinate import App
+from procrastinate.manager import JobManager
+from procrastinate.worker import Worker as ProcrastinateWorker
+from sqlalchemy import text
+
+from jaxjudge import Grader, Report
+from jaxjudge.service.callbacks import CallbackConfig, JobCallbacks
+from jaxjudge.service.config import Settings
+from jaxjudge.service.jobs import (
+    CALLBACK_QUEUE,
+    DELIVER_KEY,
+    GRADE_KEY,
+    QUEUE_NAME,
+    defer_callback,
+    make_app,
+    requeue_orphan_callbacks,
+    requeue_orphans,
+)
+from jaxjudge.service.metrics import Metrics, serve_metrics, worker_metrics
+from jaxjudge.service.queue import GradeFn, OnGraded, grade_and_store, grading_function
+from jaxjudge.service.store import Store
+
+log = logging.getLogger("jaxjudge.worker")
+
+T = TypeVar("T")
+
+
+async def in_daemon_thread(fn: Callable[[], T]) -> T:
+    """Run `fn` in a daemon thread and await it. Cancelling the await leaves the thread
+    running (a grade cannot be interrupted mid-way) but never blocks the process's exit."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def deliver(result: T | None, exc: BaseException | None) -> None:
+        if future.done():
+            return
+        if exc is not None:
+            future.set_exception(exc)
+        else:
+            future.set_result(result)  # type: ignore[arg-type]
+
+    def target() -> None:
+        try:
+            result, exc = fn(), None
+        except BaseException as e:
+            result, exc = None, e
+        with contextlib.suppress(RuntimeError):  # the loop is gone: the process is exiting
+            loop.call_soon_threadsafe(deliver, result, exc)
+
+    threading.Thread(target=target, name="jaxjudge-grade", daemon=True).start()
+    return await future
+
+
+class WorkerRuntime:
+    """What the Procrastinate task calls: the grade path with this process's store and grader."""
+
+    def __init__(self, store: Store, grade_fn: GradeFn, on_graded: OnGraded | None = None):
+        self._store = store
+        self._grade_fn = grade_fn
+        self._on_graded = on_graded
+
+    async def grade(self, submission_id: str) -> str:
+        abandoned = threading.Event()
+
+        def work() -> str:
+            outcome = grade_and_store(
+                self._store,
+                submission_id,
+                self._grade_fn,
+                redelivery=True,
+                on_graded=self._on_graded,
+                abandoned=abandoned.is_set,
+                defer_callback=defer_callback,  # queued in the grade's own transaction
+            )
+            return outcome.report.verdict.value if outcome else "nothing stored"
+
+        try:
+            return await in_daemon_thread(work)
+        except asyncio.CancelledError:
+            abandoned.set()  # shutting down: whatever the thread finds is not stored
+            raise
+
+
+async def sweep_stalled(job_manager: JobManager, stall_seconds: float) -> int:
+    """Put the jobs of presumed-dead workers back to `todo`; returns how many this call did.
+    Two sweepers may find the same job: the second retry fails (the job is no longer
+    `doing`) and is ignored."""
+    # Every job in this database is one of ours (grading or delivery): one query for both.
+    stalled = list(await job_manager.get_stalled_jobs(seconds_since_heartbeat=stall_seconds))
+    retried = 0
+    for job in stalled:
+        try:
+            await job_manager.retry_job(job)
+        except Exception as exc:  # another sweeper won, or the job finished meanwhile
+            log.debug("job %s not retried: %s", job.id, exc)
+            continue
+        retried += 1
+        log.warning("redelivering job %s (%s): its worker stopped heartbeating",
+                    job.id, job.task_kwargs.get("submission_id"))
+    return retried
+
+
+def sweep_orphans(store: Store, stall_seconds: float) -> list[str]:
+    """Re-queue unfinished submissions whose job is gone (`requeue_orphans`), logging each."""
+    with store.transaction() as session:
+        ids = requeue_orphans(session, older_than=stall_seconds)
+        callbacks = requeue_orphan_callbacks(session, older_than=stall_seconds)
+    for submission_id in ids:
+        log.warning("re-queued submission %s: unfinished, and its job had ended", submission_id)
+    for submission_id in callbacks:
+        log.warning("re-queued the callback of %s: pending, and its job had ended",
+                    submission_id)
+    return ids
+
+
+async def _sweep_forever(job_manager: JobManager, store: Store, settings: Settings) -> None:
+    """Stalled jobs every heartbeat (they bound redelivery); orphans, which only a long
+    database outage makes, once per stall period (two NOT EXISTS scans)."""
+    orphans_due = 0.0
+    while True:
+        try:
+            await sweep_stalled(job_manager, settings.worker_stall_seconds)
+            if time.monotonic() >= orphans_due:
+                await asyncio.to_thread(sweep_orphans, store, settings.worker_stall_seconds)
+                orphans_due = time.monotonic() + settings.worker_stall_seconds
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the database is away: try again next round
+            log.warning("stalled-job sweep failed: %s", exc)
+        await asyncio.sleep(settings.worker_heartbeat_seconds)
+
+
+async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -> None:
+    """Grade jobs until SIGTERM/SIGINT. Fails closed like `serve` (SandboxUnavailable)."""
+    from jaxjudge.service.main import _check_sandbox  # the very check `serve` runs at start-up
+
+    layers = await asyncio.to_thread(_check_sandbox, settings)
+    metrics_server = None
+    if settings.worker_metrics_port is not None:
+        observed, metrics_server = _serve_metrics(settings, layers)
+        on_graded = _both(on_graded, observed.observe_report)
+    concurrency = settings.workers
+    grader = await asyncio.to_thread(
+        Grader,
+        warm_pool=concurrency if settings.warm_pool else False,
+        engine=settings.engine,
+        report_cache=settings.report_cache_size,
+    )
+    try:
+        store = await asyncio.to_thread(Store, settings.database_url)  # migrates if behind
+        try:
+            runtime = WorkerRuntime(store, grading_function(grader), on_graded)
+            jobs_app = make_app(settings.database_url,
+                                pool_size=concurrency + settings.webhook_concurrency + 4)
+            async with jobs_app.open_async():
+                sweeper = asyncio.create_task(_sweep_forever(jobs_app.job_manager, store, settings))
+                delivering = asyncio.create_task(_deliver_forever(jobs_app, store, settings))
+                log.info("jaxjudge worker: concurrency %d, heartbeat %.1f s, stall %.1f s",
+                         concurrency, settings.worker_heartbeat_seconds,
+                         settings.worker_stall_seconds)
+                try:
+                    await jobs_app.run_worker_async(
+                        **_worker_options(settings, "jaxjudge"),
+                        queues=[QUEUE_NAME],
+                        concurrency=concurrency,
+                        shutdown_graceful_timeout=settings.worker_shutdown_seconds,
+                        additional_context={GRADE_KEY: runtime.grade},
+                        install_signal_handlers=True,
+                    )
+                finally:
+                    sweeper.cancel()
+                    delivering.cancel()  # stops gracefully: in-flight attempts are bounded
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await sweeper
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await delivering
+        finally:
+            store.close()
+    finally:
+        await asyncio.to_thread(grader.close)
+        if metrics_server is not None:
+            metrics_server.shutdown()
+    log.info("jaxjudge worker stopped")
+
+
+def _worker_options(settings: Settings, role: str) -> dict[str, Any]:
+    """What both Procrastinate workers of this process share: their name, the heartbeat and
+    stall timeout every sweeper relies on, polling at the heartbeat (a retried job sends no
+    NOTIFY) and deleting succeeded jobs."""
+    return {
+        "name": f"{role}@{socket.gethostname()}:{os.getpid()}",
+        "update_heartbeat_interval": settings.worker_heartbeat_seconds,
+        "stalled_worker_timeout": settings.worker_stall_seconds,
+        "fetch_job_polling_interval": settings.worker_heartbeat_seconds,
+        "delete_jobs": "successful",
+    }
+
+
+async def _deliver_forever(jobs_app: App, store: Store, settings: Settings) -> None:
+    """The callbacks queue's own Procrastinate worker in this process, `webhook_concurrency`
+    deliveries at once: a slow receiver holds one of these slots, never a grading slot. Runs
+    until cancelled (when the grading worker stops); signals are the grading worker's."""
+    callbacks = JobCallbacks(store, CallbackConfig.from_settings(settings))
+    # What App.run_worker_async builds and runs, built here to learn the worker's id.
+    worker = ProcrastinateWorker(
+        app=jobs_app,
+        **_worker_options(settings, "jaxjudge-callbacks"),
+        queues=[CALLBACK_QUEUE],
+        concurrency=settings.webhook_concurrency,
+        shutdown_graceful_timeout=settings.webhook_timeout_seconds,
+        additional_context={DELIVER_KEY: callbacks.deliver},
+        install_signal_handlers=False,
+    )
+    running = asyncio.create_task(worker.run())
+    try:
+        while worker.worker_id is None and not running.done():
+            await asyncio.sleep(0.05)
+        if worker.worker_id is not None:  # API nodes count grading workers only
+            try:
+                await asyncio.to_thread(_tag_delivery_worker, store, worker.worker_id)
+            except Exception as exc:  # only the worker count on /v1/system is off by one
+                log.warning("could not tag the delivery worker: %s", exc)
+        await asyncio.shield(running)
+    except asyncio.CancelledError:
+        running.cancel()  # Worker.run stops gracefully, then re-raises
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        raise
+
+
+def _tag_delivery_worker(store: Store, worker_id: int) -> None:
+    with store.transaction() as session:
+        session.execute(text("INSERT INTO jaxjudge_delivery_workers (worker_id) VALUES (:id) "
+                             "ON CONFLICT DO NOTHING"), {"id": worker_id})
+
+
+def _serve_metrics(
+    settings: Settings, layers: dict[str, dict[str, object]]
+) -> tuple[Metrics, Any]:
+    """This worker's metrics server (`--metrics-port`): its grades, stage seconds and layers."""
+    from jaxjudge.service.api.routes.system import versions
+
+    v = versions()
+    observed = worker_metrics(
+        {"version": v["jaxjudge"], "jax": v["jax"], "jaxlib": v["jaxlib"],
+         "python": v["python"], "queue": settings.queue, "role": "worker"},
+        layers,
+    )
+    assert settings.worker_metrics_port is not None
+    server = serve_metrics(settings.worker_metrics_port, observed, settings.worker_metrics_addr)
+    log.info("jaxjudge worker: metrics at http://%s:%d/metrics", settings.worker_metrics_addr,
+             settings.worker_metrics_port)
+    return observed, server
+
+
+def _both(first: OnGraded | None, second: OnGraded) -> OnGraded:
+    if first is None:
+        return second
+
+    def both(report: Report) -> None:
+        first(report)
+        second(report)
+
+    return both

@@ -1,0 +1,683 @@
+"""Stage A (UNTRUSTED): load a submission, trace it for the requirement report, export it.
+
+Runs inside the sandbox as `python -I trace.py JOB_DIR`, next to user code, so nothing it writes
+is believed by the grader without checking: the jaxpr summary only feeds learner messages and the
+exported programs are verified and executed by stage B. It must stay self-contained (stdlib,
+numpy, jax only): the sandbox shows it this one file, not the grader package.
+
+JOB_DIR/job.json:
+  {"entry_point": "solve", "source": "submission.py",
+   "signatures": [{"id": "s0", "args": [<pytree of {"shape": [..], "dtype": ".."}>, ...]}, ...],
+   "symbolic": {"dims": ["B", "D", "H"], "args": [<same, dims named by strings>]}}  (optional)
+Writes JOB_DIR/result.json and either JOB_DIR/poly.jaxexport (one shape-polymorphic program)
+or one JOB_DIR/<id>.jaxexport per signature.
+
+Decisions on symbolic dimensions. The graded program must be what `solve` computes at each
+test's concrete shapes. Traced with symbolic B, D, H, Python code can ask questions about a
+dimension that jax cannot decide; jax then answers by a default (`B % 2 == 0` and `B == 1` are
+False, `bool(B - 1)` is True, a dict lookup by `hash(B)` misses) or raises (`B > 1`, `int(B)`,
+which the submission may catch). The one shape-polymorphic program is then right for no
+concrete B, or for other ones than `solve`. `_ShapeDecisions` watches the dimension type
+(`_DimExpr`, the same methods in jax 0.4.38 and 0.10.2) while the symbolic trace and export run
+and records every such question asked by the submission's own code; one of them sends the stage
+to the per-signature exports, where every question has its concrete answer. Who asked is the
+nearest frame that is either the submission's (its file name) or jax's (files under the jax and
+jaxlib packages, and this file): jax's own questions (broadcasting checks,
+`core.definitely_equal`, which treats False as "not known equal") are sound and keep the fast
+path, and frames of other libraries (numpy, opt_einsum, functools, ...) count for whoever
+called them. A question jax decides soundly (`x.shape == y.shape` for equal symbols, `B >= 1`,
+`bool(B)`, `x.shape[1] == w1.shape[0]`) is not a decision here. Not seen: what Python answers
+without asking the dimension (`isinstance(B, int)`, `type(B)`, `str(B)` ...), and a TypeError
+of an unsupported operation (`range(B)`, `float(B)`) that the submission catches: at concrete
+shapes these do not raise and ints are ints, so only code that inspects how it is traced
+branches on them.
+
+The detection runs here, beside user code, so a submission can disable it (patch the type,
+the stage's functions, sys._getframe). That gains it nothing: a submission that steers its
+symbolic trace gets graded on the program that trace produced, a program it could have
+written directly as `solve`, and stage B still verifies and runs that program on every test.
+The detection is there so that honest shape-dependent code is graded on what it computes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import numbers
+import operator
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+MAX_EQNS = 200_000  # eqns of distinct jaxprs looked at by summarize_jaxpr
+MAX_SUMMARY_ENTRIES = 20_000  # eqn entries in a summary, after folding runs
+# result.json must stay under the sandbox's file-size cap (256 KB at least, see
+# jaxjudge/grading/grade.py): the summary, the message and poly_fallback (4000 characters each) and
+# the timings.
+MAX_SUMMARY_BYTES = 160_000
+MAX_MESSAGE = 4000
+
+
+def _write_result(job_dir: str, result: dict) -> None:
+    tmp = os.path.join(job_dir, "result.json.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(result, f, separators=(",", ":"))
+    os.replace(tmp, os.path.join(job_dir, "result.json"))
+
+
+def _short_traceback(exc: BaseException, filename: str) -> str:
+    """The traceback frames that belong to the submission, plus the error line."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
+    lines = traceback.format_list(frames[-8:]) if frames else []
+    lines += traceback.format_exception_only(type(exc), exc)
+    text = "".join(lines).strip()
+    return text[-MAX_MESSAGE:]
+
+
+def _to_spec_tree(node, jax, np, dims=None):
+    """Spec JSON -> ShapeDtypeStructs; string dims name symbolic dimensions in `dims`."""
+    if isinstance(node, dict) and set(node) == {"shape", "dtype"}:
+        shape = tuple(dims[d] if isinstance(d, str) else int(d) for d in node["shape"])
+        return jax.ShapeDtypeStruct(shape, np.dtype(node["dtype"]))
+    if isinstance(node, dict):
+        return {k: _to_spec_tree(v, jax, np, dims) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_to_spec_tree(v, jax, np, dims) for v in node]
+    raise ValueError(f"bad signature node {node!r}")
+
+
+def _write_blob(job_dir: str, name: str, blob) -> None:
+    with open(os.path.join(job_dir, name), "wb") as f:
+        f.write(bytes(blob))
+
+
+def _policy_names(jax) -> list[tuple[str, object]]:
+    """(name, policy) for every policy jax ships, canonical names before their aliases."""
+    cp = jax.checkpoint_policies
+    preferred = [
+        "dots_saveable",
+        "dots_with_no_batch_dims_saveable",
+        "nothing_saveable",
+        "everything_saveable",
+    ]
+    names = preferred + sorted(n for n in dir(cp) if not n.startswith("_") and n not in preferred)
+    out = []
+    for n in names:
+        obj = getattr(cp, n, None)
+        if obj is not None and callable(obj):
+            out.append((n, obj))
+    return out
+
+
+def _name_policy(policy, policies) -> str:
+    if policy is None:
+        return "none"
+    for name, obj in policies:
+        if policy is obj:
+            return name
+    for name, obj in policies:
+        try:
+            same_kind = type(policy) is type(obj)
+            if same_kind and not hasattr(obj, "__code__") and policy == obj:
+                return name
+        except Exception:
+            continue
+    return "custom"
+
+
+def _sub_jaxprs(value):
+    """Nested jaxprs held by one eqn param (Jaxpr, ClosedJaxpr, or sequences of them)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if hasattr(v, "eqns") and hasattr(v, "invars"):
+            yield v
+        elif hasattr(v, "jaxpr") and hasattr(v.jaxpr, "eqns"):
+            yield v.jaxpr
+        elif isinstance(v, (list, tuple)):
+            stack.extend(reversed(v))
+
+
+def _facts(eqn) -> dict:
+    """The parameters of an eqn that rules ask about, as plain JSON: a scan's length and
+    direction, the element types a dot_general multiplies and returns. Best effort: a value
+    jax does not give is left out (the summary only explains)."""
+    facts: dict = {}
+    name = eqn.primitive.name
+    try:
+        if name == "scan":
+            length = eqn.params.get("length")
+            if type(length) is int:  # a symbolic length (a scan over B) is not a number
+                facts["length"] = length
+            if eqn.params.get("reverse") is True:
+                facts["reverse"] = True
+        elif name == "dot_general":
+            facts["dtypes"] = [str(v.aval.dtype) for v in eqn.invars[:2]] + [
+                str(v.aval.dtype) for v in eqn.outvars[:1]]
+    except Exception:
+        pass
+    return facts
+
+
+def summarize_jaxpr(jaxpr, checkpoint_prim, policies) -> dict:
+    """Plain-JSON summary of the traced program, for the spec-level rule (jaxjudge/rules/jaxpr.py):
+
+        {"root": 0, "jaxprs": [{"eqns": [eqn, ...]}, ...]}
+        eqn = {"primitive": str, "jaxprs": [index, ...], "count": int,
+               "checkpoint": true, "policy": str, "differentiated": bool, "prevent_cse": bool,
+               "length": int, "reverse": true,          (scan)
+               "dtypes": [lhs, rhs, result]}            (dot_general)
+        plus "called": ["custom_vjp_call", ...] beside the table (see _CustomRuleCalls)
+
+    Each distinct sub-jaxpr object is summarized once and referred to by its index in the table
+    (a jitted helper called 2,000 times is one entry, not 2,000 copies); "jaxprs" is absent when
+    empty, the checkpoint keys are present only on checkpoint eqns, and "count" (absent: 1)
+    folds a run of identical consecutive eqns. When the program is still too large, the result
+    is {"omitted": reason}: the summary only explains, so it must never cost the grade (nor
+    overflow result.json, which the sandbox caps)."""
+    index = {id(jaxpr): 0}
+    queue = [jaxpr]  # breadth-first; ids stay valid because the root holds every sub-jaxpr
+    table: list[dict] = []
+    visited = 0
+    entries = 0
+    while len(table) < len(queue):
+        eqns: list[dict] = []
+        for eqn in queue[len(table)].eqns:
+            visited += 1
+            if visited > MAX_EQNS:
+                return {"omitted": f"the traced program has more than {MAX_EQNS} distinct eqns"}
+            entry: dict = {"primitive": str(eqn.primitive.name)}
+            entry.update(_facts(eqn))
+            if eqn.primitive is checkpoint_prim:
+                entry["checkpoint"] = True
+                entry["policy"] = _name_policy(eqn.params.get("policy"), policies)
+                entry["differentiated"] = bool(eqn.params.get("differentiated", False))
+                entry["prevent_cse"] = bool(eqn.params.get("prevent_cse", True))
+            children = []
+            for value in eqn.params.values():
+                for sub in _sub_jaxprs(value):
+                    k = index.get(id(sub))
+                    if k is None:
+                        k = index[id(sub)] = len(queue)
+                        queue.append(sub)
+                    children.append(k)
+            if children:
+                entry["jaxprs"] = children
+            last = eqns[-1] if eqns else None
+            if last is not None and {k: v for k, v in last.items() if k != "count"} == entry:
+                last["count"] = last.get("count", 1) + 1
+                continue
+            entries += 1
+            if entries > MAX_SUMMARY_ENTRIES:
+                return {"omitted": f"the summary would have more than {MAX_SUMMARY_ENTRIES} eqns"}
+            eqns.append(entry)
+        table.append({"eqns": eqns})
+    summary = {"root": 0, "jaxprs": table}
+    size = len(json.dumps(summary, separators=(",", ":")))
+    if size > MAX_SUMMARY_BYTES:
+        return {"omitted": f"the summary would take {size} bytes (limit {MAX_SUMMARY_BYTES})"}
+    return summary
+
+
+class _ShapeDecisions:
+    """While active (a `with` block), records the questions the submission's code asks about a
+    symbolic dimension that jax cannot decide (see the module docstring). Answers are unchanged:
+    a recorded question only makes the caller fall back to the per-signature exports."""
+
+    MAX_KEPT = 8
+    _COMPARISONS: ClassVar[dict[str, str]] = {
+        "__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">=", "__int__": ""
+    }
+
+    def __init__(self, dim_type: type, user_file: str, trusted_dirs: tuple[str, ...]) -> None:
+        self.dim_type = dim_type
+        self.user_file = user_file
+        self.trusted = trusted_dirs
+        self.found: list[str] = []
+        self._kinds: dict[object, int] = {}  # code object -> 0 other, 1 submission, 2 jax
+        self._saved: dict[str, Any] = {}
+
+    # -- who asked, and was the answer decided? ---------------------------------------------
+    def _user_line(self) -> int | None:
+        """The submission's line that asked, when the nearest frame (outward from the caller of
+        the dimension's method) that is the submission's or jax's is the submission's."""
+        frame = sys._getframe(2)  # 0: this method, 1: a wrapper below, 2: who called it
+        for _ in range(256):
+            if frame is None:
+                return None
+            code = frame.f_code
+            kind = self._kinds.get(code)
+            if kind is None:
+                name = code.co_filename
+                kind = 1 if name == self.user_file else 2 if name.startswith(self.trusted) else 0
+                self._kinds[code] = kind
+            if kind == 1:
+                return frame.f_lineno
+            if kind == 2:
+                return None
+            frame = frame.f_back
+        return None
+
+    def _record(self, line: int, question: str) -> None:
+        entry = f"line {line}: {question}"
+        if len(self.found) < self.MAX_KEPT and entry not in self.found:
+            self.found.append(entry)
+
+    def _nonzero(self, dim: Any) -> bool:
+        """Whether jax proves `dim != 0` (from its bounds: every symbol is >= 1)."""
+        ge, le = self._saved["__ge__"], self._saved["__le__"]
+        for proves in (lambda: ge(dim, 1), lambda: le(dim, -1)):
+            try:
+                if proves() is True:
+                    return True
+            except Exception:
+                continue
+        return False
+
+    def _unequal(self, dim: Any, other: Any) -> bool:
+        """Whether `dim != other` holds at every value of the symbols."""
+        if isinstance(other, self.dim_type):
+            if getattr(other, "scope", None) is not getattr(dim, "scope", None):
+                return False
+        else:
+            try:
+                other = operator.index(other)
+            except Exception:
+                # A string or None never equals a size; a float or an array might.
+                return not _numberlike(other)
+        try:
+            diff = dim - other
+        except Exception:
+            return False
+        if not isinstance(diff, self.dim_type):
+            return isinstance(diff, int) and diff != 0
+        return self._nonzero(diff)
+
+    # -- the watched methods -----------------------------------------------------------------
+    def _wrap_equality(self, name: str, orig: Callable[..., Any]) -> Callable[..., Any]:
+        claims_equal = name == "__eq__"
+
+        def equality(dim: Any, other: Any) -> Any:
+            answer = orig(dim, other)
+            if answer is not claims_equal:  # "equal" is only answered when it is syntactic
+                line = self._user_line()
+                if line is not None and not self._unequal(dim, other):
+                    op = "==" if claims_equal else "!="
+                    self._record(line, f"`{dim} {op} {_show(other)}` (answered {answer})")
+            return answer
+
+        return equality
+
+    def _wrap_raising(self, name: str, orig: Callable[..., Any]) -> Callable[..., Any]:
+        def comparison(dim: Any, *args: Any) -> Any:
+            try:
+                return orig(dim, *args)
+            except BaseException:
+                line = self._user_line()
+                if line is not None:
+                    op = self._COMPARISONS[name]
+                    what = f"{dim} {op} {_show(args[0])}" if op and args else f"int({dim})"
+                    self._record(line, f"`{what}` (undecidable: raised)")
+                raise
+
+        return comparison
+
+    def _wrap_hash(self, orig: Callable[..., Any]) -> Callable[..., Any]:
+        def hashing(dim: Any) -> Any:
+            line = self._user_line()
+            if line is not None:
+                self._record(line, f"`hash({dim})` (a dict or set lookup by a symbolic size)")
+            return orig(dim)
+
+        return hashing
+
+    def _truth(self) -> Callable[[Any], bool]:
+        def truth(dim: Any) -> bool:
+            """What Python answers for `bool(dim)` without a __bool__ (True), watched."""
+            line = self._user_line()
+            if line is not None and not self._nonzero(dim):
+                self._record(line, f"`bool({dim})` (answered True)")
+            return True
+
+        return truth
+
+    def __enter__(self) -> _ShapeDecisions:
+        cls = self.dim_type
+        wrappers: dict[str, Callable[..., Any]] = {}
+        for name in ("__eq__", "__ne__", *self._COMPARISONS, "__hash__", "__bool__"):
+            self._saved[name] = cls.__dict__.get(name)
+        for name in ("__eq__", "__ne__"):
+            if self._saved[name] is not None:
+                wrappers[name] = self._wrap_equality(name, self._saved[name])
+        for name in self._COMPARISONS:
+            if self._saved[name] is not None:
+                wrappers[name] = self._wrap_raising(name, self._saved[name])
+        if self._saved["__hash__"] is not None:
+            wrappers["__hash__"] = self._wrap_hash(self._saved["__hash__"])
+        if self._saved["__bool__"] is None and "__len__" not in cls.__dict__:
+            wrappers["__bool__"] = self._truth()
+        if self._saved["__ge__"] is None or self._saved["__le__"] is None:
+            raise RuntimeError("the dimension type has no __ge__/__le__: cannot watch it")
+        for name, fn in wrappers.items():
+            setattr(cls, name, fn)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        cls = self.dim_type
+        for name, orig in self._saved.items():
+            if orig is not None:
+                setattr(cls, name, orig)
+            elif name in cls.__dict__:
+                delattr(cls, name)
+
+
+class _CustomRuleCalls:
+    """Which custom-derivative functions (`jax.custom_vjp`, `jax.custom_jvp`) are called while
+    `solve` is traced. A jaxpr keeps no trace of one that was only differentiated (through
+    `jax.vjp` or `jax.grad` its rule is applied and the call disappears), so the summary
+    records the calls beside the table, under the primitive names newer JAX prints. Untrusted
+    like everything here: a spec-level rule reads it to explain, never to pay points."""
+
+    NAMES = (("custom_vjp", "custom_vjp_call"), ("custom_jvp", "custom_jvp_call"))
+
+    def __init__(self, jax: Any) -> None:
+        self.found: set[str] = set()
+        self._targets = [(getattr(jax, attr), name) for attr, name in self.NAMES
+                         if isinstance(getattr(jax, attr, None), type)]
+        self._saved: list[tuple[type, Any]] = []
+
+    def __enter__(self) -> _CustomRuleCalls:
+        for cls, name in self._targets:
+            orig = cls.__call__
+
+            def call(obj: Any, *args: Any, _orig: Any = orig, _name: str = name,
+                     **kwargs: Any) -> Any:
+                self.found.add(_name)
+                return _orig(obj, *args, **kwargs)
+
+            self._saved.append((cls, orig))
+            cls.__call__ = call  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        while self._saved:
+            cls, orig = self._saved.pop()
+            cls.__call__ = orig  # type: ignore[method-assign]
+
+
+class _NeedsConcreteShapes(Exception):
+    """The submission decided something on a symbolic dimension (the recorded questions)."""
+
+    def __init__(self, found: list[str]) -> None:
+        super().__init__("solve decides on a symbolic dimension: " + "; ".join(found))
+
+
+def _trusted_files(jax: Any) -> tuple[str, ...]:
+    """File-name prefixes of code whose questions about dimensions are jax's own: the jax and
+    jaxlib packages, and this file (the watcher's helpers)."""
+    import jaxlib
+
+    dirs = [os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib)]
+    return (*dirs, _ShapeDecisions.__init__.__code__.co_filename)
+
+
+def _numberlike(value: Any) -> bool:
+    """Whether a value might compare equal to a size (a float, an array, a tracer...)."""
+    if isinstance(value, numbers.Number):
+        return True
+    return any(hasattr(value, a) for a in ("__array__", "__jax_array__", "__float__", "__index__"))
+
+
+def _show(value: Any) -> str:
+    """A short text for a compared value (sizes and numbers as themselves, else the type)."""
+    if isinstance(value, (int, float)) or type(value).__name__ == "_DimExpr":
+        return str(value)[:80]
+    return type(value).__name__
+
+
+_PREPARED: tuple | None = None
+
+
+def prepare() -> tuple:
+    """(checkpoint primitive, named policies), found by identity before any user code runs.
+    The warm pool's zygote calls this before forking, so children inherit the answer."""
+    global _PREPARED
+    if _PREPARED is None:
+        import jax
+        import numpy as np
+
+        closed = jax.make_jaxpr(jax.checkpoint(lambda v: v))(np.float32(1))
+        _PREPARED = (closed.eqns[0].primitive, _policy_names(jax))
+    return _PREPARED
+
+
+def _remat_mlp():
+    """A value_and_grad'ed residual tanh MLP under checkpoint(dots_saveable), jitted, with
+    symbolic shapes: the paths a typical submission takes. Warm-up only, never graded."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import export
+
+    def block(p, x):
+        return x + jnp.tanh(x @ p["w"] + p["b"]) @ p["w"].T
+
+    def loss(p, x, y):
+        out = jax.checkpoint(block, policy=jax.checkpoint_policies.dots_saveable)(p, x)
+        return jnp.mean((out - y) ** 2)
+
+    b, d, h = export.symbolic_shape("b, d, h")
+    params = {"w": jax.ShapeDtypeStruct((d, h), np.float32),
+              "b": jax.ShapeDtypeStruct((h,), np.float32)}
+    xs = jax.ShapeDtypeStruct((b, d), np.float32)
+    return jax.jit(jax.value_and_grad(loss)), (params, xs, xs)
+
+
+def warm_zygote() -> None:
+    """What the pool's zygote does once before forking: `prepare()` and a trace of `_remat_mlp`
+    (tracing creates no backend and no thread, so the zygote stays fork-safe)."""
+    prepare()
+    fn, args = _remat_mlp()
+    fn.trace(*args)
+
+
+def warm_spare(stop) -> list[str]:
+    """Pre-pay, in a forked spare child before its request arrives, what a child otherwise pays
+    on its first trace and export (~30 ms): the CPU backend (lowering asks for a default
+    device, so it cannot be made in the fork-safe zygote), then a trace and an export of
+    `_remat_mlp`. No user code or data is involved. `stop()` is asked before each step, so a
+    waiting run waits for one step at most. Returns the steps done (for tests and logs)."""
+    import jax
+    from jax import export
+
+    fn, args = _remat_mlp()  # builds functions and specs only: nothing traced yet
+    steps = (
+        ("backend", jax.devices),
+        ("trace", lambda: fn.trace(*args)),
+        ("export", lambda: export.export(fn)(*args).serialize()),
+    )
+    done: list[str] = []
+    for name, step in steps:
+        if stop():
+            break
+        step()
+        done.append(name)
+    return done
+
+
+# Started ahead of its job (jaxjudge.isolation.sandbox.prestart, the one-off grade): import jax
+# while the grader is still starting, then wait for one byte on stdin before reading the job and the
+# submission, which the grader writes meanwhile. No user code runs before that byte.
+WAIT_ENV = "JAXJUDGE_STAGE_WAIT"
+
+
+def wait_for_job() -> bool:
+    """Block until the grader says go (b"g") or gives up (EOF, or anything else)."""
+    try:
+        return os.read(0, 1) == b"g"
+    except OSError:
+        return False
+
+
+def main(job_dir: str) -> int:
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+    result: dict = {"status": "internal", "message": "", "timings": timings}
+
+    # Import everything we rely on BEFORE user code can patch it.
+    import jax
+    import numpy as np
+    from jax import export as jax_export
+
+    # No source locations in the exported program: they differ between sources of one program
+    # and would defeat the grader's cache of stage B results (and they reach no learner).
+    with contextlib.suppress(Exception):
+        jax.config.update("jax_traceback_in_locations_limit", 0)
+    make_jaxpr = jax.make_jaxpr
+    jit = jax.jit
+    export_fn = jax_export.export
+    checkpoint_prim, policies = prepare()
+    trusted = _trusted_files(jax)
+    result["jax_version"] = jax.__version__
+    timings["import_jax"] = time.perf_counter() - t0
+    if os.environ.get(WAIT_ENV) == "1":
+        t_wait = time.perf_counter()
+        if not wait_for_job():
+            return 0  # the grader gave up on this run: no job, no submission
+        timings["wait"] = time.perf_counter() - t_wait
+    with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as f:
+        job = json.load(f)
+    source_path = os.path.join(job_dir, os.path.basename(job.get("source", "submission.py")))
+    # The name the learner knows the file by, for tracebacks (sanitized by the grader).
+    source_name = str(job.get("display_name") or "submission.py")
+
+    # 1. Load the submission.
+    with open(source_path, "rb") as f:
+        raw = f.read()
+    try:
+        source = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        result.update(status="compile_error", message=f"the file is not valid UTF-8 ({exc})")
+        _write_result(job_dir, result)
+        return 0
+    if not source.strip():
+        result.update(status="compile_error", message="the file is empty: define solve(...)")
+        _write_result(job_dir, result)
+        return 0
+    try:
+        code = compile(source, source_name, "exec")
+    except (SyntaxError, ValueError) as exc:
+        result.update(status="compile_error", message=_short_traceback(exc, source_name))
+        _write_result(job_dir, result)
+        return 0
+    module_globals: dict = {"__name__": "submission", "__file__": source_name}
+    t1 = time.perf_counter()
+    try:
+        exec(code, module_globals)
+    except BaseException as exc:  # SystemExit included: the submission ended its own import
+        result.update(
+            status="runtime_error",
+            message="importing your file failed:\n" + _short_traceback(exc, source_name),
+        )
+        _write_result(job_dir, result)
+        return 0
+    timings["load"] = time.perf_counter() - t1
+    entry = job.get("entry_point", "solve")
+    fn = module_globals.get(entry)
+    if not callable(fn):
+        result.update(
+            status="compile_error",
+            message=f"no function named {entry!r} is defined at the top level of your file",
+        )
+        _write_result(job_dir, result)
+        return 0
+
+    signatures = job["signatures"]
+    symbolic = job.get("symbolic")
+    jitted = jit(fn)
+    # 2+3 fast path: one shape-polymorphic trace feeds both the requirement report and the
+    #    export (jax caches the trace, so exporting the same jitted function does not trace
+    #    again): one trace, one program, one verification; stage B still specialises per shape.
+    if symbolic:
+        t2 = time.perf_counter()
+        decisions: _ShapeDecisions | None = None
+        try:
+            names = list(symbolic["dims"])
+            dims = dict(zip(names, jax_export.symbolic_shape(", ".join(names)), strict=True))
+            args = _to_spec_tree(symbolic["args"], jax, np, dims)
+            decisions = _ShapeDecisions(type(dims[names[0]]), source_name, trusted)
+            calls = _CustomRuleCalls(jax)
+            with decisions, calls:
+                closed = jitted.trace(*args).jaxpr  # jax >= 0.4.38 (pyproject's floor)
+            if decisions.found:
+                raise _NeedsConcreteShapes(decisions.found)
+            summary = summarize_jaxpr(closed.jaxpr, checkpoint_prim, policies)
+            if calls.found and "jaxprs" in summary:
+                summary["called"] = sorted(calls.found)
+            timings["trace"] = time.perf_counter() - t2
+            t3 = time.perf_counter()
+            with decisions:  # the trace is cached, but lowering may call back into user code
+                exported = export_fn(jitted)(*args)
+            if decisions.found:
+                raise _NeedsConcreteShapes(decisions.found)
+            _write_blob(job_dir, "poly.jaxexport", exported.serialize())
+            timings["export"] = time.perf_counter() - t3
+            result.update(status="ok", jaxpr=summary, exports={"poly": "poly.jaxexport"})
+            _write_result(job_dir, result)
+            return 0
+        except BaseException as exc:  # SystemExit too: the per-signature path below reports it
+            # Needs concrete shapes (or fails): the per-signature path reports errors.
+            if decisions is not None and decisions.found:
+                reason = str(_NeedsConcreteShapes(decisions.found))
+            else:
+                reason = f"the symbolic trace raised {type(exc).__name__}"
+            result["poly_fallback"] = reason[:MAX_MESSAGE]
+
+    # 2. Trace for the requirement report (first signature is enough: structure only).
+    t2 = time.perf_counter()
+    try:
+        args = _to_spec_tree(signatures[0]["args"], jax, np)
+        calls = _CustomRuleCalls(jax)
+        with calls:
+            closed = make_jaxpr(fn)(*args)
+        result["jaxpr"] = summarize_jaxpr(closed.jaxpr, checkpoint_prim, policies)
+        if calls.found and "jaxprs" in result["jaxpr"]:
+            result["jaxpr"]["called"] = sorted(calls.found)
+    except BaseException as exc:
+        result.update(status="trace_error", message=_short_traceback(exc, source_name),
+                      error_type=type(exc).__name__[:100])
+        _write_result(job_dir, result)
+        return 0
+    timings["trace"] = time.perf_counter() - t2
+
+    # 3. Export one program per input signature.
+    t3 = time.perf_counter()
+    exports = {}
+    for sig in signatures:
+        try:
+            args = _to_spec_tree(sig["args"], jax, np)
+            exported = export_fn(jit(fn))(*args)
+            blob = exported.serialize()
+        except BaseException as exc:
+            result.update(status="export_error", message=_short_traceback(exc, source_name),
+                          error_type=type(exc).__name__[:100], signature=sig["id"])
+            _write_result(job_dir, result)
+            return 0
+        name = f"{sig['id']}.jaxexport"
+        _write_blob(job_dir, name, blob)
+        exports[sig["id"]] = name
+    timings["export"] = time.perf_counter() - t3
+    result.update(status="ok", exports=exports)
+    _write_result(job_dir, result)
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown (jax's atexit work): the result is already on disk.
+    os._exit(code)
