@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import Field
 
-from jaxjudge.rules import RuleOutcome
+from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
 
 MAX_JAXPRS = 50_000  # entries in the table

@@ -41,7 +41,6 @@ from typing import Literal
 
 from pydantic import Field
 
-from jaxjudge.rules import ProgramInfo, RuleOutcome
 from jaxjudge.rules.dataflow import (
     Budget,
     Graph,
@@ -54,6 +53,7 @@ from jaxjudge.rules.dataflow import (
     full_transfer,
     propagate,
 )
+from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import ParseError, parse_module
 

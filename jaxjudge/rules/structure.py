@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from jaxjudge.rules import ProgramInfo, RuleOutcome
 from jaxjudge.rules.dataflow import (
     Budget,
     Step,
@@ -24,6 +23,7 @@ from jaxjudge.rules.dataflow import (
     propagate,
 )
 from jaxjudge.rules.expr import Expr
+from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.program import MAX_TOTAL_CHARS
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import (

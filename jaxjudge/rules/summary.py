@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from jaxjudge.rules import RuleOutcome
 from jaxjudge.rules.jaxpr import MAX_REASON_CHARS, _Malformed, _Table
+from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
 
 
