@@ -11,7 +11,6 @@ import importlib
 import importlib.util
 import os
 import sys
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -21,13 +20,12 @@ from jax import export
 
 from jaxjudge import Grader, Verdict, load_problem
 from jaxjudge.grading.grader import engine_from_env
+from jaxjudge.grading.stage_common import STAGES_DIR
 from jaxjudge.isolation import sandbox
-
-grade_module = importlib.import_module("jaxjudge.grading.grade")
 
 PROBLEM = load_problem("rematerialized-mlp-block")
 REFERENCE = PROBLEM.reference_path.read_text()
-STAGES = Path(grade_module.__file__).resolve().parent / "stages"
+STAGES = STAGES_DIR
 
 
 def _load_stage(name: str):

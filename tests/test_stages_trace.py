@@ -25,10 +25,11 @@ from pathlib import Path
 import pytest
 
 from jaxjudge import load_problem
+from jaxjudge.grading.stage_common import STAGES_DIR
 
 grade_module = importlib.import_module("jaxjudge.grading.grade")
 plan_module = importlib.import_module("jaxjudge.grading.plan")
-STAGES = Path(grade_module.__file__).resolve().parent / "stages"
+STAGES = STAGES_DIR
 PROBLEM = load_problem("rematerialized-mlp-block")
 
 
