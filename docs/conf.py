@@ -2,7 +2,7 @@
 
 Build with `make docs` (strict: every warning fails). Two pages are generated here, at build
 time, from the code itself: the OpenAPI reference from `jaxjudge.service.main.create_app()` and,
-through autodoc, the library reference from `grader`'s docstrings.
+through autodoc, the library reference from `jaxjudge`'s docstrings.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from sphinx.application import Sphinx
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
-sys.path.insert(0, str(ROOT))  # this checkout's `grader` and `app`, not an installed copy
+sys.path.insert(0, str(ROOT))  # this checkout's `jaxjudge`, not an installed copy
 sys.path.insert(0, str(DOCS / "_ext"))
 
 import openapi_md  # noqa: E402  (needs the path above)

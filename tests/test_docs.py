@@ -100,7 +100,7 @@ def test_library_reference_is_generated_from_docstrings(site: Path) -> None:
 
     for name in jaxjudge.__all__:
         if name != "render":
-            assert f'id="grader.{name}"' in html, f"grader.{name} has no reference entry"
+            assert f'id="jaxjudge.{name}"' in html, f"jaxjudge.{name} has no reference entry"
     assert 'id="jaxjudge.grading.render.to_gradescope"' in html
     # pydantic fields are listed (autodoc alone shows none), with their descriptions.
     assert "One-paragraph summary a learner can act on." in html
@@ -130,7 +130,7 @@ def test_every_public_name_has_a_reference_entry() -> None:
     import jaxjudge
 
     text = (DOCS / "library.md").read_text(encoding="utf-8")
-    documented = set(re.findall(r"^\.\. auto\w+:: grader\.(\w+)", text, flags=re.M))
+    documented = set(re.findall(r"^\.\. auto\w+:: jaxjudge\.(\w+)", text, flags=re.M))
     assert documented == set(jaxjudge.__all__), (
         f"missing: {sorted(set(jaxjudge.__all__) - documented)}, "
         f"not public: {sorted(documented - set(jaxjudge.__all__))}"

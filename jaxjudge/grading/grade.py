@@ -2,7 +2,7 @@
 
 The one-call convenience for scripts and the CLI: a fresh-interpreter runner, the engine from
 JAXJUDGE_ENGINE, no report cache. Anything that grades many submissions, or wants a warm pool,
-builds its own `grader.Grader` and passes it around.
+builds its own `jaxjudge.Grader` and passes it around.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The bounded grading pool: N worker threads draining a bounded queue of submission ids.
 
-Threads are enough: `jaxjudge.grading.grade()` spends its time waiting on sandboxed subprocesses,
+Threads are enough: `jaxjudge.grade()` spends its time waiting on sandboxed subprocesses,
 and it never runs on the event loop, so the API stays responsive while every worker is busy. The
 queue holds ids only; the source is read back from the store when a worker claims it, so what is in
 memory can always be rebuilt from the database after a crash (`recover()`).
