@@ -289,7 +289,8 @@ def grade_folder(
     at the end. An exception while grading one student becomes that student's internal_error
     row (and a log record); the others are still graded. `on_start(n)` gets the number of
     submissions, `on_result` each entry as it finishes (called from this thread).
-    `problems_root` is where problem packages are looked up (default `problems_dir()`).
+    `problems_root` is where problem packages are looked up (default: every problem root,
+    jaxjudge.problems.roots).
     """
     if jobs < 1:
         raise BatchError("jobs must be at least 1")

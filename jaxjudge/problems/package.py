@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -26,11 +25,13 @@ from pydantic import (
     model_validator,
 )
 
+from jaxjudge.problems.roots import ID_RE as _ID_RE
+from jaxjudge.problems.roots import find_problem_dir, iter_problem_dirs, problem_roots
+from jaxjudge.problems.roots import problems_dir as problems_dir  # kept for existing callers
 from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.registry import RuleConfigError, RuleOptions
 from jaxjudge.rules.registry import validate as validate_rule
 
-_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _MAX_CASES_BYTES = 64 * 1024 * 1024
 
 
@@ -355,22 +356,19 @@ def _load_cases(path: Path) -> list[TestCase]:
         raise ProblemError(f"{path} is malformed: {exc}") from exc
 
 
-def problems_dir() -> Path:
-    """Where problem packages live: $JAXJUDGE_PROBLEMS_DIR, else `problems/` beside `jaxjudge/`."""
-    env = os.environ.get("JAXJUDGE_PROBLEMS_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parent.parent.parent / "problems"
-
-
 def load_problem(problem_id: str | Path, root: Path | None = None) -> Problem:
-    """Load one problem by id (from `problems_dir()` or `root`) or by the path of its folder."""
+    """Load one problem by id (from `root`, else the first problem root that has it: see
+    jaxjudge.problems.roots) or by the path of its folder."""
     if isinstance(problem_id, Path) or os.sep in str(problem_id):
         folder = Path(problem_id)
     else:
         if not _ID_RE.match(problem_id):
             raise ProblemError(f"unknown problem {problem_id!r}")
-        folder = (root or problems_dir()) / problem_id
+        found = (root / problem_id) if root is not None else find_problem_dir(problem_id)
+        if found is None:
+            where = ", ".join(str(r) for r in problem_roots()) or "no problem folders"
+            raise ProblemError(f"unknown problem {problem_id!r} (looked in {where})")
+        folder = found
     meta = folder / "problem.toml"
     if not meta.is_file():
         raise ProblemError(f"unknown problem {str(problem_id)!r} (no {meta})")
@@ -385,12 +383,14 @@ def load_problem(problem_id: str | Path, root: Path | None = None) -> Problem:
 
 
 def list_problems(root: Path | None = None) -> list[Problem]:
-    """Every problem package under `root` (default `problems_dir()`), sorted by id."""
-    base = root or problems_dir()
-    if not base.is_dir():
+    """Every problem package under `root`, else under every problem root (each id once, from
+    the first root that has it), sorted by id."""
+    if root is None:
+        return [load_problem(folder) for folder in iter_problem_dirs()]
+    if not root.is_dir():
         return []
     return [
-        load_problem(p.name, base)
-        for p in sorted(base.iterdir())
+        load_problem(p.name, root)
+        for p in sorted(root.iterdir())
         if (p / "problem.toml").is_file()
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from jaxjudge import Problem, ProblemError, list_problems, load_problem
-from jaxjudge.problems.package import problems_dir
+from jaxjudge.problems.roots import find_problem_dir
 from jaxjudge.service.api.errors import ApiError
 from jaxjudge.service.schemas import (
     ErrorBody,
@@ -26,7 +26,7 @@ def find_problem(problem_id: str) -> Problem:
     try:
         return load_problem(problem_id)
     except ProblemError as exc:
-        if "/" in problem_id or not (problems_dir() / problem_id / "problem.toml").is_file():
+        if "/" in problem_id or find_problem_dir(problem_id) is None:
             raise ApiError(404, f"unknown problem {problem_id!r}") from exc
         raise
 
