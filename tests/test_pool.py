@@ -20,7 +20,7 @@ import pytest
 from helpers import Routed, grade_through
 
 from jaxjudge import Grader, Verdict, load_problem
-from jaxjudge.isolation import pool, sandbox
+from jaxjudge.isolation import layers, pool, uidpool
 from jaxjudge.problems.package import Limits
 
 PROBLEM = load_problem("rematerialized-mlp-block")
@@ -41,7 +41,7 @@ grade = ROUTE.grade
 def _own_cgroups() -> set[str]:
     """Per-run/slot cgroup directories this process created and has not removed."""
     found: set[str] = set()
-    sup = sandbox._detect().cgroup
+    sup = layers._detect().cgroup
     if sup is None:
         return found
     for base in sup.bases.values():
@@ -271,7 +271,7 @@ def test_close_leaves_nothing(warm: pool.WarmPool) -> None:
     _accepted_through(p)
     p.close()
     assert not any(os.path.exists(f"/proc/{pid}") for pid in hosts)
-    assert all(not sandbox._uid_processes(u) for u in uids)
+    assert all(not uidpool._uid_processes(u) for u in uids)
     assert all(not s.exists() for s in spools)
     assert _own_cgroups() == cgroups_before
 

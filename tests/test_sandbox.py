@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxjudge.isolation import sandbox, seccomp
+from jaxjudge.isolation import layers, sandbox, seccomp, uidpool
 
 HERE = Path(__file__).parent / "sandbox_scripts"
 HARNESS = HERE / "harness.py"
@@ -63,14 +63,14 @@ def need(*layers: str) -> None:
 @pytest.fixture(autouse=True)
 def _no_leftovers() -> Iterator[None]:
     yield
-    sup = sandbox._detect()
+    sup = layers._detect()
     if sup.cgroup is not None:
         for base in sup.cgroup.bases.values():
             mine = [p.name for p in base.iterdir() if p.name.startswith(f"run-{os.getpid()}-")]
             assert mine == [], f"run cgroups left behind in {base}: {mine}"
     if sup.uid_pool:
-        ubase, count = sandbox._uid_range()
-        lock_dir = sandbox._lock_dir()
+        ubase, count = uidpool._uid_range()
+        lock_dir = uidpool._lock_dir()
         for uid in range(ubase, ubase + count):
             lock = lock_dir / f"uid-{uid}.lock"
             if not lock.exists():
@@ -81,7 +81,7 @@ def _no_leftovers() -> Iterator[None]:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     continue  # another grader on this machine is using that uid right now
-                assert sandbox._uid_processes(uid) == [], f"processes of uid {uid} survive"
+                assert uidpool._uid_processes(uid) == [], f"processes of uid {uid} survive"
             finally:
                 os.close(fd)
 
@@ -285,7 +285,7 @@ def test_background_cgroup_takes_only_idle_cpu_until_its_run() -> None:
     """A pool spare warms up in a cgroup with the lowest CPU weight; writing its run's limits
     gives it the default weight back (and co-mounted controllers share one directory)."""
     need("cgroup")
-    sup = sandbox._detect().cgroup
+    sup = layers._detect().cgroup
     assert sup is not None
     ctrl = "cpu" if sup.version == 1 else "unified"
     if ctrl not in sup.bases:
@@ -531,7 +531,7 @@ def test_require_layers_fails_closed_unless_explicitly_unsafe(
         monkeypatch: pytest.MonkeyPatch, run: Runner) -> None:
     """What serve/grade-set/gradescope call: from then on every run refuses while a layer is
     missing; only the unsafe opt-out lets it through (and the library default only warns)."""
-    monkeypatch.setattr(sandbox, "_policy", sandbox._policy)  # restored after the test
+    monkeypatch.setattr(layers, "_policy", layers._policy)  # restored after the test
     monkeypatch.delenv(sandbox.UNSAFE_ENV, raising=False)
     res = run("hello", disable=("seccomp",))  # library default: a warning, the run goes on
     assert res.status == "exited", res

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxjudge.isolation import fstree, sandbox, seccomp
+from jaxjudge.isolation import fstree, sandbox, seccomp, supervisor
 from jaxjudge.isolation.xla import fast_compile_flags
 
 log = logging.getLogger(__name__)
@@ -343,8 +343,8 @@ class _Zygote:
         err_path.touch()
         if self.res.uid is not None:
             for d in (work, spool / ".io"):
-                sandbox._chown_tree(d, self.res.uid, self.res.uid, sanitize=False)
-        before = sandbox._job_files(work)
+                supervisor._chown_tree(d, self.res.uid, self.res.uid, sanitize=False)
+        before = supervisor._job_files(work)
         host, cg = self.spare
         self.spare = None
         try:
@@ -377,7 +377,7 @@ class _Zygote:
         layers = self.res.layers
         bpf = seccomp.build_filter(allow_exec=not untrusted).hex() if layers["seccomp"] else "-"
         cache = CACHE_MOUNT if (self.trusted and self.pool.cache_dir is not None) else None
-        self._send({"op": "run", "stage": stage, "job": jid, "env": sandbox._base_env(env),
+        self._send({"op": "run", "stage": stage, "job": jid, "env": supervisor._base_env(env),
                     "cpu": math.ceil(limits.cpu_seconds), "fsize": int(limits.output_bytes),
                     "bpf": bpf, "cache_dir": cache})
         started = time.monotonic()
@@ -438,11 +438,11 @@ class _Zygote:
                 exit_code, sig = os.waitstatus_to_exitcode(status), None
         else:
             exit_code, sig = None, int(signal.SIGKILL)
-        stdout = sandbox._read_capped(out_path, limits.output_bytes)
-        stderr = sandbox._read_capped(err_path, limits.output_bytes)
+        stdout = supervisor._read_capped(out_path, limits.output_bytes)
+        stderr = supervisor._read_capped(err_path, limits.output_bytes)
         out_full = any(_size(p) >= limits.output_bytes for p in (out_path, err_path))
-        after = sandbox._job_files(work)
-        file_full = any(s >= limits.output_bytes for s in sandbox._grown(before, after))
+        after = supervisor._job_files(work)
+        file_full = any(s >= limits.output_bytes for s in supervisor._grown(before, after))
         changed = {k for k, v in after.items() if before.get(k) != v}
         _copy_tree(work, job_dir, cap=COPY_CAP, only=changed)
         cpu_cap = max(1, math.ceil(limits.cpu_seconds)) + 1

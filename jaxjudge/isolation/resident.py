@@ -1,0 +1,194 @@
+"""Long-lived sandboxed processes: the warm pool's zygotes (jaxjudge.isolation.pool). `spawn`
+starts one behind every layer but seccomp (it forks; it installs the filter in each child), and
+`new_run_cgroup` gives each forked child its own per-run cgroup."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from jaxjudge.isolation.bootstrap import _ENTER, _TRAMPOLINE
+from jaxjudge.isolation.bwrap import _bwrap_args, _bwrap_sources, _overlay_plan, _python_roots
+from jaxjudge.isolation.cgroups import RunCgroup, _RunCgroup
+from jaxjudge.isolation.layers import _detect, _select_layers, protections
+from jaxjudge.isolation.limits import _PRIVATE_PREFIX, JOB_MOUNT, SandboxLimits
+from jaxjudge.isolation.rlimits import _rlimits
+from jaxjudge.isolation.supervisor import _base_env, _reap
+from jaxjudge.isolation.uidpool import _clean_uid_leftovers, _kill_uid, _uid_slot
+
+
+def new_run_cgroup(limits: SandboxLimits, background: bool = False) -> RunCgroup | None:
+    """A configured per-run cgroup, or None when the cgroup layer is inactive."""
+    sup = _detect()
+    if sup.cgroup is None or not protections()["cgroup"]["active"]:
+        return None
+    cg = _RunCgroup(sup.cgroup, f"run-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+    try:
+        cg.configure(limits, background)
+    except OSError:
+        cg.remove()
+        raise
+    return RunCgroup(cg)
+
+
+class Resident:
+    """A long-lived process behind every layer but seccomp (it must fork; it installs the
+    filter in each child itself), talking JSON lines over its stdin/stdout."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], stack: contextlib.ExitStack,
+                 uid: int | None, cgroup: _RunCgroup | None, private: Path, inner_job: str,
+                 layers: dict[str, bool]) -> None:
+        self.proc = proc
+        self.uid = uid
+        self.layers = layers
+        self.inner_job = inner_job  # how the spool dir is named inside
+        self.stderr_path = private / "stderr"
+        self._stack = stack
+        self._cgroup = cgroup
+        self._private = private
+
+    def host_pid(self, inner_pid: int) -> int | None:
+        """Host pid of a descendant whose pid in its own namespace is `inner_pid`."""
+        stack, seen = [self.proc.pid], set()
+        while stack:
+            pid = stack.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("NSpid:") and pid != self.proc.pid \
+                        and line.split()[-1] == str(inner_pid):
+                    return pid
+            with contextlib.suppress(OSError):
+                for task in os.listdir(f"/proc/{pid}/task"):
+                    kids = Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+                    stack.extend(int(k) for k in kids)
+        return None
+
+    def stderr_tail(self, n: int = 2000) -> str:
+        try:
+            return self.stderr_path.read_bytes()[-n:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        """Kill the process and everything it started; release the uid and the cgroup."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        try:
+            if self._cgroup is not None:
+                self._cgroup.kill_all()
+            if self.uid is not None:
+                _kill_uid(self.uid)
+            _reap(self.proc)
+            if self.uid is not None:
+                _clean_uid_leftovers(self.uid, files=not self.layers["bwrap"])
+            for f in (self.proc.stdin, self.proc.stdout):
+                with contextlib.suppress(OSError):
+                    if f is not None:
+                        f.close()
+        finally:
+            self._stack.close()
+            shutil.rmtree(self._private, ignore_errors=True)
+
+
+def spawn(script: Path, job_dir: Path, limits: SandboxLimits, *,
+          env: dict[str, str] | None = None, ro_dir: Path | None = None,
+          rw_binds: tuple[tuple[str, str], ...] = (), gid: int | None = None,
+          startup_seconds: float = 120.0) -> Resident:
+    """Start `python -I <script> <job_dir>` for the long run: cgroup (the slot's own group),
+    rlimits, pool uid (held until `close()`), bwrap with `job_dir` at /job and `ro_dir` (default:
+    the script's directory) read-only; extra `rw_binds` (host, inside) only under bwrap. Who may
+    write where in `job_dir` is the caller's business (see `Resident.uid`). Raises
+    SandboxUnavailable or OSError when it cannot start."""
+    layers = _select_layers()
+    sup = _detect()
+    script = script.resolve()
+    job_dir = job_dir.resolve()
+    ro = (ro_dir or script.parent).resolve()
+    stack = contextlib.ExitStack()
+    private = Path(tempfile.mkdtemp(prefix=f"{_PRIVATE_PREFIX}{os.getpid()}-"))
+    try:
+        uid = None
+        if layers["uid_pool"]:
+            uid = stack.enter_context(_uid_slot(startup_seconds))
+        cg = None
+        if layers["cgroup"] and sup.cgroup is not None:
+            cg = _RunCgroup(sup.cgroup, f"run-{os.getpid()}-{uuid.uuid4().hex[:12]}")
+            stack.callback(cg.remove)
+            cg.configure(limits)
+        use_bwrap = layers["bwrap"] and sup.bwrap is not None
+        inner_job = JOB_MOUNT if use_bwrap else str(job_dir)
+        read_fd, write_fd = os.pipe()
+        stack.callback(os.close, read_fd)
+        python = sys.executable
+        enter = [python, "-I", "-c", _ENTER, "-", str(write_fd), str(script), inner_job]
+        if use_bwrap:
+            assert sup.bwrap is not None
+            args = _bwrap_args(sup.bwrap, str(ro), str(job_dir), limits,
+                               sup.bwrap_disable_userns)
+            at = args.index("--remount-ro")
+            extra = [x for host, inside in rw_binds for x in ("--bind", host, inside)]
+            argv, cwd = args[:at] + extra + args[at:] + enter, None
+        else:
+            argv, cwd = enter, str(job_dir)
+        overlay = None
+        if uid is not None:
+            sources = [(r, True) for r in _python_roots()] + [(str(ro), True), (str(job_dir), True)]
+            sources += [(host, True) for host, _ in rw_binds] if use_bwrap else []
+            sources += _bwrap_sources(sup.bwrap) if use_bwrap and sup.bwrap else []
+            overlay = _overlay_plan(sources)
+        spec = {
+            "status_fd": write_fd,
+            "cgroup_procs": cg.procs_files() if cg else [],
+            "overlay": overlay,
+            "rlimits": _rlimits(limits, layers, cg is not None) if layers["rlimits"] else [],
+            "uid": uid,
+            "gid": gid if (uid is not None and gid is not None) else uid,
+            "cwd": cwd,
+            "argv": argv,
+            "unshare_ipc": uid is not None and not use_bwrap,
+        }
+        with open(private / "stderr", "wb") as fe:
+            try:
+                proc = subprocess.Popen(
+                    [python, "-I", "-S", "-c", _TRAMPOLINE, json.dumps(spec)],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=fe,
+                    pass_fds=(write_fd,), close_fds=True, start_new_session=True,
+                    env=_base_env(env), cwd=str(private),
+                )
+            finally:
+                os.close(write_fd)
+        res = Resident(proc, stack, uid, cg, private, inner_job, layers)
+    except BaseException:
+        stack.close()
+        shutil.rmtree(private, ignore_errors=True)
+        raise
+    # The bootstrap reports "R" (or "E:<why>") on the status pipe once the script starts.
+    deadline = time.monotonic() + startup_seconds
+    got = b""
+    while not got and time.monotonic() < deadline and proc.poll() is None:
+        ready, _, _ = select.select([read_fd], [], [], 0.05)
+        if ready:
+            got = os.read(read_fd, 4096)
+    if not got.startswith(b"R"):
+        why = got.decode("utf-8", "replace")[2:] if got.startswith(b"E:") else "did not start"
+        tail = res.stderr_tail()
+        res.close()
+        raise OSError(errno.EIO, f"resident process: {why} {tail.strip()[-500:]}")
+    return res
