@@ -13,7 +13,7 @@ Stage A (untrusted) and stage B (trusted) use separate zygotes. Stage B zygotes 
 XLA compilation cache (jax's own, keyed by the program with debug info stripped, so the same
 program from two submissions compiles once); only those trusted processes can reach it.
 
-A `grader.Grader(warm_pool=True)` starts and owns one (the service, the batch grader, library
+A `jaxjudge.Grader(warm_pool=True)` starts and owns one (the service, the batch grader, library
 users); or use `WarmPool` as a context manager and pass `Grader(runner=pool.runner)`. If zygotes
 cannot start (no fork, a required layer missing, ...) every call falls back to `sandbox.run()`.
 """
