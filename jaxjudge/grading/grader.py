@@ -25,6 +25,7 @@ from jaxjudge.grading.caches import (
     report_key,
 )
 from jaxjudge.grading.early import Started, overlap_enabled
+from jaxjudge.grading.exposure import require_hidden
 from jaxjudge.grading.pipeline import Grading, display_name
 from jaxjudge.grading.report import Mode, Report, Verdict
 from jaxjudge.grading.scoring import max_score
@@ -107,6 +108,7 @@ class Grader:
         if mode not in ("run", "submit"):
             raise ValueError(f"mode must be 'run' or 'submit', not {mode!r}")
         prob = load_problem(problem) if isinstance(problem, str) else problem
+        require_hidden(prob)
         started = time.perf_counter()
         lim = limits or prob.limits
         key = report_key(prob, source, mode, lim, self.engine) if self.reports.size else ""

@@ -27,6 +27,16 @@ def _python_roots() -> list[str]:
     return roots
 
 
+READ_ONLY_TOPS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+def visible_dirs() -> list[str]:
+    """Host directories every sandboxed run reads (the system and the Python prefixes, real
+    paths): nothing secret may live under them, a problem's hidden tests least of all."""
+    return [os.path.realpath(top) for top in READ_ONLY_TOPS if os.path.isdir(top)] + (
+        _python_roots())
+
+
 def _blocked_ancestor(path: str) -> str | None:
     """The highest strict ancestor of `path` that 'other' users cannot search, if any."""
     parts = Path(path).parts
@@ -66,7 +76,7 @@ def _bwrap_args(bwrap: str, script: str, job_dir: str, limits: SandboxLimits,
         args.append("--disable-userns")
     args += ["--die-with-parent", "--new-session", "--hostname", "jaxjudge",
              "--ro-bind", "/usr", "/usr"]
-    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+    for top in READ_ONLY_TOPS[1:]:
         if os.path.islink(top):
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):

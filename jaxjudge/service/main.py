@@ -18,7 +18,8 @@ from fastapi import FastAPI
 from sqlalchemy.engine import make_url
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from jaxjudge import Grader
+from jaxjudge import Grader, ProblemError, list_problems
+from jaxjudge.grading.exposure import require_hidden
 from jaxjudge.isolation.sandbox import SandboxUnavailable, require_layers
 from jaxjudge.service.api.deps import AuthDep
 from jaxjudge.service.api.errors import error_response, install_error_handlers
@@ -96,6 +97,7 @@ def _check_sandbox(settings: Settings) -> dict[str, dict[str, object]]:
     allowed = settings.allowed_missing_layers
     try:
         layers = require_layers(settings.required_layers, allowed)
+        _require_hidden_problems()
     except SandboxUnavailable as exc:
         log.error("%s", exc)
         raise
@@ -108,6 +110,18 @@ def _check_sandbox(settings: Settings) -> dict[str, dict[str, object]]:
             ", ".join(f"{n} ({layers[n].get('detail', '')})" for n in missing) or "none",
         )
     return layers
+
+
+def _require_hidden_problems() -> None:
+    """Refuse to grade any problem whose hidden tests every sandboxed run could read."""
+    exposed = []
+    for problem in list_problems():
+        try:
+            require_hidden(problem)
+        except ProblemError as exc:
+            exposed.append(str(exc))
+    if exposed:
+        raise SandboxUnavailable("refusing to grade: " + "; ".join(exposed))
 
 
 def _private_sqlite(database_url: str) -> None:
