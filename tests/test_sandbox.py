@@ -212,6 +212,27 @@ def test_memory_bombs_without_a_memory_cgroup(run: Runner, payload: str) -> None
     assert "hold" in res.detail and res.cpu_seconds is not None and res.cpu_seconds < 10, res
 
 
+def test_a_bomb_that_runs_out_of_time_while_allocating_is_a_memory_verdict(run: Runner) -> None:
+    """Growth bound by CPU (128 MiB per CPU second against a 256 MiB limit and 1.5 s of CPU):
+    the CPU limit comes first, with ~200 MiB held and still rising. The memory is what the
+    learner must fix, so that is the verdict."""
+    need("cgroup")
+    limits = sandbox.SandboxLimits(wall_seconds=30, cpu_seconds=1.5, memory_bytes=256 * MiB,
+                                   output_bytes=64 * 1024)
+    res = run("mem_slow", limits=limits)
+    assert res.status == "memory_exceeded", res
+    assert "still allocating" in res.detail, res
+
+
+def test_a_slow_run_holding_memory_stays_a_time_limit(run: Runner) -> None:
+    """Honest but unusual: 200 of 256 MiB held and no longer growing when the CPU runs out."""
+    need("cgroup")
+    limits = sandbox.SandboxLimits(wall_seconds=30, cpu_seconds=1.8, memory_bytes=256 * MiB,
+                                   output_bytes=64 * 1024)
+    res = run("mem_hold_spin", limits=limits)
+    assert res.status == "cpu_timeout", res
+
+
 @pytest.mark.parametrize(("anon_mib", "full"), [(116, True), (48, False)])
 def test_memory_full_is_anonymous_memory_at_the_limit(tmp_path: Path, anon_mib: int,
                                                      full: bool) -> None:

@@ -250,11 +250,22 @@ class _RunCgroup:
                            else "memory.current")
         if not usage or int(usage) < floor:  # cheap first: usage >= anonymous + shared
             return False
+        return self.pinned_bytes() >= floor
+
+    def usage_bytes(self) -> int:
+        """Everything charged to the group, page cache included (one cheap read)."""
+        ctrl = "memory" if self.support.version == 1 else "unified"
+        usage = self._read(ctrl, "memory.usage_in_bytes" if self.support.version == 1
+                           else "memory.current")
+        return int(usage) if usage else 0
+
+    def pinned_bytes(self) -> int:
+        """Anonymous + shared memory: what only the run freeing memory gives back."""
+        ctrl = "memory" if self.support.version == 1 else "unified"
         text = self._read(ctrl, "memory.stat") or ""
         stat_ = dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
         keys = ("rss", "shmem") if self.support.version == 1 else ("anon", "shmem")
-        pinned = sum(int(stat_.get(k, "0")) for k in keys)
-        return pinned >= floor
+        return sum(int(stat_.get(k, "0")) for k in keys if stat_.get(k, "0").isdigit())
 
     def procs_files(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in dict.fromkeys(self.dirs.values())]
@@ -373,6 +384,12 @@ class RunCgroup:
 
     def memory_full(self, limit: int) -> bool:
         return self._cg.memory_full(limit)
+
+    def usage_bytes(self) -> int:
+        return self._cg.usage_bytes()
+
+    def pinned_bytes(self) -> int:
+        return self._cg.pinned_bytes()
 
     @property
     def swap_limited(self) -> bool:

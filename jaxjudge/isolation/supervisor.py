@@ -6,6 +6,7 @@ ended (`_reap`, `_decode_wait`) and what it wrote (job-file accounting)."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import logging
@@ -430,6 +431,48 @@ def memory_check(cg: _RunCgroup | RunCgroup | None, limits: SandboxLimits,
     return ""
 
 
+class MemoryGrowth:
+    """Whether a run that ran out of time was a memory bomb all the same.
+
+    A bomb whose growth is bound by CPU (Python building objects) or by slow page faults on a
+    loaded machine can reach its time limit before its memory limit. When time runs out while
+    the run holds most of its limit in memory only freeing gives back and is still allocating,
+    the memory is what the learner must fix, so that is the verdict. An honest slow run holding
+    much memory but no longer growing stays a time limit."""
+
+    HIGH = 0.75  # of the limit, pinned (anonymous + shared)
+    RISE = 0.05  # of the limit, gained over the last WINDOW seconds
+    WINDOW = 1.0
+    EVERY = 0.1  # seconds between samples (memory.stat is read only above half the limit)
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.samples: collections.deque[tuple[float, int]] = collections.deque()
+        self.next = 0.0
+
+    def sample(self, cg: Any, now: float) -> None:
+        if now < self.next:
+            return
+        self.next = now + self.EVERY
+        pinned = cg.pinned_bytes() if cg.usage_bytes() >= self.limit // 2 else 0
+        self.samples.append((now, pinned))
+        while self.samples and self.samples[0][0] < now - 2 * self.WINDOW:
+            self.samples.popleft()
+
+    def bomb(self, cg: Any, now: float) -> str:
+        """The detail of a memory verdict, or '' when the time verdict stands."""
+        pinned = cg.pinned_bytes()
+        earlier = [p for t, p in self.samples if t <= now - self.WINDOW]
+        if not earlier or pinned < self.HIGH * self.limit:
+            return ""
+        rise = pinned - earlier[-1]
+        if rise < self.RISE * self.limit:
+            return ""
+        return (f"ran out of time holding {pinned >> 20} MiB of its {self.limit >> 20} MiB "
+                f"memory limit and still allocating ({rise >> 20} MiB in the last "
+                f"{self.WINDOW:g} s)")
+
+
 class LimitWatch:
     """The checks one run's supervisor makes on every poll, in one place for the cold path
     (`_supervise`) and the warm pool (`jaxjudge.isolation.pool`): memory first (a bomb spends CPU
@@ -447,6 +490,7 @@ class LimitWatch:
         self.deadline = started + limits.wall_seconds
         self.disk_cap = DISK_FACTOR * int(limits.output_bytes)
         self.next_disk = 0.0
+        self.growth = MemoryGrowth(int(limits.memory_bytes))
 
     def check(self, now: float) -> tuple[Status, str] | None:
         """The first limit crossed, as (status, detail), or None."""
@@ -454,13 +498,19 @@ class LimitWatch:
         why = memory_check(self.cg, limits, self.processes)
         if why:
             return "memory_exceeded", why
-        if now >= self.deadline:
-            return "wall_timeout", f"wall-clock limit of {limits.wall_seconds:g} s"
         if self.cg is not None:
+            self.growth.sample(self.cg, now)
+        crossed: tuple[Status, str] | None = None
+        if now >= self.deadline:
+            crossed = "wall_timeout", f"wall-clock limit of {limits.wall_seconds:g} s"
+        elif self.cg is not None:
             cpu = self.cg.cpu_seconds()
             if cpu is not None and cpu > limits.cpu_seconds:
-                return "cpu_timeout", (
+                crossed = "cpu_timeout", (
                     f"CPU time {cpu:.2f} s over the limit of {limits.cpu_seconds:g} s (cgroup)")
+        if crossed is not None:
+            bomb = self.growth.bomb(self.cg, now) if self.cg is not None else ""
+            return ("memory_exceeded", bomb) if bomb else crossed
         if now >= self.next_disk:
             self.next_disk = now + 0.25
             files = _job_files(self.job_dir)
