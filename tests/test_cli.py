@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from jaxjudge import list_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 JAXJUDGE = Path(sys.executable).parent / "jaxjudge"
@@ -60,6 +65,18 @@ def test_problems_and_show() -> None:
     starter = run("show", "rematerialized-mlp-block", "--starter")
     assert "def solve" in starter.stdout
     compile(starter.stdout, "starter.py", "exec")
+
+
+@pytest.mark.parametrize("columns", ["40", "80", "200"])
+def test_problems_never_cuts_an_id(columns: str) -> None:
+    """Each id appears whole on one line (it is copied into `-p`), at any terminal width."""
+    ids = [p.id for p in list_problems()]
+    proc = subprocess.run([str(JAXJUDGE), "problems"], capture_output=True, text=True,
+                          timeout=300, check=False, env={**os.environ, "COLUMNS": columns})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    for pid in ids:
+        assert any(pid in line for line in lines), (pid, proc.stdout)
 
 
 def test_doctor_reports_layers() -> None:

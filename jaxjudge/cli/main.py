@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from jaxjudge.cli.output import err, out, print_report
+from jaxjudge.cli.output import err, out, print_problems, print_report
 from jaxjudge.grading.render import math_as_code
 from jaxjudge.grading.report import Verdict
 from jaxjudge.isolation import sandbox
@@ -119,12 +119,7 @@ def problems_cmd(
         ]
         sys.stdout.write(json.dumps(rows) + "\n")
         return
-    table = Table()
-    for col in ("id", "title", "difficulty", "tags"):
-        table.add_column(col)
-    for p in probs:
-        table.add_row(p.id, p.title, p.difficulty, ", ".join(p.tags))
-    out.print(table)
+    print_problems(out, [(p.id, p.title, p.difficulty, ", ".join(p.tags)) for p in probs])
 
 
 @cli.command("show")

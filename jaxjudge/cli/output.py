@@ -52,3 +52,22 @@ def print_report(report: Report) -> None:
     total = report.timings.get("total")
     if total is not None:
         out.print(f"[dim]graded in {total:.2f} s[/]")
+
+
+
+def print_problems(console: Console, rows: list[tuple[str, str, str, str]]) -> None:
+    """(id, title, difficulty, tags) rows. An id is never cut or wrapped, however narrow the
+    terminal (it is what a learner copies into `-p`): the other columns give way, and below
+    the room for a readable table each problem is one plain line."""
+    width = max((len(row[0]) for row in rows), default=2)
+    if console.width < width + 40:
+        for pid, title, difficulty, _tags in rows:
+            console.print(Text(f"{pid}  {difficulty}  {title}"), soft_wrap=True)
+        return
+    table = Table()
+    table.add_column("id", no_wrap=True, min_width=width, overflow="ignore")
+    for col in ("title", "difficulty", "tags"):
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)

@@ -22,9 +22,8 @@ import typer
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.markup import escape
-from rich.table import Table
 
-from jaxjudge.cli.output import print_report
+from jaxjudge.cli.output import print_problems, print_report
 from jaxjudge.client.remote import (
     DEFAULT_TIMEOUT,
     ClientError,
@@ -153,13 +152,9 @@ def remote_problems(server: str, as_json: bool) -> None:
         ]
         sys.stdout.write(json.dumps(rows) + "\n")
         return
-    table = Table()
-    for col in ("id", "title", "difficulty", "tags"):
-        table.add_column(col)
-    for p in problems:
-        table.add_row(*(escape(clean_text(v)) for v in
-                        (p.id, p.title, p.difficulty, ", ".join(p.tags))))
-    Console().print(table)
+    rows = [tuple(escape(clean_text(v)) for v in (p.id, p.title, p.difficulty, ", ".join(p.tags)))
+            for p in problems]
+    print_problems(Console(), rows)  # type: ignore[arg-type]
 
 
 def remote_show(server: str, problem_id: str, starter: bool) -> None:
