@@ -1,13 +1,29 @@
-"""Spec-level rules on stage A's jaxpr summary beyond checkpoints: which primitives are used.
+"""Spec-level rules on stage A's jaxpr summary beyond checkpoints: which primitives are used
+(`uses_primitive`), and whether a custom_vjp's result and backward rule make what `solve`
+returns (`custom_vjp_used`).
 
 The summary comes from the untrusted stage, so these rules explain; they score only when the
 program-level requirements named in `corroborated_by` pass (see
 jaxjudge.problems.package.Requirement). A requirement with `corroborated_by = []` states a property
 no exported program can show (which differentiation rule produced a gradient, say): it can fail a
 submission but earns no points.
+
+`custom_vjp_used` reads the summary's "custom_rules" record, which stage A writes beside the
+table (jaxjudge/stages/trace.py, `_CustomRuleCalls.report`) and keeps when the table is omitted:
+
+    {"functions": [{"kind": "custom_vjp" | "custom_jvp", "name": str, "library": bool,
+                    "output_used": bool, "bwd_run": bool, "bwd_used": bool}, ...],
+     "dropped": int}                         (flags absent: false; dropped absent: 0)
+    | {"omitted": str}                       (the dataflow was too large to follow)
+
+At most 64 functions and 64-character names; anything else is malformed and fails with a
+message saying so. A name reaches a message only when it is a plain identifier.
 """
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
 
 from pydantic import Field
 
@@ -55,3 +71,142 @@ def check_uses_primitive(summary: object, *, any_of: list[str], what: str, hint:
     if found:
         return RuleOutcome(True, f"Your traced program uses {what} ({found[0]}).")
     return RuleOutcome(False, f"No {what} was found in your traced program. {hint}".strip())
+
+
+# -- custom_vjp_used -------------------------------------------------------------------------------
+MAX_CUSTOM_FUNCTIONS = 64  # stage A records at most 32
+MAX_FUNCTION_NAME = 64
+_KINDS = ("custom_vjp", "custom_jvp")
+_FLAGS = ("library", "output_used", "bwd_run", "bwd_used")
+
+
+@dataclass(frozen=True)
+class _CustomFunction:
+    kind: str
+    name: str  # shown only when it is a plain identifier (it comes from the submission)
+    library: bool = False
+    output_used: bool = False
+    bwd_run: bool = False
+    bwd_used: bool = False
+
+    def named(self, what: str) -> str:
+        """"jax.custom_vjp `quantize`", or "jax.custom_vjp function" when the name is not a
+        plain identifier (a lambda, a partial, or anything a submission chose)."""
+        shown = self.name if _IDENTIFIER.fullmatch(self.name) else ""
+        return f"{what} `{shown}`" if shown else f"{what} function"
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+def _custom_functions(summary: object) -> tuple[list[_CustomFunction], int] | str:
+    """The summary's "custom_rules" record (see jaxjudge/stages/trace.py `_summary`): the
+    functions and how many were dropped, or the reason it was omitted. Raises _Malformed."""
+    if not isinstance(summary, dict):
+        raise _Malformed("the summary is not an object")
+    record = summary.get("custom_rules")
+    if record is None:
+        raise _Malformed("it has no record of the custom-derivative functions called")
+    if not isinstance(record, dict):
+        raise _Malformed("its record of custom-derivative functions is not an object")
+    if "omitted" in record:
+        reason = record["omitted"]
+        return reason[:MAX_REASON_CHARS] if isinstance(reason, str) else ""
+    raw, dropped = record.get("functions"), record.get("dropped", 0)
+    if not isinstance(raw, list) or len(raw) > MAX_CUSTOM_FUNCTIONS:
+        raise _Malformed(f"its list of custom-derivative functions is not a list of at most "
+                         f"{MAX_CUSTOM_FUNCTIONS}")
+    if type(dropped) is not int or dropped < 0:
+        raise _Malformed("its count of dropped custom-derivative functions is not a count")
+    functions = []
+    for entry in raw:
+        if not isinstance(entry, dict) or entry.get("kind") not in _KINDS:
+            raise _Malformed("a custom-derivative function has no valid kind")
+        name = entry.get("name", "")
+        if not isinstance(name, str) or len(name) > MAX_FUNCTION_NAME:
+            raise _Malformed("a custom-derivative function's name is not a short string")
+        flags = {k: entry.get(k, False) for k in _FLAGS}
+        if not all(type(v) is bool for v in flags.values()):
+            raise _Malformed("a custom-derivative function's flags are not booleans")
+        functions.append(_CustomFunction(entry["kind"], name, **flags))
+    return functions, dropped
+
+
+class CustomVjpUsedOptions(RuleOptions):
+    output: bool = Field(default=True, description="the custom_vjp's result must reach the "
+                                                   "returned values")
+    backward: bool = Field(default=True, description="its backward rule must produce a "
+                                                     "returned value (the gradient)")
+    hint: str = Field(default="", max_length=400, description="how to fix a failure")
+
+
+def _unused(f: _CustomFunction, output: bool, backward: bool) -> list[str]:
+    """What `f` lacks of the requirement, as clauses of the failure message."""
+    lacks = []
+    if output and not f.output_used:
+        lacks.append("its result does not reach the returned values")
+    if backward and not f.bwd_used:
+        lacks.append("what its backward rule computes does not reach the returned values"
+                     if f.bwd_run else "its backward rule is never used for the returned gradient")
+    return lacks
+
+
+@register("custom_vjp_used", "spec", CustomVjpUsedOptions)
+def check_custom_vjp_used(summary: object, *, output: bool = True, backward: bool = True,
+                          hint: str = "") -> RuleOutcome:
+    """A jax.custom_vjp that solve calls gives the returned values, and its backward rule the
+    returned gradient.
+
+    Reads the summary's "custom_rules" record: per custom-derivative function stage A saw
+    called, whether its result (`output_used`) and its backward rule's result (`bwd_used`)
+    reach what solve returns. JAX's own custom functions (`library`) do not count; a
+    custom_jvp found instead of a custom_vjp is named as such."""
+    what = "jax.custom_vjp"
+    if summary is None:
+        return RuleOutcome(False, f"Your function could not be traced, so the use of {what} "
+                                  "could not be checked: fix the error reported first.")
+    try:
+        found = _custom_functions(summary)
+    except _Malformed as exc:
+        too_large = isinstance(summary, dict) and "omitted" in summary
+        why = "The traced program is too large to summarize" if too_large else (
+            f"The trace summary could not be read ({exc})")
+        return RuleOutcome(False, f"{why}, so the use of {what} could not be checked.")
+    if isinstance(found, str):
+        why = f" ({found})" if found else ""
+        return RuleOutcome(False, f"The traced program is too large to follow{why}, so the use "
+                                  f"of {what} could not be checked.")
+    functions, dropped = found
+    own = [f for f in functions if not f.library]
+    vjps = [f for f in own if f.kind == "custom_vjp"]
+    more = (f" (only the first {len(functions)} custom-derivative functions called were "
+            "recorded)") if dropped else ""
+    if not vjps:
+        jvps = [f for f in own if f.kind == "custom_jvp"]
+        if jvps:
+            text = (f"Found a {jvps[0].named('jax.custom_jvp')}, not a {what}: a custom_jvp "
+                    "gives a forward-mode rule that JAX transposes, while this requirement asks "
+                    f"for your own backward rule, attached with .defvjp(fwd, bwd){more}.")
+        else:
+            text = f"No {what} function is called in solve{more}."
+        return RuleOutcome(False, f"{text} {hint}".strip())
+    passing = [f for f in vjps if not _unused(f, output, backward)]
+    if passing:
+        parts = []
+        if output:
+            parts.append("gives the returned values")
+        if backward:
+            parts.append("its backward rule produces the returned gradient")
+        done = ", and ".join(parts) if parts else "is called"
+        return RuleOutcome(True, f"Your {passing[0].named(what)} {done}.")
+    best = max(vjps, key=lambda f: (f.output_used + f.bwd_used, f.bwd_used, f.bwd_run))
+    lacks = _unused(best, output, backward)
+    closest = "" if len(vjps) == 1 else f" (the closest of {len(vjps)} {what} functions)"
+    fixes = []
+    if output and not best.output_used:
+        fixes.append("return its result, not a value computed beside it")
+    if backward and not best.bwd_used:
+        fixes.append("compute the returned gradient with jax.vjp or jax.grad through it, not "
+                     "with a formula")
+    return RuleOutcome(False, f"Your {best.named(what)}{closest} is called, but "
+                              + ", and ".join(lacks) + ": " + "; and ".join(fixes) + f"{more}.")

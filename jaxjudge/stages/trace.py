@@ -42,6 +42,7 @@ The detection is there so that honest shape-dependent code is graded on what it 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import numbers
 import operator
@@ -172,6 +173,12 @@ def summarize_jaxpr(jaxpr, checkpoint_prim, policies) -> dict:
                "dtypes": [lhs, rhs, result]}            (dot_general)
         plus "called": ["custom_vjp_call", ...] beside the table (see _CustomRuleCalls)
 
+    `_summary` adds "custom_rules" (see _CustomRuleCalls.report):
+        {"functions": [{"kind": "custom_vjp" | "custom_jvp", "name": str, "library": bool,
+                        "output_used": bool, "bwd_run": bool, "bwd_used": bool}, ...],
+         "dropped": int}                                       (the last three: custom_vjp only)
+        | {"omitted": reason}
+
     Each distinct sub-jaxpr object is summarized once and referred to by its index in the table
     (a jitted helper called 2,000 times is one entry, not 2,000 copies); "jaxprs" is absent when
     empty, the checkpoint keys are present only on checkpoint eqns, and "count" (absent: 1)
@@ -186,6 +193,8 @@ def summarize_jaxpr(jaxpr, checkpoint_prim, policies) -> dict:
     while len(table) < len(queue):
         eqns: list[dict] = []
         for eqn in queue[len(table)].eqns:
+            if eqn.primitive is _MARK:  # stage A's own marks (_CustomRuleCalls) are not shown
+                continue
             visited += 1
             if visited > MAX_EQNS:
                 return {"omitted": f"the traced program has more than {MAX_EQNS} distinct eqns"}
@@ -219,6 +228,16 @@ def summarize_jaxpr(jaxpr, checkpoint_prim, policies) -> dict:
     size = len(json.dumps(summary, separators=(",", ":")))
     if size > MAX_SUMMARY_BYTES:
         return {"omitted": f"the summary would take {size} bytes (limit {MAX_SUMMARY_BYTES})"}
+    return summary
+
+
+def _summary(jaxpr, calls: _CustomRuleCalls, checkpoint_prim, policies) -> dict:
+    """`summarize_jaxpr`, with what `calls` saw while `jaxpr` was traced: "called" beside the
+    table, and "custom_rules" (kept when the table is omitted: it is small and bounded)."""
+    summary = summarize_jaxpr(jaxpr, checkpoint_prim, policies)
+    if calls.found and "jaxprs" in summary:
+        summary["called"] = sorted(calls.found)
+    summary["custom_rules"] = calls.report(jaxpr)
     return summary
 
 
@@ -376,26 +395,101 @@ class _ShapeDecisions:
 
 class _CustomRuleCalls:
     """Which custom-derivative functions (`jax.custom_vjp`, `jax.custom_jvp`) are called while
-    `solve` is traced. A jaxpr keeps no trace of one that was only differentiated (through
-    `jax.vjp` or `jax.grad` its rule is applied and the call disappears), so the summary
-    records the calls beside the table, under the primitive names newer JAX prints. Untrusted
-    like everything here: a spec-level rule reads it to explain, never to pay points."""
+    `solve` is traced, and, for each custom_vjp function, whether its output and its backward
+    rule's output reach what `solve` returns (see `custom_rules`). Untrusted like everything
+    here: a spec-level rule reads it to explain, never to pay points.
+
+    A jaxpr keeps no trace of a custom_vjp that was only differentiated (through `jax.vjp` or
+    `jax.grad` its rules are applied and the call disappears), so the calls are watched at
+    `__call__`: `found` holds the primitive names newer JAX prints, and a custom_vjp defined
+    outside jax's own packages gets marks: its result, and its backward rule's result whenever
+    that rule runs (the backward rule is swapped for a wrapper for the duration of the call;
+    JAX keeps the wrapper it read then), pass through `_marker()`, an identity primitive with a
+    tag ("out" or "bwd", the function's index). The marks are eqns of the traced jaxpr, so the
+    dataflow from them to the outputs (`_Reach`) says which were used; they lower to nothing,
+    so the exported program is the same as without them."""
 
     NAMES = (("custom_vjp", "custom_vjp_call"), ("custom_jvp", "custom_jvp_call"))
+    MAX_FUNCTIONS = 32  # distinct custom functions recorded; later ones are counted as dropped
 
     def __init__(self, jax: Any) -> None:
         self.found: set[str] = set()
-        self._targets = [(getattr(jax, attr), name) for attr, name in self.NAMES
+        self.functions: list[dict[str, Any]] = []  # {"kind", "name", "library"} per function
+        self.bwd_run: set[int] = set()  # indices of functions whose backward rule ran
+        self.dropped = 0
+        self._jax = jax
+        self._mark = _marker()
+        self._index: dict[int, int] = {}
+        self._keep: list[Any] = []  # the recorded functions, alive so their ids stay unique
+        self._targets = [(getattr(jax, attr), attr, name) for attr, name in self.NAMES
                          if isinstance(getattr(jax, attr, None), type)]
         self._saved: list[tuple[type, Any]] = []
 
+    def _record(self, obj: Any, kind: str) -> int | None:
+        k = self._index.get(id(obj))
+        if k is None:
+            if len(self.functions) >= self.MAX_FUNCTIONS:
+                self.dropped += 1
+                return None
+            k = self._index[id(obj)] = len(self.functions)
+            self._keep.append(obj)
+            fun = getattr(obj, "fun", None)
+            name = getattr(fun, "__name__", None) or getattr(obj, "__name__", None)
+            module = getattr(fun, "__module__", None)
+            library = isinstance(module, str) and module.split(".")[0] in ("jax", "jaxlib")
+            self.functions.append({"kind": kind, "name": str(name)[:64] if name else "",
+                                   "library": library})
+        return k
+
+    def _marked(self, tree: Any, role: str, k: int) -> Any:
+        """`tree` with every array leaf passed through the marker (tag (role, k))."""
+        jax, mark = self._jax, self._mark
+        try:
+            return jax.tree_util.tree_map(
+                lambda v: mark.bind(v, tag=(role, k)) if isinstance(v, jax.Array) else v, tree)
+        except Exception:
+            return tree
+
+    def _marking_bwd(self, bwd: Any, k: int) -> Any:
+        @functools.wraps(bwd)
+        def marked_bwd(*args: Any, **kwargs: Any) -> Any:
+            self.bwd_run.add(k)
+            return self._marked(bwd(*args, **kwargs), "bwd", k)
+
+        marked_bwd._jaxjudge_marks = k  # type: ignore[attr-defined]
+        return marked_bwd
+
+    def _call_vjp(self, orig: Any, obj: Any, args: Any, kwargs: Any) -> Any:
+        k = self._record(obj, "custom_vjp")
+        if k is None or self.functions[k]["library"]:
+            return orig(obj, *args, **kwargs)
+        bwd = getattr(obj, "bwd", None)
+        swapped = False
+        # Not again when a rule calls its own function (the reference's fwd does): one mark.
+        if callable(bwd) and getattr(bwd, "_jaxjudge_marks", None) is None:
+            try:
+                obj.bwd = self._marking_bwd(bwd, k)
+                swapped = True
+            except Exception:
+                pass
+        try:
+            out = orig(obj, *args, **kwargs)
+        finally:
+            if swapped:
+                with contextlib.suppress(Exception):
+                    obj.bwd = bwd
+        return self._marked(out, "out", k)
+
     def __enter__(self) -> _CustomRuleCalls:
-        for cls, name in self._targets:
+        for cls, kind, name in self._targets:
             orig = cls.__call__
 
-            def call(obj: Any, *args: Any, _orig: Any = orig, _name: str = name,
-                     **kwargs: Any) -> Any:
+            def call(obj: Any, *args: Any, _orig: Any = orig, _kind: str = kind,
+                     _name: str = name, **kwargs: Any) -> Any:
                 self.found.add(_name)
+                if _kind == "custom_vjp":
+                    return self._call_vjp(_orig, obj, args, kwargs)
+                self._record(obj, _kind)
                 return _orig(obj, *args, **kwargs)
 
             self._saved.append((cls, orig))
@@ -406,6 +500,164 @@ class _CustomRuleCalls:
         while self._saved:
             cls, orig = self._saved.pop()
             cls.__call__ = orig  # type: ignore[method-assign]
+
+    def report(self, jaxpr: Any) -> dict:
+        """The summary's "custom_rules": per recorded function, whether its output and its
+        backward rule's output reach `jaxpr`'s outputs, or {"omitted": why} when the dataflow
+        is too large to follow."""
+        reached: set = set()
+        if any(f["kind"] == "custom_vjp" and not f["library"] for f in self.functions):
+            try:
+                reached = _Reach(self._mark).outputs_of(jaxpr)
+            except _FlowTooLarge as exc:
+                return {"omitted": str(exc)[:200]}
+        functions = []
+        for k, f in enumerate(self.functions):
+            entry = dict(f)
+            if f["kind"] == "custom_vjp" and not f["library"]:
+                entry["output_used"] = ("out", k) in reached
+                entry["bwd_run"] = k in self.bwd_run
+                entry["bwd_used"] = ("bwd", k) in reached
+            functions.append(entry)
+        result: dict = {"functions": functions}
+        if self.dropped:
+            result["dropped"] = self.dropped
+        return result
+
+
+_MARK: Any = None
+
+
+def _marker() -> Any:
+    """The identity primitive that tags a custom_vjp's values (see _CustomRuleCalls): the same
+    rules as `jax.ad_checkpoint.checkpoint_name`'s (the tangent is not marked, it lowers to its
+    operand), under a name of its own so that no remat policy selects it by name."""
+    global _MARK
+    if _MARK is None:
+        from jax.extend.core import Primitive
+        from jax.interpreters import ad, batching, mlir
+
+        mark = Primitive("jaxjudge_mark")
+        mark.def_impl(lambda x, *, tag: x)
+        mark.def_abstract_eval(lambda x, *, tag: x)
+        ad.primitive_jvps[mark] = lambda xs, ts, *, tag: (mark.bind(xs[0], tag=tag), ts[0])
+        batching.primitive_batchers[mark] = (
+            lambda xs, dims, *, tag: (mark.bind(xs[0], tag=tag), dims[0]))
+        mlir.register_lowering(mark, lambda ctx, x, *, tag: [x])
+        _MARK = mark
+    return _MARK
+
+
+class _FlowTooLarge(Exception):
+    """The dataflow walk ran out of its budget (steps or nesting depth)."""
+
+
+class _Reach:
+    """Which marks (`_marker()` eqns) the outputs of a jaxpr depend on: a backward liveness
+    walk from the outputs, into sub-jaxprs with their own outputs' liveness (positional for
+    calls such as pjit, closed_call, checkpoint and custom_vjp_call; per branch for cond; to a
+    fixed point over the carry for scan and while, whose condition counts whole). An eqn whose
+    sub-jaxprs it does not know is taken whole: every output of every sub-jaxpr is live. Each
+    (jaxpr, live outputs) pair is walked once; bounded by MAX_FLOW_STEPS and MAX_FLOW_DEPTH."""
+
+    MAX_FLOW_STEPS = 2_000_000
+    MAX_FLOW_DEPTH = 200
+
+    def __init__(self, mark: Any) -> None:
+        from jax.extend.core import Literal
+
+        self.mark = mark
+        self.literal = Literal
+        self.reached: set = set()
+        self.steps = 0
+        self.memo: dict[tuple[int, tuple[bool, ...]], tuple[bool, ...]] = {}
+
+    def outputs_of(self, jaxpr: Any) -> set:
+        self.live_inputs(jaxpr, (True,) * len(jaxpr.outvars), 0)
+        return self.reached
+
+    def live_inputs(self, jaxpr: Any, live_out: tuple[bool, ...], depth: int
+                    ) -> tuple[bool, ...]:
+        """For each invar of `jaxpr`: whether a live output depends on it."""
+        key = (id(jaxpr), live_out)
+        known = self.memo.get(key)
+        if known is not None:
+            return known
+        if depth > self.MAX_FLOW_DEPTH:
+            raise _FlowTooLarge(f"sub-jaxprs nest more than {self.MAX_FLOW_DEPTH} deep")
+        live = {v for v, on in zip(jaxpr.outvars, live_out, strict=False)
+                if on and not isinstance(v, self.literal)}
+        for eqn in reversed(jaxpr.eqns):
+            self.steps += 1
+            if self.steps > self.MAX_FLOW_STEPS:
+                raise _FlowTooLarge(f"more than {self.MAX_FLOW_STEPS} eqns to follow")
+            outs = tuple(v in live for v in eqn.outvars)
+            if not any(outs):
+                continue
+            ins = self.eqn_inputs(eqn, outs, depth)
+            for v, on in zip(eqn.invars, ins, strict=False):
+                if on and not isinstance(v, self.literal):
+                    live.add(v)
+        result = tuple(v in live for v in jaxpr.invars)
+        self.memo[key] = result
+        return result
+
+    def eqn_inputs(self, eqn: Any, outs: tuple[bool, ...], depth: int) -> tuple[bool, ...]:
+        """Which invars of `eqn` its live outputs `outs` depend on."""
+        every = (True,) * len(eqn.invars)
+        if eqn.primitive is self.mark:
+            tag = eqn.params.get("tag")
+            if isinstance(tag, tuple):
+                self.reached.add(tag)
+            return every
+        subs = [s for v in eqn.params.values() for s in _sub_jaxprs(v)]
+        if not subs:
+            return every
+        name, params, n_in, n_out = eqn.primitive.name, eqn.params, len(eqn.invars), len(outs)
+        d = depth + 1
+        if name == "cond" and all(len(b.invars) == n_in - 1 and len(b.outvars) == n_out
+                                  for b in subs):
+            ins = [False] * (n_in - 1)
+            for branch in subs:
+                ins = [a or b for a, b in zip(ins, self.live_inputs(branch, outs, d), strict=True)]
+            return (True, *ins)
+        if name == "scan" and len(subs) == 1 and len(subs[0].invars) == n_in:
+            nc, nk = params.get("num_consts"), params.get("num_carry")
+            if type(nc) is int and type(nk) is int and len(subs[0].outvars) == n_out:
+                carry = list(outs[:nk])
+                ins = self._loop(subs[0], carry, list(outs[nk:]), nc, d)
+                return (*ins[:nc], *carry, *ins[nc + nk:])
+        if name == "while":
+            cond = next(_sub_jaxprs(params.get("cond_jaxpr")), None)
+            body = next(_sub_jaxprs(params.get("body_jaxpr")), None)
+            cn, bn = params.get("cond_nconsts"), params.get("body_nconsts")
+            if (cond is not None and body is not None and type(cn) is int and type(bn) is int
+                    and len(cond.invars) == cn + n_out and len(body.outvars) == n_out
+                    and len(body.invars) == bn + n_out == n_in - cn):
+                in_cond = self.live_inputs(cond, (True,) * len(cond.outvars), d)
+                carry = [a or b for a, b in zip(outs, in_cond[cn:], strict=True)]
+                in_body = self._loop(body, carry, [], bn, d)
+                return (*in_cond[:cn], *in_body[:bn], *carry)
+        if len(subs) == 1 and len(subs[0].invars) == n_in and len(subs[0].outvars) == n_out:
+            return self.live_inputs(subs[0], outs, d)
+        for sub in subs:
+            self.live_inputs(sub, (True,) * len(sub.outvars), d)
+        return every
+
+    def _loop(self, body: Any, carry: list[bool], rest: list[bool], n_consts: int,
+              depth: int) -> tuple[bool, ...]:
+        """A loop body whose outputs are the carry then `rest`, and whose inputs are
+        `n_consts` consts, the carry, then the rest: its live inputs once the live `carry`
+        (updated in place) no longer grows. The carry's initial values are live where the
+        carry is: a loop may run zero times."""
+        while True:
+            ins = self.live_inputs(body, (*carry, *rest), depth)
+            grown = False
+            for i, on in enumerate(ins[n_consts:n_consts + len(carry)]):
+                if on and not carry[i]:
+                    carry[i] = grown = True
+            if not grown:
+                return ins
 
 
 class _NeedsConcreteShapes(Exception):
@@ -450,6 +702,7 @@ def prepare() -> tuple:
         import numpy as np
 
         closed = jax.make_jaxpr(jax.checkpoint(lambda v: v))(np.float32(1))
+        _marker()
         _PREPARED = (closed.eqns[0].primitive, _policy_names(jax))
     return _PREPARED
 
@@ -614,9 +867,7 @@ def main(job_dir: str) -> int:
                 closed = jitted.trace(*args).jaxpr  # jax >= 0.4.38 (pyproject's floor)
             if decisions.found:
                 raise _NeedsConcreteShapes(decisions.found)
-            summary = summarize_jaxpr(closed.jaxpr, checkpoint_prim, policies)
-            if calls.found and "jaxprs" in summary:
-                summary["called"] = sorted(calls.found)
+            summary = _summary(closed.jaxpr, calls, checkpoint_prim, policies)
             timings["trace"] = time.perf_counter() - t2
             t3 = time.perf_counter()
             with decisions:  # the trace is cached, but lowering may call back into user code
@@ -643,9 +894,7 @@ def main(job_dir: str) -> int:
         calls = _CustomRuleCalls(jax)
         with calls:
             closed = make_jaxpr(fn)(*args)
-        result["jaxpr"] = summarize_jaxpr(closed.jaxpr, checkpoint_prim, policies)
-        if calls.found and "jaxprs" in result["jaxpr"]:
-            result["jaxpr"]["called"] = sorted(calls.found)
+        result["jaxpr"] = _summary(closed.jaxpr, calls, checkpoint_prim, policies)
     except BaseException as exc:
         result.update(status="trace_error", message=_short_traceback(exc, source_name),
                       error_type=type(exc).__name__[:100])

@@ -1,0 +1,442 @@
+"""Spec-level `custom_vjp_used` on summaries that stage A's own code makes from real traces (the
+marks `_CustomRuleCalls` puts on a custom_vjp's result and backward rule, the dataflow `_Reach`
+follows to the returned values), and on hostile summaries: it never raises, and a summary that
+does not have the documented shape fails with a message saying so."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import export
+
+from jaxjudge.rules import RULES, SPEC_RULES
+from jaxjudge.rules.summary import check_custom_vjp_used
+from jaxjudge.stages import trace
+
+# -- submissions, in-process ----------------------------------------------------------------------
+
+
+def _sign(x: jax.Array) -> jax.Array:
+    return jnp.where(x >= 0, 1.0, -1.0).astype(x.dtype)
+
+
+def _band(x: jax.Array, g: jax.Array) -> jax.Array:
+    return jnp.where(jnp.abs(x) <= 1.0, g, jnp.zeros_like(g))
+
+
+def _quantize(fwd_calls_itself: bool = True) -> Any:
+    """A fresh clipped-STE custom_vjp (fresh: jax caches traces per function object)."""
+
+    @jax.custom_vjp
+    def quantize(x: jax.Array) -> jax.Array:
+        return _sign(x)
+
+    def fwd(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return (quantize(x) if fwd_calls_itself else _sign(x)), x
+
+    quantize.defvjp(fwd, lambda x, g: (_band(x, g),))
+    return quantize
+
+
+def _reference() -> Callable[..., Any]:
+    q = _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        _, vjp = jax.vjp(q, x)
+        return {"y": q(x), "dx": vjp(g)[0]}
+
+    return solve
+
+
+def _vjp_only() -> Callable[..., Any]:
+    q = _quantize(fwd_calls_itself=False)
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        y, vjp = jax.vjp(q, x)
+        return {"y": y, "dx": vjp(g)[0]}
+
+    return solve
+
+
+def _grad_of_sum() -> Callable[..., Any]:
+    q = _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        return {"y": q(x), "dx": jax.grad(lambda v: jnp.sum(q(v) * g))(x)}
+
+    return solve
+
+
+def _jit_in_scan() -> Callable[..., Any]:
+    """grad of a jitted loss, per element in a scan; y from a jitted call of q."""
+    q = _quantize()
+    loss = jax.jit(lambda v, gi: jnp.sum(q(v) * gi))
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        def step(c: jax.Array, xg: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+            return c, jax.grad(loss)(*xg)
+
+        _, dx = jax.lax.scan(step, 0.0, (x.reshape(-1, 1), g.reshape(-1, 1)))
+        return {"y": jax.jit(q)(x), "dx": dx.reshape(-1)}
+
+    return solve
+
+
+def _vmap_checkpoint() -> Callable[..., Any]:
+    q = _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        dx = jax.vmap(jax.grad(lambda v, gi: jax.checkpoint(q)(v) * gi))(x, g)
+        return {"y": q(x), "dx": dx}
+
+    return solve
+
+
+def _while_and_cond() -> Callable[..., Any]:
+    q = _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        def body(c: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+            return c[0] + 1, c[1] + jax.vjp(q, x)[1](g)[0]
+
+        _, dx = jax.lax.while_loop(lambda c: c[0] < 1, body, (0, jnp.zeros_like(x)))
+        return {"y": jax.lax.cond(x[0] > 0, q, q, x), "dx": dx}
+
+    return solve
+
+
+def _nondiff_argnums() -> Callable[..., Any]:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def quantize(x: jax.Array, bound: float) -> jax.Array:
+        return _sign(x)
+
+    quantize.defvjp(lambda x, bound: (_sign(x), x),
+                    lambda bound, x, g: (jnp.where(jnp.abs(x) <= bound, g, 0.0),))
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        y, vjp = jax.vjp(lambda v: quantize(v, 1.0), x)
+        return {"y": y, "dx": vjp(g)[0]}
+
+    return solve
+
+
+def _thrown_away() -> Callable[..., Any]:
+    q = _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        q(x)
+        return {"y": _sign(x), "dx": _band(x, g)}
+
+    return solve
+
+
+def _thrown_away_in_a_helper() -> Callable[..., Any]:
+    """A jitted helper returns the custom_vjp's result beside the real one; solve drops it."""
+    q = _quantize()
+    helper = jax.jit(lambda x: (q(x), _sign(x)))
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        _, y = helper(x)
+        return {"y": y, "dx": _band(x, g)}
+
+    return solve
+
+
+def _dropped_carry() -> Callable[..., Any]:
+    """The custom_vjp's result is a scan carry that solve never returns."""
+    q = _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        (_, y), _ = jax.lax.scan(lambda c, _: ((q(x), _sign(x)), None), (x, x), None, length=2)
+        return {"y": y, "dx": _band(x, g)}
+
+    return solve
+
+
+def _identity_wrapper() -> Callable[..., Any]:
+    @jax.custom_vjp
+    def passthrough(v: jax.Array) -> jax.Array:
+        return v
+
+    passthrough.defvjp(lambda v: (v, None), lambda _, g: (g,))
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        return {"y": passthrough(_sign(x)), "dx": _band(x, g)}
+
+    return solve
+
+
+def _backward_never_reached() -> Callable[..., Any]:
+    q = _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        return {"y": q(x), "dx": _band(x, g)}
+
+    return solve
+
+
+def _backward_discarded() -> Callable[..., Any]:
+    q = _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        y, vjp = jax.vjp(q, x)
+        vjp(g)
+        return {"y": y, "dx": _band(x, g)}
+
+    return solve
+
+
+def _custom_jvp() -> Callable[..., Any]:
+    @jax.custom_jvp
+    def quantize(x: jax.Array) -> jax.Array:
+        return _sign(x)
+
+    quantize.defjvp(lambda p, t: (quantize(p[0]), _band(p[0], t[0])))
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        y, vjp = jax.vjp(quantize, x)
+        return {"y": y, "dx": vjp(g)[0]}
+
+    return solve
+
+
+def _library_custom_jvp_only() -> Callable[..., Any]:
+    """jax.nn.relu is a custom_jvp of jax's own: not the learner's, so not named."""
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        return {"y": _sign(x), "dx": jax.vjp(jax.nn.relu, x)[1](g)[0]}
+
+    return solve
+
+
+PASSING = [_reference, _vjp_only, _grad_of_sum, _jit_in_scan, _vmap_checkpoint, _while_and_cond,
+           _nondiff_argnums]
+FAILING = [
+    (_thrown_away, "`quantize` is called, but its result does not reach the returned values, "
+                   "and its backward rule is never used"),
+    (_thrown_away_in_a_helper, "its result does not reach the returned values, and its "
+                               "backward rule is never used"),
+    (_dropped_carry, "its result does not reach the returned values"),
+    (_identity_wrapper, "`passthrough` is called, but its backward rule is never used for the "
+                        "returned gradient"),
+    (_backward_never_reached, "`quantize` is called, but its backward rule is never used"),
+    (_backward_discarded, "what its backward rule computes does not reach the returned values"),
+    (_custom_jvp, "Found a jax.custom_jvp `quantize`, not a jax.custom_vjp"),
+    (_library_custom_jvp_only, "No jax.custom_vjp function is called in solve"),
+]
+
+
+def traced(make: Callable[..., Any], *, symbolic: bool = False) -> dict:
+    """Stage A's summary of a fresh `solve` (as its symbolic or per-signature path makes it)."""
+    n = export.symbolic_shape("N")[0] if symbolic else 5
+    spec = jax.ShapeDtypeStruct((n,), np.float32)
+    checkpoint, policies = trace.prepare()
+    calls = trace._CustomRuleCalls(jax)
+    with calls:
+        closed = jax.jit(make()).trace(spec, spec).jaxpr
+    return trace._summary(closed.jaxpr, calls, checkpoint, policies)
+
+
+# -- real traces ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", PASSING, ids=lambda f: f.__name__.strip("_"))
+def test_honest_styles_pass(make: Callable[..., Any]) -> None:
+    outcome = check_custom_vjp_used(traced(make))
+    assert outcome.passed, outcome.message
+    assert "its backward rule produces the returned gradient" in outcome.message
+
+
+@pytest.mark.parametrize(("make", "phrase"), FAILING, ids=lambda v: getattr(v, "__name__", "")
+                         .strip("_"))
+def test_decoys_fail_saying_what_was_found(make: Callable[..., Any], phrase: str) -> None:
+    outcome = check_custom_vjp_used(traced(make), hint="Use @jax.custom_vjp.")
+    assert not outcome.passed
+    assert phrase in outcome.message, outcome.message
+
+
+@pytest.mark.parametrize("make", [_reference, _vjp_only, _backward_never_reached],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_symbolic_shapes_trace_the_same(make: Callable[..., Any]) -> None:
+    assert traced(make, symbolic=True)["custom_rules"] == traced(make)["custom_rules"]
+
+
+def test_options_relax_either_half() -> None:
+    never_differentiated = traced(_backward_never_reached)
+    assert check_custom_vjp_used(never_differentiated, backward=False).passed
+    assert not check_custom_vjp_used(never_differentiated, output=False).passed
+    discarded_result = traced(_thrown_away_in_a_helper)
+    assert not check_custom_vjp_used(discarded_result, output=False).passed
+    only_called = check_custom_vjp_used(traced(_thrown_away), output=False, backward=False)
+    assert only_called.passed and "is called" in only_called.message
+    assert RULES["custom_vjp_used"].level == "spec"
+    assert SPEC_RULES["custom_vjp_used"] is check_custom_vjp_used
+
+
+def test_the_record_is_what_the_rule_reads() -> None:
+    summary = traced(_reference)
+    assert summary["custom_rules"] == {"functions": [
+        {"kind": "custom_vjp", "name": "quantize", "library": False, "output_used": True,
+         "bwd_run": True, "bwd_used": True}]}
+    names = {e["primitive"] for j in summary["jaxprs"] for e in j["eqns"]}
+    assert "jaxjudge_mark" not in names  # the marks are stage A's, not the submission's
+    relu = traced(_library_custom_jvp_only)["custom_rules"]["functions"]
+    assert [(f["kind"], f["library"]) for f in relu] == [("custom_jvp", True)]
+
+
+def _program(exported: Any) -> str:
+    """The program as stage B reads it: generic form, no debug info."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+
+    with mlir.make_ir_context():
+        module = ir.Module.parse(exported.mlir_module())
+        return module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
+
+
+@pytest.mark.parametrize("make", [_reference, _jit_in_scan, _vmap_checkpoint, _while_and_cond],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_the_marks_leave_the_exported_program_unchanged(make: Callable[..., Any]) -> None:
+    """Stage A exports the very trace it marked: the marks lower to nothing."""
+    spec = jax.ShapeDtypeStruct((5,), np.float32)
+    marked = jax.jit(make())
+    with trace._CustomRuleCalls(jax):
+        marked.trace(spec, spec)
+    with_marks = export.export(marked)(spec, spec)
+    plain = export.export(jax.jit(make()))(spec, spec)
+    assert _program(with_marks) == _program(plain)
+    x = np.array([-2.0, -1.0, -0.0, 0.5, 1.5], np.float32)
+    g = np.arange(1.0, 6.0, dtype=np.float32)
+    out = with_marks.call(x, g)
+    np.testing.assert_array_equal(out["y"], [-1.0, -1.0, 1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(out["dx"], [0.0, 2.0, 3.0, 4.0, 0.0])
+
+
+def test_the_watch_restores_what_it_swapped() -> None:
+    q = _quantize()
+    bwd, call = q.bwd, jax.custom_vjp.__call__
+    calls = trace._CustomRuleCalls(jax)
+    with calls:
+        jax.make_jaxpr(lambda x: jax.grad(lambda v: q(v).sum())(x))(jnp.ones(3))
+    assert q.bwd is bwd and jax.custom_vjp.__call__ is call and not calls._saved
+    assert calls.bwd_run == {0}
+
+
+def test_a_failing_custom_vjp_still_raises_its_own_error() -> None:
+    @jax.custom_vjp
+    def broken(x: jax.Array) -> jax.Array:
+        raise NotImplementedError("not written yet")
+
+    broken.defvjp(lambda x: (x, None), lambda _, g: (g,))
+    bwd = broken.bwd
+    with trace._CustomRuleCalls(jax), pytest.raises(NotImplementedError, match="not written"):
+        jax.make_jaxpr(broken)(jnp.ones(3))
+    assert broken.bwd is bwd
+
+
+def test_a_program_too_large_to_follow_is_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(trace._Reach, "MAX_FLOW_STEPS", 3)
+    summary = traced(_reference)
+    assert set(summary["custom_rules"]) == {"omitted"}
+    outcome = check_custom_vjp_used(summary)
+    assert not outcome.passed and "too large to follow (more than 3 eqns" in outcome.message
+    monkeypatch.setattr(trace._Reach, "MAX_FLOW_STEPS", 2_000_000)
+    monkeypatch.setattr(trace._Reach, "MAX_FLOW_DEPTH", 0)
+    deep = traced(_jit_in_scan)["custom_rules"]
+    assert "nest more than 0 deep" in deep["omitted"]
+
+
+# -- hostile summaries ----------------------------------------------------------------------------
+
+GOOD = {"kind": "custom_vjp", "name": "quantize", "library": False, "output_used": True,
+        "bwd_run": True, "bwd_used": True}
+
+
+def _with(*functions: Any, **record: Any) -> dict:
+    return {"root": 0, "jaxprs": [{"eqns": []}],
+            "custom_rules": {"functions": list(functions), **record}}
+
+
+def test_a_well_formed_summary_passes() -> None:
+    assert check_custom_vjp_used(_with(GOOD)).passed
+    table_omitted = {"omitted": "too big", "custom_rules": {"functions": [GOOD]}}
+    assert check_custom_vjp_used(table_omitted).passed  # the record is kept without the table
+
+
+@pytest.mark.parametrize(
+    ("summary", "phrase"),
+    [
+        (None, "could not be traced"),
+        ("summary", "the summary is not an object"),
+        ([], "the summary is not an object"),
+        ({"root": 0, "jaxprs": []}, "no record of the custom-derivative functions"),
+        ({"omitted": "x" * 10_000}, "too large to summarize"),
+        ({"custom_rules": []}, "is not an object"),
+        ({"custom_rules": {"omitted": "big"}}, "too large to follow (big)"),
+        ({"custom_rules": {"omitted": 7}}, "too large to follow, so"),
+        ({"custom_rules": {"functions": "quantize"}}, "not a list of at most 64"),
+        ({"custom_rules": {"functions": [GOOD] * 65}}, "not a list of at most 64"),
+        (_with(GOOD, dropped=-1), "dropped custom-derivative functions is not a count"),
+        (_with(GOOD, dropped=True), "dropped custom-derivative functions is not a count"),
+        (_with(GOOD, dropped="1"), "dropped custom-derivative functions is not a count"),
+        (_with("quantize"), "has no valid kind"),
+        (_with({**GOOD, "kind": "custom_vjp_call"}), "has no valid kind"),
+        (_with({**GOOD, "kind": ["custom_vjp"]}), "has no valid kind"),
+        (_with({**GOOD, "name": 3}), "name is not a short string"),
+        (_with({**GOOD, "name": "q" * 65}), "name is not a short string"),
+        (_with({**GOOD, "output_used": 1}), "flags are not booleans"),
+        (_with({**GOOD, "bwd_used": "true"}), "flags are not booleans"),
+        (_with({**GOOD, "library": None}), "flags are not booleans"),
+        (_with(), "No jax.custom_vjp function is called in solve"),
+        (_with({**GOOD, "library": True}), "No jax.custom_vjp function is called in solve"),
+        (_with({**GOOD, "kind": "custom_jvp"}), "Found a jax.custom_jvp `quantize`"),
+        (_with({"kind": "custom_vjp"}), "its result does not reach the returned values"),
+        (_with({**GOOD, "output_used": False}, dropped=40),
+         "only the first 1 custom-derivative functions called were recorded"),
+    ],
+)
+def test_hostile_summaries_fail_with_a_message(summary: object, phrase: str) -> None:
+    outcome = check_custom_vjp_used(summary)
+    assert not outcome.passed
+    assert phrase in outcome.message, outcome.message
+    assert len(outcome.message) < 1000
+
+
+def test_a_submitted_name_is_shown_only_when_it_is_an_identifier() -> None:
+    for name in ("<lambda>", "`x`; see [here](http://evil)", "", "a b", "q\n", "9lives"):
+        outcome = check_custom_vjp_used(_with({**GOOD, "name": name, "bwd_used": False}))
+        assert not outcome.passed
+        assert outcome.message.startswith("Your jax.custom_vjp function is called"), name
+        assert "evil" not in outcome.message and "<lambda>" not in outcome.message
+
+
+def test_the_closest_of_several_functions_is_described() -> None:
+    outcome = check_custom_vjp_used(_with(
+        {**GOOD, "name": "a", "output_used": False, "bwd_used": False, "bwd_run": False},
+        {**GOOD, "name": "b", "bwd_used": False}))
+    assert "`b` (the closest of 2 jax.custom_vjp functions) is called" in outcome.message
+    assert check_custom_vjp_used(_with({**GOOD, "name": "a", "bwd_used": False}, GOOD)).passed
+
+
+def test_the_rule_never_raises_on_random_json() -> None:
+    rng = np.random.default_rng(0)
+    leaves: list[Any] = [None, True, 0, -1, 1.5, "custom_vjp", "x" * 100, [], {}]
+    keys = ["kind", "name", "library", "output_used", "bwd_run", "bwd_used", "functions",
+            "dropped", "omitted", "custom_rules"]
+
+    def value(depth: int) -> Any:
+        if depth > 3 or rng.random() < 0.3:
+            return leaves[rng.integers(len(leaves))]
+        if rng.random() < 0.5:
+            return [value(depth + 1) for _ in range(rng.integers(3))]
+        return {keys[rng.integers(len(keys))]: value(depth + 1) for _ in range(rng.integers(4))}
+
+    for _ in range(2000):
+        outcome = check_custom_vjp_used({"custom_rules": value(0)})
+        assert isinstance(outcome.passed, bool) and outcome.message
