@@ -156,14 +156,33 @@ class Budget:
 
 
 @dataclass
+class Loop:
+    """One inlined `stablehlo.while`: the nodes it starts from, carries and returns, and the
+    steps its regions became (`steps[first:end]`, nested loops included; the back edges are
+    linked right after)."""
+
+    operands: tuple[int, ...]
+    results: tuple[int, ...]
+    cond_args: tuple[int, ...]
+    body_args: tuple[int, ...]
+    cond_returns: tuple[tuple[int, ...], ...]
+    body_returns: tuple[tuple[int, ...], ...]
+    first: int
+    end: int = -1
+
+
+@dataclass
 class Graph:
-    """The inlined program: steps in program order, main's arguments and results."""
+    """The inlined program: steps in program order, main's arguments and results; the op each
+    plain step came from (`ops[i]`, None for links and region ops) and the while loops."""
 
     steps: list[Step] = field(default_factory=list)
     n_nodes: int = 0
     main_args: list[int] = field(default_factory=list)
     main_results: list[int] = field(default_factory=list)
     budget: Budget = field(default_factory=Budget)
+    ops: list[Op | None] = field(default_factory=list)
+    loops: list[Loop] = field(default_factory=list)
     _consumers: list[list[int]] | None = None
     _producers: list[list[tuple[int, int]]] | None = None
 
@@ -258,8 +277,9 @@ def build_graph(module: Module) -> Graph:
         return found
 
     def emit(kind: Kind, name: str, operands: Iterable[int], results: Iterable[int],
-             type_: str = "") -> None:
+             type_: str = "", op: Op | None = None) -> None:
         g.steps.append(Step(kind, name, tuple(operands), tuple(results), type_))
+        g.ops.append(op)
         if len(g.steps) > MAX_INLINED_STEPS:
             raise ParseError(f"the program has more than {MAX_INLINED_STEPS} ops once inlined")
 
@@ -316,9 +336,16 @@ def build_graph(module: Module) -> Graph:
             for args in heads:
                 link(opd, args)
             backs = [[node(inst, v) for v in r.operands] for r in _region_returns(body)]
+            loop = Loop(
+                tuple(opd), tuple(res), tuple(heads[0]) if cond else (),
+                tuple(heads[-1]) if body else (),
+                tuple(tuple(node(inst, v) for v in r.operands) for r in _region_returns(cond)),
+                tuple(tuple(b) for b in backs), len(g.steps))
+            g.loops.append(loop)
 
             def after_loop(backs: list[list[int]] = backs, res: list[int] = res,
-                           heads: list[list[int]] = heads) -> None:
+                           heads: list[list[int]] = heads, loop: Loop = loop) -> None:
+                loop.end = len(g.steps)
                 for back in backs:
                     link(back, res)
                     for args in heads:
@@ -353,7 +380,7 @@ def build_graph(module: Module) -> Graph:
                 for block in reversed(region):
                     work.extend((o, inst) for o in reversed(block.ops))
             continue
-        emit(_KIND_BY_NAME.get(name, Kind.OTHER), name, opd, res, op.type)
+        emit(_KIND_BY_NAME.get(name, Kind.OTHER), name, opd, res, op.type, op)
     return g
 
 

@@ -7,7 +7,8 @@ blow. The generic form is regular enough for that: every op is
     %r:2, %s = "dialect.op"(%a, %b#1) [^succ] <{props}> ({regions}) {attrs} : (types) -> types
 
 and we only need the dataflow skeleton: op names, result and operand value names, the few
-attributes that link functions (`sym_name`, `callee`), and nested regions with block arguments.
+attributes that link functions (`sym_name`, `callee`), small constants and enum attributes
+(loop bounds and compare directions), and nested regions with block arguments.
 Types and attribute values are skipped (strings stay opaque). Every size and depth is capped; any
 violation raises `ParseError` with a short reason.
 """
@@ -322,6 +323,19 @@ class _Parser:
                 if value.startswith('"') and value.endswith('"') and len(value) >= 2:
                     value = value[1:-1]
                 into.setdefault(t.text, value)
+            elif (
+                depth == 0
+                and t.kind == "word"
+                and j + 6 < len(toks)
+                and toks[j + 1].text == "="
+                and toks[j + 2].text.startswith("#")
+                and toks[j + 3].text == "<"
+                and toks[j + 4].kind == toks[j + 5].kind == "word"
+                and toks[j + 6].text == ">"
+            ):
+                # An enum attribute, e.g. `comparison_direction = #stablehlo<comparison_direction
+                # LT>`: its value ("LT") by key (loop bounds read a compare's direction).
+                into.setdefault(t.text, toks[j + 5].text)
             elif (
                 depth == 0
                 and t.text == "value"
