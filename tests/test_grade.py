@@ -193,6 +193,20 @@ def test_messages_name_the_learners_file() -> None:
     assert "x.py" in hostile.message and "../" not in hostile.message
 
 
+@pytest.mark.parametrize("call", [
+    'jax.debug.print("x {}", x.sum())',
+    "x = jax.pure_callback(lambda v: v, jax.ShapeDtypeStruct(x.shape, x.dtype), x)",
+])
+def test_a_host_callback_is_named_as_not_allowed(call: str) -> None:
+    """Not jax.export's serialization error: what to remove, and why."""
+    source = REFERENCE.replace('    """Return {"loss"', f'    {call}\n    """Return {{"loss"', 1)
+    assert call in source
+    report = grade(PROBLEM, source, "run", limits=FAST)
+    assert report.verdict is Verdict.RUNTIME_ERROR
+    assert report.message.startswith("Host callbacks are not allowed"), report.message
+    assert "serialization" not in report.message
+
+
 @pytest.mark.parametrize("plant", ["symlink", "fifo"])
 def test_planted_result_file_is_not_believed(plant: str) -> None:
     """Stage A's result.json replaced by a symlink to the hidden tests (which the parent could

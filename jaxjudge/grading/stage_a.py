@@ -39,6 +39,13 @@ UNTRACEABLE = {
     "TracerIntegerConversionError",
     "NonConcreteBooleanIndexError",
 }
+# jax.export's refusal of a program that calls back into Python on the host (both JAX ends).
+HOST_CALLBACK = "serialization of host_callbacks"
+HOST_CALLBACK_MESSAGE = (
+    "Host callbacks are not allowed: jax.debug.print, jax.debug.callback, jax.pure_callback and "
+    "io_callback run Python on the host, and the judge runs only your exported program. Remove "
+    "them from solve (print outside jax.jit while you debug on your own machine)."
+)
 
 
 
@@ -126,6 +133,8 @@ class StageA(StageBase):
                     "concrete one (an `if`, `float()`, `int()` or numpy call on an array). Use "
                     "jnp/lax operations (jnp.where, lax.cond) instead.\n" + message,
                 )
+            if status == "export_error" and HOST_CALLBACK in message:
+                raise Decided(Verdict.RUNTIME_ERROR, HOST_CALLBACK_MESSAGE)
             step = "tracing" if status == "trace_error" else "exporting"
             raise Decided(Verdict.RUNTIME_ERROR, f"solve raised an error while {step}:\n{message}")
         if result.jax_version:

@@ -23,6 +23,7 @@ from jaxjudge.rules.dataflow import (
     propagate,
 )
 from jaxjudge.rules.expr import Expr
+from jaxjudge.rules.loops import LoopFinding, analyze_loops
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.program import MAX_TOTAL_CHARS
 from jaxjudge.rules.registry import RuleOptions, register
@@ -284,52 +285,22 @@ class LoopOptions(DimOptions):
         default=None, description="the loop's trip count as an expression (default: dim)")
 
 
-def _trip_counts(module: Module) -> list[int]:
-    """Constant bounds of the while loops: `i < N` in a loop's condition with N a constant."""
-    counts: list[int] = []
-    for fn in module.functions().values():
-        constants: dict[str, int] = {}
-        loops: list[Op] = []
-        stack = [op for region in fn.regions for block in region for op in block.ops]
-        while stack:
-            op = stack.pop()
-            if op.name == "stablehlo.constant" and len(op.results) == 1:
-                value = op.scalar_int()
-                if value is not None:
-                    constants[op.results[0]] = value
-            elif op.name == "stablehlo.while" and op.regions:
-                loops.append(op)
-            for region in op.regions:
-                for block in region:
-                    stack.extend(block.ops)
-        for loop in loops:
-            # A bound carried by the loop (fori_loop with an array bound) is the constant
-            # the loop was started with.
-            cond = loop.regions[0]
-            carried = dict(zip(cond[0].args, loop.operands, strict=False)) if cond else {}
-            for block in cond:
-                for op in block.ops:
-                    if op.name == "stablehlo.compare":
-                        for o in op.operands:
-                            o = carried.get(o, o)
-                            if o in constants:
-                                counts.append(constants[o])
-    return counts
-
-
 @register("loop_over_dim", "program", LoopOptions, static_shapes=True)
 def check_loop_over_dim(
     programs: Sequence[ProgramInfo], *, dim: str, trip_count: Expr | None = None
 ) -> RuleOutcome:
-    """One loop runs a number of steps that follows the dimension; the program does not grow.
+    """One loop runs exactly trip_count steps (worked out from its counter); no growth in dim.
 
-    Every program (one per input shape) has a while loop whose condition compares against the
-    trip count (default: the dimension), and programs differing only in the dimension have the
-    same size."""
+    Every program (one per input shape) has a while loop (scan, fori_loop, while_loop or map)
+    whose trip count, worked out from its counter's start, step and bound, is the trip count
+    (default: the dimension; see jaxjudge.rules.loops). Other loops may run beside it or
+    around it. Programs differing only in the dimension have the same size."""
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
     count = trip_count or Expr(dim)
+    budget = Budget()  # one for all of this grade's programs
+    failures: list[tuple[bool, int, str]] = []  # (the program has a loop, want, message)
     for item in parsed:
         p = item.program
         try:
@@ -337,14 +308,69 @@ def check_loop_over_dim(
         except (KeyError, ZeroDivisionError):
             return RuleOutcome(False, f"The trip count {count} cannot be evaluated for input "
                                       f"shapes {p.signature} (the program has no static shapes).")
-        found = _trip_counts(item.module)
-        if want not in found:
-            seen = ", ".join(str(c) for c in sorted(set(found))) or "no loop"
-            return RuleOutcome(False, (
-                f"For input shapes {_shapes(p)} no loop runs {count} = {want} steps (loop bounds "
-                f"found: {seen}). Iterate over {dim} with jax.lax.scan or jax.lax.fori_loop."))
+        try:
+            g = build_graph(item.module)
+            g.budget = budget
+            budget.spend(len(g.steps))
+            loops = analyze_loops(g)
+        except (ParseError, TooComplex) as exc:
+            return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
+                                      f"could not be analyzed ({exc}).")
+        if not any(loop.count == want for loop in loops):
+            failures.append((bool(loops), want, _loop_failure(p, loops, count, want, dim)))
+    if failures:  # the most telling: a program with loops, the longest one
+        return RuleOutcome(False, max(failures, key=lambda f: (f[0], f[1]))[2])
     growth = _growth(parsed, dim)
     if not growth.passed:
         return growth
     return RuleOutcome(True, f"A loop runs {count} steps for every input shape, and the program "
                              f"does not grow with {dim}.")
+
+
+def _plural(n: int) -> str:
+    return f"{n} step" + ("" if n == 1 else "s")
+
+
+def _steps(n: int, count: Expr, want: int, dim: str, dims: dict[str, int]) -> str:
+    """A found trip count, and how it relates to the wanted one: "7 steps (T - 1)"."""
+    text = str(count)
+    whole = text if text.isidentifier() else f"({text})"
+    tries: list[tuple[int, str]] = [(want, text)]
+    if text != dim and dim in dims:
+        tries += [(dims[dim], dim), (dims[dim] - 1, f"{dim} - 1"), (dims[dim] + 1, f"{dim} + 1")]
+    tries += [(want - 1, f"{text} - 1"), (want + 1, f"{text} + 1")]
+    tries += [(want // k, f"{whole} / {k}") for k in (2, 3, 4) if want % k == 0]
+    tries += [(want * k, f"{k} * {whole}") for k in (2, 3, 4)]
+    for value, label in tries:
+        if value == n and n > 0:
+            return f"{_plural(n)} ({label})"
+    return _plural(n)
+
+
+_UNKNOWN_FIX = (
+    "A loop's trip count is worked out from its counter: write the loop as jax.lax.scan, or "
+    "jax.lax.fori_loop with integer bounds (Python ints, or int32 values computed from them), "
+    "or a jax.lax.while_loop whose condition is only `i < n` on an integer counter that the "
+    "body advances by a constant step (i + 1, i + 4), with n computed from constants.")
+
+
+def _loop_failure(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int,
+                  dim: str) -> str:
+    shapes = _shapes(p)
+    if not loops:
+        return (f"For input shapes {shapes} no loop runs {count} = {_plural(want)} (the program "
+                f"has no loop). Iterate over {dim} with jax.lax.scan or jax.lax.fori_loop: a "
+                f"Python loop is unrolled into the program.")
+    unknown = sum(1 for loop in loops if loop.count is None)
+    counts = sorted({loop.count for loop in loops if loop.count is not None and
+                     loop.count != want}, reverse=True)
+    others = [f"a loop of {_steps(n, count, want, dim, p.dims)}" for n in counts]
+    if unknown:
+        others.append("a loop whose trip count could not be determined" if unknown == 1 else
+                      f"{unknown} loops whose trip counts could not be determined")
+    found = "; ".join(others)
+    fix = _UNKNOWN_FIX if unknown else (
+        f"Run one loop step per step of the computation: iterate over {dim} with "
+        f"jax.lax.scan or jax.lax.fori_loop so that it runs exactly {count} steps.")
+    return (f"For input shapes {shapes} no loop runs {count} = {_plural(want)} (found: {found}). "
+            f"{fix}")
