@@ -59,6 +59,17 @@ def test_within_tolerance_passes_and_outside_fails() -> None:
     assert c.max_abs_error == pytest.approx(0.5)
 
 
+def test_a_hidden_test_names_the_output_and_the_error_size_only() -> None:
+    """The expected value, the value got and the index would leak the hidden test."""
+    got = decode_output(tagged(w=((1.8125, 2.0),)))
+    c = compare(EXPECTED, got, rtol=1e-4, atol=1e-4, reveal=False)
+    assert not c.passed
+    assert c.message.startswith("grads.w is off by 0.812"), c.message
+    assert "1.8125" not in c.message and "expected 1" not in c.message
+    assert "[0, 0]" not in c.message
+    assert c.max_abs_error == pytest.approx(0.8125)
+
+
 def test_missing_and_extra_keys_are_named() -> None:
     node = tagged()
     del node["v"]["grads"]["v"]["b"]

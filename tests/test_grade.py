@@ -345,3 +345,16 @@ def test_grader_version_hashes_the_grading_code(tmp_path: Path) -> None:
     script.write_bytes(bytes(data))
     changed = _version_in(copy, tmp_path)[1]
     assert changed != mine and changed.startswith(BASE_VERSION + "+")
+
+
+def test_hidden_tests_never_show_expected_or_got_values() -> None:
+    wrong = (PROBLEM.submissions_dir / "wrong_forgets_b2.py").read_text()
+    report = grade(PROBLEM, wrong, "submit")
+    assert report.verdict is Verdict.WRONG_ANSWER
+    hidden = [t for t in report.tests if not t.visible and t.verdict is Verdict.WRONG_ANSWER]
+    visible = [t for t in report.tests if t.visible and t.verdict is Verdict.WRONG_ANSWER]
+    assert hidden and visible
+    for t in hidden:
+        assert " is off by " in t.message and "expected" not in t.message.split("·")[0], t
+        assert t.details is None
+    assert all("expected" in t.message for t in visible)  # examples keep the values

@@ -191,9 +191,12 @@ def compare(
     atol: float,
     dtype: str = "float32",
     leaf: Callable[[str], tuple[str, float, float]] | None = None,
+    reveal: bool = True,
 ) -> Comparison:
     """Compare one test's decoded output with the reference's expected output. `leaf(path)`
-    gives an output's (dtype, rtol, atol) when they differ per output."""
+    gives an output's (dtype, rtol, atol) when they differ per output. `reveal=False` (a hidden
+    test): a wrong value is named by its output and the size of its error only, never by an
+    index, the expected value or the value got, which would leak the hidden test."""
     problems: list[str] = []
     _walk_structure(expected, got, "", problems)
     if problems:
@@ -224,6 +227,13 @@ def compare(
                          float(exp[idx]), rtol, atol)
     if worst is not None:
         _, path, idx, g, e, rtol, atol = worst
+        if not reveal:
+            return Comparison(
+                False,
+                f"{path} is off by {abs(g - e):.3g}, more than atol={atol:g} + "
+                f"rtol={rtol:g}·|expected| allows",
+                max_err,
+            )
         where = f"[{', '.join(map(str, idx))}]" if idx else ""
         return Comparison(
             False,

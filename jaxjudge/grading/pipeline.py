@@ -208,7 +208,7 @@ class Grading(StageA, StageB):
                 try:
                     got_value = cmp.decode_output(out.value)
                     c = cmp.compare(case.expected, got_value, rtol=tol.rtol, atol=tol.atol,
-                                    leaf=self.plan.output_leaf)
+                                    leaf=self.plan.output_leaf, reveal=case.visible)
                 except cmp.TooDeep as exc:  # the program's output, not our decoder's fault
                     got_value, c = None, cmp.Comparison(False, str(exc))
                 except cmp.DecodeError as exc:
