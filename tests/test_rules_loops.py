@@ -1,5 +1,5 @@
 """Loop analysis for `loop_over_dim` (jaxjudge.rules.loops) on real exported programs: trip counts
-worked out from each loop's counter for every loop form."""
+worked out from each loop's counter for every loop form, and whether the loop does the work."""
 
 from __future__ import annotations
 
@@ -11,17 +11,24 @@ import jax.numpy as jnp
 import pytest
 from test_rules_structure import f32, program
 
+from jaxjudge.rules import RULES
 from jaxjudge.rules.dataflow import Budget, TooComplex, build_graph
 from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.loops import analyze_loops, fold_constants
+from jaxjudge.rules.registry import RuleConfigError, validate
 from jaxjudge.rules.stablehlo import parse_module
 from jaxjudge.rules.structure import check_loop_over_dim
 
 
-def counts(fn: Callable[..., Any], t: int, d: int = 3) -> list[int | None]:
-    """The trip count of every loop of fn exported at x of shape (t, d)."""
+def loops(fn: Callable[..., Any], t: int, d: int = 3, depends_on: tuple[str, ...] = ("a0",)):
+    """(trip count, does the work, why) of every loop of fn exported at x of shape (t, d)."""
     p = program(fn, {"T": t, "D": d}, f32(t, d))
-    return [f.count for f in analyze_loops(build_graph(parse_module(p.text)))]
+    g = build_graph(parse_module(p.text))
+    return [(f.count, f.works, f.why) for f in analyze_loops(g, p.args, depends_on)]
+
+
+def counts(fn: Callable[..., Any], t: int) -> list[int | None]:
+    return [c for c, _, _ in loops(fn, t)]
 
 
 def step(c: jax.Array, row: jax.Array) -> jax.Array:
@@ -170,6 +177,78 @@ def test_the_parser_reads_compare_directions() -> None:
     assert "LE" in found
 
 
+# -- does the loop do the work ----------------------------------------------------------------
+
+def idle_counter(x: jax.Array) -> jax.Array:
+    n = jax.lax.fori_loop(0, x.shape[0], lambda i, c: c + 1, 0)
+    _, rest = jax.lax.scan(lambda c, r: (step(c, r), step(c, r)), x[0], x[1:])
+    return jnp.concatenate([x[:1], rest]) * (n // x.shape[0])
+
+
+def zero_times_scan(x: jax.Array) -> jax.Array:
+    return jnp.cumsum(x, axis=0) + 0 * scan_rows(x)
+
+
+def where_false_scan(x: jax.Array) -> jax.Array:
+    return jnp.where(False, scan_rows(x), jnp.cumsum(x, axis=0))
+
+
+def stack_rows(x: jax.Array) -> jax.Array:
+    return jax.lax.fori_loop(0, x.shape[0], lambda i, out: out.at[i].set(x[i] * 2.0), x * 0)
+
+
+def carry_times_one(x: jax.Array) -> jax.Array:
+    c = jax.lax.fori_loop(0, x.shape[0], lambda i, c: c * 1.0, x[0])
+    return jnp.cumsum(x, axis=0) + c
+
+
+def ys_of_previous_carry(x: jax.Array) -> jax.Array:
+    return jax.lax.scan(lambda c, r: (step(c, r), c), x[0], x)[1]
+
+
+@pytest.mark.parametrize(("fn", "why"), [
+    (idle_counter, "counts"),
+    (zero_times_scan, "not_live"),
+    (where_false_scan, "not_live"),
+    (stack_rows, "no_data"),
+    (carry_times_one, "no_data"),
+])
+def test_a_loop_of_the_right_count_that_does_not_do_the_work(fn: Callable[..., Any],
+                                                            why: str) -> None:
+    right = [(w, y) for c, w, y in loops(fn, 6) if c == 6]
+    assert right == [(False, why)]
+
+
+@pytest.mark.parametrize("fn", [scan_rows, ys_of_previous_carry, while_countdown,
+                                map_over_inner_scan])
+def test_a_recurrence_does_the_work(fn: Callable[..., Any]) -> None:
+    assert any(works for _, works, _ in loops(fn, 6))
+
+
+def attention_like(q: jax.Array, k: jax.Array) -> jax.Array:
+    def body(c: jax.Array, kj: jax.Array) -> tuple[jax.Array, None]:
+        return c * 0.5 + q @ kj.T, None
+
+    return jax.lax.scan(body, jnp.zeros((q.shape[0], 2)), k.reshape(-1, 2, k.shape[1]))[0]
+
+
+def keys_only(q: jax.Array, k: jax.Array) -> jax.Array:
+    total = jax.lax.scan(lambda c, kj: (c + kj.sum(), None), 0.0, k.reshape(-1, 2, k.shape[1]))[0]
+    return q * total
+
+
+def test_the_carried_value_must_depend_on_every_named_input() -> None:
+    def run(fn: Callable[..., Any], depends_on: tuple[str, ...]) -> list[tuple[Any, ...]]:
+        p = program(fn, {"T": 4}, f32(4, 3), f32(4, 3))
+        g = build_graph(parse_module(p.text))
+        return [(f.count, f.works) for f in analyze_loops(g, p.args, depends_on)]
+
+    assert run(attention_like, ("a0", "a1")) == [(2, True)]
+    assert run(keys_only, ("a1",)) == [(2, True)]
+    assert run(keys_only, ("a0", "a1")) == [(2, False)]  # the loop never reads q
+    assert run(keys_only, ()) == [(2, True)]  # default: any input
+
+
 # -- the rule's messages ----------------------------------------------------------------------
 
 def per_t(fn: Callable[..., Any], ts: tuple[int, ...] = (4, 6)) -> list[Any]:
@@ -177,11 +256,19 @@ def per_t(fn: Callable[..., Any], ts: tuple[int, ...] = (4, 6)) -> list[Any]:
 
 
 def test_messages_name_the_trip_count_found() -> None:
-    short = check_loop_over_dim(per_t(while_from_one), dim="T")
+    short = check_loop_over_dim(per_t(while_from_one), dim="T", depends_on=("a0",))
     assert not short.passed
     # The longest program that has a loop is the one described.
     assert "For input shapes D=3, T=6 no loop runs T = 6 steps" in short.message
     assert "(found: a loop of 5 steps (T - 1))" in short.message
+    idle = check_loop_over_dim(per_t(idle_counter), dim="T", depends_on=("a0",))
+    assert not idle.passed and "a loop runs T = 6 steps, but it does not carry" in idle.message
+    assert "it carries nothing but its counter" in idle.message
+    assert "Other loops found: a loop of 5 steps (T - 1)" in idle.message
+    zero = check_loop_over_dim(per_t(zero_times_scan), dim="T", depends_on=("a0",))
+    assert not zero.passed and "multiplied by 0" in zero.message
+    stacked = check_loop_over_dim(per_t(stack_rows), dim="T", depends_on=("a0",))
+    assert not stacked.passed and "no value it carries is computed" in stacked.message
     half = check_loop_over_dim(per_t(scan_pairs, (8, 12)), dim="T", trip_count=Expr("T // 4"))
     assert not half.passed and "found: a loop of 6 steps (2 * (T // 4))" in half.message
     none = check_loop_over_dim(per_t(jnp.cumsum), dim="T")
@@ -189,7 +276,8 @@ def test_messages_name_the_trip_count_found() -> None:
 
 
 def test_the_pass_message_states_the_worked_out_count() -> None:
-    ok = check_loop_over_dim(per_t(fori_ceil_int32, (4, 8)), dim="T", trip_count=Expr("T // 4"))
+    ok = check_loop_over_dim(per_t(fori_ceil_int32, (4, 8)), dim="T",
+                             trip_count=Expr("T // 4"), depends_on=("a0",))
     assert ok.passed and ok.message.startswith("A loop runs T // 4 steps")
 
 
@@ -198,4 +286,14 @@ def test_the_analysis_is_bounded() -> None:
     g = build_graph(parse_module(p.text))
     g.budget = Budget(20)
     with pytest.raises(TooComplex):
-        analyze_loops(g)
+        analyze_loops(g, p.args, ("a0",))
+
+
+def test_depends_on_is_a_typed_option() -> None:
+    assert RULES["loop_over_dim"].static_shapes
+    opts = validate("loop_over_dim", "program", {"dim": "T", "depends_on": ["x", "params.w"]})
+    assert opts.depends_on == ("x", "params.w")  # type: ignore[attr-defined]
+    for bad in ({"dim": "T", "depends_on": "x"}, {"dim": "T", "depends_on": ["1x"]},
+                {"dim": "T", "depends_on": [f"a{i}" for i in range(40)]}):
+        with pytest.raises(RuleConfigError):
+            validate("loop_over_dim", "program", bad)

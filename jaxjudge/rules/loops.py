@@ -1,4 +1,4 @@
-"""Loop analysis for `loop_over_dim`: how many steps each while loop runs.
+"""Loop analysis for `loop_over_dim`: how many steps each while loop runs, and what it carries.
 
 Every `scan`, `fori_loop`, `while_loop` and `map` becomes a `stablehlo.while`; JAX 0.4.38 and
 0.10 lower them a little differently (the body inline or through `func.call`, a bound that is an
@@ -14,6 +14,11 @@ matches a lowering: it reads the inlined dataflow (`jaxjudge.rules.dataflow`).
   or EQ) with `iv` a carried integer whose body update is `iv + step` (or `iv - step`), the
   step, the bound and `iv`'s initial value folding to constants. The count is then worked out
   (`ceil((bound - start) / step)` for `<`); anything else has no known count.
+- **Does the work**: a carried value (not the counter, not a value passed along unchanged) is
+  computed in one pass of the body from its own previous value and from the named arguments
+  (through the loop's other values: its inputs, or other carried values that are), and the
+  loop's final value of it reaches the program's outputs through a dependence that no constant
+  folding cuts.
 
 All work is counted against the grade's `Budget` (one for all of a grade's programs), like the
 other program-level rules: a program built to be slow fails the rule instead of stalling it.
@@ -23,12 +28,16 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from jaxjudge.rules.dataflow import Graph, Kind, Loop, Step
+from jaxjudge.rules.dataflow import Graph, Kind, Loop, Step, TooComplex, propagate
 from jaxjudge.rules.stablehlo import Op, tensor_types
 
 MAX_TRIP_COUNT = 1 << 31
+MAX_LOOP_PASSES = 32  # passes over one loop's steps until its carried bits settle (nesting depth)
+MAX_NAMES = 16  # arguments a carried value must depend on
 _MAX_INT = 1 << 62
 
 
@@ -242,6 +251,61 @@ def fold_constants(g: Graph) -> list[Value]:
     return [None if isinstance(v, _Unset) else v for v in values]
 
 
+class Bits(Protocol):
+    def __getitem__(self, n: int, /) -> int: ...
+
+
+Transfer = Callable[[Step, Bits], "list[int] | None"]
+
+
+def make_transfer(values: list[Value]) -> Transfer:
+    """Dependence (`full_transfer`) without the dependences constant folding removes: a step
+    whose result is a constant depends on nothing, and a select on a constant predicate only
+    on the branch it takes."""
+
+    def transfer(step: Step, bits: Bits) -> list[int] | None:
+        if step.kind is Kind.TUPLE:
+            return [bits[o] for o in step.operands[: len(step.results)]]
+        if step.results and all(values[r] is not None for r in step.results):
+            return None
+        ops = step.operands
+        if step.name == "stablehlo.select" and len(ops) == 3 and values[ops[0]] is not None:
+            ops = (ops[1],) if values[ops[0]] else (ops[2],)
+        acc = 0
+        for o in ops:
+            acc |= bits[o]
+        return [acc] * len(step.results) if acc else None
+
+    return transfer
+
+
+def live_nodes(g: Graph, values: list[Value], targets: Sequence[int]) -> set[int]:
+    """Every node the targets depend on, except through constants (see `make_transfer`)."""
+    seen = set(targets)
+    stack = list(seen)
+    producers, budget = g.producers(), g.budget
+    while stack:
+        n = stack.pop()
+        if values[n] is not None:
+            continue  # a constant depends on nothing
+        for i, pos in producers[n]:
+            step = g.steps[i]
+            if pos >= 0:
+                budget.spend()
+                found: Sequence[int] = [step.operands[pos]] if pos < len(step.operands) else []
+            else:
+                budget.spend(max(1, len(step.operands)))
+                found = step.operands
+                if step.name == "stablehlo.select" and len(found) == 3 and (
+                        values[found[0]] is not None):
+                    found = (found[1],) if values[found[0]] else (found[2],)
+            for o in found:
+                if o not in seen:
+                    seen.add(o)
+                    stack.append(o)
+    return seen
+
+
 # -- trip counts ------------------------------------------------------------------------------
 
 def _origin(g: Graph, n: int) -> int:
@@ -356,20 +420,190 @@ def _step(g: Graph, values: list[Value], loop: Loop, ret: tuple[int, ...], p: in
     return None
 
 
-# -- findings --------------------------------------------------------------------------------
+# -- what a loop carries ----------------------------------------------------------------------
 
 @dataclass
 class LoopFinding:
-    """One while loop of the inlined program: its trip count (None: not proven)."""
+    """One while loop of the inlined program: its trip count (None: not proven) and whether it
+    carries the work (`works`), else `why` (for messages: "counts", "not_live", "no_data")."""
 
     count: int | None
+    works: bool = False
+    why: str = ""
 
 
-def analyze_loops(g: Graph) -> list[LoopFinding]:
-    """Every while loop of the program, in program order, with its trip count."""
+class _Local:
+    """Bit sets of one loop's steps, falling back to the whole program's for values the loop
+    reads from outside."""
+
+    def __init__(self, outside: list[int], seeds: dict[int, int], owned: set[int]) -> None:
+        self.outside, self.bits, self.owned = outside, dict(seeds), owned
+
+    def __getitem__(self, n: int) -> int:
+        if n in self.owned:
+            return self.bits.get(n, 0)
+        return self.outside[n]
+
+
+# Steps that compute (combine values arithmetically), as opposed to moving them around.
+_COMPUTES = frozenset({Kind.ADD, Kind.NEGATE, Kind.MULTIPLY, Kind.DIVIDE, Kind.CONTRACT,
+                       Kind.REDUCE, Kind.OTHER})
+
+
+def _settle(g: Graph, loop: Loop, local: _Local, transfer: Transfer) -> None:
+    """Propagate over the loop's steps until nothing changes (nested loops need passes)."""
+    for _ in range(MAX_LOOP_PASSES):
+        changed = False
+        for i in range(loop.first, loop.end):
+            step = g.steps[i]
+            g.budget.spend(max(1, len(step.operands)))
+            out = transfer(step, local)
+            if out is None:
+                continue
+            for r, b in zip(step.results, out, strict=False):
+                old = local.bits.get(r, 0)
+                if b and (old | b) != old:
+                    local.bits[r] = old | b
+                    changed = True
+        if not changed:
+            return
+    raise TooComplex("a loop's carried values did not settle")
+
+
+def _carries_work(g: Graph, values: list[Value], loop: Loop, data: list[int], n_names: int,
+                  live: set[int]) -> tuple[bool, str]:
+    """Whether the loop computes, at some step of its body, a value from its own previous
+    value of some carried state and from the named arguments (bits 0..n_names-1 of `data`),
+    and that computed value reaches the program's outputs through what the loop returns."""
+    if not loop.body_args or not loop.body_returns or loop.end < loop.first:
+        return False, "counts"
+    # Carried state: neither passed along unchanged nor a counter (`c + 1`).
+    unchanged = [all(p < len(ret) and _origin(g, ret[p]) == a for ret in loop.body_returns)
+                 for p, a in enumerate(loop.body_args)]
+    carried = [p for p in range(len(loop.body_args)) if not unchanged[p] and {
+        _step(g, values, loop, ret, p) for ret in loop.body_returns} == {None}]
+    if not carried:
+        return False, "counts"
+    k = len(carried)
+    names_mask = (1 << n_names) - 1
+    bit = {p: 1 << (n_names + j) for j, p in enumerate(carried)}
+    seeds: dict[int, int] = {}
+    for heads in (loop.body_args, loop.cond_args):
+        for p, a in enumerate(heads):
+            # Values passed along unchanged (the scanned arrays, closed-over inputs) are what
+            # the loop started with; a counter depends on nothing.
+            if p in bit:
+                seeds[a] = bit[p]
+            else:
+                seeds[a] = data[a] & names_mask if p < len(unchanged) and unchanged[p] else 0
+    owned = set(seeds)
+    for i in range(loop.first, loop.end):
+        owned.update(g.steps[i].results)
+    g.budget.spend(loop.end - loop.first)
+    base = make_transfer(values)
+
+    def returned(local: _Local, p: int) -> int:
+        acc = 0
+        for ret in loop.body_returns:
+            acc |= local[ret[p]] if p < len(ret) else 0
+        return acc
+
+    # 1. What each carried value is computed from in one step; the arguments reaching a carried
+    #    value directly or through other carried values (the running max feeding the sum).
+    first = _Local(data, seeds, owned)
+    _settle(g, loop, first, base)
+    direct = {p: returned(first, p) for p in carried}
+    reach = {p: direct[p] & names_mask for p in carried}
+    for _ in range(k + 1):
+        g.budget.spend(k)
+        grew = False
+        for p in carried:
+            extra = 0
+            for q in carried:
+                if q != p and direct[p] & bit[q]:
+                    extra |= reach[q]
+            if extra & ~reach[p]:
+                reach[p] |= extra
+                grew = True
+        if not grew:
+            break
+
+    # 2. A step that computes from a carried value and from the arguments (directly, or from
+    #    another carried value they reach) marks its result: the recurrence at work.
+    mixed_shift = n_names + k
+
+    def mixing(step: Step, bits: Bits) -> list[int] | None:
+        out = base(step, bits)
+        if out is None or step.kind not in _COMPUTES:
+            return out
+        union = out[0]
+        mark = 0
+        for j, p in enumerate(carried):
+            if not union & bit[p]:
+                continue
+            names = union & names_mask
+            for q in carried:
+                if q != p and union & bit[q]:
+                    names |= reach[q]
+            if names == names_mask:
+                mark |= 1 << (mixed_shift + j)
+        return [b | mark for b in out] if mark else out
+
+    # What the recurrence computed also comes back around the loop (a scan's `ys` recording
+    # the previous carry): its marks follow the back edges until they settle.
+    second = _Local(data, seeds, owned)
+    mixed_mask = ((1 << k) - 1) << mixed_shift
+    for _ in range(k + 1):
+        _settle(g, loop, second, mixing)
+        grew = False
+        for p in carried:
+            back = returned(second, p) & mixed_mask
+            for heads in (loop.body_args, loop.cond_args):
+                if p < len(heads) and back & ~second.bits.get(heads[p], 0):
+                    second.bits[heads[p]] = second.bits.get(heads[p], 0) | back
+                    grew = True
+        if not grew:
+            break
+    why = "no_data" if any(direct[p] & bit[p] for p in carried) else "counts"
+    for p in carried:
+        if returned(second, p) >> mixed_shift:
+            if p < len(loop.results) and loop.results[p] in live:
+                return True, ""
+            why = "not_live"
+    return False, why
+
+
+def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
+                  want: int | None = None) -> list[LoopFinding]:
+    """Every while loop of the program, in program order, with its trip count; whether it
+    carries the work is worked out for the loops that run `want` steps (all if None)."""
     values = fold_constants(g)
+    names = list(depends_on)
+    if len(names) > MAX_NAMES:
+        raise TooComplex(f"more than {MAX_NAMES} arguments to track")
+    seeds: dict[int, int] = {}  # one bit per name; without names, one bit for every argument
+    for node, path in zip(g.main_args, arg_paths, strict=False):
+        for i, name in enumerate(names):
+            if path == name or path.startswith(name + "."):
+                seeds[node] = seeds.get(node, 0) | (1 << i)
+        if not names:
+            seeds[node] = 1
     findings: list[LoopFinding] = []
+    data: list[int] | None = None
+    live: set[int] | None = None
     for loop in g.loops:
         counted = trip_count(g, values, loop)
-        findings.append(LoopFinding(None if counted is None else counted[0]))
+        if counted is None:
+            findings.append(LoopFinding(None, why="unknown"))
+            continue
+        n, _ = counted
+        finding = LoopFinding(n)
+        if want is None or n == want:
+            if data is None:
+                data = propagate(g, seeds, make_transfer(values))
+                live = live_nodes(g, values, g.main_results)
+            assert live is not None
+            finding.works, finding.why = _carries_work(
+                g, values, loop, data, max(1, len(names)), live)
+        findings.append(finding)
     return findings

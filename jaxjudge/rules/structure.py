@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
 from pydantic import Field
 
@@ -23,7 +24,7 @@ from jaxjudge.rules.dataflow import (
     propagate,
 )
 from jaxjudge.rules.expr import Expr
-from jaxjudge.rules.loops import LoopFinding, analyze_loops
+from jaxjudge.rules.loops import MAX_NAMES, LoopFinding, analyze_loops
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.program import MAX_TOTAL_CHARS
 from jaxjudge.rules.registry import RuleOptions, register
@@ -280,25 +281,36 @@ def check_independent_of_dim(programs: Sequence[ProgramInfo], *, dim: str) -> Ru
     return parsed if isinstance(parsed, RuleOutcome) else _growth(parsed, dim)
 
 
+_PATH = r"^[A-Za-z_][A-Za-z0-9_.]*$"
+
+
 class LoopOptions(DimOptions):
     trip_count: Expr | None = Field(
         default=None, description="the loop's trip count as an expression (default: dim)")
+    depends_on: tuple[Annotated[str, Field(pattern=_PATH)], ...] = Field(
+        default=(), max_length=MAX_NAMES,
+        description="input paths the loop's carried state is computed from at every step, "
+                    "e.g. [x] (default: any input)")
 
 
 @register("loop_over_dim", "program", LoopOptions, static_shapes=True)
 def check_loop_over_dim(
-    programs: Sequence[ProgramInfo], *, dim: str, trip_count: Expr | None = None
+    programs: Sequence[ProgramInfo], *, dim: str, trip_count: Expr | None = None,
+    depends_on: Sequence[str] = (),
 ) -> RuleOutcome:
-    """One loop runs exactly trip_count steps (worked out from its counter); no growth in dim.
+    """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
 
     Every program (one per input shape) has a while loop (scan, fori_loop, while_loop or map)
     whose trip count, worked out from its counter's start, step and bound, is the trip count
-    (default: the dimension; see jaxjudge.rules.loops). Other loops may run beside it or
-    around it. Programs differing only in the dimension have the same size."""
+    (default: the dimension), and that loop carries a value it updates at every step from its
+    previous value and from the `depends_on` inputs, which reaches the outputs (see
+    jaxjudge.rules.loops). Other loops may run beside it or around it. Programs differing only
+    in the dimension have the same size."""
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
     count = trip_count or Expr(dim)
+    names = _and(list(depends_on)) if depends_on else "the inputs"
     budget = Budget()  # one for all of this grade's programs
     failures: list[tuple[bool, int, str]] = []  # (the program has a loop, want, message)
     for item in parsed:
@@ -312,19 +324,29 @@ def check_loop_over_dim(
             g = build_graph(item.module)
             g.budget = budget
             budget.spend(len(g.steps))
-            loops = analyze_loops(g)
+            if len(g.main_args) != len(p.args):
+                return RuleOutcome(False, "The exported program could not be analyzed (its "
+                                          "arguments do not match their paths).")
+            loops = analyze_loops(g, p.args, depends_on, want)
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
-        if not any(loop.count == want for loop in loops):
-            failures.append((bool(loops), want, _loop_failure(p, loops, count, want, dim)))
+        if not any(loop.count == want and loop.works for loop in loops):
+            failures.append((bool(loops), want,
+                             _loop_failure(p, loops, count, want, dim, names)))
     if failures:  # the most telling: a program with loops, the longest one
         return RuleOutcome(False, max(failures, key=lambda f: (f[0], f[1]))[2])
     growth = _growth(parsed, dim)
     if not growth.passed:
         return growth
-    return RuleOutcome(True, f"A loop runs {count} steps for every input shape, and the program "
-                             f"does not grow with {dim}.")
+    return RuleOutcome(True, (
+        f"A loop runs {count} steps for every input shape and carries the computation (a value "
+        f"updated at every step from its previous value and {names}, reaching your outputs); "
+        f"the program does not grow with {dim}."))
+
+
+def _and(items: list[str]) -> str:
+    return " and ".join(items) if len(items) < 3 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def _plural(n: int) -> str:
@@ -354,20 +376,38 @@ _UNKNOWN_FIX = (
     "body advances by a constant step (i + 1, i + 4), with n computed from constants.")
 
 
-def _loop_failure(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int,
-                  dim: str) -> str:
+def _loop_failure(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int, dim: str,
+                  names: str) -> str:
     shapes = _shapes(p)
     if not loops:
         return (f"For input shapes {shapes} no loop runs {count} = {_plural(want)} (the program "
                 f"has no loop). Iterate over {dim} with jax.lax.scan or jax.lax.fori_loop: a "
                 f"Python loop is unrolled into the program.")
     unknown = sum(1 for loop in loops if loop.count is None)
+    right = [loop for loop in loops if loop.count == want]
     counts = sorted({loop.count for loop in loops if loop.count is not None and
                      loop.count != want}, reverse=True)
     others = [f"a loop of {_steps(n, count, want, dim, p.dims)}" for n in counts]
     if unknown:
         others.append("a loop whose trip count could not be determined" if unknown == 1 else
                       f"{unknown} loops whose trip counts could not be determined")
+    if right:
+        whys = {loop.why for loop in right}
+        if "not_live" in whys:
+            why = (f"what it computes from its previous value and {names} does not reach your "
+                   f"outputs (it is discarded, or multiplied by 0)")
+        elif "no_data" in whys:
+            why = (f"no value it carries is computed at each step from its previous value "
+                   f"together with {names} (a counter, or values passed along or stacked "
+                   f"without combining them with what the loop carries)")
+        else:
+            why = "it carries nothing but its counter and values it passes along unchanged"
+        beside = f" Other loops found: {', '.join(others)}." if others else ""
+        return (f"For input shapes {shapes} a loop runs {count} = {_plural(want)}, but it does "
+                f"not carry the computation: {why}.{beside} The loop over {dim} must carry the "
+                f"state of the computation (the scan carry, or the fori_loop/while_loop "
+                f"state), update it at every step from its previous value and {names}, and "
+                f"produce what your outputs are made of.")
     found = "; ".join(others)
     fix = _UNKNOWN_FIX if unknown else (
         f"Run one loop step per step of the computation: iterate over {dim} with "
