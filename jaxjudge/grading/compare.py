@@ -183,6 +183,12 @@ def _leaves(expected: Any, got: Any, path: str = ""):
         yield path, np.asarray(expected, dtype=np.float64), got
 
 
+def allowance(expected: Any, rtol: float, atol: float) -> Any:
+    """How far an output may be from `expected`, element-wise: atol + rtol * |expected|. The one
+    rule `compare` applies (authoring's margin check measures honest errors against it)."""
+    return atol + rtol * np.abs(expected)
+
+
 def compare(
     expected: Any,
     got: Any,
@@ -219,7 +225,7 @@ def compare(
         err = np.abs(val - exp)
         if err.size:
             max_err = max(max_err, float(err.max()))
-            excess = err - (atol + rtol * np.abs(exp))
+            excess = err - allowance(exp, rtol, atol)
             idx = np.unravel_index(int(np.argmax(excess)), excess.shape) if excess.ndim else ()
             over = float(excess[idx]) if excess.ndim else float(excess)
             if over > 0 and (worst is None or over > worst[0]):
