@@ -9,7 +9,7 @@ BLOCK = 4
 
 def solve(q, k, v):
     t, d = q.shape
-    qs = q / jnp.sqrt(jnp.float32(d))
+    qs = q / jnp.sqrt(jnp.asarray(d, q.dtype))
     kb = k.reshape(t // BLOCK, BLOCK, d)
     vb = v.reshape(t // BLOCK, BLOCK, d)
 

@@ -6,11 +6,10 @@ first step gives alpha * x_0 + (1 - alpha) * x_0 = x_0 and the loop runs exactly
 """
 
 import jax
-import jax.numpy as jnp
 
 
 def solve(x: jax.Array, alpha: jax.Array) -> dict[str, jax.Array]:
-    """{"ema": float32 (T, D)}: ema_0 = x_0, ema_t = alpha x_t + (1 - alpha) ema_{t-1}."""
+    """{"ema": (T, D) in x's dtype}: ema_0 = x_0, ema_t = alpha x_t + (1 - alpha) ema_{t-1}."""
     keep = 1.0 - alpha
 
     def step(prev: jax.Array, row: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -18,4 +17,4 @@ def solve(x: jax.Array, alpha: jax.Array) -> dict[str, jax.Array]:
         return cur, cur
 
     _, ema = jax.lax.scan(step, x[0], x)
-    return {"ema": ema.astype(jnp.float32)}
+    return {"ema": ema}
