@@ -11,7 +11,10 @@ before opening a pull request):
 4. `tests/examples.json` (`{"examples": [{name, inputs, output}]}`), if present, is reproduced
    by the reference to its printed decimals;
 5. the reference is graded `accepted` with full marks through the real sandboxed pipeline;
-6. every sample in `submissions/expected.toml` gets its verdict (and exactly its failed
+6. the tolerances leave every honest float32 order (the reference and the `accepted_*`
+   samples) at least MIN_MARGIN times its worst error against a float64 truth, on the tests and
+   the adversarial cases tests/generate.py declares (jaxjudge.authoring.margin);
+7. every sample in `submissions/expected.toml` gets its verdict (and exactly its failed
    requirements), and every requirement's failure mode has a sample.
 """
 
@@ -28,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxjudge.authoring.margin import MIN_MARGIN, measure_margins
 from jaxjudge.grading.grade import grade
 from jaxjudge.grading.report import Verdict
 from jaxjudge.problems.package import Problem, ProblemError, load_problem
@@ -43,7 +47,8 @@ class Check:
 
 
 def check_problem(
-    folder: Path, *, samples: bool = True, progress: Callable[[str], None] | None = None
+    folder: Path, *, samples: bool = True, margins: bool = True,
+    progress: Callable[[str], None] | None = None,
 ) -> list[Check]:
     """Run every check on one package; never raises for a broken package (it is a result)."""
     results: list[Check] = []
@@ -59,6 +64,9 @@ def check_problem(
         results.extend(step(problem))
     say("reference")
     results.append(_reference(problem))
+    if margins:
+        say("tolerance margins")
+        results.extend(margin_checks(problem))
     if samples:
         results.extend(_samples(problem, say))
     return results
@@ -150,6 +158,31 @@ def _reference(problem: Problem) -> Check:
               f"{report.timings.get('total', 0):.1f} s") if ok else (
         f"{report.verdict.value}: {report.message} {failed}")
     return Check("reference is accepted with full marks", ok, detail)
+
+
+def margin_checks(problem: Problem) -> Iterator[Check]:
+    """One check per output: its worst margin over every honest order and input (what went
+    wrong measuring it is a failed check too)."""
+    found = measure_margins(problem)
+    for error in found.errors:
+        yield Check("tolerance margins", False, f"{problem.id}: {error}")
+    if not found.worst and not found.errors:
+        yield Check("tolerance margins", False, f"{problem.id}: no output was measured")
+    for path, worst in sorted(found.worst.items()):
+        ok = worst.margin >= MIN_MARGIN
+        head = (_times(worst.margin) if ok else
+                f"{problem.id}: the tolerance of {path!r} leaves a margin of "
+                f"{worst.margin:.3g}x < {MIN_MARGIN:g}x (loosen it in problem.toml, or fix the "
+                "case or the sample)")
+        yield Check(f"tolerance margin {path!r}", ok, f"{head}; worst: {worst.describe()}")
+    if found.worst:
+        orders = ", ".join(f"{name} {_times(m)}" for name, m in sorted(found.by_sample.items()))
+        yield Check("tolerance margins measured", not found.errors,
+                    f"{found.summary()}; smallest margin per order: {orders}")
+
+
+def _times(margin: float) -> str:
+    return "exact" if margin == float("inf") else f"{margin:.3g}x"
 
 
 def _samples(problem: Problem, say: Callable[[str], None]) -> Iterator[Check]:

@@ -18,6 +18,13 @@ float64 truth (a rounding knife-edge where two correct programs could disagree),
 `tests/cases.json` one case per line. `--check` regenerates in memory and fails if the stored
 file differs by more than a tenth of the tolerance (another jax/XLA may round the last bits
 differently).
+
+A generator may also define `adversarial(rs)`, yielding `Case`s like `hidden` (`rs` is
+`RandomState(ADVERSARIAL_SEED)` of jaxjudge.authoring.margin): legal inputs where float32
+rounding is worst (sums that cancel near zero, near-tied large scores, parameters at the ends of
+their ranges). They are never written to cases.json nor graded: `jaxjudge check-problem`
+measures on them, and on the tests, how much of the tolerance honest float32 programs use
+(jaxjudge/authoring/margin.py).
 """
 
 from __future__ import annotations

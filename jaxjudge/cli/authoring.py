@@ -21,20 +21,27 @@ def register(cli: typer.Typer) -> None:
         samples: Annotated[
             bool, typer.Option("--samples/--no-samples", help="Also grade every sample.")
         ] = True,
+        margins: Annotated[
+            bool, typer.Option("--margins/--no-margins",
+                               help="Also measure the tolerances' margins over honest float32 "
+                                    "orders.")
+        ] = True,
     ) -> None:
-        """Validate a problem package: metadata and rules, tests, examples, the reference and
-        every sample's verdict. Exit status 0 when all checks pass, 1 otherwise."""
+        """Validate a problem package: metadata and rules, tests, examples, the reference, the
+        tolerances' margins and every sample's verdict. Exit status 0 when all checks pass, 1
+        otherwise."""
         from jaxjudge.authoring.check import check_problem
 
         if not (folder / "problem.toml").is_file():
             _err.print(f"[bold red]error:[/] {folder} has no problem.toml")
             raise typer.Exit(2)
         with _err.status("checking...") as status:
-            results = check_problem(folder, samples=samples,
+            results = check_problem(folder, samples=samples, margins=margins,
                                     progress=lambda m: status.update(f"checking {m}..."))
         table = Table(title=f"check-problem {folder}")
-        for col in ("check", "ok", "detail"):
+        for col in ("check", "ok"):
             table.add_column(col)
+        table.add_column("detail", overflow="fold")  # long file names wrap, never cut
         for r in results:
             table.add_row(r.name, "[green]yes[/]" if r.passed else "[red]no[/]", r.detail)
         _out.print(table)
