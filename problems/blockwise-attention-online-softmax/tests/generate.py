@@ -124,6 +124,59 @@ def hidden(rs: np.random.RandomState):
         yield Case(f"hidden-{i:02d}", inputs, note=f"T={t}, d={d}: {note}")
 
 
+def _near_tied(rs: np.random.RandomState, t: int, d: int, spread: float):
+    """Large non-integer scores (|q|, |k| close to 20) where the top keys are near-tied: every
+    key is one direction plus a jitter of `spread`, so the scores of a query differ by a few
+    units around several hundred and their float32 rounding (~|score| * 6e-8) moves the
+    weights; v of +-10 with mixed signs lets out cancel to ~0, where only atol applies."""
+    u = rs.choice([-1.0, 1.0], d) * rs.uniform(0.6, 1.0, d)
+    u *= 19.0 / np.abs(u).max()
+    q = np.clip(u + rs.uniform(-1, 1, (t, d)), -20, 20)
+    k = np.clip(u + rs.uniform(-spread, spread, (t, d)), -20, 20)
+    v = rs.choice([-1.0, 1.0], (t, d)) * rs.uniform(9.0, 10.0, (t, d))
+    return {"q": q, "k": k, "v": v}
+
+
+def _two_tied_blocks(rs: np.random.RandomState, t: int, d: int):
+    """Two keys in different blocks dominate with scores of several hundred that differ by
+    ~0.1, their v rows opposite (out ~ 10 (p_a - p_b), near 0); the other keys score far below."""
+    q = rs.choice([-1.0, 1.0], (t, 1)) * rs.uniform(17.0, 20.0, (t, d))
+    k = rs.uniform(-3.0, 3.0, (t, d))
+    a, b = rs.choice(t // 4, 2, replace=False) * 4 + rs.randint(0, 4, 2)
+    direction = np.sign(q[0])
+    k[a] = direction * rs.uniform(18.0, 20.0, d)
+    k[b] = np.clip(k[a] + rs.uniform(-0.01, 0.01, d), -20, 20)
+    v = rs.uniform(-10.0, 10.0, (t, d))
+    v[a], v[b] = 10.0, -10.0
+    return {"q": q, "k": k, "v": v}
+
+
+def _full_range(rs: np.random.RandomState, t: int, d: int):
+    return {"q": rs.uniform(-20, 20, (t, d)), "k": rs.uniform(-20, 20, (t, d)),
+            "v": rs.uniform(-10, 10, (t, d))}
+
+
+# Never graded: the legal inputs where float32 rounding is worst, for the margin check of
+# `jaxjudge check-problem` (jaxjudge/authoring/margin.py). Shapes reuse the tests' shapes.
+ADVERSARIAL = [
+    ((24, 3), _near_tied, 0.5, "near-tied large scores, jitter 0.5"),
+    ((28, 3), _near_tied, 0.1, "near-tied large scores, jitter 0.1"),
+    ((20, 2), _near_tied, 0.5, "near-tied large scores, jitter 0.5"),
+    ((32, 4), _near_tied, 0.3, "near-tied large scores, jitter 0.3"),
+    ((32, 1), _near_tied, 0.05, "near-tied large scores, jitter 0.05"),
+    *[(shape, _two_tied_blocks, None, "two keys in different blocks, tied to ~0.1")
+      for shape in ((24, 3), (32, 2), (16, 4), (24, 4), (32, 4), (16, 4), (24, 4), (32, 4))],
+    ((28, 3), _full_range, None, "uniform over the whole range: scores up to ~690"),
+    ((32, 4), _full_range, None, "uniform over the whole range: scores up to ~800"),
+]
+
+
+def adversarial(rs: np.random.RandomState):
+    for i, ((t, d), build, spread, note) in enumerate(ADVERSARIAL, 1):
+        inputs = build(rs, t, d) if spread is None else build(rs, t, d, spread)
+        yield Case(f"adversarial-{i:02d}", inputs, note=f"T={t}, d={d}: {note}")
+
+
 def truth(inputs):
     q, k, v = (np.asarray(inputs[n], np.float64) for n in ("q", "k", "v"))
     s = q @ k.T / np.sqrt(q.shape[1])
