@@ -133,6 +133,81 @@ def hidden(rs: np.random.RandomState):
         yield Case(f"hidden-{i:02d}", inputs, note=f"n={n}: {note}")
 
 
+def _logits_to_w(z: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """w = z / s kept legal (|w| <= 10, |s w| <= 100) after float32 rounding."""
+    w = np.clip(z / s, -10.0, 10.0).astype(np.float32).astype(np.float64)
+    while np.any(np.abs(w.astype(np.float32) * s.astype(np.float32)) > 100.0):
+        w = np.where(np.abs(w * s) > 100.0, np.nextafter(w.astype(np.float32), 0).astype(
+            np.float64), w)
+    return w
+
+
+def _dominant(rs: np.random.RandomState, n: int, gap: float):
+    """|s| = 10 and full float32 logits up to 100 (rounded, unlike the tests'): the top logit
+    `gap` above the next, v = +-10. Near one-hot, s^2 p v and (s p) <s p, v> cancel in the top
+    component, where only the rounding of the two large terms remains."""
+    s = _sign(rs, n) * rs.uniform(9.0, 10.0, n)
+    z = rs.uniform(60.0, 99.5 - gap, n)
+    top = rs.randint(n)
+    z[top], s[top] = 99.5, np.sign(s[top]) * rs.uniform(9.96, 10.0)  # |w_top| < 10
+    return {"w": _logits_to_w(z, s), "v": _sign(rs, n) * rs.uniform(9.0, 10.0, n), "s": s,
+            "lam": 0.0}
+
+
+def _tied(rs: np.random.RandomState, n: int, count: int):
+    """`count` logits tied near 100 within 0.01 (float32, so not exactly), the rest far below:
+    the softmax splits between them and H v mixes +-10 values of v."""
+    s = _sign(rs, n) * rs.uniform(9.0, 10.0, n)
+    z = rs.uniform(40.0, 90.0, n)
+    top = rs.choice(n, count, replace=False)
+    z[top] = 99.5 - rs.uniform(0.0, 0.01, count)
+    s[top] = np.sign(s[top]) * rs.uniform(9.96, 10.0, count)  # |w| < 10: the ties stay
+    return {"w": _logits_to_w(z, s), "v": _sign(rs, n) * rs.uniform(9.0, 10.0, n), "s": s,
+            "lam": rs.uniform(0.0, 10.0)}
+
+
+def _cancelling(rs: np.random.RandomState, n: int, gap: float):
+    """The two largest logits near 100, `gap` apart, |s| ~ 10, with s_a v_a = s_b v_b: the top
+    component of H v, s_a p_a (s_a v_a (1 - p_a) - s_b p_b v_b - ...), is ~0 while its two terms
+    are ~s_a^2 |v_a| p_a ~ 1000 (most with one logit ahead): only atol covers their rounding."""
+    s = _sign(rs, n) * rs.uniform(9.0, 10.0, n)
+    z = rs.uniform(40.0, 90.0, n)
+    a, b = rs.choice(n, 2, replace=False)
+    z[a], z[b] = 99.5, 99.5 - gap - rs.uniform(0.0, 0.01)
+    s[[a, b]] = np.sign(s[[a, b]]) * rs.uniform(9.96, 10.0, 2)  # |w| < 10: the gap stays
+    v = _sign(rs, n) * rs.uniform(9.0, 10.0, n)
+    v[a] = np.sign(v[a]) * min(abs(v[a]), 10.0 * abs(s[b] / s[a]))
+    v[b] = s[a] * v[a] / s[b]
+    return {"w": _logits_to_w(z, s), "v": v, "s": s, "lam": 0.0}
+
+
+def _full_range(rs: np.random.RandomState, n: int):
+    s = rs.uniform(-10.0, 10.0, n)
+    return {"w": _logits_to_w(rs.uniform(-100.0, 100.0, n), s), "v": rs.uniform(-10, 10, n),
+            "s": s, "lam": rs.uniform(0.0, 10.0)}
+
+
+# Never graded: the legal inputs where float32 rounding is worst, for the margin check of
+# `jaxjudge check-problem` (jaxjudge/authoring/margin.py). Sizes reuse the tests' sizes.
+ADVERSARIAL = [
+    (16, lambda rs, n: _dominant(rs, n, 5.0), "one logit 5 above the rest, |s| ~ 10"),
+    (64, lambda rs, n: _dominant(rs, n, 0.5), "one logit 0.5 above the rest, |s| ~ 10"),
+    (9, lambda rs, n: _tied(rs, n, 2), "two logits tied near 100, |s| ~ 10"),
+    (48, lambda rs, n: _tied(rs, n, 5), "five logits tied near 100, |s| ~ 10"),
+    *[(n, lambda rs, n, gap=gap: _cancelling(rs, n, gap),
+       f"the two largest logits {gap:g} apart near 100, s_a v_a = s_b v_b: (H v)_a ~ 0")
+      for n, gap in ((8, 0.0), (48, 0.0), (16, 1.0), (48, 1.0), (64, 2.0), (48, 3.0), (64, 3.0),
+                     (31, 5.0))],
+    (31, _full_range, "every value uniform over its whole range"),
+    (64, _full_range, "every value uniform over its whole range"),
+]
+
+
+def adversarial(rs: np.random.RandomState):
+    for i, (n, build, note) in enumerate(ADVERSARIAL, 1):
+        yield Case(f"adversarial-{i:02d}", build(rs, n), note=f"n={n}: {note}")
+
+
 def truth(inputs):
     w, v, s = (np.asarray(inputs[k], np.float64) for k in ("w", "v", "s"))
     lam = float(inputs["lam"])
