@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxjudge.authoring.margin import MIN_MARGIN, measure_margins
+from jaxjudge.authoring.margin import MIN_MARGIN, format_margin, measure_margins
 from jaxjudge.grading.grade import grade
 from jaxjudge.grading.report import Verdict
 from jaxjudge.problems.package import Problem, ProblemError, load_problem
@@ -170,19 +170,16 @@ def margin_checks(problem: Problem) -> Iterator[Check]:
         yield Check("tolerance margins", False, f"{problem.id}: no output was measured")
     for path, worst in sorted(found.worst.items()):
         ok = worst.margin >= MIN_MARGIN
-        head = (_times(worst.margin) if ok else
+        head = (format_margin(worst.margin) if ok else
                 f"{problem.id}: the tolerance of {path!r} leaves a margin of "
                 f"{worst.margin:.3g}x < {MIN_MARGIN:g}x (loosen it in problem.toml, or fix the "
                 "case or the sample)")
         yield Check(f"tolerance margin {path!r}", ok, f"{head}; worst: {worst.describe()}")
     if found.worst:
-        orders = ", ".join(f"{name} {_times(m)}" for name, m in sorted(found.by_sample.items()))
+        orders = ", ".join(f"{name} {format_margin(m)}"
+                           for name, m in sorted(found.by_sample.items()))
         yield Check("tolerance margins measured", not found.errors,
                     f"{found.summary()}; smallest margin per order: {orders}")
-
-
-def _times(margin: float) -> str:
-    return "exact" if margin == float("inf") else f"{margin:.3g}x"
 
 
 def _samples(problem: Problem, say: Callable[[str], None]) -> Iterator[Check]:

@@ -347,6 +347,11 @@ def _run_group(solve: Any, group: list[tuple[str, dict[str, Any]]], names: list[
     return results
 
 
+def format_margin(margin: float) -> str:
+    """'4.66x', or 'exact' when no honest order was off at all."""
+    return "exact" if margin == float("inf") else f"{margin:.3g}x"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["--worker"]:
@@ -356,9 +361,9 @@ def main(argv: list[str] | None = None) -> int:
         found = measure_margins(load_problem(Path(folder)))
         print(f"{found.problem}: {found.summary()}")
         for w in found.worst.values():
-            print(f"  {w.output}: margin {w.margin:.3g}x  {w.describe()}")
-        for sample, margin in found.by_sample.items():
-            print(f"    {sample}: {margin:.3g}x")
+            print(f"  {w.output}: margin {format_margin(w.margin)}  {w.describe()}")
+        for sample, margin in sorted(found.by_sample.items()):
+            print(f"    {sample}: {format_margin(margin)}")
         for e in found.errors:
             print(f"  error: {e}")
     return 0
