@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from api_fixtures import free_port, service_env
+
 from jaxjudge import ProblemError, Verdict, grade, load_problem
 from jaxjudge.grading.exposure import visible_to_runs
 
