@@ -14,7 +14,8 @@ from test_rules_structure import f32, program
 from jaxjudge.rules import RULES
 from jaxjudge.rules.dataflow import Budget, TooComplex, build_graph
 from jaxjudge.rules.expr import Expr
-from jaxjudge.rules.loops import analyze_loops, fold_constants
+from jaxjudge.rules.folding import fold_constants
+from jaxjudge.rules.loops import analyze_loops
 from jaxjudge.rules.registry import RuleConfigError, validate
 from jaxjudge.rules.stablehlo import parse_module
 from jaxjudge.rules.structure import check_loop_over_dim

@@ -1,0 +1,287 @@
+"""Constant folding over the inlined dataflow, and dependence that folding cuts.
+
+Sparse conditional constant propagation over the whole inlined program, loops and calls
+included: a node is unset, one scalar value for all its elements, or not constant; a
+loop-carried value that changes is not constant. `0 * v`, `and(false, v)` and a `select` on a
+constant predicate fold without `v`, so a value multiplied by zero, or left out by a `where` on
+a constant, depends on nothing. The program-level rules that ask "does this reach the outputs?"
+(`jaxjudge.rules.loops`, `jaxjudge.rules.products`) read dependence through it, so a decoy
+multiplied by 0 is not live. Every evaluation spends from the graph's `Budget`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from jaxjudge.rules.dataflow import Graph, Kind, Step
+from jaxjudge.rules.stablehlo import Op
+
+_MAX_INT = 1 << 62
+
+
+class _Unset:
+    """No value yet (optimistic: the node may still turn out constant)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = _Unset()
+# Node values: UNSET, None (not a constant), or an int/float scalar that every element holds.
+Value = int | float | _Unset | None
+
+_SAME = frozenset({
+    "stablehlo.reshape", "stablehlo.broadcast_in_dim", "stablehlo.broadcast",
+    "stablehlo.transpose", "stablehlo.copy", "mhlo.copy", "stablehlo.slice",
+    "stablehlo.dynamic_slice", "stablehlo.reverse", "stablehlo.gather",
+    "stablehlo.dynamic_reshape", "stablehlo.dynamic_broadcast_in_dim",
+    "stablehlo.real_dynamic_slice", "stablehlo.dynamic_gather",
+})
+_ALL_EQUAL = frozenset({"stablehlo.concatenate"})
+_FIRST_TWO_EQUAL = frozenset({"stablehlo.dynamic_update_slice", "stablehlo.pad",
+                              "stablehlo.dynamic_pad"})
+_ZERO_ABSORBS = frozenset({"stablehlo.multiply", "stablehlo.and", "stablehlo.dot_general",
+                           "stablehlo.dot", "stablehlo.convolution"})
+COMPARE = {
+    "LT": lambda a, b: a < b, "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b,
+    "GE": lambda a, b: a >= b, "EQ": lambda a, b: a == b, "NE": lambda a, b: a != b,
+}
+
+
+def _element(op: Op) -> str:
+    """The element type of the op's first result ("" when unknown)."""
+    types = op.result_types()
+    return types[0].element if types else ""
+
+
+def is_int(element: str) -> bool:
+    """Signed or unsigned integer (i1 included)."""
+    return element.startswith(("i", "ui"))
+
+
+def _is_float(element: str) -> bool:
+    return element.startswith(("f", "bf"))
+
+
+def _cast(value: int | float, element: str) -> int | float | None:
+    """A scalar as the element type holds it; None when it does not fit or is not finite."""
+    if element == "i1":
+        return int(bool(value))
+    if is_int(element):
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                return None
+            value = math.trunc(value)
+        if abs(value) >= _MAX_INT or (element.startswith("ui") and value < 0):
+            return None
+        return int(value)
+    if _is_float(element):
+        out = float(value)
+        return None if math.isnan(out) else out
+    return None
+
+
+def _literal(op: Op) -> int | float | None:
+    """A splat constant's value (`dense<5>`, `dense<5.000000e-01>`, `dense<true>`)."""
+    raw = op.attrs.get("value", "")
+    body = raw[6:-1] if raw.startswith("dense<") and raw.endswith(">") else ""
+    element = _element(op)
+    if not body or len(body) > 40:
+        return None
+    try:
+        if element == "i1":
+            return {"true": 1, "false": 0}.get(body)
+        if is_int(element):
+            return _cast(int(body), element)
+        if _is_float(element) and not body.lower().startswith("0x"):
+            return _cast(float(body), element)
+    except (ValueError, OverflowError):
+        return None
+    return None
+
+
+def _binary(name: str, a: int | float, b: int | float, element: str) -> int | float | None:
+    integer = is_int(element)
+    try:
+        if name == "stablehlo.add":
+            out = a + b
+        elif name == "stablehlo.subtract":
+            out = a - b
+        elif name == "stablehlo.multiply":
+            out = a * b
+        elif name == "stablehlo.divide":
+            if b == 0:
+                return None
+            out = (abs(a) // abs(b)) * (1 if (a >= 0) == (b >= 0) else -1) if integer else a / b
+        elif name == "stablehlo.remainder":
+            if b == 0:
+                return None
+            out = int(math.fmod(a, b)) if integer else math.fmod(a, b)
+        elif name == "stablehlo.maximum":
+            out = max(a, b)
+        elif name == "stablehlo.minimum":
+            out = min(a, b)
+        elif name in ("stablehlo.and", "stablehlo.or", "stablehlo.xor") and integer:
+            ia, ib = int(a), int(b)
+            out = {"stablehlo.and": ia & ib, "stablehlo.or": ia | ib,
+                   "stablehlo.xor": ia ^ ib}[name]
+        else:
+            return None
+    except (OverflowError, ValueError, ZeroDivisionError):
+        return None
+    return _cast(out, element)
+
+
+def _unary(name: str, a: int | float, element: str) -> int | float | None:
+    if name == "stablehlo.negate":
+        out: int | float = -a
+    elif name == "stablehlo.abs":
+        out = abs(a)
+    elif name == "stablehlo.sign":
+        out = (a > 0) - (a < 0)
+    elif name == "stablehlo.not" and is_int(element):
+        out = 1 - int(a) if element == "i1" else ~int(a)
+    elif name == "stablehlo.convert":
+        out = a
+    else:
+        return None
+    return _cast(out, element)
+
+
+def _evaluate(op: Op, args: list[Value]) -> Value:
+    """One op's result from its operands' values (UNSET: wait for them; None: not constant)."""
+    name = op.name
+    if name == "stablehlo.constant":
+        return _literal(op)
+    element = _element(op)
+    known = [a for a in args if a is not None and not isinstance(a, _Unset)]
+    if name in _ZERO_ABSORBS and 0 in known:
+        return _cast(0, element)  # 0 * v, and(false, v), a product with a zero matrix
+    if name == "stablehlo.or" and element == "i1" and 1 in known:
+        return 1
+    if name == "stablehlo.select" and len(args) == 3:
+        pred = args[0]
+        if pred is None:
+            return args[1] if args[1] == args[2] and args[1] is not None else (
+                UNSET if UNSET in args[1:] else None)
+        if isinstance(pred, _Unset):
+            return UNSET
+        return args[1] if pred else args[2]
+    if any(isinstance(a, _Unset) for a in args):
+        return UNSET
+    if any(a is None for a in args) or not args:
+        return None
+    if name in _SAME:
+        return args[0]
+    if name in _ALL_EQUAL:
+        return args[0] if all(a == args[0] for a in args) else None
+    if name in _FIRST_TWO_EQUAL:
+        return args[0] if len(args) >= 2 and args[0] == args[1] else None
+    if name == "stablehlo.compare" and len(args) == 2:
+        test = COMPARE.get(op.attrs.get("comparison_direction", ""))
+        return None if test is None else int(test(args[0], args[1]))
+    if name == "stablehlo.clamp" and len(args) == 3:
+        return _cast(min(max(args[1], args[0]), args[2]), element)
+    if len(args) == 1:
+        return _unary(name, args[0], element)  # type: ignore[arg-type]
+    if len(args) == 2:
+        return _binary(name, args[0], args[1], element)  # type: ignore[arg-type]
+    return None
+
+
+def fold_constants(g: Graph) -> list[Value]:
+    """Every node's constant value (None: not a constant), by a worklist over the inlined
+    steps: a node's value only ever goes from UNSET to a value to None, so each step is
+    evaluated a bounded number of times."""
+    values: list[Value] = [UNSET] * g.n_nodes
+    for a in g.main_args:
+        values[a] = None
+    steps, ops, consumers, budget = g.steps, g.ops, g.consumers(), g.budget
+    queue: deque[int] = deque(range(len(steps)))
+    queued = bytearray(b"\x01") * len(steps)
+    while queue:
+        i = queue.popleft()
+        queued[i] = 0
+        step = steps[i]
+        budget.spend(max(1, len(step.operands)))
+        if step.kind is Kind.TUPLE:
+            outs = [values[o] for o in step.operands[: len(step.results)]]
+        else:
+            op = ops[i] if i < len(ops) else None
+            if op is None or len(step.results) != 1:
+                outs = [None] * len(step.results)
+            else:
+                outs = [_evaluate(op, [values[o] for o in step.operands])]
+        for r, v in zip(step.results, outs, strict=False):
+            old = values[r]
+            if isinstance(v, _Unset) or old is None:
+                continue
+            if isinstance(old, _Unset):
+                values[r] = v
+            elif v is not None and v == old:
+                continue
+            else:
+                values[r] = None  # two different values: not a constant
+            for j in consumers[r]:
+                if not queued[j]:
+                    queued[j] = 1
+                    queue.append(j)
+    return [None if isinstance(v, _Unset) else v for v in values]
+
+
+class Bits(Protocol):
+    def __getitem__(self, n: int, /) -> int: ...
+
+
+Transfer = Callable[[Step, Bits], "list[int] | None"]
+
+
+def make_transfer(values: list[Value]) -> Transfer:
+    """Dependence (`full_transfer`) without the dependences constant folding removes: a step
+    whose result is a constant depends on nothing, and a select on a constant predicate only
+    on the branch it takes."""
+
+    def transfer(step: Step, bits: Bits) -> list[int] | None:
+        if step.kind is Kind.TUPLE:
+            return [bits[o] for o in step.operands[: len(step.results)]]
+        if step.results and all(values[r] is not None for r in step.results):
+            return None
+        ops = step.operands
+        if step.name == "stablehlo.select" and len(ops) == 3 and values[ops[0]] is not None:
+            ops = (ops[1],) if values[ops[0]] else (ops[2],)
+        acc = 0
+        for o in ops:
+            acc |= bits[o]
+        return [acc] * len(step.results) if acc else None
+
+    return transfer
+
+
+def live_nodes(g: Graph, values: list[Value], targets: Sequence[int]) -> set[int]:
+    """Every node the targets depend on, except through constants (see `make_transfer`)."""
+    seen = set(targets)
+    stack = list(seen)
+    producers, budget = g.producers(), g.budget
+    while stack:
+        n = stack.pop()
+        if values[n] is not None:
+            continue  # a constant depends on nothing
+        for i, pos in producers[n]:
+            step = g.steps[i]
+            if pos >= 0:
+                budget.spend()
+                found: Sequence[int] = [step.operands[pos]] if pos < len(step.operands) else []
+            else:
+                budget.spend(max(1, len(step.operands)))
+                found = step.operands
+                if step.name == "stablehlo.select" and len(found) == 3 and (
+                        values[found[0]] is not None):
+                    found = (found[1],) if values[found[0]] else (found[2],)
+            for o in found:
+                if o not in seen:
+                    seen.add(o)
+                    stack.append(o)
+    return seen
