@@ -15,6 +15,16 @@ from" (a matmul of x is not x, but depends on it):
 - LINEAR: elementwise linear steps (add, subtract, negate, multiply or divide by a value that
   does not depend on the tracked one): the tracked values survive, scaled or shifted.
 - everything else: dependence only.
+
+A value depends on an argument only through the argument's data, never through its shape: with
+symbolic dimensions the program computes sizes from its arguments (`get_dimension_size`, fed
+to `dynamic_broadcast_in_dim`, `dynamic_reshape`, `dynamic_iota` and `shape_assertion`), and
+`a_scale[:, None]` broadcast to `a`'s row count is not computed from `a`. So a step that reads
+only its operands' shapes (`_SIZE_ONLY`) is inlined without operands: it, and every size or
+shape operand built from it and from constants, carries no dependence, and a rule reaches the
+same verdict whether the program was exported with symbolic or with concrete shapes (where
+those sizes are constants). A shape operand computed from data would keep its dependence, but
+no program that runs has one (stage B refines every shape to a constant).
 """
 
 from __future__ import annotations
@@ -69,6 +79,8 @@ _MULTIPLY = frozenset({"stablehlo.multiply"})
 _DIVIDE = frozenset({"stablehlo.divide"})
 _CONTRACT = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
 _REDUCE = frozenset({"stablehlo.reduce"})
+# Steps whose result is a size read from their operands' types, not from their values.
+_SIZE_ONLY = frozenset({"stablehlo.get_dimension_size"})
 _RETURNS = frozenset({"func.return", "stablehlo.return", "mhlo.return"})
 _CONDITIONALS = frozenset({"stablehlo.case", "stablehlo.if"})
 
@@ -380,6 +392,8 @@ def build_graph(module: Module) -> Graph:
                 for block in reversed(region):
                     work.extend((o, inst) for o in reversed(block.ops))
             continue
+        if name in _SIZE_ONLY:
+            opd = []  # reads a shape: depends on no value (see the module docstring)
         emit(_KIND_BY_NAME.get(name, Kind.OTHER), name, opd, res, op.type, op)
     return g
 
