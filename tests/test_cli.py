@@ -29,7 +29,7 @@ def test_grade_json_accepted_exit_0() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)  # exactly one JSON object
-    for key in ("verdict", "problem", "mode", "tests", "requirements", "timings"):
+    for key in ("verdict", "problem", "mode", "summary", "tests", "requirements", "timings"):
         assert key in report
     assert report["verdict"] == "accepted" and report["mode"] == "run"
     assert {"name", "visible", "verdict", "message"} <= set(report["tests"][0])

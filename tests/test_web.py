@@ -440,6 +440,11 @@ def test_checkpoint_without_policy_fails_its_requirement(
     program = report.locator("li.req[data-requirement='tanh-rematerialized']")
     assert program.get_attribute("data-state") == "fail"
     assert "recomputes x @ params['w1'] too" in program.locator(".req-message").inner_text()
+    # One summary line above the details instead of the paragraph repeating both messages.
+    summary = report.locator(".summary-line").inner_text()
+    assert summary.startswith("0 of 2 requirements hold; tanh-rematerialized failed:"), summary
+    assert report.locator("pre.message").count() == 0
+    assert report.inner_text().count(spec.locator(".req-message").inner_text()) == 1
     # The numbers were right: every test (3 published, the rest hidden) passed.
     tests = report.locator("table.tests tbody tr")
     assert tests.count() > 3

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from jaxjudge.grading.render import plain
+from jaxjudge.grading.render import plain, repeats_details, summary_line
 from jaxjudge.grading.report import Report, Verdict
 
 out = Console()
@@ -25,7 +25,9 @@ def print_report(report: Report) -> None:
               f"score {report.score:g}/{report.max_score:g}")
     # Messages and output carry what a submission printed or raised: never rich markup (a
     # `[link=...]` would become a terminal hyperlink), never terminal control sequences.
-    out.print(Text(plain(report.message)), highlight=False)
+    out.print(Text(plain(summary_line(report)), style="bold"), highlight=False)
+    if report.message and not repeats_details(report):
+        out.print(Text(plain(report.message)), highlight=False)
     if report.tests:
         table = Table(title="Tests", show_lines=False)
         for col in ("test", "visible", "verdict", "message"):

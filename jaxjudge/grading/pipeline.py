@@ -30,6 +30,7 @@ from jaxjudge.grading.stage_results import (
     OutputFailed,
     OutputOk,
 )
+from jaxjudge.grading.summary import summarize
 from jaxjudge.isolation import fstree
 from jaxjudge.isolation.workdir import work_root
 from jaxjudge.problems.package import Limits, Problem
@@ -290,7 +291,7 @@ class Grading(StageA, StageB):
                 )
         corroborate(self.problem, reqs)
         score_, max_score_ = score(self.problem, tests, reqs, verdict)
-        return Report(
+        report = Report(
             verdict=verdict,
             problem=self.problem.id,
             mode=self.mode,
@@ -303,6 +304,8 @@ class Grading(StageA, StageB):
             output=self.output,
             versions=dict(self.versions),
         )
+        report.summary = summarize(report)
+        return report
 
 
 def display_name(filename: str) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from jaxjudge.grading.report import Report, RequirementResult, TestResult, Verdict
+from jaxjudge.grading.summary import summarize
 
 GradescopeVisibility = Literal["hidden", "after_due_date", "after_published", "visible"]
 
@@ -78,6 +79,20 @@ def _requirement_line(req: RequirementResult) -> str:
     return req.message or ("satisfied" if req.passed else "not satisfied")
 
 
+def summary_line(report: Report) -> str:
+    """The report's one-line summary (computed for reports stored before it existed)."""
+    return report.summary or summarize(report)
+
+
+def repeats_details(report: Report) -> bool:
+    """The message only restates the requirement list (or says all is well): the summary line
+    replaces it instead of repeating it."""
+    if report.verdict in (Verdict.ACCEPTED, Verdict.REQUIREMENT_FAILED):
+        return True
+    return "\n" not in report.message.strip() and (
+        " ".join(report.message.split()).rstrip(".") in summary_line(report))
+
+
 def _total_seconds(report: Report) -> float | None:
     if not report.timings:
         return None
@@ -93,8 +108,9 @@ def to_text(report: Report) -> str:
         f"Problem:  {report.problem} ({report.mode})",
         f"Verdict:  {report.verdict}",
         f"Score:    {fmt_points(report.score)} / {fmt_points(report.max_score)}",
+        f"Summary:  {plain(summary_line(report))}",
     ]
-    if report.message:
+    if report.message and not repeats_details(report):
         lines += ["", plain(report.message)]
     if report.tests:
         lines += ["", "Tests:"]
@@ -148,8 +164,10 @@ def to_markdown(report: Report) -> str:
         "",
         f"**Score:** {fmt_points(report.score)} / {fmt_points(report.max_score)}"
         f" &nbsp; **Mode:** {report.mode}",
+        "",
+        f"**{_md_cell(summary_line(report))}**",
     ]
-    if report.message:
+    if report.message and not repeats_details(report):
         lines += ["", _md_cell(report.message).replace("<br>", "  \n")]
     if report.tests:
         lines += [
@@ -215,7 +233,8 @@ def _gs_summary(report: Report) -> str:
         f"{report.problem}: {report.verdict} "
         f"({fmt_points(report.score)}/{fmt_points(report.max_score)})"
     )
-    if report.message:
+    text += f"\n{summary_line(report)}"
+    if report.message and not repeats_details(report):
         text += f"\n{report.message}"
     if report.output:
         text += "\n\nOutput of your program:\n" + _truncate(report.output, _MAX_SUBMISSION_OUTPUT)

@@ -69,6 +69,11 @@ class Report(BaseModel):
     problem: str
     mode: Mode
     message: str = Field(description="One-paragraph summary a learner can act on.")
+    summary: str = Field(
+        default="",
+        description="One line above the details: how many tests and requirements hold and the "
+        "first thing to fix (empty in reports stored by earlier releases).",
+    )
     tests: list[TestResult] = Field(default_factory=list)
     requirements: list[RequirementResult] = Field(default_factory=list)
     score: float = 0.0

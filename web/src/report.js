@@ -43,6 +43,20 @@ export function errorLine(message) {
 
 const NOT_CHECKED = /^not checked\b/i;
 
+const flat = (text) => String(text ?? '').split(/\s+/).filter(Boolean).join(' ');
+
+
+/**
+ * The message only restates what the requirement list and the test table show (accepted,
+ * requirement failed), or what the summary already says: it is not shown a second time.
+ */
+export function repeatsDetails(report) {
+  if (!report.summary) return false; // a report stored before summaries: its message is all
+  if (['accepted', 'requirement_failed'].includes(report.verdict)) return true;
+  const message = String(report.message ?? '').trim();
+  return !message.includes('\n') && report.summary.includes(flat(message).replace(/\.$/, ''));
+}
+
 /**
  * The requirement checklist. `spec` is the problem's list (name, level, description); `results`
  * the report's (name, passed, message, optional evidence), or null before any grade.
@@ -236,7 +250,10 @@ export function renderReport(report, { tolerance, requirementsSpec = [], onShowL
       h('span', { class: 'score' }, ` Score ${formatScore(report.score, report.max_score)}`),
       h('span', { class: 'muted' }, ` · ${report.mode === 'run' ? 'Run (published examples)' : 'Submit (all tests)'}`),
     ),
-    scrollBox('Verdict message', h('pre', { class: 'message' }, report.message)),
+    report.summary ? h('p', { class: 'summary-line' }, report.summary) : null,
+    report.message && !repeatsDetails(report)
+      ? scrollBox('Verdict message', h('pre', { class: 'message' }, report.message))
+      : null,
     line && onShowLine
       ? h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => onShowLine(line) }, `Show line ${line} in the editor`))
       : null,
