@@ -220,7 +220,7 @@ class Problem(BaseModel):
 
     @model_validator(mode="after")
     def _check_rule_dims(self) -> Problem:
-        """Dimension names in rule options (`dim`, expressions) are this problem's."""
+        """Dimension names in rule options (`dim`, `dims`, expressions) are this problem's."""
         dims: set[str] = set()
         for arg in self.arguments:
             for shape in ([arg.shape] if arg.shape else []) + list((arg.shapes or {}).values()):
@@ -231,7 +231,8 @@ class Problem(BaseModel):
                 continue
             for key, value in opts:
                 names = value.names if isinstance(value, Expr) else (
-                    {value} if key == "dim" and isinstance(value, str) else set())
+                    {value} if key == "dim" and isinstance(value, str) else
+                    set(value) if key == "dims" and isinstance(value, tuple) else set())
                 unknown = sorted(names - dims)
                 if unknown:
                     raise ValueError(

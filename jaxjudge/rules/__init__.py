@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 # Importing the rule modules registers their rules.
+from jaxjudge.rules import absence as _absence  # noqa: F401
 from jaxjudge.rules import jaxpr as _jaxpr  # noqa: F401
 from jaxjudge.rules import program as _program  # noqa: F401
 from jaxjudge.rules import structure as _structure  # noqa: F401

@@ -1,0 +1,121 @@
+"""`no_loop_over_dim`: the work over a dimension is done at once, not one slice at a time.
+
+`independent_of_dim` only sees Python loops (they grow the program); a `lax.map`, `scan` or
+`fori_loop` over the dimension keeps the program the same size. This rule also reads every
+while loop's trip count (worked out from its counter, as `loop_over_dim` does, in
+jaxjudge.rules.loops) and compares them between programs that differ only in the dimension: a
+loop whose count changes with it runs over it (or over chunks of it). Loops over other
+dimensions (a `fori_loop` over the features inside a `vmap` over the points) keep their count
+and pass. Trip counts need static shapes: a problem using the rule is exported per shape.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from itertools import pairwise
+from typing import Annotated
+
+from pydantic import Field
+
+from jaxjudge.rules.dataflow import Budget, TooComplex, build_graph
+from jaxjudge.rules.loops import fold_constants, trip_count
+from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
+from jaxjudge.rules.registry import RuleOptions, register
+from jaxjudge.rules.stablehlo import Module, ParseError
+from jaxjudge.rules.structure import _DIM as DIM_PATTERN
+from jaxjudge.rules.structure import _growth, _parse, _Parsed, _shapes
+
+_FIX = ("compute every slice at once: jax.vmap, or array operations (broadcasting, matmul, "
+        "einsum) over the whole axis")
+
+
+def _counts(module: Module, budget: Budget) -> list[int | None]:
+    """Every while loop's trip count in program order (None: not proven)."""
+    g = build_graph(module)
+    g.budget = budget
+    budget.spend(len(g.steps))
+    values = fold_constants(g)
+    out: list[int | None] = []
+    for loop in g.loops:
+        counted = trip_count(g, values, loop)
+        out.append(None if counted is None else counted[0])
+    return out
+
+
+def _describe(counts: Counter[int | None]) -> str:
+    parts = [f"{n} loop{'s' if n > 1 else ''} of {c} step{'s' if c != 1 else ''}"
+             if c is not None else
+             f"{n} loop{'s' if n > 1 else ''} of an unknown number of steps"
+             for c, n in sorted(counts.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))]
+    return ", ".join(parts) or "no loop"
+
+
+class NoLoopOptions(RuleOptions):
+    dims: tuple[Annotated[str, Field(pattern=DIM_PATTERN)], ...] = Field(
+        min_length=1, max_length=8, description="named dimensions no loop may run over, e.g. "
+                                                "[N, M]")
+
+
+@register("no_loop_over_dim", "program", NoLoopOptions, static_shapes=True)
+def check_no_loop_over_dim(programs: Sequence[ProgramInfo], *, dims: Sequence[str]
+                           ) -> RuleOutcome:
+    """No loop runs over the dimensions (Python, lax.map, scan, fori or while loop).
+
+    For each dimension, the program does not grow with it (no Python loop), and every program
+    has the same while loops, by trip count, as the programs that differ from it only in that
+    dimension (no lax.map, scan, fori_loop or while_loop whose steps follow it). A loop whose
+    trip count cannot be worked out from its counter fails: it could be running over one."""
+    parsed = _parse(programs)
+    if isinstance(parsed, RuleOutcome):
+        return parsed
+    budget = Budget()  # one for all of this grade's programs
+    counts: list[Counter[int | None]] = []
+    for item in parsed:
+        p = item.program
+        try:
+            found = _counts(item.module, budget)
+        except (ParseError, TooComplex) as exc:
+            return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
+                                      f"could not be analyzed ({exc}).")
+        if None in found:
+            return RuleOutcome(False, (
+                f"For input shapes {_shapes(p)} a loop's trip count cannot be worked out from "
+                f"its counter, so it could be running over {_or(dims)}. Loops over other "
+                f"dimensions are allowed as jax.lax.scan or jax.lax.fori_loop with integer "
+                f"bounds; over {_or(dims)}, {_FIX}."))
+        counts.append(Counter(found))
+    for dim in dims:
+        outcome = _growth(parsed, dim)
+        if outcome.passed:
+            outcome = _same_loops(parsed, counts, dim)
+        if not outcome.passed:
+            return outcome
+    return RuleOutcome(True, f"No loop runs over {_or(dims)}: the program keeps the same size "
+                             f"and the same loops as {_or(dims)} change.")
+
+
+def _same_loops(parsed: list[_Parsed], counts: list[Counter[int | None]], dim: str
+                ) -> RuleOutcome:
+    """Programs that differ only in `dim` have the same loops, by trip count."""
+    groups: dict[tuple[tuple[str, int], ...], dict[int, Counter[int | None]]] = {}
+    for item, found in zip(parsed, counts, strict=True):
+        p = item.program
+        rest = tuple(sorted((k, v) for k, v in p.dims.items() if k != dim))
+        groups.setdefault(rest, {})[p.dims[dim]] = found
+    for by_value in groups.values():
+        # As for growth: a size of 1 may be a shape special case (a loop there over something
+        # else), so compare sizes >= 2 when there are two.
+        values = sorted(v for v in by_value if v >= 2)
+        for lo, hi in pairwise(values if len(values) >= 2 else sorted(by_value)):
+            if by_value[lo] != by_value[hi]:
+                return RuleOutcome(False, (
+                    f"Your program loops over {dim}: for {dim}={lo} it has "
+                    f"{_describe(by_value[lo])}, for {dim}={hi} {_describe(by_value[hi])} "
+                    f"(the other dimensions equal). A lax.map, scan, fori_loop or while_loop "
+                    f"over {dim} (or over chunks of it) works one slice at a time; {_FIX}."))
+    return RuleOutcome(True, f"No loop runs over {dim}.")
+
+
+def _or(items: Sequence[str]) -> str:
+    return " or ".join(items)

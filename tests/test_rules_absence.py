@@ -1,0 +1,135 @@
+"""`no_loop_over_dim` (jaxjudge.rules.absence) on real exported programs, one per input shape:
+honest vectorized code and loops over other dimensions pass; Python loops, lax.map, scan,
+fori_loop and chunked loops over the dimension fail."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+from test_rules_structure import f32, program
+
+from jaxjudge.problems.package import ProblemError, load_problem
+from jaxjudge.rules import RULES
+from jaxjudge.rules.absence import check_no_loop_over_dim
+from jaxjudge.rules.registry import RuleConfigError, validate
+
+SHAPES = [(1, 4), (3, 4), (8, 4), (8, 2)]  # (N, D): N varies at D = 4, D varies at N = 8
+
+
+def programs(fn: Callable[..., Any], shapes: list[tuple[int, int]] = SHAPES) -> list:
+    return [program(fn, {"N": n, "D": d}, f32(n, d)) for n, d in shapes]
+
+
+def norms_vmap(x: jax.Array) -> jax.Array:
+    return jax.vmap(lambda r: jnp.dot(r, r))(x)
+
+
+def norms_fori_over_features(x: jax.Array) -> jax.Array:
+    def add(k: jax.Array, acc: jax.Array) -> jax.Array:
+        col = jax.lax.dynamic_index_in_dim(x, k, axis=1, keepdims=False)
+        return acc + col * col
+    return jax.lax.fori_loop(0, x.shape[1], add, jnp.zeros(x.shape[0], x.dtype))
+
+
+def norms_special_case(x: jax.Array) -> jax.Array:
+    if x.shape[0] == 1:
+        return jnp.sum(x * x, axis=1)
+    return norms_vmap(x)
+
+
+def norms_special_case_with_a_loop(x: jax.Array) -> jax.Array:
+    """A single point is summed feature by feature: a loop at N = 1 only, over D."""
+    return norms_fori_over_features(x) if x.shape[0] == 1 else norms_vmap(x)
+
+
+def norms_python_loop(x: jax.Array) -> jax.Array:
+    return jnp.stack([jnp.dot(x[i], x[i]) for i in range(x.shape[0])])
+
+
+def norms_lax_map(x: jax.Array) -> jax.Array:
+    return jax.lax.map(lambda r: jnp.dot(r, r), x)
+
+
+def norms_scan(x: jax.Array) -> jax.Array:
+    return jax.lax.scan(lambda c, r: (c, jnp.dot(r, r)), 0.0, x)[1]
+
+
+def norms_fori_over_rows(x: jax.Array) -> jax.Array:
+    def one(i: jax.Array, acc: jax.Array) -> jax.Array:
+        r = jax.lax.dynamic_index_in_dim(x, i, keepdims=False)
+        return acc.at[i].set(jnp.dot(r, r))
+    return jax.lax.fori_loop(0, x.shape[0], one, jnp.zeros(x.shape[0], x.dtype))
+
+
+def norms_while_data_dependent(x: jax.Array) -> jax.Array:
+    def cond(c: tuple[jax.Array, jax.Array]) -> jax.Array:
+        return jnp.sum(c[1]) < 1e9 + x[0, 0] * 0  # a condition on values: no provable count
+    def body(c: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        return c[0] + 1, c[1] + 1e9
+    return jax.lax.while_loop(cond, body, (0, norms_vmap(x)))[1]
+
+
+@pytest.mark.parametrize("fn", [norms_vmap, norms_fori_over_features, norms_special_case,
+                                norms_special_case_with_a_loop])
+def test_vectorized_code_and_loops_over_other_dims_pass(fn: Callable[..., Any]) -> None:
+    outcome = check_no_loop_over_dim(programs(fn), dims=("N",))
+    assert outcome.passed, outcome.message
+
+
+@pytest.mark.parametrize(("fn", "says"), [
+    (norms_python_loop, "grows with N"),
+    (norms_lax_map, "for N=3 it has 1 loop of 3 steps, for N=8 1 loop of 8 steps"),
+    (norms_scan, "loops over N"),
+    (norms_fori_over_rows, "loops over N"),
+    (norms_while_data_dependent, "cannot be worked out"),
+])
+def test_loops_over_the_dim_fail(fn: Callable[..., Any], says: str) -> None:
+    outcome = check_no_loop_over_dim(programs(fn), dims=("N",))
+    assert not outcome.passed and says in outcome.message, outcome.message
+
+
+def test_a_loop_over_the_other_dim_fails_only_that_dim() -> None:
+    ps = programs(norms_fori_over_features)
+    assert check_no_loop_over_dim(ps, dims=("N",)).passed
+    outcome = check_no_loop_over_dim(ps, dims=("N", "D"))
+    assert not outcome.passed and "loops over D" in outcome.message
+
+
+def test_chunks_of_the_dim_are_a_loop_over_it() -> None:
+    def chunked(x: jax.Array) -> jax.Array:
+        n = x.shape[0]
+        pad = jnp.zeros((-n % 2, x.shape[1]), x.dtype)
+        pairs = jnp.concatenate([x, pad]).reshape(-1, 2, x.shape[1])
+        return jax.lax.map(lambda p: jnp.sum(p * p, axis=1), pairs).reshape(-1)[:n]
+    outcome = check_no_loop_over_dim(programs(chunked, [(4, 4), (8, 4)]), dims=("N",))
+    assert not outcome.passed and "2 steps" in outcome.message and "4 steps" in outcome.message
+
+
+def test_growth_needs_two_shapes_differing_only_in_the_dim() -> None:
+    outcome = check_no_loop_over_dim(programs(norms_vmap, [(1, 4), (3, 2)]), dims=("N",))
+    assert not outcome.passed and "problem package error" in outcome.message
+
+
+def test_options_are_typed_and_need_static_shapes() -> None:
+    assert RULES["no_loop_over_dim"].static_shapes
+    assert validate("no_loop_over_dim", "program", {"dims": ["N", "M"]}).dims == ("N", "M")
+    for bad in ({"dims": []}, {"dims": ["N M"]}, {"dim": "N"}):
+        with pytest.raises(RuleConfigError):
+            validate("no_loop_over_dim", "program", bad)
+
+
+def test_a_package_naming_an_unknown_dim_does_not_load(tmp_path: Any) -> None:
+    import shutil
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "problems" / "pairwise-distances-nested-vmap"
+    dest = tmp_path / src.name
+    shutil.copytree(src, dest)
+    toml = dest / "problem.toml"
+    toml.write_text(toml.read_text().replace('dims = ["N", "M"]', 'dims = ["N", "K"]'))
+    with pytest.raises(ProblemError, match="K"):
+        load_problem(dest)
