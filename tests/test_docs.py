@@ -26,6 +26,7 @@ PY = sys.executable
 PAGES = [
     "index",
     "getting-started",
+    "reading-a-report",
     "problem-authoring",
     "http-api",
     "generated/openapi",

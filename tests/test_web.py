@@ -440,6 +440,14 @@ def test_checkpoint_without_policy_fails_its_requirement(
     program = report.locator("li.req[data-requirement='tanh-rematerialized']")
     assert program.get_attribute("data-state") == "fail"
     assert "recomputes x @ params['w1'] too" in program.locator(".req-message").inner_text()
+    # Under each requirement, the program part it refers to: open where it failed, the
+    # forward tanh marked (escaped text: the ops came out of a sandbox).
+    part = program.locator("details.evidence")
+    assert part.get_attribute("open") is not None
+    assert "input shapes" in part.locator("summary").inner_text()
+    marked = part.locator("pre.evidence-code mark.focus").all_inner_texts()
+    assert marked and all("stablehlo.tanh" in line for line in marked)
+    assert spec.locator("details.evidence pre").inner_text() == part.locator("pre").inner_text()
     # One summary line above the details instead of the paragraph repeating both messages.
     summary = report.locator(".summary-line").inner_text()
     assert summary.startswith("0 of 2 requirements hold; tanh-rematerialized failed:"), summary

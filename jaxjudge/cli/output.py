@@ -48,6 +48,11 @@ def print_report(report: Report) -> None:
             table.add_row(r.name, r.level, "[green]yes[/]" if r.passed else "[red]no[/]",
                           Text(plain(r.message)))
         out.print(table)
+        for r in report.requirements:
+            if r.evidence is not None and not r.passed:
+                out.print(Text(f"{r.name}: in the program for {plain(r.evidence.program)}",
+                               style="dim"), highlight=False)
+                out.print(Text(plain(r.evidence.text)), highlight=False, soft_wrap=True)
     if report.output.strip():
         out.print("[dim]Your program's output (truncated):[/]")
         out.print(Text(plain(report.output[-2000:])), highlight=False)

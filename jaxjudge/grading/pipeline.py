@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from jaxjudge.grading import compare as cmp
 from jaxjudge.grading.early import Started
 from jaxjudge.grading.early import start as start_stages
+from jaxjudge.grading.evidence import excerpt, lend_evidence
 from jaxjudge.grading.plan import plan_for
 from jaxjudge.grading.report import (
     Mode,
@@ -166,9 +167,12 @@ class Grading(StageA, StageB):
             if req.level != level:
                 continue
             outcome = self._apply(rules, req.rule, data, req.options)
+            # Only the program level's regions are shown: they come from the verified program.
+            region = outcome.region if level == "program" else None
             self.requirements.append(
                 RequirementResult(
-                    name=req.name, level=req.level, passed=outcome.passed, message=outcome.message
+                    name=req.name, level=req.level, passed=outcome.passed, message=outcome.message,
+                    evidence=excerpt(region) if region is not None else None,
                 )
             )
         if key:
@@ -290,6 +294,7 @@ class Grading(StageA, StageB):
                     )
                 )
         corroborate(self.problem, reqs)
+        lend_evidence(self.problem, reqs)
         score_, max_score_ = score(self.problem, tests, reqs, verdict)
         report = Report(
             verdict=verdict,

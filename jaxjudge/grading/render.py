@@ -7,6 +7,7 @@ verdict and message only: a report never carries their inputs, and nothing here 
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from collections.abc import Mapping
@@ -132,6 +133,9 @@ def to_text(report: Report) -> str:
                 f"  {mark}  {r.name:<{width}}  {r.level:<7}  {pts:>9}  "
                 + plain(_requirement_line(r))
             )
+            if r.evidence is not None and not r.passed:
+                lines.append(f"        in the program for {plain(r.evidence.program)}:")
+                lines += ["        " + plain(line) for line in r.evidence.text.splitlines()]
     if report.output:
         lines += ["", "Output of your program:"]
         lines += ["  | " + line for line in plain(report.output).splitlines()]
@@ -195,6 +199,11 @@ def to_markdown(report: Report) -> str:
                 f"| {fmt_points(r.score)}/{fmt_points(r.max_score)} "
                 f"| {_md_cell(_requirement_line(r))} |"
             )
+    for r in report.requirements:
+        if r.evidence is not None and not r.passed:
+            text = f"// the program for {r.evidence.program}\n{r.evidence.text}"
+            lines += ["", f"<details><summary>The program part {html.escape(r.name)} refers "
+                          "to</summary>", "", _md_fence(plain(text)), "", "</details>"]
     if report.output:
         lines += ["", "<details><summary>Output of your program</summary>", ""]
         lines += [_md_fence(plain(report.output)), "", "</details>"]

@@ -53,6 +53,19 @@ class TestResult(BaseModel):
     details: TestDetails | None = None
 
 
+class Evidence(BaseModel):
+    """The part of the verified exported program a requirement refers to: a few ops, printed
+    by the trusted side from the program stage B verified (never from stage A alone), bounded
+    in size; text only (a page shows it as text, a renderer escapes it)."""
+
+    program: str = Field(description="the input shapes of the program shown, e.g. B=2,D=3,H=4")
+    text: str = Field(description="a few StableHLO ops, one a line; '>' marks the ones decided on")
+    focus: list[int] = Field(default_factory=list, description="0-based lines of `text` marked")
+    source_lines: list[int] = Field(
+        default_factory=list, description="lines of the submission these ops came from, if known"
+    )
+
+
 class RequirementResult(BaseModel):
     name: str
     level: Literal["spec", "program"]
@@ -60,6 +73,10 @@ class RequirementResult(BaseModel):
     message: str
     score: float = 0.0
     max_score: float = 0.0
+    evidence: Evidence | None = Field(
+        default=None,
+        description="where in the program (absent in reports stored by earlier releases)",
+    )
 
 
 class Report(BaseModel):

@@ -1,14 +1,30 @@
-"""What a rule reads (one exported program) and what it returns (passed, and why)."""
+"""What a rule reads (one exported program) and what it returns (passed, why, and where)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from jaxjudge.rules.stablehlo import Op
+
+
+@dataclass(frozen=True)
+class Region:
+    """The few ops of one verified program a rule decided on (the value too large, the dot,
+    the loop, the activation read again), in program order: the report prints them under the
+    requirement (jaxjudge.grading.evidence). Built by `jaxjudge.rules.region.region_of`."""
+
+    signature: str  # the program's input shapes, e.g. "B=2,D=3,H=4"
+    ops: tuple[Op, ...]
+    focus: frozenset[int] = frozenset()  # indices into ops decided on (the others: context)
+    args: dict[str, str] = field(default_factory=dict)  # "%arg0" -> "params.w1" (main only)
+    note: str = ""  # a remark printed above the ops ("B=2: 41 ops; B=8: 83 ops")
 
 
 @dataclass(frozen=True)
 class RuleOutcome:
     passed: bool
     message: str  # actionable, learner-facing: what was found and what to do
+    region: Region | None = None  # where in the program (program-level rules, when known)
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,8 @@ from jaxjudge.rules.dataflow import (
     full_transfer,
     propagate,
 )
-from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
+from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
+from jaxjudge.rules.region import region_of
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import ParseError, parse_module
 
@@ -82,6 +83,8 @@ class ProgramFinding:
     activations: int = 0  # live activations fed by a product
     detail: str = ""
     reads: dict[int, list[int]] = field(default_factory=dict)  # activation -> read against
+    shown: list[Step] = field(default_factory=list)  # the activations the finding is about
+    region: Region | None = None  # where they are in the program (for the report)
 
 
 def _bits(value: int) -> list[int]:
@@ -239,7 +242,8 @@ def analyze_program(
         for name, paths in (("argument", program.args), ("output", program.outs)):
             if not isinstance(paths, list) or not all(isinstance(a, str) for a in paths):
                 raise ParseError(f"the {name} list is malformed")
-        g = build_graph(parse_module(program.text))
+        module = parse_module(program.text)
+        g = build_graph(module)
         g.budget = budget
         budget.spend(len(g.steps))
     except TooComplex as exc:
@@ -255,9 +259,14 @@ def analyze_program(
             detail = f"main has {len(nodes)} {what} but {len(paths)} paths were given"
             return ProgramFinding(sig, "parse_error", detail=detail)
     try:
-        return _classify(g, program, sig, act, product, primal, gradients)
+        finding = _classify(g, program, sig, act, product, primal, gradients)
     except TooComplex as exc:
         return ProgramFinding(sig, "too_large", detail=str(exc))
+    if finding.shown:
+        wanted = {id(s) for s in finding.shown}
+        ops = [op for s, op in zip(g.steps, g.ops, strict=True) if id(s) in wanted]
+        finding.region = region_of(module, ops, program)
+    return finding
 
 
 def _classify(
@@ -298,6 +307,7 @@ def _classify(
         partly = any(is_act[r] and feeders[r] & feeders[i] and (reads[r] >> i & 1)
                      for i in saved for r in range(len(acts)) if r != i)
         finding.detail = "partly" if partly else ""
+        finding.shown = [acts[i] for i in saved]
         return finding
     # 2. What the backward pass reads is recomputed from products the forward pass computed:
     #    every read activation is fed only by such products, and shares one with the forward
@@ -311,6 +321,7 @@ def _classify(
         shares = any(feeders[i] & feeders[j] for j in _bits(reads[i] & ~(1 << i)))
         if not shares or feeders[i] & ~forward_products:
             finding.kind = "recomputed"
+            finding.shown = [acts[i]]
             return finding
     # 3. Some activation recomputed from the saved product is read against the forward one,
     #    and serves the gradients only.
@@ -319,8 +330,10 @@ def _classify(
     for r in backward:
         node = acts[r].results[0]
         if is_act[r] and node not in primal_anc and node in grad_anc:
+            finding.shown = [acts[j] for j in _bits(reads[r] & ~(1 << r))] + [acts[r]]
             return finding
     finding.kind = "not_recomputed"
+    finding.shown = [acts[i] for i in backward]
     return finding
 
 
@@ -453,10 +466,10 @@ def check_rematerialized_activation(
         msg = _message(findings[0], **opts)
         if len(findings) > 1:
             msg += f" (checked {len(findings)} input-shape signatures)"
-        return RuleOutcome(True, msg)
+        return RuleOutcome(True, msg, region=findings[0].region)
     first = failed[0]
     msg = _message(first, **opts)
     if len(findings) > 1 and any(f.kind != first.kind for f in findings):
         sigs = ", ".join(f.signature for f in failed if f.kind == first.kind)
         msg = f"For input shapes {sigs}: {msg}"
-    return RuleOutcome(False, msg)
+    return RuleOutcome(False, msg, region=first.region)

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from jaxjudge.rules.dataflow import (
     Budget,
+    Graph,
     Step,
     TooComplex,
     ancestors,
@@ -25,8 +26,9 @@ from jaxjudge.rules.dataflow import (
 )
 from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.loops import MAX_NAMES, LoopFinding, analyze_loops
-from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
+from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
 from jaxjudge.rules.program import MAX_TOTAL_CHARS
+from jaxjudge.rules.region import noted, region_of
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import (
     Module,
@@ -102,7 +104,7 @@ def check_max_intermediate_elements(programs: Sequence[ProgramInfo], *, below: E
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
-    largest = 0
+    largest, where = 0, None
     for item in parsed:
         p = item.program
         try:
@@ -114,10 +116,13 @@ def check_max_intermediate_elements(programs: Sequence[ProgramInfo], *, below: E
             for t in op.result_types():
                 n = t.elements()
                 if n is None or n >= limit:
-                    return RuleOutcome(False, _too_big(op, t, n, below, limit, p))
-                largest = max(largest, n)
+                    return RuleOutcome(False, _too_big(op, t, n, below, limit, p),
+                                       region=region_of(item.module, [op], p))
+                if n > largest or where is None:
+                    largest, where = n, (item, op)
     return RuleOutcome(True, f"The largest intermediate has {largest} elements: fewer than "
-                             f"{below} for every input shape.")
+                             f"{below} for every input shape.",
+                       region=where and region_of(where[0].module, [where[1]], where[0].program))
 
 
 def _too_big(op: Op, t: TensorType, n: int | None, below: Expr, limit: int,
@@ -139,7 +144,7 @@ class DotTypesOptions(RuleOptions):
 
 
 def _arg_products(program: ProgramInfo, module: Module, args: tuple[str, str],
-                  budget: Budget) -> list[Step] | str:
+                  budget: Budget) -> list[tuple[Step, Op | None]] | str:
     """Every live matmul of a value computed from args[0] with a value computed from args[1]
     (through any steps: a converted, scaled, summed or multiplied copy still carries the
     argument), or why none can be found."""
@@ -156,11 +161,11 @@ def _arg_products(program: ProgramInfo, module: Module, args: tuple[str, str],
     origin = propagate(g, seeds, full_transfer)
     live = ancestors(g, g.main_results)
     found = []
-    for s in g.steps:
+    for s, op in zip(g.steps, g.ops, strict=True):
         if s.name in _DOTS and len(s.operands) >= 2 and s.results and s.results[0] in live:
             lhs, rhs = origin[s.operands[0]], origin[s.operands[1]]
             if (lhs & 1 and rhs & 2) or (lhs & 2 and rhs & 1):
-                found.append(s)
+                found.append((s, op))
     return found
 
 
@@ -178,6 +183,7 @@ def check_dot_types(
         return parsed
     want = sorted(operands)
     names = " and ".join(args)
+    shown: Region | None = None
     budget = Budget()  # one for all of this grade's programs
     for item in parsed:
         try:
@@ -188,12 +194,14 @@ def check_dot_types(
         if isinstance(found, str):
             return RuleOutcome(False, f"The exported program could not be analyzed ({found}).")
         kinds = {}
-        for step in found:
+        ops: dict[bool, list[Op | None]] = {True: [], False: []}
+        for step, op in found:
             head, _, tail = step.type.rpartition("->")
             ins = [t.element for t in tensor_types(head)[:2]]
             outs = [t.element for t in tensor_types(tail)]
-            kinds[f"({', '.join(ins)}) -> {', '.join(outs)}"] = sorted(ins) == want and outs == [
-                result]
+            ok = sorted(ins) == want and outs == [result]
+            kinds[f"({', '.join(ins)}) -> {', '.join(outs)}"] = ok
+            ops[ok].append(op)
         fix = (f"Multiply the quantized arrays themselves, e.g. jax.lax.dot_general(a, b, ..., "
                f"preferred_element_type=jnp.{_np(result)}), and apply the scales afterwards.")
         if not kinds:
@@ -203,9 +211,10 @@ def check_dot_types(
             return RuleOutcome(False, (
                 f"A matrix product of {names} takes and returns {', '.join(wrong)}; every product "
                 f"of them must take {operands[0]} x {operands[1]} operands and accumulate in "
-                f"{result}. {fix}"))
+                f"{result}. {fix}"), region=region_of(item.module, ops[False], item.program))
+        shown = shown or region_of(item.module, ops[True], item.program)
     return RuleOutcome(True, f"Every matrix product of {names} takes {operands[0]} x "
-                             f"{operands[1]} operands and accumulates in {result}.")
+                             f"{operands[1]} operands and accumulates in {result}.", region=shown)
 
 
 def _np(element: str) -> str:
@@ -230,8 +239,9 @@ def _growth(parsed: list[_Parsed], dim: str) -> RuleOutcome:
     """Whether the program stays the same size as `dim` grows, other dims equal."""
     if all(dim in item.program.symbolic for item in parsed):
         return RuleOutcome(True, f"One program serves every {dim}: it was exported with {dim} "
-                                 f"symbolic, so it does not grow with {dim}.")
-    groups: dict[tuple[tuple[str, int], ...], dict[int, tuple[int, ProgramInfo]]] = {}
+                                 f"symbolic, so it does not grow with {dim}.",
+                           region=noted(parsed[0].program, f"{dim} is symbolic in this program"))
+    groups: dict[tuple[tuple[str, int], ...], dict[int, tuple[int, _Parsed]]] = {}
     # Programs with the other dimensions equal, by this dimension's value: (op count, program).
     budget = Budget()  # inlining every program of the grade: bounded together
     for item in parsed:
@@ -246,8 +256,8 @@ def _growth(parsed: list[_Parsed], dim: str) -> RuleOutcome:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
         rest = tuple(sorted((k, v) for k, v in p.dims.items() if k != dim))
-        groups.setdefault(rest, {})[p.dims[dim]] = (size, p)
-    compared = False
+        groups.setdefault(rest, {})[p.dims[dim]] = (size, item)
+    compared, shown = False, None
     for sizes in groups.values():
         # A size of 1 lowers a little differently (squeezed dims, one-step loops): compare
         # sizes >= 2 when there are two. An unrolled loop adds at least one op per step, so
@@ -260,18 +270,37 @@ def _growth(parsed: list[_Parsed], dim: str) -> RuleOutcome:
         compared = True
         lo, hi = values[0], values[-1]
         n_lo, n_hi = sizes[lo][0], sizes[hi][0]
+        note = f"{dim}={lo}: {n_lo} ops, {dim}={hi}: {n_hi} ops once inlined"
         if n_hi - n_lo >= hi - lo:
             return RuleOutcome(False, (
                 f"Your program grows with {dim}: {n_lo} operations for {dim}={lo} but {n_hi} "
                 f"for {dim}={hi} (the other dimensions equal). A Python loop (or comprehension) "
                 f"over {dim} is unrolled into the program; use vectorized operations, "
-                f"jax.vmap or a lax loop instead."))
+                f"jax.vmap or a lax loop instead."),
+                region=_grown(sizes[lo][1], sizes[hi][1], note))
+        shown = shown or noted(sizes[hi][1].program, note)
     if not compared:
         return RuleOutcome(False, f"The tests have no two input shapes that differ only in "
                                   f"{dim}, so growth with {dim} cannot be checked (a problem "
                                   f"package error).")
     return RuleOutcome(True, f"The program keeps the same size as {dim} grows: it does not "
-                             f"unroll a loop over {dim}.")
+                             f"unroll a loop over {dim}.", region=shown)
+
+
+def _grown(lo: _Parsed, hi: _Parsed, note: str) -> Region | None:
+    """The ops of the kind that multiplied most from the smaller program to the larger one."""
+    def census(item: _Parsed) -> dict[str, list[Op]]:
+        found: dict[str, list[Op]] = {}
+        for _, op in _all_ops(item.module):
+            found.setdefault(op.name, []).append(op)
+        return found
+
+    small, large = census(lo), census(hi)
+    name = max(large, key=lambda k: (len(large[k]) - len(small.get(k, [])), k), default=None)
+    if name is None:
+        return noted(hi.program, note)
+    note += f"; {name}: {len(small.get(name, []))} -> {len(large[name])}"
+    return region_of(hi.module, large[name], hi.program, depth=0, note=note)
 
 
 @register("independent_of_dim", "program", DimOptions)
@@ -312,7 +341,9 @@ def check_loop_over_dim(
     count = trip_count or Expr(dim)
     names = _and(list(depends_on)) if depends_on else "the inputs"
     budget = Budget()  # one for all of this grade's programs
-    failures: list[tuple[bool, int, str]] = []  # (the program has a loop, want, message)
+    # (the program has a loop, want, message, where)
+    failures: list[tuple[bool, int, str, Region | None]] = []
+    shown: Region | None = None
     for item in parsed:
         p = item.program
         try:
@@ -331,18 +362,47 @@ def check_loop_over_dim(
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
-        if not any(loop.count == want and loop.works for loop in loops):
+        right = [i for i, loop in enumerate(loops) if loop.count == want]
+        working = [i for i in right if loops[i].works]
+        where = _loop_region(item, g, (working or right or list(range(len(loops))))[:1], want)
+        if not working:
             failures.append((bool(loops), want,
-                             _loop_failure(p, loops, count, want, dim, names)))
+                             _loop_failure(p, loops, count, want, dim, names), where))
+        shown = shown or where
     if failures:  # the most telling: a program with loops, the longest one
-        return RuleOutcome(False, max(failures, key=lambda f: (f[0], f[1]))[2])
+        worst = max(failures, key=lambda f: (f[0], f[1]))
+        return RuleOutcome(False, worst[2], region=worst[3])
     growth = _growth(parsed, dim)
     if not growth.passed:
         return growth
     return RuleOutcome(True, (
         f"A loop runs {count} steps for every input shape and carries the computation (a value "
         f"updated at every step from its previous value and {names}, reaching your outputs); "
-        f"the program does not grow with {dim}."))
+        f"the program does not grow with {dim}."), region=shown)
+
+
+def _loop_region(item: _Parsed, g: Graph, which: list[int], want: int) -> Region:
+    """The `stablehlo.while` of the inlined loop `which[0]` (with what starts it), or a note
+    that the program has no loop."""
+    if not which:
+        return noted(item.program, f"no stablehlo.while in this program (wanted: {want} steps)")
+    loop = g.loops[which[0]]
+    inner = next((op for op in g.ops[loop.first:loop.end] if op is not None), None)
+    whiles = [op for _, op in _all_ops(item.module) if op.name == "stablehlo.while"]
+    holder = next((w for w in whiles if inner is not None and _holds(w, inner)), None)
+    found = region_of(item.module, [holder], item.program, depth=1) if holder else None
+    return found or noted(item.program, "the loop's while op could not be located")
+
+
+def _holds(op: Op, inner: Op) -> bool:
+    """Whether `inner` is one of the ops in `op`'s regions (at any depth)."""
+    stack = [o for region in op.regions for block in region for o in block.ops]
+    while stack:
+        o = stack.pop()
+        if o is inner:
+            return True
+        stack.extend(x for region in o.regions for block in region for x in block.ops)
+    return False
 
 
 def _and(items: list[str]) -> str:

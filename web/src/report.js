@@ -94,21 +94,34 @@ export function renderChecklist(spec, results) {
         ),
         req?.description ? h('p', { class: 'muted req-desc' }, req.description) : null,
         result ? h('p', { class: `req-message${state === 'pending' ? ' muted' : ''}` }, result.message) : null,
-        result?.evidence !== undefined && result?.evidence !== null && result?.evidence !== ''
-          ? h(
-              'details',
-              { class: 'evidence' },
-              h('summary', {}, 'The traced program part this refers to'),
-              scrollBox(
-                `Evidence for ${name}`,
-                h('pre', {}, typeof result.evidence === 'string' ? result.evidence : JSON.stringify(result.evidence, null, 2)),
-              ),
-            )
-          : null,
+        result?.evidence ? renderEvidence(name, result.evidence, state === 'fail') : null,
       ),
     );
   });
   return h('ul', { class: 'checklist' }, items);
+}
+
+/**
+ * The part of the verified program a requirement refers to: a few ops, the ones the rule
+ * decided on marked. Text nodes only (the ops came out of a sandbox). Open when it failed.
+ */
+export function renderEvidence(name, evidence, open) {
+  if (typeof evidence !== 'object') return null;
+  const focus = new Set(evidence.focus ?? []);
+  const lines = String(evidence.text ?? '').split('\n');
+  return h(
+    'details',
+    { class: 'evidence', open },
+    h('summary', {}, 'The program part this refers to', h('span', { class: 'muted' }, ` (input shapes ${evidence.program})`)),
+    scrollBox(
+      `Program part for ${name}`,
+      h(
+        'pre',
+        { class: 'evidence-code' },
+        lines.map((line, i) => [focus.has(i) ? h('mark', { class: 'focus' }, line) : line, i < lines.length - 1 ? '\n' : null]),
+      ),
+    ),
+  );
 }
 
 /** Inputs (or outputs) of a test as a definition list of leaves. */

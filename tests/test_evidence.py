@@ -1,0 +1,136 @@
+"""The program part a requirement refers to (`RequirementResult.evidence`), on every problem.
+
+For each problem in problems/ (new ones included without changes here): the reference and one
+sample that fails a program-level requirement are graded for real, and every program-level
+requirement carries a bounded excerpt of the verified program whose marked ops are the ones the
+rule decided on; a spec-level requirement shows its corroborating requirement's excerpt, never
+one of its own (stage A is not believed). Then the excerpt itself: bounded and inert whatever
+the program's text holds.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+
+import pytest
+
+from jaxjudge import grade, list_problems
+from jaxjudge.grading.evidence import MAX_EVIDENCE_CHARS, MAX_LINE_CHARS, excerpt
+from jaxjudge.grading.report import Report, Verdict
+from jaxjudge.rules.outcome import ProgramInfo, Region
+from jaxjudge.rules.region import MAX_REGION_OPS, region_of
+from jaxjudge.rules.stablehlo import Op, parse_module
+
+PROBLEMS = {p.id: p for p in list_problems()}
+
+
+def _failing_sample(problem_id: str) -> str | None:
+    """The first sample (by name) expected to fail a program-level requirement."""
+    problem = PROBLEMS[problem_id]
+    expected = problem.submissions_dir / "expected.toml"
+    if not expected.is_file():
+        return None
+    program = {r.name for r in problem.requirements if r.level == "program"}
+    table = tomllib.loads(expected.read_text(encoding="utf-8")).get("files", {})
+    for name, spec in sorted(table.items()):
+        if spec.get("verdict") == "requirement_failed" and program & set(spec.get("failed", [])):
+            return str(name)
+    return None
+
+
+@functools.cache
+def graded(problem_id: str, sample: str | None) -> Report:
+    """One real grade (submit mode: every test shape), kept for the module's tests."""
+    problem = PROBLEMS[problem_id]
+    path = problem.reference_path if sample is None else problem.submissions_dir / sample
+    return grade(problem, path.read_bytes(), "submit", filename=path.name)
+
+
+def _check_evidence(problem_id: str, report: Report) -> None:
+    problem = PROBLEMS[problem_id]
+    by_name = {r.name: r for r in report.requirements}
+    for req in problem.requirements:
+        res = by_name[req.name]
+        if req.level == "program":
+            ev = res.evidence
+            assert ev is not None, f"{problem_id}/{req.name}: no program part in the report"
+            assert ev.text.strip() and ev.program
+            assert len(ev.text) <= MAX_EVIDENCE_CHARS
+            lines = ev.text.splitlines()
+            assert all(len(line) <= MAX_LINE_CHARS for line in lines)
+            # The ops decided on are marked, or the excerpt is a remark about the program.
+            assert all(lines[i].startswith("> ") for i in ev.focus)
+            assert ev.focus or all(line.startswith("  //") for line in lines)
+        else:
+            lenders = [by_name[n] for n in problem.corroborators(req)
+                       if by_name[n].evidence is not None]
+            if lenders:
+                assert res.evidence == lenders[0].evidence
+            else:
+                assert res.evidence is None, "a spec-level requirement's own excerpt"
+
+
+@pytest.mark.parametrize("problem_id", sorted(PROBLEMS))
+def test_every_program_requirement_shows_its_program_part(problem_id: str) -> None:
+    report = graded(problem_id, None)
+    assert report.verdict is Verdict.ACCEPTED, report.summary
+    _check_evidence(problem_id, report)
+    sample = _failing_sample(problem_id)
+    if sample is None:
+        assert not any(r.level == "program" for r in PROBLEMS[problem_id].requirements)
+        return
+    failed = graded(problem_id, sample)
+    assert failed.verdict is Verdict.REQUIREMENT_FAILED, failed.summary
+    _check_evidence(problem_id, failed)
+
+
+def test_the_rematerialization_excerpt_marks_the_forward_tanh_it_reads() -> None:
+    """The seed problem's failure shows the tanh of the product, the op the rule decided on."""
+    report = graded("rematerialized-mlp-block", "req_no_checkpoint.py")
+    ev = {r.name: r.evidence for r in report.requirements}["tanh-rematerialized"]
+    assert ev is not None
+    marked = [ev.text.splitlines()[i] for i in ev.focus]
+    assert marked and all("stablehlo.tanh" in line for line in marked)
+    assert any("stablehlo.dot_general" in line for line in ev.text.splitlines())
+
+
+# -- the excerpt: bounded and inert ----------------------------------------------------------
+def _module(body: str) -> str:
+    return ('"builtin.module"() ({\n  "func.func"() <{function_type = (tensor<2xf32>) -> '
+            'tensor<2xf32>, sym_name = "main", sym_visibility = "public"}> ({\n'
+            '  ^bb0(%arg0: tensor<2xf32>):\n' + body + '\n  }) : () -> ()\n}) : () -> ()\n')
+
+
+def test_region_of_adds_producers_and_names_main_arguments() -> None:
+    text = _module(
+        '    %0 = "stablehlo.exponential"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>\n'
+        '    %1 = "stablehlo.tanh"(%0) : (tensor<2xf32>) -> tensor<2xf32>\n'
+        '    %2 = "stablehlo.add"(%1, %0) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>\n'
+        '    "func.return"(%2) : (tensor<2xf32>) -> ()')
+    module = parse_module(text)
+    program = ProgramInfo(signature="x(2)", text=text, args=["x"], outs=["y"])
+    main = module.functions()["main"]
+    tanh = next(op for op in main.regions[0][0].ops if op.name == "stablehlo.tanh")
+    region = region_of(module, [tanh], program)
+    assert region is not None
+    assert [op.name for op in region.ops] == ["stablehlo.exponential", "stablehlo.tanh"]
+    ev = excerpt(region)
+    assert ev.program == "x(2)"
+    lines = ev.text.splitlines()
+    assert "%arg0 = x" in ev.text
+    assert [lines[i] for i in ev.focus] == ["> %1 = stablehlo.tanh(%0) : tensor<2xf32>"]
+
+
+def test_excerpt_is_bounded_and_inert_whatever_the_program_holds() -> None:
+    hostile = Op(name="stablehlo.\x1b[2Jtanh\u202e", results=["%0"], operands=["%arg0"] * 50,
+                 attrs={"callee": "x\x07"}, type="() -> tensor<" + "9x" * 5000 + "f32>")
+    region = Region(signature="s\x1b]0;title\x07", ops=(hostile,) * 100,
+                    focus=frozenset(range(100)), note="\x1b[31mred")
+    ev = excerpt(region)
+    assert len(ev.text) <= MAX_EVIDENCE_CHARS
+    assert all(len(line) <= MAX_LINE_CHARS for line in ev.text.splitlines())
+    for text in (ev.text, ev.program):
+        assert not any(c in text for c in "\x1b\x07\u202e")
+    assert "more ops" in ev.text
+    assert MAX_REGION_OPS <= 16  # what a rule hands over stays a few lines
