@@ -15,7 +15,7 @@ import re
 from jaxjudge.grading.render import plain
 from jaxjudge.grading.report import Evidence, RequirementResult
 from jaxjudge.problems.package import Problem
-from jaxjudge.rules.outcome import Region
+from jaxjudge.rules.outcome import ProgramInfo, Region
 from jaxjudge.rules.stablehlo import Op
 
 MAX_LINE_CHARS = 160
@@ -87,6 +87,23 @@ def excerpt(region: Region) -> Evidence:
     lines = [_cut(plain(line).replace("\n", " ")) for line in lines]
     return Evidence(program=_cut(plain(region.signature), 120), text="\n".join(lines),
                     focus=focus)
+
+
+_OP_NAME = re.compile(r'"([a-z_]+\.[a-z_0-9]+)"\(')
+
+
+def census(program: ProgramInfo) -> Evidence:
+    """For a rule that names no operation: what the program is made of, by op count (the
+    structural ops that only hold others left out)."""
+    counts: dict[str, int] = {}
+    for name in _OP_NAME.findall(program.text):
+        if not name.startswith(("func.", "builtin.")) and not name.endswith(".return"):
+            counts[name] = counts.get(name, 0) + 1
+    total = sum(counts.values())
+    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:8]
+    listed = ", ".join(f"{n} {name.removeprefix('stablehlo.')}" for name, n in top)
+    note = f"this program has {total} ops: {listed}" if top else "this program has no ops"
+    return excerpt(Region(signature=program.signature, ops=(), note=note))
 
 
 def lend_evidence(problem: Problem, reqs: list[RequirementResult]) -> None:

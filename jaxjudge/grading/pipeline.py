@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 from jaxjudge.grading import compare as cmp
 from jaxjudge.grading.early import Started
 from jaxjudge.grading.early import start as start_stages
-from jaxjudge.grading.evidence import excerpt, lend_evidence
+from jaxjudge.grading.evidence import census, excerpt, lend_evidence
 from jaxjudge.grading.plan import plan_for
 from jaxjudge.grading.report import (
+    Evidence,
     Mode,
     Report,
     RequirementResult,
@@ -35,7 +36,7 @@ from jaxjudge.grading.summary import summarize
 from jaxjudge.isolation import fstree
 from jaxjudge.isolation.workdir import work_root
 from jaxjudge.problems.package import Limits, Problem
-from jaxjudge.rules import PROGRAM_RULES, SPEC_RULES, RuleOutcome
+from jaxjudge.rules import PROGRAM_RULES, SPEC_RULES, ProgramInfo, RuleOutcome
 
 if TYPE_CHECKING:
     from jaxjudge.grading.resources import Resources
@@ -167,16 +168,25 @@ class Grading(StageA, StageB):
             if req.level != level:
                 continue
             outcome = self._apply(rules, req.rule, data, req.options)
-            # Only the program level's regions are shown: they come from the verified program.
-            region = outcome.region if level == "program" else None
             self.requirements.append(
                 RequirementResult(
                     name=req.name, level=req.level, passed=outcome.passed, message=outcome.message,
-                    evidence=excerpt(region) if region is not None else None,
+                    evidence=self._evidence(level, outcome, data),
                 )
             )
         if key:
             self.grader.rules.put(key, self.requirements[before:])
+
+    @staticmethod
+    def _evidence(level: str, outcome: RuleOutcome, data: Any) -> Evidence | None:
+        """Only the program level's regions are shown: they come from the verified program. A
+        rule that names no operation gets what the (first) program is made of."""
+        if level != "program":
+            return None
+        if outcome.region is not None:
+            return excerpt(outcome.region)
+        first = data[0] if isinstance(data, list) and data else None
+        return census(first) if isinstance(first, ProgramInfo) else None
 
     @staticmethod
     def _apply(rules: dict[str, Any], rule: str, data: Any, options: dict[str, Any]) -> RuleOutcome:
