@@ -180,38 +180,70 @@ def find_pg_bin() -> Path | None:
     return Path(found).resolve().parent if found else None
 
 
+class PostgresCluster:
+    """A throwaway PostgreSQL cluster on a free loopback port that a test can stop and start
+    again (a database outage): same data, same port, same URL.
+
+    Raises LookupError when PostgreSQL is not installed (the caller skips)."""
+
+    def __init__(self) -> None:
+        bindir = find_pg_bin()
+        if bindir is None:
+            raise LookupError("PostgreSQL is not installed (apt-get install postgresql)")
+        self._bindir = bindir
+        self.root = Path(tempfile.mkdtemp(prefix="jaxjudge-pg-"))
+        self._data, self._sock = self.root / "data", self.root / "sock"
+        self._sock.mkdir()
+        self._as_user: list[str] = []
+        if os.geteuid() == 0:  # initdb refuses to run as root
+            shutil.chown(self.root, "postgres", "postgres")
+            shutil.chown(self._sock, "postgres", "postgres")
+            self._as_user = ["runuser", "-u", "postgres", "--"]
+        self.port = free_port()
+        self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+        self.running = False
+        try:
+            self._run("initdb", "-D", str(self._data), "-U", "postgres", "--auth=trust",
+                      "--encoding=UTF8", "--no-sync")
+            self.start()
+        except BaseException:
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
+
+    def _run(self, tool: str, *args: str) -> None:
+        subprocess.run([*self._as_user, str(self._bindir / tool), *args], check=True,
+                       capture_output=True, timeout=120)
+
+    def start(self) -> None:
+        self._run("pg_ctl", "-D", str(self._data), "-l", str(self.root / "log"), "-w",
+                  "-t", "60", "-o", f"-p {self.port} -k {self._sock} "
+                  "-c listen_addresses=127.0.0.1 -c fsync=off", "start")
+        self.running = True
+
+    def stop(self, mode: str = "immediate") -> None:
+        """Stop the server: every connection drops and new ones are refused until `start()`
+        (`immediate`: as a crash would; `fast`: as an operator's restart would)."""
+        self._run("pg_ctl", "-D", str(self._data), "-m", mode, "-w", "stop")
+        self.running = False
+
+    def close(self) -> None:
+        try:
+            if self.running:
+                self.stop()
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def postgres_server() -> Iterator[str]:
     """A throwaway PostgreSQL cluster on a free loopback port; yields its SQLAlchemy URL.
 
     Raises LookupError when PostgreSQL is not installed (the caller skips)."""
-    bindir = find_pg_bin()
-    if bindir is None:
-        raise LookupError("PostgreSQL is not installed (apt-get install postgresql)")
-    root = Path(tempfile.mkdtemp(prefix="jaxjudge-pg-"))
-    data, sock = root / "data", root / "sock"
-    sock.mkdir()
-    as_user: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses to run as root
-        shutil.chown(root, "postgres", "postgres")
-        shutil.chown(sock, "postgres", "postgres")
-        as_user = ["runuser", "-u", "postgres", "--"]
-    port = free_port()
-
-    def run(*args: str) -> None:
-        subprocess.run([*as_user, *args], check=True, capture_output=True, timeout=120)
-
+    cluster = PostgresCluster()
     try:
-        run(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-            "--encoding=UTF8", "--no-sync")
-        run(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-t", "60",
-            "-o", f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
-        try:
-            yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
-        finally:
-            run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
+        yield cluster.url
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        cluster.close()
 
 
 # -- webhook receivers -------------------------------------------------------------------------

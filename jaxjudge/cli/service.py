@@ -122,7 +122,7 @@ def worker_cmd(
     import asyncio
 
     from jaxjudge.isolation.sandbox import SandboxUnavailable
-    from jaxjudge.service.worker import run_worker
+    from jaxjudge.service.worker import WorkerDied, run_worker
 
     overrides: dict[str, object] = {
         "workers": concurrency,
@@ -143,6 +143,8 @@ def worker_cmd(
         asyncio.run(run_worker(settings))
     except SandboxUnavailable as exc:  # a layer vanished between the two checks
         raise typer.Exit(3) from exc
+    except WorkerDied as exc:  # logged as critical: let the supervisor restart the process
+        raise typer.Exit(1) from exc
 
 
 @cli.command("migrate")

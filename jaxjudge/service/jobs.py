@@ -196,10 +196,16 @@ async def _deliver_callback(context: JobContext, submission_id: str, attempt: in
     return await deliver(submission_id, attempt)
 
 
+WORKER_APPLICATION_NAME = "jaxjudge-worker"  # its connections in pg_stat_activity
+
+
 def make_app(database_url: str, *, pool_size: int = 4) -> App:
-    """Procrastinate's App on the service's database, with both tasks registered."""
+    """Procrastinate's App on the service's database, with both tasks registered (its pool
+    checks a connection before lending it, so that after a database restart no call gets a
+    dead one); every connection carries WORKER_APPLICATION_NAME."""
     connector = PsycopgConnector(
-        conninfo=conninfo(database_url), min_size=1, max_size=max(2, pool_size)
+        conninfo=conninfo(database_url), min_size=1, max_size=max(2, pool_size),
+        kwargs={"application_name": WORKER_APPLICATION_NAME},
     )
     app = App(connector=connector)
     app.task(

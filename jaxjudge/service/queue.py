@@ -25,6 +25,7 @@ from types import TracebackType
 from sqlalchemy.orm import Session
 
 from jaxjudge import Grader, Report, Verdict, grade
+from jaxjudge.service.outage import retry_while_unreachable
 from jaxjudge.service.store import Store
 
 log = logging.getLogger("jaxjudge.queue")
@@ -115,6 +116,7 @@ def grade_and_store(
     on_graded: OnGraded | None = None,
     abandoned: Callable[[], bool] | None = None,
     defer_callback: DeferCallback | None = None,
+    ride_out_outages: bool = False,
 ) -> GradeOutcome | None:
     """Claim one submission, grade it, store its public report under the claim's fence.
 
@@ -124,11 +126,15 @@ def grade_and_store(
     Store errors propagate (the row stays `running` for recovery or redelivery).
     `redelivery`: see `Store.claim`. `defer_callback`: called in the finishing transaction
     of a submission with a callback, so its delivery is queued if and only if this grade is
-    the one stored (a fenced-out late finish queues nothing).
+    the one stored (a fenced-out late finish queues nothing). `ride_out_outages`: a finish
+    that finds the database unreachable is tried again until it is back (or `abandoned()`):
+    the grade is kept, and no attempt is spent on the outage.
     """
     claimed = store.claim(submission_id, redelivery=redelivery)
     if claimed is None:
         return None  # already graded (e.g. queued twice around a restart)
+    log.info("grading %s attempt %d (%s, %s)", submission_id, claimed.attempts,
+             claimed.problem_id, claimed.mode)
     started = time.monotonic()
     if claimed.attempts > MAX_ATTEMPTS:
         report = internal_error_report(
@@ -161,19 +167,29 @@ def grade_and_store(
         def in_finish(session: Session) -> None:
             queue_delivery(session, submission_id)
 
-    stored = store.finish(
-        submission_id,
-        verdict=report.verdict.value,
-        score=report.score,
-        max_score=report.max_score,
-        report_json=report_json,
-        fence=claimed.attempts,
-        in_finish=in_finish,
-    )
+    def finish() -> bool:
+        return store.finish(
+            submission_id,
+            verdict=report.verdict.value,
+            score=report.score,
+            max_score=report.max_score,
+            report_json=report_json,
+            fence=claimed.attempts,
+            in_finish=in_finish,
+        )
+
+    if ride_out_outages:
+        stored = retry_while_unreachable(
+            finish, what=f"storing the grade of {submission_id} attempt {claimed.attempts}",
+            give_up=abandoned or (lambda: False))
+    else:
+        stored = finish()
     if not stored:
         log.warning("grade of %s (attempt %d) not stored: another attempt claimed it since",
                     submission_id, claimed.attempts)
         return None
+    log.info("graded %s attempt %d: %s in %.1f s", submission_id, claimed.attempts,
+             report.verdict.value, elapsed)
     outcome = GradeOutcome(
         submission_id=submission_id,
         problem_id=claimed.problem_id,

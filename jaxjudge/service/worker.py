@@ -51,13 +51,16 @@ from jaxjudge.service.jobs import (
     requeue_orphan_callbacks,
     requeue_orphans,
 )
+from jaxjudge.service.liveness import ResilientWorker
 from jaxjudge.service.metrics import Metrics, serve_metrics, worker_metrics
+from jaxjudge.service.outage import Reachability, database_unreachable
 from jaxjudge.service.queue import GradeFn, OnGraded, grade_and_store, grading_function
 from jaxjudge.service.store import Store
 
 log = logging.getLogger("jaxjudge.worker")
 
 T = TypeVar("T")
+STARTUP_PRUNE_SECONDS = 86400.0
 
 
 async def in_daemon_thread(fn: Callable[[], T]) -> T:
@@ -106,6 +109,7 @@ class WorkerRuntime:
                 on_graded=self._on_graded,
                 abandoned=abandoned.is_set,
                 defer_callback=defer_callback,  # queued in the grade's own transaction
+                ride_out_outages=True,
             )
             return outcome.report.verdict.value if outcome else "nothing stored"
 
@@ -148,19 +152,33 @@ def sweep_orphans(store: Store, stall_seconds: float) -> list[str]:
     return ids
 
 
-async def _sweep_forever(job_manager: JobManager, store: Store, settings: Settings) -> None:
+async def _sweep_forever(
+    job_manager: JobManager, store: Store, settings: Settings, reachability: Reachability
+) -> None:
     """Stalled jobs every heartbeat (they bound redelivery); orphans, which only a long
-    database outage makes, once per stall period (two NOT EXISTS scans)."""
+    database outage makes, once per stall period (two NOT EXISTS scans).
+
+    Only once this process has reached the database for a whole stall period: right after
+    an outage (or its own start) every heartbeat is old, and a worker that could not write
+    its heartbeat is not dead. Workers whose heartbeat stopped while the database was
+    reachable are pruned here too (not at start-up, which would be such a first look)."""
     orphans_due = 0.0
     while True:
         try:
-            await sweep_stalled(job_manager, settings.worker_stall_seconds)
-            if time.monotonic() >= orphans_due:
-                await asyncio.to_thread(sweep_orphans, store, settings.worker_stall_seconds)
-                orphans_due = time.monotonic() + settings.worker_stall_seconds
+            if reachability.reachable_for() >= settings.worker_stall_seconds:
+                await sweep_stalled(job_manager, settings.worker_stall_seconds)
+                await job_manager.prune_stalled_workers(settings.worker_stall_seconds)
+                if time.monotonic() >= orphans_due:
+                    await asyncio.to_thread(sweep_orphans, store, settings.worker_stall_seconds)
+                    orphans_due = time.monotonic() + settings.worker_stall_seconds
+            else:
+                await job_manager.check_connection_async()
+            reachability.ok()
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # the database is away: try again next round
+        except Exception as exc:
+            if database_unreachable(exc):
+                reachability.failed()
             log.warning("stalled-job sweep failed: %s", exc)
         await asyncio.sleep(settings.worker_heartbeat_seconds)
 
@@ -171,6 +189,7 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
 
     layers = await asyncio.to_thread(_check_sandbox, settings)
     metrics_server = None
+    failure: str | None = None
     if settings.worker_metrics_port is not None:
         observed, metrics_server = _serve_metrics(settings, layers)
         on_graded = _both(on_graded, observed.observe_report)
@@ -187,58 +206,81 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
             runtime = WorkerRuntime(store, grading_function(grader), on_graded)
             jobs_app = make_app(settings.database_url,
                                 pool_size=concurrency + settings.webhook_concurrency + 4)
+            reachability = Reachability()
             async with jobs_app.open_async():
-                sweeper = asyncio.create_task(_sweep_forever(jobs_app.job_manager, store, settings))
-                delivering = asyncio.create_task(_deliver_forever(jobs_app, store, settings))
+                grading = ResilientWorker(
+                    app=jobs_app,
+                    reachability=reachability,
+                    **_worker_options(settings, "jaxjudge"),
+                    queues=[QUEUE_NAME],
+                    concurrency=concurrency,
+                    shutdown_graceful_timeout=settings.worker_shutdown_seconds,
+                    additional_context={GRADE_KEY: runtime.grade},
+                    install_signal_handlers=True,
+                )
+                sweeper = asyncio.create_task(
+                    _sweep_forever(jobs_app.job_manager, store, settings, reachability))
+                delivering = asyncio.create_task(
+                    _deliver_forever(jobs_app, store, settings, reachability, grading))
                 log.info("jaxjudge worker: concurrency %d, heartbeat %.1f s, stall %.1f s",
                          concurrency, settings.worker_heartbeat_seconds,
                          settings.worker_stall_seconds)
                 try:
-                    await jobs_app.run_worker_async(
-                        **_worker_options(settings, "jaxjudge"),
-                        queues=[QUEUE_NAME],
-                        concurrency=concurrency,
-                        shutdown_graceful_timeout=settings.worker_shutdown_seconds,
-                        additional_context={GRADE_KEY: runtime.grade},
-                        install_signal_handlers=True,
-                    )
+                    await grading.run()
                 finally:
                     sweeper.cancel()
                     delivering.cancel()  # stops gracefully: in-flight attempts are bounded
                     with contextlib.suppress(asyncio.CancelledError):
                         await sweeper
                     with contextlib.suppress(asyncio.CancelledError):
-                        await delivering
+                        failure = await delivering
+                    failure = failure or grading.failure
         finally:
             store.close()
     finally:
         await asyncio.to_thread(grader.close)
         if metrics_server is not None:
             metrics_server.shutdown()
+    if failure:
+        log.critical("jaxjudge worker stopped because %s; exiting with status 1", failure)
+        raise WorkerDied(failure)
     log.info("jaxjudge worker stopped")
 
 
+class WorkerDied(RuntimeError):
+    """One of the worker's own tasks died (a bug, not an outage): the process exits non-zero
+    so that its supervisor restarts it."""
+
+
 def _worker_options(settings: Settings, role: str) -> dict[str, Any]:
-    """What both Procrastinate workers of this process share: their name, the heartbeat and
-    stall timeout every sweeper relies on, polling at the heartbeat (a retried job sends no
-    NOTIFY) and deleting succeeded jobs."""
+    """What both Procrastinate workers of this process share: their name, the heartbeat,
+    polling at the heartbeat (a retried job sends no NOTIFY) and deleting succeeded jobs.
+    Procrastinate prunes workers stalled for `stalled_worker_timeout` at start-up, a first
+    look back that an outage would fool: only workers silent for a day go then, the sweep
+    prunes the others (`_sweep_forever`)."""
     return {
         "name": f"{role}@{socket.gethostname()}:{os.getpid()}",
         "update_heartbeat_interval": settings.worker_heartbeat_seconds,
-        "stalled_worker_timeout": settings.worker_stall_seconds,
+        "stalled_worker_timeout": STARTUP_PRUNE_SECONDS,
         "fetch_job_polling_interval": settings.worker_heartbeat_seconds,
         "delete_jobs": "successful",
     }
 
 
-async def _deliver_forever(jobs_app: App, store: Store, settings: Settings) -> None:
+async def _deliver_forever(
+    jobs_app: App, store: Store, settings: Settings, reachability: Reachability,
+    grading: ProcrastinateWorker,
+) -> str | None:
     """The callbacks queue's own Procrastinate worker in this process, `webhook_concurrency`
     deliveries at once: a slow receiver holds one of these slots, never a grading slot. Runs
-    until cancelled (when the grading worker stops); signals are the grading worker's."""
+    until cancelled (when the grading worker stops); signals are the grading worker's. If it
+    stops by itself (a side task died), the grading worker is stopped too and the reason
+    returned: the process exits loudly rather than grade with no one delivering."""
     callbacks = JobCallbacks(store, CallbackConfig.from_settings(settings))
     # What App.run_worker_async builds and runs, built here to learn the worker's id.
-    worker = ProcrastinateWorker(
+    worker = ResilientWorker(
         app=jobs_app,
+        reachability=reachability,
         **_worker_options(settings, "jaxjudge-callbacks"),
         queues=[CALLBACK_QUEUE],
         concurrency=settings.webhook_concurrency,
@@ -260,7 +302,11 @@ async def _deliver_forever(jobs_app: App, store: Store, settings: Settings) -> N
         running.cancel()  # Worker.run stops gracefully, then re-raises
         with contextlib.suppress(asyncio.CancelledError):
             await running
-        raise
+        return worker.failure
+    failure = worker.failure or "the callback worker stopped by itself"
+    log.critical("jaxjudge worker: %s; stopping the grading worker", failure)
+    grading.stop()
+    return failure
 
 
 def _tag_delivery_worker(store: Store, worker_id: int) -> None:

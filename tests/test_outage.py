@@ -1,0 +1,206 @@
+"""Scale-out through database outages (issue #24): real `jaxjudge worker` processes and a real
+API node on a PostgreSQL cluster of this module's own, which the tests stop and start again.
+
+Workers heartbeat every 0.5 s and are presumed dead after 3 s, so an outage of a few seconds is
+already several stall periods long.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from api_fixtures import (
+    BROKEN,
+    PROBLEM,
+    REFERENCE,
+    PostgresCluster,
+    Server,
+    Worker,
+)
+from sqlalchemy import text
+
+from jaxjudge.service.jobs import WORKER_APPLICATION_NAME, defer_in_transaction
+from jaxjudge.service.store import NewSubmission, Store
+
+pytestmark = pytest.mark.postgres
+
+OUTAGE = {"worker_heartbeat_seconds": 0.5, "worker_stall_seconds": 3}
+OUTAGE_SECONDS = 10.0
+SETTLE_SECONDS = 240.0  # a guard against hanging, not a performance assertion
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[PostgresCluster]:
+    try:
+        pg = PostgresCluster()
+    except LookupError as exc:
+        pytest.skip(f"PostgreSQL tests skipped: {exc}")
+    try:
+        Store(pg.url).close()  # migrated once, before workers race to
+        yield pg
+    finally:
+        pg.close()
+
+
+@pytest.fixture
+def store(cluster: PostgresCluster) -> Iterator[Store]:
+    if not cluster.running:  # a failed test left it stopped
+        cluster.start()
+    s = Store(cluster.url)
+    yield s
+    s.close()
+
+
+def slow_source(seconds: float, tag: str) -> str:
+    return f"{REFERENCE}\nimport time  # {tag}\ntime.sleep({seconds})\n"
+
+
+def queue(store: Store, source: str, mode: str = "submit") -> str:
+    """Store a submission and its job in one transaction, as an API node does."""
+    with store.transaction() as session:
+        sid = Store.insert(session, NewSubmission(PROBLEM, mode, source.encode())).id
+        defer_in_transaction(session, sid, 0)
+    return sid
+
+
+def rows(store: Store, ids: list[str]) -> dict[str, dict[str, Any]]:
+    with store.engine.connect() as conn:
+        found = conn.execute(text("SELECT * FROM submissions WHERE id = ANY(:ids)"),
+                             {"ids": ids}).mappings().all()
+    return {r["id"]: dict(r) for r in found}
+
+
+def wait_rows(store: Store, ids: list[str], pred: Any, what: str,
+              timeout: float = SETTLE_SECONDS) -> dict[str, dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found = rows(store, ids)
+        except Exception:  # the database is still coming back
+            found = {}
+        if len(found) == len(ids) and all(pred(r) for r in found.values()):
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s: "
+                                 f"{[(r['status'], r['attempts']) for r in found.values()]}")
+        time.sleep(0.1)
+
+
+def grade_starts(workers: list[Worker], sid: str) -> int:
+    """How many times any worker started grading `sid` (one log line per claim)."""
+    return sum(w.log().count(f"grading {sid} attempt ") for w in workers)
+
+
+@pytest.fixture
+def workers(cluster: PostgresCluster, tmp_path: Path) -> Iterator[list[Worker]]:
+    started: list[Worker] = []
+    try:
+        for name in ("w1", "w2"):
+            started.append(Worker(tmp_path, cluster.url, name, **OUTAGE))
+        for w in started:
+            w.wait_ready()
+        yield started
+    finally:
+        for w in started:
+            w.stop()
+
+
+def test_an_outage_spends_no_attempt_and_runs_nothing_twice(
+    cluster: PostgresCluster, store: Store, workers: list[Worker]
+) -> None:
+    """PostgreSQL stops for 10 s (3 stall periods) while two grades run and one waits: every
+    grade is stored once, on its first attempt, and the workers live on to grade more."""
+    ids = [queue(store, slow_source(4.0, f"outage-{i}-{time.time()}")) for i in range(3)]
+    wait_rows(store, ids, lambda r: r["status"] != "queued" or r["id"] == ids[2],
+              "two grades in flight", timeout=120)
+    time.sleep(1.0)  # inside the grades (the sleep alone is 4 s)
+    cluster.stop()
+    time.sleep(OUTAGE_SECONDS)
+    cluster.start()
+    back = time.monotonic()
+    done = wait_rows(store, ids, lambda r: r["status"] == "done", "grades after the outage")
+    print(f"all grades stored {time.monotonic() - back:.1f} s after PostgreSQL came back")
+    assert [done[i]["verdict"] for i in ids] == ["accepted"] * 3
+    assert [done[i]["attempts"] for i in ids] == [1, 1, 1]  # no attempt spent
+    assert [grade_starts(workers, i) for i in ids] == [1, 1, 1]  # nothing ran twice
+    assert all(w.alive() for w in workers), [w.log()[-3000:] for w in workers]
+    after = queue(store, slow_source(0.1, f"after-{time.time()}"))
+    assert wait_rows(store, [after], lambda r: r["status"] == "done",
+                     "a grade after the outage", timeout=120)[after]["verdict"] == "accepted"
+
+
+def worker_connections(store: Store, listening: bool = False) -> list[int]:
+    """Backend pids of the workers' Procrastinate connections (only LISTEN ones: `listening`;
+    a listener's last query stays its LISTEN for its first 30 s)."""
+    query = ("SELECT pid FROM pg_stat_activity WHERE application_name = :app "
+             + ("AND query LIKE 'LISTEN %'" if listening else ""))
+    with store.engine.connect() as conn:
+        return list(conn.execute(text(query), {"app": WORKER_APPLICATION_NAME}).scalars())
+
+
+def live_workers(node: Server) -> int:
+    return int(httpx.get(f"{node.base_url}/v1/system", timeout=10).json()["workers"])
+
+
+def test_killed_connections_are_replaced_and_the_worker_stays_counted(
+    cluster: PostgresCluster, store: Store, tmp_path: Path
+) -> None:
+    """pg_terminate_backend on every connection of a worker (its heartbeat's and its
+    listeners' included): the worker keeps heartbeating, listens again, stays counted on
+    /v1/system and grades the next submission on its first attempt."""
+    node = Server(tmp_path / "node", queue="postgres", database_url=cluster.url, **OUTAGE)
+    w = Worker(tmp_path, cluster.url, "victim", **OUTAGE)
+    try:
+        w.wait_ready()
+        node.wait_for(lambda: live_workers(node) == 1, "the worker counted", 60)
+        for _ in range(3):  # again and again: whichever connection the heartbeat holds
+            pids = worker_connections(store)
+            assert pids
+            with store.engine.begin() as conn:
+                conn.execute(text("SELECT pg_terminate_backend(pid) FROM unnest(:pids) AS pid"),
+                             {"pids": pids})
+            time.sleep(1.0)  # two heartbeats
+        node.wait_for(lambda: len(worker_connections(store, listening=True)) >= 2,
+                      "both of the worker's listeners back", 60)
+        time.sleep(OUTAGE["worker_stall_seconds"] + 1)  # a stalled heartbeat would show now
+        assert live_workers(node) == 1
+        sid = queue(store, slow_source(0.1, f"after-kill-{time.time()}"))
+        row = wait_rows(store, [sid], lambda r: r["status"] == "done", "a grade", 120)[sid]
+        assert (row["verdict"], row["attempts"]) == ("accepted", 1)
+        assert w.alive() and "side task" not in w.log(), w.log()[-3000:]
+    finally:
+        w.stop()
+        node.stop()
+
+
+def start_latency(store: Store, tag: str, n: int = 3) -> float:
+    """Median seconds from a submission's commit to its grade starting (the job fetched)."""
+    waits = []
+    for i in range(n):
+        sid = queue(store, BROKEN + f"# {tag} {i} {time.time()}\n")
+        row = wait_rows(store, [sid], lambda r: r["status"] == "done", "a quick grade", 120)[sid]
+        waits.append((row["started_at"] - row["created_at"]).total_seconds())
+    return sorted(waits)[len(waits) // 2]
+
+
+def test_the_listener_comes_back_after_a_database_restart(
+    cluster: PostgresCluster, store: Store, workers: list[Worker]
+) -> None:
+    """A restart drops every LISTEN connection; each worker opens its listeners again (a new
+    job is then announced, not only found by the next poll)."""
+    before = start_latency(store, "before")
+    cluster.stop("fast")
+    time.sleep(3.0)
+    cluster.start()
+    workers[0].wait_for(lambda: len(worker_connections(store, listening=True)) >= 4,
+                        "every listener back", 60)
+    after = start_latency(store, "after")
+    print(f"submit-to-start latency (median of 3): {before:.2f} s before a restart, "
+          f"{after:.2f} s after (polling every {OUTAGE['worker_heartbeat_seconds']} s)")
+    assert all(w.alive() for w in workers)
+
