@@ -7,6 +7,8 @@ already several stall periods long.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,7 @@ from api_fixtures import (
     PostgresCluster,
     Server,
     Worker,
+    service_env,
 )
 from sqlalchemy import text
 
@@ -204,3 +207,42 @@ def test_the_listener_comes_back_after_a_database_restart(
           f"{after:.2f} s after (polling every {OUTAGE['worker_heartbeat_seconds']} s)")
     assert all(w.alive() for w in workers)
 
+
+def test_api_nodes_answer_503_while_the_database_is_away_and_submit_retries(
+    cluster: PostgresCluster, store: Store, tmp_path: Path, workers: list[Worker]
+) -> None:
+    """With PostgreSQL stopped an API node answers 503 `database_unavailable` with a
+    Retry-After (never 500) and stays live; `jaxjudge submit` started during the outage
+    retries and gets its verdict once the database is back."""
+    node = Server(tmp_path / "node", queue="postgres", database_url=cluster.url, **OUTAGE)
+    source = tmp_path / "solution.py"
+    source.write_text(BROKEN, encoding="utf-8")
+    try:
+        cluster.stop()
+        with node.client() as c:
+            answers = [
+                c.post("/v1/submissions", json={"problem_id": PROBLEM, "source": BROKEN,
+                                                "mode": "run"}),
+                c.get("/v1/submissions/0123456789abcdef"),
+                c.get("/v1/submissions"),
+                c.get("/v1/system"),
+            ]
+            for r in answers:
+                assert r.status_code == 503, (r.request.url, r.status_code, r.text)
+                assert r.headers["Retry-After"] == "5"
+                assert r.json()["error"] == "database_unavailable"
+            assert c.get("/healthz").status_code == 200
+        env = service_env(server=node.base_url)
+        env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+        submitting = subprocess.Popen(
+            [sys.executable, "-m", "jaxjudge.cli.service", "submit", "--server",
+             node.base_url, "-p", PROBLEM, str(source)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(3.0)  # its first tries meet the outage
+        cluster.start()
+        out, err = submitting.communicate(timeout=240)
+        assert "database is unreachable" in err, err
+        assert "compile_error" in out, (out, err)
+        assert "Traceback" not in node.log() and " 500 " not in node.log()
+    finally:
+        node.stop()

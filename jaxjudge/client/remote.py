@@ -71,6 +71,12 @@ class _NoAnswer(_Transient):
     have reached the server."""
 
 
+def _busy(code: str) -> str:
+    """Why a 503 came, from its error code: both are worth retrying."""
+    return {"queue_full": "its grading queue is full",
+            "database_unavailable": "its database is unreachable"}.get(code, "it is unavailable")
+
+
 def clean_text(text: str) -> str:
     """`text` without characters that could drive a terminal (escape sequences, bidi tricks)."""
     return _UNSAFE.sub("", text)
@@ -371,8 +377,7 @@ class JudgeClient:
         if status == 429:
             return ClientError(f"rate limited by the server at {self.server}{told}{later}")
         if status == 503:
-            name = "its grading queue is full" if code == "queue_full" else "it is unavailable"
-            return _Transient(f"the server at {self.server} is busy ({name}){later}")
+            return _Transient(f"the server at {self.server} is busy ({_busy(code)}){later}")
         error = _Transient if status >= 500 else ClientError
         return error(f"{what}: the server at {self.server} answered HTTP {status}{told}")
 
@@ -411,7 +416,9 @@ class JudgeClient:
             elif answer.status == 503 and queue_retries:
                 wait = max(wait or 0.0, 2.0 ** (attempts - 1))
                 if attempts <= queue_retries and self._can_wait(wait, deadline):
-                    self.notify(f"the server is busy; trying again in {math.ceil(wait)} s")
+                    code = answer.body.get("error") if isinstance(answer.body, dict) else None
+                    self.notify(f"the server is busy ({_busy(str(code))}); trying again in "
+                                f"{math.ceil(wait)} s")
                     time.sleep(wait)
                     continue
                 tries = "once" if attempts == 1 else f"{attempts} times"

@@ -8,8 +8,10 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from jaxjudge.service.outage import database_unreachable
 from jaxjudge.service.schemas import ErrorBody
 
 log = logging.getLogger("jaxjudge.api")
@@ -28,6 +30,8 @@ _CODES = {
     500: "internal_error",
     503: "unavailable",
 }
+# Retry-After of a 503 `database_unavailable`: a PostgreSQL restart or failover takes seconds.
+DATABASE_RETRY_AFTER = 5
 
 
 class ApiError(StarletteHTTPException):
@@ -101,7 +105,23 @@ async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
     return error_response(500, "internal server error (logged); please retry or report it")
 
 
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    """The database could not be reached (restarting, failing over, a network cut): nothing
+    is wrong with the request, so 503 and a Retry-After, not 500. A submission's row and its
+    job are one transaction, so a POST stored both or neither (if the answer was lost after
+    the commit, its Idempotency-Key makes the retry return that submission)."""
+    if not database_unreachable(exc):
+        return await _unhandled(request, exc)
+    log.warning("database unreachable on %s %s: %s", request.method, request.url.path,
+                type(exc.__cause__ or exc).__name__)
+    return error_response(
+        503, "the database is unreachable (restarting or failing over); retry after Retry-After "
+        "seconds",
+        code="database_unavailable", headers={"Retry-After": str(DATABASE_RETRY_AFTER)})
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(DBAPIError, _database_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unhandled)
