@@ -6,8 +6,8 @@ once, and the grades in flight with them. This subclass keeps Procrastinate's lo
 overrides the few steps that touch the database from a loop of their own, so that a
 connection error (the database restarting, a connection killed) is waited out instead:
 
-- the heartbeat retries at its interval; a worker whose row was pruned meanwhile (another
-  worker judged it dead) registers again, loudly;
+- the heartbeat retries at its interval; a worker whose row was pruned meanwhile (silent for
+  a day, Procrastinate's prune at another worker's start-up) registers again, loudly;
 - the LISTEN connection is opened again with capped backoff, and a fetch follows every
   reconnect (what was announced while it was away is lost);
 - a fetch that fails is retried at the next poll; a job's status that cannot be written is
@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from procrastinate.worker import Worker
@@ -39,13 +40,36 @@ STOPPING_PATIENCE_SECONDS = 10.0
 class ResilientWorker(Worker):
     """Procrastinate's Worker, riding out database outages (see the module docstring)."""
 
-    def __init__(self, *, reachability: Reachability, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        reachability: Reachability,
+        on_registered: Callable[[int], Awaitable[None]] | None = None,
+        **options: Any,
+    ) -> None:
         super().__init__(listen_notify=False, **options)  # our own listener: _listen_forever
         self.reachability = reachability
+        self._on_registered = on_registered  # called with each id this worker registers as
         self.failure: str | None = None  # "task: error" of a side task that died
         # Recoveries by kind, for /metrics and the logs: heartbeat, listener, fetch,
         # job_status, reregistered.
         self.recoveries: Counter[str] = Counter()
+
+    async def run(self) -> None:
+        announcing = None
+        if self._on_registered is not None:
+            announcing = asyncio.create_task(self._announce_registration())
+        try:
+            await super().run()
+        finally:
+            if announcing is not None:
+                announcing.cancel()
+
+    async def _announce_registration(self) -> None:
+        while self.worker_id is None:  # Worker.run registers first thing
+            await asyncio.sleep(0.05)
+        assert self._on_registered is not None
+        await self._on_registered(self.worker_id)
 
     # -- side tasks -----------------------------------------------------------------------
     def _start_side_tasks(self) -> list[asyncio.Task[Any]]:
@@ -91,11 +115,13 @@ class ResilientWorker(Worker):
                 continue
             self.reachability.ok()
             if not row["registered"]:
-                # Pruned by a sweeper that saw no heartbeat from us for a stall period while
-                # it reached the database: our jobs were redelivered (the fence keeps our late
-                # results out). Take a new id so that fetching and heartbeats work again.
+                # Pruned (Procrastinate's start-up prune of another worker): our jobs were
+                # redelivered (the fence keeps our late results out). Take a new id so that
+                # fetching and heartbeats work again.
                 self.worker_id = await self.app.job_manager.register_worker()
                 self.recoveries["reregistered"] += 1
+                if self._on_registered is not None:
+                    await self._on_registered(self.worker_id)
                 log.error("worker %s: its registration %d was pruned (presumed dead); "
                           "registered again as %d", self.worker_name, worker_id,
                           self.worker_id)

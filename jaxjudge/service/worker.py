@@ -30,7 +30,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 
 from procrastinate import App
@@ -120,14 +120,19 @@ class WorkerRuntime:
             raise
 
 
-async def sweep_stalled(job_manager: JobManager, stall_seconds: float) -> int:
+async def sweep_stalled(
+    job_manager: JobManager, stall_seconds: float, alive: Collection[int | None] = ()
+) -> int:
     """Put the jobs of presumed-dead workers back to `todo`; returns how many this call did.
     Two sweepers may find the same job: the second retry fails (the job is no longer
-    `doing`) and is ignored."""
+    `doing`) and is ignored. Jobs of the workers in `alive` (this process's own, which run
+    on the very loop that sweeps) are left alone, whatever their heartbeat says."""
     # Every job in this database is one of ours (grading or delivery): one query for both.
     stalled = list(await job_manager.get_stalled_jobs(seconds_since_heartbeat=stall_seconds))
     retried = 0
     for job in stalled:
+        if job.worker_id is not None and job.worker_id in alive:
+            continue
         try:
             await job_manager.retry_job(job)
         except Exception as exc:  # another sweeper won, or the job finished meanwhile
@@ -153,21 +158,23 @@ def sweep_orphans(store: Store, stall_seconds: float) -> list[str]:
 
 
 async def _sweep_forever(
-    job_manager: JobManager, store: Store, settings: Settings, reachability: Reachability
+    job_manager: JobManager, store: Store, settings: Settings, reachability: Reachability,
+    own: Collection[ProcrastinateWorker],
 ) -> None:
     """Stalled jobs every heartbeat (they bound redelivery); orphans, which only a long
     database outage makes, once per stall period (two NOT EXISTS scans).
 
     Only once this process has reached the database for a whole stall period: right after
     an outage (or its own start) every heartbeat is old, and a worker that could not write
-    its heartbeat is not dead. Workers whose heartbeat stopped while the database was
-    reachable are pruned here too (not at start-up, which would be such a first look)."""
+    its heartbeat is not dead. Dead workers' rows are not pruned here (they are harmless:
+    their jobs are found by heartbeat, and /v1/system counts recent heartbeats only), so a
+    worker whose heartbeat was merely late is never unregistered under its running jobs."""
     orphans_due = 0.0
     while True:
         try:
             if reachability.reachable_for() >= settings.worker_stall_seconds:
-                await sweep_stalled(job_manager, settings.worker_stall_seconds)
-                await job_manager.prune_stalled_workers(settings.worker_stall_seconds)
+                await sweep_stalled(job_manager, settings.worker_stall_seconds,
+                                    {w.worker_id for w in own})
                 if time.monotonic() >= orphans_due:
                     await asyncio.to_thread(sweep_orphans, store, settings.worker_stall_seconds)
                     orphans_due = time.monotonic() + settings.worker_stall_seconds
@@ -218,10 +225,10 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
                     additional_context={GRADE_KEY: runtime.grade},
                     install_signal_handlers=True,
                 )
-                sweeper = asyncio.create_task(
-                    _sweep_forever(jobs_app.job_manager, store, settings, reachability))
-                delivering = asyncio.create_task(
-                    _deliver_forever(jobs_app, store, settings, reachability, grading))
+                delivery = _delivery_worker(jobs_app, store, settings, reachability)
+                sweeper = asyncio.create_task(_sweep_forever(
+                    jobs_app.job_manager, store, settings, reachability, (grading, delivery)))
+                delivering = asyncio.create_task(_deliver_forever(delivery, grading))
                 log.info("jaxjudge worker: concurrency %d, heartbeat %.1f s, stall %.1f s",
                          concurrency, settings.worker_heartbeat_seconds,
                          settings.worker_stall_seconds)
@@ -267,20 +274,25 @@ def _worker_options(settings: Settings, role: str) -> dict[str, Any]:
     }
 
 
-async def _deliver_forever(
-    jobs_app: App, store: Store, settings: Settings, reachability: Reachability,
-    grading: ProcrastinateWorker,
-) -> str | None:
+def _delivery_worker(
+    jobs_app: App, store: Store, settings: Settings, reachability: Reachability
+) -> ResilientWorker:
     """The callbacks queue's own Procrastinate worker in this process, `webhook_concurrency`
-    deliveries at once: a slow receiver holds one of these slots, never a grading slot. Runs
-    until cancelled (when the grading worker stops); signals are the grading worker's. If it
-    stops by itself (a side task died), the grading worker is stopped too and the reason
-    returned: the process exits loudly rather than grade with no one delivering."""
+    deliveries at once: a slow receiver holds one of these slots, never a grading slot. API
+    nodes count grading workers only, so its registration is tagged (again if it registers
+    again)."""
     callbacks = JobCallbacks(store, CallbackConfig.from_settings(settings))
-    # What App.run_worker_async builds and runs, built here to learn the worker's id.
-    worker = ResilientWorker(
+
+    async def tag(worker_id: int) -> None:
+        try:
+            await asyncio.to_thread(_tag_delivery_worker, store, worker_id)
+        except Exception as exc:  # only the worker count on /v1/system is off by one
+            log.warning("could not tag the delivery worker: %s", exc)
+
+    return ResilientWorker(
         app=jobs_app,
         reachability=reachability,
+        on_registered=tag,
         **_worker_options(settings, "jaxjudge-callbacks"),
         queues=[CALLBACK_QUEUE],
         concurrency=settings.webhook_concurrency,
@@ -288,15 +300,15 @@ async def _deliver_forever(
         additional_context={DELIVER_KEY: callbacks.deliver},
         install_signal_handlers=False,
     )
+
+
+async def _deliver_forever(worker: ResilientWorker, grading: ProcrastinateWorker) -> str | None:
+    """Run the delivery worker until cancelled (when the grading worker stops); signals are
+    the grading worker's. If it stops by itself (a side task died), the grading worker is
+    stopped too and the reason returned: the process exits loudly rather than grade with no
+    one delivering."""
     running = asyncio.create_task(worker.run())
     try:
-        while worker.worker_id is None and not running.done():
-            await asyncio.sleep(0.05)
-        if worker.worker_id is not None:  # API nodes count grading workers only
-            try:
-                await asyncio.to_thread(_tag_delivery_worker, store, worker.worker_id)
-            except Exception as exc:  # only the worker count on /v1/system is off by one
-                log.warning("could not tag the delivery worker: %s", exc)
         await asyncio.shield(running)
     except asyncio.CancelledError:
         running.cancel()  # Worker.run stops gracefully, then re-raises
