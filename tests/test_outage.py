@@ -7,6 +7,9 @@ already several stall periods long.
 
 from __future__ import annotations
 
+import json
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -96,7 +99,8 @@ def wait_rows(store: Store, ids: list[str], pred: Any, what: str,
 
 def grade_starts(workers: list[Worker], sid: str) -> int:
     """How many times any worker started grading `sid` (one log line per claim)."""
-    return sum(w.log().count(f"grading {sid} attempt ") for w in workers)
+    return sum(1 for w in workers for line in w.log().splitlines()
+               if "grade started" in line and f"[submission {sid} attempt " in line)
 
 
 @pytest.fixture
@@ -132,6 +136,8 @@ def test_an_outage_spends_no_attempt_and_runs_nothing_twice(
     assert [done[i]["attempts"] for i in ids] == [1, 1, 1]  # no attempt spent
     assert [grade_starts(workers, i) for i in ids] == [1, 1, 1]  # nothing ran twice
     assert all(w.alive() for w in workers), [w.log()[-3000:] for w in workers]
+    for w in workers:
+        assert_readable(w.log())
     after = queue(store, slow_source(0.1, f"after-{time.time()}"))
     assert wait_rows(store, [after], lambda r: r["status"] == "done",
                      "a grade after the outage", timeout=120)[after]["verdict"] == "accepted"
@@ -246,3 +252,52 @@ def test_api_nodes_answer_503_while_the_database_is_away_and_submit_retries(
         assert "Traceback" not in node.log() and " 500 " not in node.log()
     finally:
         node.stop()
+
+
+# -- logs an operator can read -----------------------------------------------------------------
+RECORD = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
+
+
+def assert_readable(log: str) -> None:
+    """Every log record starts with a UTC timestamp and a level, its further lines (a
+    traceback, a driver's multi-line message) indented; no asyncio complaint about an
+    exception nobody retrieved."""
+    assert "never retrieved" not in log, log[-3000:]
+    for line in log.splitlines():
+        assert RECORD.match(line) or line.startswith("    "), f"not a log record: {line!r}"
+
+
+def test_worker_logs_are_readable_through_an_outage(
+    cluster: PostgresCluster, store: Store, workers: list[Worker]
+) -> None:
+    cluster.stop()
+    time.sleep(4.0)
+    cluster.start()
+    sid = queue(store, BROKEN + f"# logs {time.time()}\n")
+    wait_rows(store, [sid], lambda r: r["status"] == "done", "a grade after the outage", 120)
+    for w in workers:
+        assert_readable(w.log())
+    lines = [line for w in workers for line in w.log().splitlines()]
+    assert any("the database is unreachable" in line and " WARNING " in line for line in lines)
+    assert any("grade stored: compile_error" in line and f"[submission {sid} attempt 1]" in line
+               for line in lines)
+
+
+def test_serve_logs_json_lines_and_exits_0_on_sigterm(
+    cluster: PostgresCluster, tmp_path: Path
+) -> None:
+    """`jaxjudge serve` with JAXJUDGE_LOG_FORMAT=json: every line is one JSON object with a
+    time and a level (uvicorn's too); SIGTERM stops it cleanly with status 0."""
+    node = Server(tmp_path, via_cli=True, queue="postgres", database_url=cluster.url,
+                  log_format="json", log_level="info", **OUTAGE)
+    try:
+        with node.client() as c:
+            assert c.get("/v1/system").status_code == 200
+        node.proc.send_signal(signal.SIGTERM)
+        assert node.proc.wait(60) == 0, node.log()[-3000:]
+    finally:
+        node.stop()
+    records = [json.loads(line) for line in node.log().splitlines()]
+    assert records and all({"time", "level", "logger", "message"} <= set(r) for r in records)
+    assert any(r["logger"].startswith("uvicorn") for r in records)
+    assert not any("never retrieved" in r["message"] for r in records)

@@ -3,7 +3,7 @@ and `jaxjudge worker` (a grading process of the PostgreSQL job queue)."""
 
 from __future__ import annotations
 
-import logging
+import signal
 import sys
 from typing import TYPE_CHECKING, Annotated
 
@@ -37,10 +37,20 @@ def _settings_or_exit(overrides: dict[str, object]) -> Settings:
 
 
 def _setup_logging(settings: Settings) -> None:
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
-    )
-    logging.getLogger().setLevel(settings.log_level.upper())
+    from jaxjudge.service.logs import configure_logging
+
+    configure_logging(settings.log_level, settings.log_format)
+
+
+def _exit_zero_on_sigterm() -> None:
+    """uvicorn stops gracefully on SIGTERM, then raises the signal again to whatever handler
+    was there before it: the default one made a clean stop exit with -15. A supervisor (and a
+    rolling restart) should see 0."""
+
+    def exit_zero(signum: int, frame: object) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, exit_zero)
 
 
 def _require_sandbox_or_exit(settings: Settings) -> None:
@@ -82,11 +92,13 @@ def serve_cmd(
     _setup_logging(settings)
     if settings.queue == "local":  # an API node of the postgres queue never grades
         _require_sandbox_or_exit(settings)  # before uvicorn, for a plain message; start-up too
+    _exit_zero_on_sigterm()
     uvicorn.run(
         create_app(settings),
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
+        log_config=None,  # our handler and format (_setup_logging) for uvicorn's lines too
         # One process: the worker pool and the queue live in it (local queue), or the
         # LISTEN connection (postgres queue; run more API nodes as more processes).
         workers=1,

@@ -119,6 +119,12 @@ class Settings(BaseSettings):
         "compiles the rest; 'xla' always compiles.",
     )
     log_level: LogLevel = Field("info", description="uvicorn and service log level.")
+    log_format: Literal["plain", "json"] = Field(
+        "plain",
+        description="`serve` and `worker` log lines on stderr: 'plain' (UTC timestamp, level, "
+        "logger, message) or 'json' (one object per line: time, level, logger, message, and "
+        "submission and attempt on the lines of a grade).",
+    )
     queue: Literal["local", "postgres"] = Field(
         "local",
         description="Where grading happens. 'local' (the default): a pool of `workers` threads "

@@ -25,8 +25,9 @@ from types import TracebackType
 from sqlalchemy.orm import Session
 
 from jaxjudge import Grader, Report, Verdict, grade
+from jaxjudge.service.logs import grading
 from jaxjudge.service.outage import retry_while_unreachable
-from jaxjudge.service.store import Store
+from jaxjudge.service.store import ClaimedSubmission, Store
 
 log = logging.getLogger("jaxjudge.queue")
 
@@ -133,8 +134,25 @@ def grade_and_store(
     claimed = store.claim(submission_id, redelivery=redelivery)
     if claimed is None:
         return None  # already graded (e.g. queued twice around a restart)
-    log.info("grading %s attempt %d (%s, %s)", submission_id, claimed.attempts,
-             claimed.problem_id, claimed.mode)
+    with grading(submission_id, claimed.attempts):  # on every log line of this grade
+        return _grade_claimed(store, claimed, grade_fn, on_graded=on_graded,
+                              abandoned=abandoned, defer_callback=defer_callback,
+                              ride_out_outages=ride_out_outages)
+
+
+def _grade_claimed(
+    store: Store,
+    claimed: ClaimedSubmission,
+    grade_fn: GradeFn,
+    *,
+    on_graded: OnGraded | None,
+    abandoned: Callable[[], bool] | None,
+    defer_callback: DeferCallback | None,
+    ride_out_outages: bool,
+) -> GradeOutcome | None:
+    """`grade_and_store` once the claim is made."""
+    submission_id = claimed.id
+    log.info("grade started: %s, %s", claimed.problem_id, claimed.mode)
     started = time.monotonic()
     if claimed.attempts > MAX_ATTEMPTS:
         report = internal_error_report(
@@ -151,14 +169,13 @@ def grade_and_store(
         report = public_report(report)
         report_json = report.model_dump_json()
     except (ValueError, TypeError) as exc:  # e.g. unencodable output: our bug, not theirs
-        log.error("report of %s is not serializable: %s", submission_id, exc)
+        log.error("the report is not serializable: %s", exc)
         report = internal_error_report(
             claimed.problem_id, claimed.mode, "The judge could not store the report."
         )
         report_json = report.model_dump_json()
     if abandoned is not None and abandoned():
-        log.warning("grade of %s abandoned (shutting down); it will be redelivered",
-                    submission_id)
+        log.warning("grade abandoned (shutting down); it will be redelivered")
         return None
     in_finish = None
     if defer_callback is not None and claimed.callback_url:
@@ -180,16 +197,13 @@ def grade_and_store(
 
     if ride_out_outages:
         stored = retry_while_unreachable(
-            finish, what=f"storing the grade of {submission_id} attempt {claimed.attempts}",
-            give_up=abandoned or (lambda: False))
+            finish, what="storing the grade", give_up=abandoned or (lambda: False))
     else:
         stored = finish()
     if not stored:
-        log.warning("grade of %s (attempt %d) not stored: another attempt claimed it since",
-                    submission_id, claimed.attempts)
+        log.warning("grade not stored: another attempt claimed the submission since")
         return None
-    log.info("graded %s attempt %d: %s in %.1f s", submission_id, claimed.attempts,
-             report.verdict.value, elapsed)
+    log.info("grade stored: %s in %.1f s", report.verdict.value, elapsed)
     outcome = GradeOutcome(
         submission_id=submission_id,
         problem_id=claimed.problem_id,
@@ -203,7 +217,7 @@ def grade_and_store(
         try:
             on_graded(report)
         except Exception:  # a hook's failure must not undo or repeat a stored grade
-            log.exception("on_graded hook failed for %s", submission_id)
+            log.exception("on_graded hook failed")
     return outcome
 
 
