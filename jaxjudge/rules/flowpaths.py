@@ -1,0 +1,127 @@
+"""Input-to-output questions over an exported program's dataflow, for the precision rules.
+
+Which values are plain copies of an input (converted, transposed, reshaped, sliced: no
+arithmetic), which values are computed from an input, which matrix products reach the outputs.
+Dependence is read as in `jaxjudge.rules.loops`: constants are folded over the inlined program,
+so a value multiplied by zero, or left out by a `where` on a constant, depends on nothing. A
+dimension's size read from an input (`get_dimension_size`, how a shape-polymorphic program sees
+B) is the input's shape, not its values, so it carries no dependence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from jaxjudge.rules.dataflow import (
+    Budget,
+    Graph,
+    Step,
+    TooComplex,
+    build_graph,
+    pass_transfer,
+    propagate,
+)
+from jaxjudge.rules.loops import Value, fold_constants, live_nodes, make_transfer
+from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
+from jaxjudge.rules.program import MAX_TOTAL_CHARS
+from jaxjudge.rules.stablehlo import ParseError, parse_module, tensor_types
+
+DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
+SHAPE_ONLY = frozenset({"stablehlo.get_dimension_size"})
+PATH = r"^[A-Za-z_][A-Za-z0-9_.]*$"
+ELEMENT = r"^(i|ui|f|bf)[0-9]{1,2}$|^i1$"
+
+
+def matches(path: str, names: Iterable[str]) -> bool:
+    """`path` is one of `names` or lies under one of them ("params" covers "params.w1")."""
+    return any(path == n or path.startswith(n + ".") for n in names)
+
+
+@dataclass
+class Flow:
+    """One program's inlined dataflow with its folded constants."""
+
+    program: ProgramInfo
+    graph: Graph
+    values: list[Value]
+
+    def seeds(self, groups: Sequence[Sequence[str]]) -> dict[int, int]:
+        """main's argument nodes -> bit i for every group i of input paths they belong to."""
+        out: dict[int, int] = {}
+        for node, path in zip(self.graph.main_args, self.program.args, strict=True):
+            for bit, names in enumerate(groups):
+                if matches(path, names):
+                    out[node] = out.get(node, 0) | (1 << bit)
+        return out
+
+    def outputs(self, prefixes: Sequence[str]) -> list[tuple[str, int]]:
+        """(output path, node) of main's results under the prefixes (all when empty)."""
+        return [(path, node) for node, path in zip(self.graph.main_results, self.program.outs,
+                                                   strict=True)
+                if not prefixes or matches(path, prefixes)]
+
+    def copies(self, seeds: dict[int, int]) -> list[int]:
+        """Bits of the values that are an input's own values re-laid-out (no arithmetic)."""
+        return propagate(self.graph, seeds, pass_transfer)
+
+    def computed_from(self, seeds: dict[int, int],
+                      cut: Callable[[Step], bool] = lambda _s: False) -> list[int]:
+        """Bits of the values computed from the seeded inputs, not through the `cut` steps."""
+        folded = make_transfer(self.values)
+
+        def transfer(step: Step, bits: list[int]) -> list[int] | None:
+            if step.name in SHAPE_ONLY or cut(step):
+                return None
+            return folded(step, bits)
+
+        return propagate(self.graph, seeds, transfer)
+
+    def live(self, nodes: Iterable[int]) -> set[int]:
+        return live_nodes(self.graph, self.values, list(nodes))
+
+    def live_dots(self, live: set[int]) -> list[Step]:
+        """Matrix products whose result reaches `live` and is not a folded constant."""
+        return [s for s in self.graph.steps if s.name in DOTS and len(s.operands) >= 2
+                and s.results and s.results[0] in live and self.values[s.results[0]] is None]
+
+
+def operand_elements(step: Step) -> list[str]:
+    """The element types of a product's two operands ("?" when unreadable)."""
+    head, arrow, _ = step.type.rpartition("->")
+    found = [t.element for t in tensor_types(head)[:2]] if arrow else []
+    return found if len(found) == 2 else ["?", "?"]
+
+
+def flows(programs: Sequence[ProgramInfo], budget: Budget) -> list[Flow] | RuleOutcome:
+    """Every program's dataflow, or a failed outcome saying why the rule cannot run."""
+    if not isinstance(programs, Sequence) or isinstance(programs, str | bytes) or not programs:
+        return RuleOutcome(False, "No exported program was available to check.")
+    if not all(isinstance(p, ProgramInfo) and isinstance(p.text, str) for p in programs):
+        return RuleOutcome(False, "The exported programs are malformed and could not be checked.")
+    total = sum(len(p.text) for p in programs)
+    if total > MAX_TOTAL_CHARS:
+        return RuleOutcome(False, (
+            f"The exported programs are too large to verify ({total >> 20} MiB of StableHLO; "
+            f"at most {MAX_TOTAL_CHARS >> 20} MiB are analyzed): remove dead computations."))
+    out = []
+    for p in programs:
+        try:
+            g = build_graph(parse_module(p.text))
+            g.budget = budget
+            budget.spend(len(g.steps))
+            if len(g.main_args) != len(p.args) or len(g.main_results) != len(p.outs):
+                return RuleOutcome(False, "The exported program could not be analyzed (its "
+                                          "arguments or results do not match their paths).")
+            out.append(Flow(p, g, fold_constants(g)))
+        except (ParseError, TooComplex) as exc:
+            return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
+                                      f"could not be analyzed ({exc}).")
+    return out
+
+
+def np_name(element: str) -> str:
+    """MLIR element type -> the numpy name, for messages."""
+    table = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64",
+             "i1": "bool"}
+    return table.get(element, element)

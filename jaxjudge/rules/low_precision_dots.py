@@ -1,0 +1,108 @@
+"""`low_precision_dots`: the matrix products of the named inputs run on low-precision operands.
+
+Mixed-precision training keeps float32 master weights but runs the matmuls (forward and
+backward) on bfloat16 or float16 copies. From the exported program alone, over its dataflow
+(jaxjudge.rules.flowpaths):
+
+1. every matrix product reaching the outputs that reads a copy of one of the inputs (the input
+   converted, transposed or reshaped, no arithmetic) takes operands of the allowed element
+   types: an all-float32 model, a float32 product whose result is cast down afterwards, or
+   values rounded through bfloat16 and converted back before a float32 product all fail;
+2. at least one such product exists;
+3. every way the inputs reach the outputs passes through an allowed product: a float32 matmul
+   written as a multiply and a sum (no product at all) does not slip past (1).
+
+Products of other values (a float32 loss written as `r @ r`) are not constrained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated
+
+from pydantic import Field
+
+from jaxjudge.rules.dataflow import Budget, Step, TooComplex
+from jaxjudge.rules.flowpaths import ELEMENT, PATH, Flow, flows, np_name, operand_elements
+from jaxjudge.rules.outcome import RuleOutcome
+from jaxjudge.rules.registry import RuleOptions, register
+
+MAX_PATHS = 16
+Path = Annotated[str, Field(pattern=PATH)]
+
+
+class LowPrecisionDotsOptions(RuleOptions):
+    operands: tuple[Annotated[str, Field(pattern=ELEMENT)], ...] = Field(
+        min_length=1, max_length=8,
+        description='allowed MLIR element types of both operands, e.g. ["bf16", "f16"]')
+    inputs: tuple[Path, ...] = Field(
+        min_length=1, max_length=MAX_PATHS,
+        description="input paths whose products must be low precision, e.g. [x, params.w1]")
+    outputs: tuple[Path, ...] = Field(
+        default=(), max_length=MAX_PATHS,
+        description="output paths (or prefixes) the products reach (default: every output)")
+
+
+def _names(items: Sequence[str]) -> str:
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else items[0]
+
+
+@register("low_precision_dots", "program", LowPrecisionDotsOptions)
+def check_low_precision_dots(
+    programs: Sequence[object], *, operands: Sequence[str], inputs: Sequence[str],
+    outputs: Sequence[str] = (),
+) -> RuleOutcome:
+    """The inputs reach the outputs only through matrix products on the allowed element types.
+
+    Every product that reads a copy of an input takes allowed operands, at least one does, and
+    no route from the inputs to the outputs avoids them (a matmul written as multiply-and-sum)."""
+    parsed = flows(programs, Budget())  # type: ignore[arg-type]
+    if isinstance(parsed, RuleOutcome):
+        return parsed
+    allowed = set(operands)
+    kinds = " or ".join(np_name(e) for e in operands)
+    names = _names(list(inputs))
+    fix = (f"Cast the parameters and the inputs to {np_name(operands[0])} before the matmuls "
+           f"(x.astype(jnp.{np_name(operands[0])})), so that jax.grad's backward products run "
+           f"on {np_name(operands[0])} too; keep only the loss, the gradients' unscaling and "
+           f"the update in float32.")
+    for flow in parsed:
+        try:
+            outcome = _check(flow, allowed, inputs, outputs, kinds, names)
+        except TooComplex as exc:
+            return RuleOutcome(False, f"The exported program could not be analyzed ({exc}).")
+        if outcome is not None:
+            return RuleOutcome(False, f"{outcome} {fix}")
+    return RuleOutcome(True, f"Every matrix product of {names} takes {kinds} operands, and "
+                             f"{names} reach the outputs only through such products.")
+
+
+def _allowed(step: Step, allowed: set[str]) -> bool:
+    return all(e in allowed for e in operand_elements(step))
+
+
+def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequence[str],
+           kinds: str, names: str) -> str | None:
+    """Why this program fails the rule, or None."""
+    outs = flow.outputs(outputs)
+    if not outs:
+        return "The program has none of the outputs the requirement names."
+    seeds = flow.seeds([inputs])
+    copies = flow.copies(seeds)
+    live = flow.live(node for _, node in outs)
+    reading = [s for s in flow.live_dots(live) if any(copies[o] for o in s.operands[:2])]
+    wrong = sorted({"(" + ", ".join(np_name(e) for e in operand_elements(s)) + ")"
+                    for s in reading if not _allowed(s, allowed)})
+    if wrong:
+        return (f"A matrix product of {names} takes {' and '.join(wrong)} operands; every "
+                f"product of them must take {kinds} operands (a float32 product cast down "
+                f"afterwards, or a precision setting, does not count).")
+    if not reading:
+        return f"No matrix product of {names} on {kinds} operands reaches the outputs."
+    cut = {id(s) for s in flow.live_dots(live) if _allowed(s, allowed)}
+    reached = flow.computed_from(seeds, lambda s: id(s) in cut)
+    leaks = [path for path, node in outs if reached[node]]
+    if leaks:
+        return (f"{leaks[0]} is computed from {names} without a {kinds} matrix product on the "
+                f"way (a product written as a multiply and a sum, in float32, does not count).")
+    return None

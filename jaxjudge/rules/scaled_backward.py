@@ -1,0 +1,90 @@
+"""`scaled_backward`: the backward pass runs on values multiplied by the loss scale.
+
+Loss scaling multiplies the loss by the scale *before* differentiating, so every cotangent of
+the backward pass, and the matrix products that turn them into weight gradients, carry the
+scale; the gradients are divided by it afterwards. Differentiating the plain loss and then
+multiplying and dividing the gradients by the scale gives the same numbers where nothing
+overflows, but protects nothing. From the exported program alone (jaxjudge.rules.flowpaths):
+some matrix product that reaches the outputs multiplies a value computed from the scale by a
+copy of one of the `against` inputs (the input itself converted, transposed or reshaped, not
+computed from the scale): in `dW1 = x^T @ delta1`, `x` is a copy of an input and `delta1`
+carries the scale. A product of the scaled gradient with a constant matrix, or a product that
+folding removes (multiplied by zero), does not count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated
+
+from pydantic import Field
+
+from jaxjudge.rules.dataflow import Budget, TooComplex
+from jaxjudge.rules.flowpaths import PATH, Flow, flows
+from jaxjudge.rules.outcome import RuleOutcome
+from jaxjudge.rules.registry import RuleOptions, register
+
+MAX_PATHS = 16
+Path = Annotated[str, Field(pattern=PATH)]
+
+
+class ScaledBackwardOptions(RuleOptions):
+    scale: Path = Field(description="the input path of the loss scale, e.g. loss_scale")
+    against: tuple[Path, ...] = Field(
+        min_length=1, max_length=MAX_PATHS,
+        description="input paths the backward products read, e.g. [x, params.w2]")
+    outputs: tuple[Path, ...] = Field(
+        default=(), max_length=MAX_PATHS,
+        description="output paths (or prefixes) of the gradients (default: every output)")
+
+
+@register("scaled_backward", "program", ScaledBackwardOptions)
+def check_scaled_backward(
+    programs: Sequence[object], *, scale: str, against: Sequence[str],
+    outputs: Sequence[str] = (),
+) -> RuleOutcome:
+    """The scale reaches the gradients through the backward pass's matrix products.
+
+    Some product reaching the outputs multiplies a value computed from the scale by a copy of
+    one of the `against` inputs: the loss was scaled before differentiation."""
+    parsed = flows(programs, Budget())  # type: ignore[arg-type]
+    if isinstance(parsed, RuleOutcome):
+        return parsed
+    names = ", ".join(against)
+    for flow in parsed:
+        try:
+            found = _scaled_products(flow, scale, against, outputs)
+        except TooComplex as exc:
+            return RuleOutcome(False, f"The exported program could not be analyzed ({exc}).")
+        if isinstance(found, str):
+            return RuleOutcome(False, found)
+        if not found:
+            return RuleOutcome(False, (
+                f"No matrix product of the backward pass carries {scale}: the gradients are "
+                f"computed from the unscaled loss. Multiply the loss by {scale} inside the "
+                f"function you differentiate (jax.grad(lambda p: loss(p) * {scale})), then "
+                f"divide the gradients by it; scaling the gradients after jax.grad protects "
+                f"nothing from overflow or underflow."))
+    return RuleOutcome(True, f"The backward pass's matrix products (of {names}) carry {scale}: "
+                             f"the loss is scaled before differentiation.")
+
+
+def _scaled_products(flow: Flow, scale: str, against: Sequence[str],
+                     outputs: Sequence[str]) -> int | str:
+    """How many live products multiply a scaled value by a copy of an `against` input."""
+    outs = flow.outputs(outputs)
+    if not outs:
+        return "The program has none of the outputs the requirement names."
+    scale_seeds = flow.seeds([[scale]])
+    if not scale_seeds:
+        return f"The program does not read {scale}."
+    scaled = flow.computed_from(scale_seeds)
+    copies = flow.copies(flow.seeds([against]))
+    live = flow.live(node for _, node in outs)
+    count = 0
+    for step in flow.live_dots(live):
+        a, b = step.operands[:2]
+        if (scaled[a] and copies[b] and not scaled[b]) or (
+                scaled[b] and copies[a] and not scaled[a]):
+            count += 1
+    return count

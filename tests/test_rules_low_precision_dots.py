@@ -1,0 +1,151 @@
+"""`low_precision_dots` on real exported programs: a bfloat16 training step with float32
+master weights passes; float32 products, products cast down afterwards, values rounded through
+bfloat16 before a float32 product, and matmuls written as multiply-and-sum fail."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import export
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
+
+from jaxjudge.rules import RULES, ProgramInfo
+from jaxjudge.rules.low_precision_dots import check_low_precision_dots
+from jaxjudge.rules.registry import RuleConfigError, validate
+
+BF = jnp.bfloat16
+ARGS = ["params.b1", "params.w1", "params.w2", "scale", "x", "y"]
+OUTS = ["grads.b1", "grads.w1", "grads.w2", "loss"]
+
+
+def program(fn: Callable[..., Any], symbolic: bool = False) -> ProgramInfo:
+    """Export `fn(params, scale, x, y)` as stage B describes it (generic form, no debug info)."""
+    s = jax.ShapeDtypeStruct
+    if symbolic:
+        b, d, h = export.symbolic_shape("B, D, H")
+    else:
+        b, d, h = 4, 3, 5
+    params = {"b1": s((h,), jnp.float32), "w1": s((d, h), jnp.float32),
+              "w2": s((h,), jnp.float32)}
+    args = (params, s((), jnp.float32), s((b, d), jnp.float32), s((b,), jnp.float32))
+    exp = export.deserialize(export.export(jax.jit(fn))(*args).serialize())
+    with mlir.make_ir_context():
+        module = ir.Module.parse(exp.mlir_module())
+        text = module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
+    return ProgramInfo("B=4,D=3,H=5", text, ARGS, OUTS, {} if symbolic else
+                       {"B": 4, "D": 3, "H": 5}, ("B", "D", "H") if symbolic else ())
+
+
+def mlp(p: dict, x: jax.Array, low: Any) -> jax.Array:
+    h = jnp.tanh(x.astype(low) @ p["w1"].astype(low) + p["b1"].astype(low))
+    return h @ p["w2"].astype(low)
+
+
+def step(forward: Callable[[dict, jax.Array], jax.Array]) -> Callable[..., dict]:
+    def fn(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+        def loss(p: dict) -> jax.Array:
+            r = forward(p, x).astype(jnp.float32) - y
+            return jnp.mean(r * r)
+        g = jax.grad(lambda p: loss(p) * scale)(params)
+        return {"grads": jax.tree.map(lambda v: v / scale, g), "loss": loss(params)}
+    return fn
+
+
+def check(fn: Callable[..., dict], symbolic: bool = False) -> Any:
+    return check_low_precision_dots([program(fn, symbolic)], operands=("bf16", "f16"),
+                                    inputs=("x", "params.w1", "params.w2"), outputs=("grads",))
+
+
+def f16_forward(p: dict, x: jax.Array) -> jax.Array:
+    return mlp(p, x, jnp.float16)
+
+
+def accumulate_f32(p: dict, x: jax.Array) -> jax.Array:
+    pre = jax.lax.dot_general(x.astype(BF), p["w1"].astype(BF), (((1,), (0,)), ((), ())),
+                              preferred_element_type=jnp.float32)
+    h = jnp.tanh(pre + p["b1"]).astype(BF)
+    return jnp.einsum("bh,h->b", h, p["w2"].astype(BF), preferred_element_type=jnp.float32)
+
+
+def f32_loss_dot(p: dict, x: jax.Array) -> jax.Array:
+    pred = mlp(p, x, BF).astype(jnp.float32)
+    return pred + 0.0 * (pred @ pred)  # a float32 product of values, not of the inputs
+
+
+@pytest.mark.parametrize("forward", [lambda p, x: mlp(p, x, BF), f16_forward, f32_loss_dot],
+                         ids=["bf16", "f16", "f32-product-of-values"])
+@pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
+def test_low_precision_steps_pass(forward: Callable, symbolic: bool) -> None:
+    outcome = check(step(forward), symbolic)
+    assert outcome.passed, outcome.message
+
+
+def cast_down_after(p: dict, x: jax.Array) -> jax.Array:
+    h = jnp.tanh((x @ p["w1"]).astype(BF) + p["b1"].astype(BF))
+    return (h.astype(jnp.float32) @ p["w2"]).astype(BF)
+
+
+def rounded_then_f32(p: dict, x: jax.Array) -> jax.Array:
+    r = jax.tree.map(lambda a: a.astype(BF).astype(jnp.float32), p)
+    return mlp(r, x.astype(BF).astype(jnp.float32), jnp.float32)
+
+
+def multiply_and_sum(p: dict, x: jax.Array) -> jax.Array:
+    h = jnp.tanh((x[:, :, None] * p["w1"][None]).sum(1) + p["b1"])
+    return (h * p["w2"]).sum(1)
+
+
+def multiply_and_sum_beside_idle_bf16(p: dict, x: jax.Array) -> jax.Array:
+    idle = mlp(p, x, BF).astype(jnp.float32)
+    return multiply_and_sum(p, x) + 0.0 * idle  # folded away: no product reaches the outputs
+
+
+def multiply_and_sum_beside_live_bf16(p: dict, x: jax.Array) -> jax.Array:
+    return multiply_and_sum(p, x) + 1e-30 * mlp(p, x, BF).astype(jnp.float32)
+
+
+def mixed_second_layer(p: dict, x: jax.Array) -> jax.Array:
+    h = jnp.tanh(x.astype(BF) @ p["w1"].astype(BF) + p["b1"].astype(BF))
+    return h.astype(jnp.float32) @ p["w2"]
+
+
+@pytest.mark.parametrize("forward, message", [
+    (lambda p, x: mlp(p, x, jnp.float32), "takes (float32, float32) operands"),
+    (cast_down_after, "(float32, float32)"),
+    (rounded_then_f32, "(float32, float32)"),
+    (mixed_second_layer, "(float32, float32)"),
+    # jax.grad transposes a product with preferred_element_type=float32 into float32 products
+    (accumulate_f32, "(float32, float32)"),
+    (multiply_and_sum, "No matrix product"),
+    (multiply_and_sum_beside_idle_bf16, "No matrix product"),
+    (multiply_and_sum_beside_live_bf16, "without a bfloat16 or float16 matrix product"),
+], ids=["all-f32", "cast-down-after", "rounded-then-f32", "f32-second-layer",
+        "f32-accumulation-backward", "multiply-and-sum", "multiply-and-sum-beside-zeroed-bf16",
+        "multiply-and-sum-beside-live-bf16"])
+def test_float32_products_fail(forward: Callable, message: str) -> None:
+    outcome = check(step(forward))
+    assert not outcome.passed
+    assert message in outcome.message, outcome.message
+
+
+def test_options_are_validated_at_load() -> None:
+    assert RULES["low_precision_dots"].summary.startswith("The inputs reach the outputs")
+    assert not RULES["low_precision_dots"].static_shapes
+    with pytest.raises(RuleConfigError, match="operands"):
+        validate("low_precision_dots", "program", {"operands": ["bfloat16"], "inputs": ["x"]})
+    with pytest.raises(RuleConfigError, match="inputs"):
+        validate("low_precision_dots", "program", {"operands": ["bf16"], "inputs": []})
+
+
+def test_malformed_programs_fail_without_raising() -> None:
+    kw: dict[str, Any] = {"operands": ("bf16",), "inputs": ("x",)}
+    assert not check_low_precision_dots([], **kw).passed
+    bad = ProgramInfo("s", "not mlir", ["x"], ["y"])
+    assert "could not be analyzed" in check_low_precision_dots([bad], **kw).message
+    np.testing.assert_equal(len(RULES["low_precision_dots"].options.model_fields), 3)

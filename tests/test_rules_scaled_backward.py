@@ -1,0 +1,102 @@
+"""`scaled_backward` on real exported programs: the loss multiplied by the scale before
+jax.grad passes (bfloat16 or float32, static or symbolic shapes); the gradients of the plain
+loss multiplied and divided by the scale afterwards, a scale applied through a product with a
+constant matrix, and a scaled product that is multiplied by zero fail."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+from test_rules_low_precision_dots import BF, mlp, program
+
+from jaxjudge.rules import RULES, ProgramInfo
+from jaxjudge.rules.registry import RuleConfigError, validate
+from jaxjudge.rules.scaled_backward import check_scaled_backward
+
+
+def loss_of(p: dict, x: jax.Array, y: jax.Array, low: Any = BF) -> jax.Array:
+    r = mlp(p, x, low).astype(jnp.float32) - y
+    return jnp.mean(r * r)
+
+
+def unscale(g: dict, scale: jax.Array) -> dict:
+    return jax.tree.map(lambda v: v / scale, g)
+
+
+def scaled_before(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    g = jax.grad(lambda p: loss_of(p, x, y) * scale)(params)
+    return {"grads": unscale(g, scale), "loss": loss_of(params, x, y)}
+
+
+def scaled_before_f32(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    g = jax.grad(lambda p: loss_of(p, x, y, jnp.float32) * scale)(params)
+    return {"grads": jax.tree.map(lambda v: v * (1.0 / scale), g), "loss": loss_of(params, x, y)}
+
+
+def scaled_by_vjp(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    loss, back = jax.vjp(lambda p: loss_of(p, x, y), params)
+    (g,) = back(scale)  # the cotangent seed is the scale itself
+    return {"grads": unscale(g, scale), "loss": loss}
+
+
+@pytest.mark.parametrize("fn", [scaled_before, scaled_before_f32, scaled_by_vjp],
+                         ids=["bf16", "f32", "vjp-seeded-with-scale"])
+@pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
+def test_scaled_loss_passes(fn: Callable, symbolic: bool) -> None:
+    outcome = check_scaled_backward([program(fn, symbolic)], scale="scale",
+                                    against=("x", "params"), outputs=("grads",))
+    assert outcome.passed, outcome.message
+
+
+def scaled_after(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    g = jax.grad(lambda p: loss_of(p, x, y))(params)
+    return {"grads": unscale(jax.tree.map(lambda v: v * scale, g), scale),
+            "loss": loss_of(params, x, y) * scale}
+
+
+def through_constant_product(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array
+                             ) -> dict:
+    g = jax.grad(lambda p: loss_of(p, x, y))(params)
+    w1 = g["w1"].astype(BF) @ (jnp.eye(5, dtype=BF) * scale.astype(BF))
+    return {"grads": unscale({**g, "w1": w1.astype(jnp.float32)}, scale), "loss": scale}
+
+
+def zeroed_scaled_product(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    g = jax.grad(lambda p: loss_of(p, x, y))(params)
+    ghost = jax.grad(lambda p: loss_of(p, x, y) * scale)(params)
+    return {"grads": jax.tree.map(lambda a, b: a + 0.0 * b, g, ghost), "loss": scale}
+
+
+def scaled_loss_value_only(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array
+                           ) -> dict:
+    loss, g = jax.value_and_grad(lambda p: loss_of(p, x, y))(params)
+    return {"grads": g, "loss": loss * scale}
+
+
+@pytest.mark.parametrize("fn", [scaled_after, through_constant_product, zeroed_scaled_product,
+                                scaled_loss_value_only],
+                         ids=["scaled-after-grad", "constant-product", "times-zero",
+                              "scaled-value-not-gradient"])
+def test_unscaled_backward_fails(fn: Callable) -> None:
+    outcome = check_scaled_backward([program(fn)], scale="scale", against=("x", "params"),
+                                    outputs=("grads",))
+    assert not outcome.passed
+    assert "No matrix product of the backward pass carries scale" in outcome.message
+
+
+def test_options_and_malformed_programs() -> None:
+    assert RULES["scaled_backward"].summary.startswith("The scale reaches the gradients")
+    with pytest.raises(RuleConfigError, match="against"):
+        validate("scaled_backward", "program", {"scale": "s", "against": []})
+    with pytest.raises(RuleConfigError, match="Extra inputs"):
+        validate("scaled_backward", "program", {"scale": "s", "against": ["x"], "x": 1})
+    assert not check_scaled_backward([], scale="s", against=("x",)).passed
+    bad = ProgramInfo("s", "%0 = ", ["x"], ["y"])
+    assert "could not be analyzed" in check_scaled_backward([bad], scale="s",
+                                                            against=("x",)).message
+    missing = check_scaled_backward([program(scaled_before)], scale="nope", against=("x",))
+    assert "does not read nope" in missing.message
