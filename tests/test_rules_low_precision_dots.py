@@ -101,6 +101,11 @@ def multiply_and_sum(p: dict, x: jax.Array) -> jax.Array:
     return (h * p["w2"]).sum(1)
 
 
+def rounded_then_multiply_and_sum(p: dict, x: jax.Array) -> jax.Array:
+    r = jax.tree.map(lambda a: a.astype(BF).astype(jnp.float32), p)
+    return multiply_and_sum(r, x.astype(BF).astype(jnp.float32))
+
+
 def multiply_and_sum_beside_idle_bf16(p: dict, x: jax.Array) -> jax.Array:
     idle = mlp(p, x, BF).astype(jnp.float32)
     return multiply_and_sum(p, x) + 0.0 * idle  # folded away: no product reaches the outputs
@@ -123,10 +128,12 @@ def mixed_second_layer(p: dict, x: jax.Array) -> jax.Array:
     # jax.grad transposes a product with preferred_element_type=float32 into float32 products
     (accumulate_f32, "(float32, float32)"),
     (multiply_and_sum, "No matrix product"),
+    (rounded_then_multiply_and_sum, "No matrix product"),
     (multiply_and_sum_beside_idle_bf16, "No matrix product"),
-    (multiply_and_sum_beside_live_bf16, "without a bfloat16 or float16 matrix product"),
+    (multiply_and_sum_beside_live_bf16, "without a bfloat16 or float16 matrix product or"),
 ], ids=["all-f32", "cast-down-after", "rounded-then-f32", "f32-second-layer",
-        "f32-accumulation-backward", "multiply-and-sum", "multiply-and-sum-beside-zeroed-bf16",
+        "f32-accumulation-backward", "multiply-and-sum", "rounded-then-multiply-and-sum",
+        "multiply-and-sum-beside-zeroed-bf16",
         "multiply-and-sum-beside-live-bf16"])
 def test_float32_products_fail(forward: Callable, message: str) -> None:
     outcome = check(step(forward))
@@ -149,3 +156,32 @@ def test_malformed_programs_fail_without_raising() -> None:
     bad = ProgramInfo("s", "not mlir", ["x"], ["y"])
     assert "could not be analyzed" in check_low_precision_dots([bad], **kw).message
     np.testing.assert_equal(len(RULES["low_precision_dots"].options.model_fields), 3)
+
+
+def manual_backward(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    """The backward pass by hand: outer products as bfloat16 multiplications, not products."""
+    x16, w1, b1, w2 = (a.astype(BF) for a in (x, params["w1"], params["b1"], params["w2"]))
+    h = jnp.tanh(x16 @ w1 + b1)
+    dpred = (scale * 2.0 * ((h @ w2).astype(jnp.float32) - y) / y.shape[0]).astype(BF)
+    dz = jnp.outer(dpred, w2) * (1 - h * h)
+    g = {"b1": dz.sum(0), "w1": x16.T @ dz, "w2": h.T @ dpred}
+    return {"grads": {k: v.astype(jnp.float32) / scale for k, v in g.items()}, "loss": scale}
+
+
+def raveled(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    """One flat parameter vector: every leaf is a slice of one concatenation."""
+    from jax.flatten_util import ravel_pytree
+
+    flat, unravel = ravel_pytree(params)
+
+    def loss(v: jax.Array) -> jax.Array:
+        r = mlp(unravel(v.astype(BF)), x, BF).astype(jnp.float32) - y
+        return jnp.mean(r * r) * scale
+
+    return {"grads": unravel(jax.grad(loss)(flat) / scale), "loss": scale}
+
+
+@pytest.mark.parametrize("fn", [manual_backward, raveled], ids=["by-hand", "ravel-pytree"])
+def test_other_honest_styles_pass(fn: Callable) -> None:
+    outcome = check(fn)
+    assert outcome.passed, outcome.message

@@ -9,8 +9,11 @@ backward) on bfloat16 or float16 copies. From the exported program alone, over i
    types: an all-float32 model, a float32 product whose result is cast down afterwards, or
    values rounded through bfloat16 and converted back before a float32 product all fail;
 2. at least one such product exists;
-3. every way the inputs reach the outputs passes through an allowed product: a float32 matmul
-   written as a multiply and a sum (no product at all) does not slip past (1).
+3. every way the inputs reach the outputs passes through an allowed product or through
+   arithmetic on the allowed types (a hand-written backward pass takes outer products as
+   bfloat16 multiplications): a float32 matmul written as a multiply and a sum (no product at
+   all), or values rounded through bfloat16 and back before float32 arithmetic, do not slip
+   past (1).
 
 Products of other values (a float32 loss written as `r @ r`) are not constrained.
 """
@@ -22,10 +25,11 @@ from typing import Annotated
 
 from pydantic import Field
 
-from jaxjudge.rules.dataflow import Budget, Step, TooComplex
+from jaxjudge.rules.dataflow import Budget, Kind, Step, TooComplex
 from jaxjudge.rules.flowpaths import ELEMENT, PATH, Flow, flows, np_name, operand_elements
 from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
+from jaxjudge.rules.stablehlo import tensor_types
 
 MAX_PATHS = 16
 Path = Annotated[str, Field(pattern=PATH)]
@@ -77,8 +81,21 @@ def check_low_precision_dots(
                              f"{names} reach the outputs only through such products.")
 
 
+_LAYOUT = frozenset({Kind.PASS0, Kind.PASS_ALL, Kind.PASS_01, Kind.PASS_12, Kind.TUPLE})
+
+
 def _allowed(step: Step, allowed: set[str]) -> bool:
     return all(e in allowed for e in operand_elements(step))
+
+
+def _low_arithmetic(step: Step, allowed: set[str]) -> bool:
+    """Arithmetic (not a copy, a cast or a selection) reading and producing allowed types."""
+    if step.kind in _LAYOUT or not step.type:
+        return False
+    head, arrow, tail = step.type.rpartition("->")
+    ins, outs = tensor_types(head), tensor_types(tail)
+    return bool(arrow and outs and any(t.element in allowed for t in ins)
+                and all(t.element in allowed for t in outs))
 
 
 def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequence[str],
@@ -100,9 +117,11 @@ def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequen
     if not reading:
         return f"No matrix product of {names} on {kinds} operands reaches the outputs."
     cut = {id(s) for s in flow.live_dots(live) if _allowed(s, allowed)}
-    reached = flow.computed_from(seeds, lambda s: id(s) in cut)
+    reached = flow.computed_from(
+        seeds, lambda s: id(s) in cut or _low_arithmetic(s, allowed))
     leaks = [path for path, node in outs if reached[node]]
     if leaks:
-        return (f"{leaks[0]} is computed from {names} without a {kinds} matrix product on the "
-                f"way (a product written as a multiply and a sum, in float32, does not count).")
+        return (f"{leaks[0]} is computed from {names} without a {kinds} matrix product or "
+                f"any {kinds} arithmetic on the way (a matmul written as a multiply and a "
+                f"sum in float32 does not count).")
     return None
