@@ -9,18 +9,17 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 from jax import export
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 
-from jaxjudge.rules import RULES, ProgramInfo
+from jaxjudge.rules import ProgramInfo
 from jaxjudge.rules.expr import Expr
+from jaxjudge.rules.size import check_max_intermediate_elements
 from jaxjudge.rules.structure import (
     check_dot_types,
     check_independent_of_dim,
     check_loop_over_dim,
-    check_max_intermediate_elements,
 )
 
 
@@ -38,39 +37,6 @@ def program(fn: Callable[..., Any], dims: dict[str, int], *args: Any,
 
 def f32(*shape: int) -> np.ndarray:
     return np.ones(shape, np.float32)
-
-
-# -- max_intermediate_elements: Hessian-vector products --------------------------------------
-
-def loss(w: jax.Array) -> jax.Array:
-    return jnp.sum(jnp.tanh(w) ** 2) * jnp.sum(w)
-
-
-def hvp(w: jax.Array, v: jax.Array) -> jax.Array:
-    return jax.jvp(jax.grad(loss), (w,), (v,))[1]
-
-
-def hvp_dense(w: jax.Array, v: jax.Array) -> jax.Array:
-    return jax.hessian(loss)(w) @ v
-
-
-@pytest.mark.parametrize("n", [3, 8])
-def test_hvp_without_forming_the_hessian(n: int) -> None:
-    below = Expr("n*n")
-    good = check_max_intermediate_elements([program(hvp, {"n": n}, f32(n), f32(n))], below=below)
-    assert good.passed, good.message
-    bad = check_max_intermediate_elements([program(hvp_dense, {"n": n}, f32(n), f32(n))],
-                                          below=below)
-    assert not bad.passed
-    assert f"{n}x{n} f32 value with {n * n} elements" in bad.message
-    assert f"fewer than n*n = {n * n}" in bad.message
-
-
-def test_sizes_need_static_shapes() -> None:
-    assert RULES["max_intermediate_elements"].static_shapes
-    unsized = program(hvp, {}, f32(3), f32(3))
-    outcome = check_max_intermediate_elements([unsized], below=Expr("n*n"))
-    assert not outcome.passed and "cannot be evaluated" in outcome.message
 
 
 # -- dot_types: int8 matmul accumulating in int32 ---------------------------------------------

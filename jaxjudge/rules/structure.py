@@ -1,4 +1,4 @@
-"""Program-level rules about a program's shape: sizes, element types, loops, growth.
+"""Program-level rules about a program's shape: element types, loops, growth (sizes: size.py).
 
 All read the verified exported programs (trusted side, authoritative), through the same capped
 parser and inliner as the rematerialization rule. Sizes and loop bounds need static shapes, so
@@ -34,7 +34,6 @@ from jaxjudge.rules.stablehlo import (
     Module,
     Op,
     ParseError,
-    TensorType,
     parse_module,
     tensor_types,
 )
@@ -87,52 +86,6 @@ def _parse(programs: Sequence[ProgramInfo]) -> list[_Parsed] | RuleOutcome:
 
 def _shapes(p: ProgramInfo) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(p.dims.items())) or p.signature
-
-
-# -- max_intermediate_elements -----------------------------------------------------------------
-
-class MaxIntermediateOptions(RuleOptions):
-    below: Expr = Field(description="every value has fewer elements than this, e.g. n*n")
-
-
-@register("max_intermediate_elements", "program", MaxIntermediateOptions, static_shapes=True)
-def check_max_intermediate_elements(programs: Sequence[ProgramInfo], *, below: Expr) -> RuleOutcome:
-    """No intermediate value has as many elements as the given expression of the dims.
-
-    Every result of every op (outputs included; the inputs are not the program's) is sized from
-    its static type."""
-    parsed = _parse(programs)
-    if isinstance(parsed, RuleOutcome):
-        return parsed
-    largest, where = 0, None
-    for item in parsed:
-        p = item.program
-        try:
-            limit = below.value(p.dims)
-        except (KeyError, ZeroDivisionError):
-            return RuleOutcome(False, f"The size limit {below} cannot be evaluated for input "
-                                      f"shapes {p.signature} (the program has no static shapes).")
-        for _, op in _all_ops(item.module):
-            for t in op.result_types():
-                n = t.elements()
-                if n is None or n >= limit:
-                    return RuleOutcome(False, _too_big(op, t, n, below, limit, p),
-                                       region=region_of(item.module, [op], p))
-                if n > largest or where is None:
-                    largest, where = n, (item, op)
-    return RuleOutcome(True, f"The largest intermediate has {largest} elements: fewer than "
-                             f"{below} for every input shape.",
-                       region=where and region_of(where[0].module, [where[1]], where[0].program))
-
-
-def _too_big(op: Op, t: TensorType, n: int | None, below: Expr, limit: int,
-             p: ProgramInfo) -> str:
-    shape = "x".join("?" if d is None else str(d) for d in t.dims) or "scalar"
-    size = "an unknown number of" if n is None else f"{n}"
-    return (f"For input shapes {_shapes(p)}, {op.name.removeprefix('stablehlo.')} produces a "
-            f"{shape} {t.element} value with {size} elements; every intermediate must have "
-            f"fewer than {below} = {limit}. Compute the result without materializing it (for "
-            f"example with a matrix-vector product or a loop over blocks).")
 
 
 # -- dot_types ---------------------------------------------------------------------------------
