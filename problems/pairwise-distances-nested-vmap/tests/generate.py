@@ -7,8 +7,9 @@ Shapes. Both requirements read one exported program per input shape (sizes and l
 need static shapes), so the tests use 9 shapes (N, M, D), each one compile per grade:
 (1, 6, 4), (3, 6, 4) and (8, 6, 4) differ only in N, (8, 1, 4), (8, 3, 4) and (8, 6, 4) only
 in M (no-loop-over-points compares programs that differ in one of them); (16, 16, 16) is where
-the size limit 2NM + (N+M)(D+2) = 1088 is below half of N*M*D = 4096 (no-difference-tensor
-catches the differences even when they are formed in halves or quarters); (1, 1, 3) is a single
+the size limit NM + (N+M)(D+2) = 832 is below a quarter of N*M*D = 4096 (no-difference-tensor
+catches the differences even when they are formed in halves or quarters; (N, M, 2) stacks of
+two outputs stay below the limit at every test shape); (1, 1, 3) is a single
 point on each side, (3, 6, 1) has D = 1, and (2, 3, 2) is the first example's.
 
 Values. Random points of every scale up to the constraint (|coordinate| <= 10), integer
