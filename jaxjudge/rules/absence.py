@@ -92,7 +92,7 @@ def check_no_loop_over_dim(programs: Sequence[ProgramInfo], *, dims: Sequence[st
         if not outcome.passed:
             return outcome
     return RuleOutcome(True, f"No loop runs over {_or(dims)}: the program keeps the same size "
-                             f"and the same loops as {_or(dims)} change.")
+                             f"and the same loops as {' and '.join(dims)} change.")
 
 
 def _same_loops(parsed: list[_Parsed], counts: list[Counter[int | None]], dim: str
