@@ -298,3 +298,45 @@ def test_depends_on_is_a_typed_option() -> None:
                 {"dim": "T", "depends_on": [f"a{i}" for i in range(40)]}):
         with pytest.raises(RuleConfigError):
             validate("loop_over_dim", "program", bad)
+
+
+# -- a fixed count (no dimension): a stated number of iterations ---------------------------------
+
+def power_iteration(steps: int, unroll: bool = False) -> Callable[..., Any]:
+    def fn(w: jax.Array, u: jax.Array) -> jax.Array:
+        def body(_: Any, u: jax.Array) -> jax.Array:
+            v = w.T @ u
+            return w @ (v / jnp.linalg.norm(v))
+
+        if unroll:
+            for _ in range(steps):
+                u = body(0, u)
+            return u
+        return jax.lax.fori_loop(0, steps, body, u)
+
+    return fn
+
+
+def fixed(fn: Callable[..., Any], **options: Any) -> Any:
+    programs = [program(fn, {"M": m, "N": 3}, f32(m, 3), f32(m)) for m in (2, 5)]
+    return check_loop_over_dim(programs, **options)
+
+
+def test_a_fixed_trip_count_needs_no_dimension() -> None:
+    # The start vector (a1) is only the loop's initial value: the body reads w (a0).
+    ok = fixed(power_iteration(8), trip_count=Expr("8"), depends_on=("a0",))
+    assert ok.passed and ok.message == (
+        "A loop runs 8 steps for every input shape and carries the computation (a value updated "
+        "at every step from its previous value and a0, reaching your outputs).")
+    short = fixed(power_iteration(7), trip_count=Expr("8"))
+    assert not short.passed and "found: a loop of 7 steps (8 - 1)" in short.message
+    assert "run the 8 steps with jax.lax.scan or jax.lax.fori_loop" in short.message
+    unrolled = fixed(power_iteration(8, unroll=True), trip_count=Expr("8"))
+    assert not unrolled.passed and "(the program has no loop). Run the 8 steps" in unrolled.message
+
+
+def test_dim_or_trip_count_is_required() -> None:
+    opts = validate("loop_over_dim", "program", {"trip_count": "8", "depends_on": ["w", "u"]})
+    assert opts.dim is None and str(opts.trip_count) == "8"  # type: ignore[attr-defined]
+    with pytest.raises(RuleConfigError, match="give dim, trip_count, or both"):
+        validate("loop_over_dim", "program", {"depends_on": ["w"]})

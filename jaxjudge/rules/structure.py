@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from jaxjudge.rules.dataflow import (
     Budget,
@@ -266,7 +266,11 @@ def check_independent_of_dim(programs: Sequence[ProgramInfo], *, dim: str) -> Ru
 _PATH = r"^[A-Za-z_][A-Za-z0-9_.]*$"
 
 
-class LoopOptions(DimOptions):
+class LoopOptions(RuleOptions):
+    dim: str | None = Field(
+        default=None, pattern=_DIM,
+        description="the named dimension the loop runs over (the program must not grow with "
+                    "it); omit it for a fixed count given by trip_count")
     trip_count: Expr | None = Field(
         default=None, description="the loop's trip count as an expression (default: dim)")
     depends_on: tuple[Annotated[str, Field(pattern=_PATH)], ...] = Field(
@@ -274,10 +278,16 @@ class LoopOptions(DimOptions):
         description="input paths the loop's carried state is computed from at every step, "
                     "e.g. [x] (default: any input)")
 
+    @model_validator(mode="after")
+    def _count_known(self) -> LoopOptions:
+        if self.dim is None and self.trip_count is None:
+            raise ValueError("give dim, trip_count, or both")
+        return self
+
 
 @register("loop_over_dim", "program", LoopOptions, static_shapes=True)
 def check_loop_over_dim(
-    programs: Sequence[ProgramInfo], *, dim: str, trip_count: Expr | None = None,
+    programs: Sequence[ProgramInfo], *, dim: str | None = None, trip_count: Expr | None = None,
     depends_on: Sequence[str] = (),
 ) -> RuleOutcome:
     """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
@@ -287,11 +297,15 @@ def check_loop_over_dim(
     (default: the dimension), and that loop carries a value it updates at every step from its
     previous value and from the `depends_on` inputs, which reaches the outputs (see
     jaxjudge.rules.loops). Other loops may run beside it or around it. Programs differing only
-    in the dimension have the same size."""
+    in the dimension have the same size. Without a dimension, the trip count is a fixed one
+    (e.g. "8": a stated number of iterations) and growth is not compared."""
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
-    count = trip_count or Expr(dim)
+    if trip_count is None and dim is None:
+        return RuleOutcome(False, "The requirement names neither a dimension nor a trip count "
+                                  "(a problem package error).")
+    count = trip_count if trip_count is not None else Expr(str(dim))
     names = _and(list(depends_on)) if depends_on else "the inputs"
     budget = Budget()  # one for all of this grade's programs
     # (the program has a loop, want, message, where)
@@ -325,13 +339,15 @@ def check_loop_over_dim(
     if failures:  # the most telling: a program with loops, the longest one
         worst = max(failures, key=lambda f: (f[0], f[1]))
         return RuleOutcome(False, worst[2], region=worst[3])
+    done = (f"A loop runs {count} steps for every input shape and carries the computation (a "
+            f"value updated at every step from its previous value and {names}, reaching your "
+            f"outputs)")
+    if dim is None:
+        return RuleOutcome(True, done + ".", region=shown)
     growth = _growth(parsed, dim)
     if not growth.passed:
         return growth
-    return RuleOutcome(True, (
-        f"A loop runs {count} steps for every input shape and carries the computation (a value "
-        f"updated at every step from its previous value and {names}, reaching your outputs); "
-        f"the program does not grow with {dim}."), region=shown)
+    return RuleOutcome(True, f"{done}; the program does not grow with {dim}.", region=shown)
 
 
 def _loop_region(item: _Parsed, g: Graph, which: list[int], want: int) -> Region:
@@ -366,12 +382,12 @@ def _plural(n: int) -> str:
     return f"{n} step" + ("" if n == 1 else "s")
 
 
-def _steps(n: int, count: Expr, want: int, dim: str, dims: dict[str, int]) -> str:
+def _steps(n: int, count: Expr, want: int, dim: str | None, dims: dict[str, int]) -> str:
     """A found trip count, and how it relates to the wanted one: "7 steps (T - 1)"."""
     text = str(count)
     whole = text if text.isidentifier() else f"({text})"
     tries: list[tuple[int, str]] = [(want, text)]
-    if text != dim and dim in dims:
+    if dim is not None and text != dim and dim in dims:
         tries += [(dims[dim], dim), (dims[dim] - 1, f"{dim} - 1"), (dims[dim] + 1, f"{dim} + 1")]
     tries += [(want - 1, f"{text} - 1"), (want + 1, f"{text} + 1")]
     tries += [(want // k, f"{whole} / {k}") for k in (2, 3, 4) if want % k == 0]
@@ -389,12 +405,13 @@ _UNKNOWN_FIX = (
     "body advances by a constant step (i + 1, i + 4), with n computed from constants.")
 
 
-def _loop_failure(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int, dim: str,
-                  names: str) -> str:
+def _loop_failure(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int,
+                  dim: str | None, names: str) -> str:
     shapes = _shapes(p)
+    over = f"Iterate over {dim}" if dim is not None else f"Run the {_plural(want)}"
     if not loops:
         return (f"For input shapes {shapes} no loop runs {count} = {_plural(want)} (the program "
-                f"has no loop). Iterate over {dim} with jax.lax.scan or jax.lax.fori_loop: a "
+                f"has no loop). {over} with jax.lax.scan or jax.lax.fori_loop: a "
                 f"Python loop is unrolled into the program.")
     unknown = sum(1 for loop in loops if loop.count is None)
     right = [loop for loop in loops if loop.count == want]
@@ -416,14 +433,15 @@ def _loop_failure(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: i
         else:
             why = "it carries nothing but its counter and values it passes along unchanged"
         beside = f" Other loops found: {', '.join(others)}." if others else ""
+        loop = f"The loop over {dim}" if dim is not None else "That loop"
         return (f"For input shapes {shapes} a loop runs {count} = {_plural(want)}, but it does "
-                f"not carry the computation: {why}.{beside} The loop over {dim} must carry the "
+                f"not carry the computation: {why}.{beside} {loop} must carry the "
                 f"state of the computation (the scan carry, or the fori_loop/while_loop "
                 f"state), update it at every step from its previous value and {names}, and "
                 f"produce what your outputs are made of.")
     found = "; ".join(others)
     fix = _UNKNOWN_FIX if unknown else (
-        f"Run one loop step per step of the computation: iterate over {dim} with "
+        f"Run one loop step per step of the computation: {over[0].lower() + over[1:]} with "
         f"jax.lax.scan or jax.lax.fori_loop so that it runs exactly {count} steps.")
     return (f"For input shapes {shapes} no loop runs {count} = {_plural(want)} (found: {found}). "
             f"{fix}")
