@@ -171,10 +171,11 @@ def test_the_shared_grade_path_drops_a_stale_grade(store: Store) -> None:
         assert store.claim(sid, redelivery=True) is not None  # redelivered meanwhile
         return report(Verdict.ACCEPTED)
 
-    assert grade_and_store(store, sid, overtaken, redelivery=True, on_graded=seen.append) is None
+    assert grade_and_store(store, sid, overtaken, redelivery=True,
+                           on_graded=lambda r, _n: seen.append(r)) is None
     assert seen == [] and _row(store, sid)["status"] == "running"
     outcome = grade_and_store(store, sid, lambda *a: report(Verdict.WRONG_ANSWER),
-                              redelivery=True, on_graded=seen.append)
+                              redelivery=True, on_graded=lambda r, _n: seen.append(r))
     assert outcome is not None and outcome.attempts == 3 and seen == [outcome.report]
     row = _row(store, sid)
     assert (row["status"], row["verdict"]) == ("done", "wrong_answer")

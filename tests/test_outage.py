@@ -26,8 +26,10 @@ from api_fixtures import (
     PostgresCluster,
     Server,
     Worker,
+    free_port,
     service_env,
 )
+from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
 
 from jaxjudge.service.jobs import WORKER_APPLICATION_NAME, defer_in_transaction
@@ -301,3 +303,75 @@ def test_serve_logs_json_lines_and_exits_0_on_sigterm(
     assert records and all({"time", "level", "logger", "message"} <= set(r) for r in records)
     assert any(r["logger"].startswith("uvicorn") for r in records)
     assert not any("never retrieved" in r["message"] for r in records)
+
+
+# -- which worker has my job -------------------------------------------------------------------
+def metric(text: str, name: str, **labels: str) -> float | None:
+    """One sample's value from a /metrics text, None if absent."""
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == name and s.labels == labels:
+                return float(s.value)
+    return None
+
+
+def test_the_submission_and_metrics_name_the_worker_and_count_redeliveries(
+    cluster: PostgresCluster, store: Store, tmp_path: Path
+) -> None:
+    """The running attempt's worker is in the submission (its owner only) and in
+    jaxjudge_running_submissions; SIGKILL it: the survivor counts the redelivery and
+    observes the grade's attempt 2; the submission then names the survivor."""
+    owner, other = "token-of-owner-0123456789", "token-of-other-0123456789"
+    node = Server(tmp_path / "node", queue="postgres", database_url=cluster.url,
+                  auth_tokens=f"{owner},{other}", rate_limit_per_minute=0, **OUTAGE)
+    ports = [free_port(), free_port()]
+    ws = [Worker(tmp_path, cluster.url, f"m{i}", worker_metrics_port=p, **OUTAGE)
+          for i, p in enumerate(ports)]
+    try:
+        for w in ws:
+            w.wait_ready()
+        with node.client(owner) as mine, node.client(other) as theirs:
+            sid = mine.post("/v1/submissions", json={
+                "problem_id": PROBLEM, "source": slow_source(4.0, f"who-{time.time()}"),
+                "mode": "submit"}).json()["id"]
+            wait_rows(store, [sid], lambda r: r["status"] == "running", "claimed", 120)
+            holder = mine.get(f"/v1/submissions/{sid}").json()["worker"]
+            assert theirs.get(f"/v1/submissions/{sid}").json()["worker"] is None
+            victim = next(i for i, w in enumerate(ws) if f":{w.proc.pid}" in holder)
+            assert holder.startswith("jaxjudge@")
+            time.sleep(2.5)  # past the metrics' database cache
+            scraped = mine.get("/metrics").text
+            assert metric(scraped, "jaxjudge_running_submissions", worker=holder) == 1
+            ws[victim].kill()
+            done = wait_rows(store, [sid], lambda r: r["status"] == "done", "redelivered")[sid]
+            assert (done["verdict"], done["attempts"]) == ("accepted", 2)
+            survivor = ws[1 - victim]
+            assert mine.get(f"/v1/submissions/{sid}").json()["worker"].endswith(
+                f":{survivor.proc.pid}")
+        text = httpx.get(f"http://127.0.0.1:{ports[1 - victim]}/metrics", timeout=10).text
+        assert metric(text, "jaxjudge_redeliveries_total", queue="grading") == 1
+        assert metric(text, "jaxjudge_grade_attempts_bucket", le="1.0") == 0
+        assert metric(text, "jaxjudge_grade_attempts_bucket", le="2.0") == 1
+    finally:
+        for w in ws:
+            w.stop()
+        node.stop()
+
+
+def test_draining_a_worker_finishes_its_grade_and_exits_0(
+    cluster: PostgresCluster, store: Store, tmp_path: Path
+) -> None:
+    """The documented drain: SIGTERM while a grade runs; the grade is stored on attempt 1
+    (nothing redelivered) and the worker exits with status 0."""
+    w = Worker(tmp_path, cluster.url, "drained", worker_shutdown_seconds=60, **OUTAGE)
+    try:
+        w.wait_ready()
+        sid = queue(store, slow_source(3.0, f"drain-{time.time()}"))
+        wait_rows(store, [sid], lambda r: r["status"] == "running", "claimed", 120)
+        w.proc.send_signal(signal.SIGTERM)
+        assert w.proc.wait(120) == 0, w.log()[-3000:]
+        row = rows(store, [sid])[sid]
+        assert (row["status"], row["verdict"], row["attempts"]) == ("done", "accepted", 1)
+        assert_readable(w.log())
+    finally:
+        w.stop()

@@ -25,7 +25,8 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client import (
@@ -63,6 +64,8 @@ GRADE_BUCKETS: tuple[float, ...] = (
 MODES: tuple[str, ...] = ("run", "submit")
 _VERDICTS = frozenset(v.value for v in Verdict)
 NO_VERDICT = "none"  # the verdict label of queued and running rows
+NO_WORKER = "none"  # the worker label of running rows of the local queue
+CALLBACK_STATES: tuple[str, ...] = ("pending", "delivered", "failed")
 
 
 def multiprocess_dir() -> str | None:
@@ -76,14 +79,22 @@ def _values_are_shared() -> bool:
     return values.ValueClass is not values.MutexValue
 
 
+ATTEMPT_BUCKETS: tuple[float, ...] = (1.0, 2.0, 3.0, 4.0)  # MAX_ATTEMPTS is 3; 4: given up
+
+
 @dataclass(frozen=True)
 class _Snapshot:
-    """One database read: (status, verdict, mode) -> rows, and the worker count."""
+    """One database read: (status, verdict, mode) -> rows, the worker count, running rows by
+    the worker holding them, unfinished rows on their last attempt, the oldest queued age."""
 
     ok: bool
     rows: dict[tuple[str, str, str], int]
     workers: int | None
     taken: float
+    running_by_worker: dict[str, int] = field(default_factory=dict)
+    last_attempt: int = 0
+    oldest_queued_seconds: float = 0.0
+    callbacks: dict[str, int] = field(default_factory=dict)
 
 
 class DatabaseCollector:
@@ -110,13 +121,18 @@ class DatabaseCollector:
         self.reads = 0  # database reads so far (the cache's effect is testable)
 
     def _read(self) -> _Snapshot:
+        from jaxjudge.service.queue import MAX_ATTEMPTS
         from jaxjudge.service.store import (
             SubmissionRow,  # the store imports nothing of ours; keep it so
         )
 
         self.reads += 1
         rows: dict[tuple[str, str, str], int] = {}
+        running: dict[str, int] = {}
+        callbacks: dict[str, int] = {}
+        last_attempt, oldest = 0, 0.0
         ok = True
+        unfinished = SubmissionRow.status.in_(("queued", "running"))
         try:
             query = select(
                 SubmissionRow.status, SubmissionRow.verdict, SubmissionRow.mode, func.count()
@@ -125,15 +141,36 @@ class DatabaseCollector:
                 for status, verdict, mode, n in conn.execute(query):
                     key = (str(status), str(verdict) if verdict else NO_VERDICT, str(mode))
                     rows[key] = rows.get(key, 0) + int(n)
+                for worker, n in conn.execute(
+                    select(SubmissionRow.worker, func.count())
+                    .where(SubmissionRow.status == "running").group_by(SubmissionRow.worker)
+                ):
+                    running[str(worker) if worker else NO_WORKER] = int(n)
+                last_attempt = int(conn.execute(
+                    select(func.count()).where(unfinished,
+                                               SubmissionRow.attempts >= MAX_ATTEMPTS)
+                ).scalar_one())
+                first = conn.execute(select(func.min(SubmissionRow.created_at))
+                                     .where(SubmissionRow.status == "queued")).scalar_one()
+                if first is not None:
+                    first = first if first.tzinfo else first.replace(tzinfo=UTC)
+                    oldest = max(0.0, (datetime.now(UTC) - first).total_seconds())
+                for state, n in conn.execute(
+                    select(SubmissionRow.callback_state, func.count())
+                    .where(SubmissionRow.callback_state.is_not(None))
+                    .group_by(SubmissionRow.callback_state)
+                ):
+                    callbacks[str(state)] = int(n)
         except Exception as exc:  # a scrape must answer even when the database does not
             log.warning("metrics: cannot read submission counts: %s", exc)
-            ok, rows = False, {}
+            ok, rows, running = False, {}, {}
         try:
             workers = self._workers()
         except Exception as exc:
             log.warning("metrics: cannot count workers: %s", exc)
             workers = None
-        return _Snapshot(ok, rows, workers, time.monotonic())
+        return _Snapshot(ok, rows, workers, time.monotonic(), running, last_attempt, oldest,
+                         callbacks)
 
     def snapshot(self) -> _Snapshot:
         with self._lock:
@@ -193,7 +230,33 @@ class DatabaseCollector:
         )
         if snap.workers is not None:
             workers.add_metric([], float(snap.workers))
-        return [up, subs, depth, workers, layer_family(layers)]
+        by_worker = GaugeMetricFamily(
+            "jaxjudge_running_submissions",
+            "Running submissions by the worker holding their attempt (name@host:pid; 'none' "
+            "with the local queue).", labels=["worker"],
+        )
+        for worker, n in sorted(snap.running_by_worker.items()):
+            by_worker.add_metric([worker], float(n))
+        last = GaugeMetricFamily(
+            "jaxjudge_submissions_at_last_attempt",
+            "Unfinished submissions on their last attempt: one more interruption ends them "
+            "as internal_error.",
+        )
+        oldest = GaugeMetricFamily(
+            "jaxjudge_oldest_queued_seconds",
+            "Age of the oldest submission waiting for a worker (0 when none waits).",
+        )
+        callbacks = GaugeMetricFamily(
+            "jaxjudge_callbacks", "Submissions with a callback, by delivery state (pending, "
+            "delivered, failed: given up).", labels=["state"],
+        )
+        if snap.ok:
+            last.add_metric([], float(snap.last_attempt))
+            oldest.add_metric([], snap.oldest_queued_seconds)
+            for state in CALLBACK_STATES:
+                callbacks.add_metric([state], float(snap.callbacks.get(state, 0)))
+        return [up, subs, depth, workers, by_worker, last, oldest, callbacks,
+                layer_family(layers)]
 
 
 def layer_family(layers: Mapping[str, Mapping[str, Any]]) -> Metric:
@@ -271,21 +334,35 @@ class Metrics:
             "around each sandboxed stage. Report-cache hits are not observed.",
             ["stage"], buckets=GRADE_BUCKETS, registry=local,
         )
+        self.attempts = Histogram(
+            "jaxjudge_grade_attempts",
+            "The attempt number of each stored grade (1: graded first time; more: after "
+            "interruptions, redeliveries; 4: given up as internal_error).",
+            buckets=ATTEMPT_BUCKETS, registry=local,
+        )
+        self.redeliveries = Counter(
+            "jaxjudge_redeliveries",
+            "Jobs of presumed-dead workers put back in the queue by this process's sweep, by "
+            "queue (grading, callbacks).", ["queue"], registry=local,
+        )
         for verdict in sorted(_VERDICTS - {Verdict.SKIPPED.value}):
             for mode in MODES:
                 self.grades.labels(verdict, mode)  # series exist from the start at 0
         for stage in STAGES:
             self.grade_seconds.labels(stage)
+        for queue in ("grading", "callbacks"):
+            self.redeliveries.labels(queue)
         self.registry.register(_InfoCollector(info or {}))
         self.database: DatabaseCollector | None = None
 
-    def observe_report(self, report: Report) -> None:
-        """Count one stored grade and observe its stage durations. Never raises: a metrics
-        problem must not fail the grade it describes."""
+    def observe_report(self, report: Report, attempts: int = 1) -> None:
+        """Count one stored grade (stored on attempt `attempts`) and observe its stage
+        durations. Never raises: a metrics problem must not fail the grade it describes."""
         try:
             verdict = report.verdict.value if report.verdict.value in _VERDICTS else "other"
             mode = report.mode if report.mode in MODES else "other"
             self.grades.labels(verdict, mode).inc()
+            self.attempts.observe(float(attempts))
             if report.timings.get("cached"):  # a report-cache hit: nothing was graded
                 return
             for stage in STAGES:

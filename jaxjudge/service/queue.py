@@ -87,8 +87,9 @@ class GradeOutcome:
     callback_url: str | None = None  # the submission's callback, due now
 
 
-# Called with each stored (public) report, in the grading thread (e.g. Metrics.observe_report).
-OnGraded = Callable[[Report], None]
+# Called with each stored (public) report and the attempt that stored it, in the grading
+# thread (e.g. Metrics.observe_report).
+OnGraded = Callable[[Report, int], None]
 # Queues the delivery of a submission's callback inside the grade's finishing transaction
 # (the PostgreSQL queue: jaxjudge.service.jobs.defer_callback).
 DeferCallback = Callable[[Session, str], object]
@@ -118,6 +119,7 @@ def grade_and_store(
     abandoned: Callable[[], bool] | None = None,
     defer_callback: DeferCallback | None = None,
     ride_out_outages: bool = False,
+    worker: str | None = None,
 ) -> GradeOutcome | None:
     """Claim one submission, grade it, store its public report under the claim's fence.
 
@@ -129,9 +131,10 @@ def grade_and_store(
     of a submission with a callback, so its delivery is queued if and only if this grade is
     the one stored (a fenced-out late finish queues nothing). `ride_out_outages`: a finish
     that finds the database unreachable is tried again until it is back (or `abandoned()`):
-    the grade is kept, and no attempt is spent on the outage.
+    the grade is kept, and no attempt is spent on the outage. `worker`: the grading
+    process's name, recorded with the claim.
     """
-    claimed = store.claim(submission_id, redelivery=redelivery)
+    claimed = store.claim(submission_id, redelivery=redelivery, worker=worker)
     if claimed is None:
         return None  # already graded (e.g. queued twice around a restart)
     with grading(submission_id, claimed.attempts):  # on every log line of this grade
@@ -215,7 +218,7 @@ def _grade_claimed(
     )
     if on_graded is not None:
         try:
-            on_graded(report)
+            on_graded(report, claimed.attempts)
         except Exception:  # a hook's failure must not undo or repeat a stored grade
             log.exception("on_graded hook failed")
     return outcome

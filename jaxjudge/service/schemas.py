@@ -121,6 +121,10 @@ class SubmissionPublic(BaseModel):
     callback: CallbackPublic | None = Field(
         None, description="The callback and its delivery state; null without a callback_url."
     )
+    worker: str | None = Field(
+        None, description="The `jaxjudge worker` process (name@host:pid) that holds the running "
+        "attempt, or stored the last one; shown only to the submission's owner (null for "
+        "others, and with the local queue).")
 
 
 class SubmissionList(BaseModel):

@@ -90,6 +90,8 @@ class SubmissionRow(Base):
     # callback), attempts made (also the fence of the delivery record), the last answer and when the
     # next attempt is due (so a restart can re-schedule it).
     callback_url: Mapped[str | None] = mapped_column(String(2048), default=None)
+    # The grading worker of the latest attempt (`jaxjudge worker`: name@host:pid).
+    worker: Mapped[str | None] = mapped_column(String(200), default=None)
     # The client's Idempotency-Key: a retried POST finds its submission instead of adding one.
     idempotency_key: Mapped[str | None] = mapped_column(String(64), default=None)
     callback_state: Mapped[str | None] = mapped_column(String(16), default=None)
@@ -135,6 +137,7 @@ class SubmissionRecord:
     finished_at: datetime | None
     report_json: str | None
     idempotency_key: str | None = None
+    worker: str | None = None
     callback_url: str | None = None
     callback_state: CallbackState | None = None
     callback_attempts: int = 0
@@ -228,6 +231,7 @@ def _record(row: SubmissionRow) -> SubmissionRecord:
         finished_at=_utc(row.finished_at),
         report_json=row.report_json,
         idempotency_key=row.idempotency_key,
+        worker=row.worker,
         callback_url=row.callback_url,
         callback_state=row.callback_state,  # type: ignore[arg-type]
         callback_attempts=row.callback_attempts,
@@ -358,13 +362,16 @@ class Store:
         """`add` of a plain submission (no callback, no idempotency key)."""
         return self.add(NewSubmission(problem_id, mode, source, owner))
 
-    def claim(self, submission_id: str, *, redelivery: bool = False) -> ClaimedSubmission | None:
+    def claim(
+        self, submission_id: str, *, redelivery: bool = False, worker: str | None = None
+    ) -> ClaimedSubmission | None:
         """Move a submission to running and take the next fence (`attempts`); None if there is
         nothing to grade.
 
         The local queue claims only `queued` rows (its one process re-queues orphans at
         start-up). A job queue that redelivers a job (`redelivery=True`) also claims a
         `running` row: its grader was presumed dead, and the new fence outdates it.
+        `worker` names the grading process that holds this attempt.
         """
         claimable = ("queued", "running") if redelivery else ("queued",)
         with self.transaction() as session:
@@ -375,6 +382,7 @@ class Store:
                     status="running",
                     started_at=datetime.now(UTC),
                     attempts=SubmissionRow.attempts + 1,
+                    worker=worker,
                 )
             )
             if result.rowcount != 1:  # type: ignore[attr-defined]

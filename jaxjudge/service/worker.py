@@ -92,8 +92,10 @@ async def in_daemon_thread(fn: Callable[[], T]) -> T:
 class WorkerRuntime:
     """What the Procrastinate task calls: the grade path with this process's store and grader."""
 
-    def __init__(self, store: Store, grade_fn: GradeFn, on_graded: OnGraded | None = None):
+    def __init__(self, store: Store, grade_fn: GradeFn, on_graded: OnGraded | None = None,
+                 name: str | None = None):
         self._store = store
+        self._name = name  # recorded with each claim: which worker holds the attempt
         self._grade_fn = grade_fn
         self._on_graded = on_graded
 
@@ -110,6 +112,7 @@ class WorkerRuntime:
                 abandoned=abandoned.is_set,
                 defer_callback=defer_callback,  # queued in the grade's own transaction
                 ride_out_outages=True,
+                worker=self._name,
             )
             return outcome.report.verdict.value if outcome else "nothing stored"
 
@@ -121,7 +124,8 @@ class WorkerRuntime:
 
 
 async def sweep_stalled(
-    job_manager: JobManager, stall_seconds: float, alive: Collection[int | None] = ()
+    job_manager: JobManager, stall_seconds: float, alive: Collection[int | None] = (),
+    on_redelivered: Callable[[str], None] | None = None,
 ) -> int:
     """Put the jobs of presumed-dead workers back to `todo`; returns how many this call did.
     Two sweepers may find the same job: the second retry fails (the job is no longer
@@ -139,6 +143,8 @@ async def sweep_stalled(
             log.debug("job %s not retried: %s", job.id, exc)
             continue
         retried += 1
+        if on_redelivered is not None:
+            on_redelivered(job.queue)
         log.warning("redelivering job %s (%s): its worker stopped heartbeating",
                     job.id, job.task_kwargs.get("submission_id"))
     return retried
@@ -160,6 +166,7 @@ def sweep_orphans(store: Store, stall_seconds: float) -> list[str]:
 async def _sweep_forever(
     job_manager: JobManager, store: Store, settings: Settings, reachability: Reachability,
     own: Collection[ProcrastinateWorker],
+    on_redelivered: Callable[[str], None] | None = None,
 ) -> None:
     """Stalled jobs every heartbeat (they bound redelivery); orphans, which only a long
     database outage makes, once per stall period (two NOT EXISTS scans).
@@ -174,7 +181,7 @@ async def _sweep_forever(
         try:
             if reachability.reachable_for() >= settings.worker_stall_seconds:
                 await sweep_stalled(job_manager, settings.worker_stall_seconds,
-                                    {w.worker_id for w in own})
+                                    {w.worker_id for w in own}, on_redelivered)
                 if time.monotonic() >= orphans_due:
                     await asyncio.to_thread(sweep_orphans, store, settings.worker_stall_seconds)
                     orphans_due = time.monotonic() + settings.worker_stall_seconds
@@ -197,9 +204,14 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
     layers = await asyncio.to_thread(_check_sandbox, settings)
     metrics_server = None
     failure: str | None = None
+    on_redelivered: Callable[[str], None] | None = None
     if settings.worker_metrics_port is not None:
         observed, metrics_server = _serve_metrics(settings, layers)
         on_graded = _both(on_graded, observed.observe_report)
+
+        def on_redelivered(queue: str) -> None:
+            observed.redeliveries.labels(queue).inc()
+
     concurrency = settings.workers
     grader = await asyncio.to_thread(
         Grader,
@@ -210,7 +222,9 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
     try:
         store = await asyncio.to_thread(Store, settings.database_url)  # migrates if behind
         try:
-            runtime = WorkerRuntime(store, grading_function(grader), on_graded)
+            options = _worker_options(settings, "jaxjudge")
+            runtime = WorkerRuntime(store, grading_function(grader), on_graded,
+                                    name=options["name"])
             jobs_app = make_app(settings.database_url,
                                 pool_size=concurrency + settings.webhook_concurrency + 4)
             reachability = Reachability()
@@ -218,7 +232,7 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
                 grading = ResilientWorker(
                     app=jobs_app,
                     reachability=reachability,
-                    **_worker_options(settings, "jaxjudge"),
+                    **options,
                     queues=[QUEUE_NAME],
                     concurrency=concurrency,
                     shutdown_graceful_timeout=settings.worker_shutdown_seconds,
@@ -227,7 +241,8 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
                 )
                 delivery = _delivery_worker(jobs_app, store, settings, reachability)
                 sweeper = asyncio.create_task(_sweep_forever(
-                    jobs_app.job_manager, store, settings, reachability, (grading, delivery)))
+                    jobs_app.job_manager, store, settings, reachability, (grading, delivery),
+                    on_redelivered))
                 delivering = asyncio.create_task(_deliver_forever(delivery, grading))
                 log.info("jaxjudge worker: concurrency %d, heartbeat %.1f s, stall %.1f s",
                          concurrency, settings.worker_heartbeat_seconds,
@@ -350,8 +365,8 @@ def _both(first: OnGraded | None, second: OnGraded) -> OnGraded:
     if first is None:
         return second
 
-    def both(report: Report) -> None:
-        first(report)
-        second(report)
+    def both(report: Report, attempts: int) -> None:
+        first(report, attempts)
+        second(report, attempts)
 
     return both

@@ -67,8 +67,10 @@ def to_public(
         )
     # The record's fields are the public ones plus `seq`, `report_json` and the callback_*
     # columns (ignored here).
+    # Which worker holds it says where the service runs: the owner's business, not others'.
+    worker = record.worker if viewer == record.owner else None
     return SubmissionPublic.model_validate(
-        {**asdict(record), "report": report, "callback": callback}
+        {**asdict(record), "report": report, "callback": callback, "worker": worker}
     )
 
 
