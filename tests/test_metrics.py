@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 from api_fixtures import BROKEN, PROBLEM, REFERENCE, Server, service_env, submit
 from conftest import empty_postgres
 from prometheus_client.parser import text_string_to_metric_families
@@ -29,6 +30,7 @@ from jaxjudge.service.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 DASHBOARD = REPO / "deploy" / "grafana" / "jaxjudge.json"
+ALERTS = REPO / "deploy" / "prometheus" / "jaxjudge-alerts.yml"
 TOKEN = "metrics-scrape-token"
 
 # A submission that reaches into the trace script's frame while it is imported and adds its
@@ -396,3 +398,20 @@ def test_multiprocess_dir_set_too_late_is_refused(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.startswith("refused: PROMETHEUS_MULTIPROC_DIR must be set before")
     assert not os.listdir(tmp_path)
+
+
+@pytest.mark.slow
+def test_alert_rules_query_only_served_metrics(
+    graded: dict[str, tuple[Samples, set[str]]],
+) -> None:
+    """deploy/prometheus/jaxjudge-alerts.yml: every jaxjudge_* name it queries is served (by an
+    API node's /metrics, or a worker's: the same Metrics families)."""
+    rules = yaml.safe_load(ALERTS.read_text(encoding="utf-8"))
+    alerts = [r for g in rules["groups"] for r in g["rules"]]
+    _, served = graded["after"]
+    used = {m for r in alerts for m in re.findall(r"\bjaxjudge_[a-z0-9_]+", r["expr"])}
+    assert used <= served, sorted(used - served)
+    assert {"JaxjudgeNoLiveWorker", "JaxjudgeWorkersBelowProcesses", "JaxjudgeQueueStuck",
+            "JaxjudgeSubmissionsAtLastAttempt", "JaxjudgeWebhookFailures"} <= {
+        r["alert"] for r in alerts}
+    assert all(r["labels"]["severity"] in ("warning", "critical") for r in alerts)
