@@ -90,6 +90,9 @@ def test_vectorized_code_and_loops_over_other_dims_pass(fn: Callable[..., Any]) 
 def test_loops_over_the_dim_fail(fn: Callable[..., Any], says: str) -> None:
     outcome = check_no_loop_over_dim(programs(fn), dims=("N",))
     assert not outcome.passed and says in outcome.message, outcome.message
+    assert outcome.region is not None  # the report shows the op decided on
+    if fn is not norms_python_loop:
+        assert "stablehlo.while" in {op.name for op in outcome.region.ops}
 
 
 def test_a_loop_over_the_other_dim_fails_only_that_dim() -> None:

@@ -13,25 +13,26 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Annotated
 
 from pydantic import Field
 
-from jaxjudge.rules.dataflow import Budget, TooComplex, build_graph
+from jaxjudge.rules.dataflow import Budget, Graph, TooComplex, build_graph
 from jaxjudge.rules.loops import fold_constants, trip_count
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import Module, ParseError
 from jaxjudge.rules.structure import _DIM as DIM_PATTERN
-from jaxjudge.rules.structure import _growth, _parse, _Parsed, _shapes
+from jaxjudge.rules.structure import _growth, _loop_region, _parse, _Parsed, _shapes
 
 _FIX = ("compute every slice at once: jax.vmap, or array operations (broadcasting, matmul, "
         "einsum) over the whole axis")
 
 
-def _counts(module: Module, budget: Budget) -> list[int | None]:
-    """Every while loop's trip count in program order (None: not proven)."""
+def _counts(module: Module, budget: Budget) -> tuple[Graph, list[int | None]]:
+    """The inlined program and every while loop's trip count in its order (None: not proven)."""
     g = build_graph(module)
     g.budget = budget
     budget.spend(len(g.steps))
@@ -40,7 +41,7 @@ def _counts(module: Module, budget: Budget) -> list[int | None]:
     for loop in g.loops:
         counted = trip_count(g, values, loop)
         out.append(None if counted is None else counted[0])
-    return out
+    return g, out
 
 
 def _describe(counts: Counter[int | None]) -> str:
@@ -70,11 +71,11 @@ def check_no_loop_over_dim(programs: Sequence[ProgramInfo], *, dims: Sequence[st
     if isinstance(parsed, RuleOutcome):
         return parsed
     budget = Budget()  # one for all of this grade's programs
-    counts: list[Counter[int | None]] = []
+    counts: list[_Loops] = []
     for item in parsed:
         p = item.program
         try:
-            found = _counts(item.module, budget)
+            g, found = _counts(item.module, budget)
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
@@ -83,24 +84,46 @@ def check_no_loop_over_dim(programs: Sequence[ProgramInfo], *, dims: Sequence[st
                 f"For input shapes {_shapes(p)} a loop's trip count cannot be worked out from "
                 f"its counter, so it could be running over {_or(dims)}. Loops over other "
                 f"dimensions are allowed as jax.lax.scan or jax.lax.fori_loop with integer "
-                f"bounds; over {_or(dims)}, {_FIX}."))
-        counts.append(Counter(found))
+                f"bounds; over {_or(dims)}, {_FIX}."),
+                region=_loop_region(item, g, [found.index(None)], 0))
+        counts.append(_Loops(item, g, found))
     for dim in dims:
         outcome = _growth(parsed, dim)
         if outcome.passed:
-            outcome = _same_loops(parsed, counts, dim)
+            outcome = _same_loops(counts, dim)
         if not outcome.passed:
             return outcome
     return RuleOutcome(True, f"No loop runs over {_or(dims)}: the program keeps the same size "
                              f"and the same loops as {' and '.join(dims)} change.")
 
 
-def _same_loops(parsed: list[_Parsed], counts: list[Counter[int | None]], dim: str
-                ) -> RuleOutcome:
+@dataclass
+class _Loops:
+    """One program's inlined graph and its loops' trip counts, in program order."""
+
+    item: _Parsed
+    g: Graph
+    found: list[int | None]
+
+    def counter(self) -> Counter[int | None]:
+        return Counter(self.found)
+
+    def extra(self, other: _Loops) -> int:
+        """The index of a loop of this program with a trip count `other` lacks (or 0)."""
+        spare = other.counter()
+        for i, c in enumerate(self.found):
+            if spare[c] > 0:
+                spare[c] -= 1
+            else:
+                return i
+        return 0
+
+
+def _same_loops(counts: list[_Loops], dim: str) -> RuleOutcome:
     """Programs that differ only in `dim` have the same loops, by trip count."""
-    groups: dict[tuple[tuple[str, int], ...], dict[int, Counter[int | None]]] = {}
-    for item, found in zip(parsed, counts, strict=True):
-        p = item.program
+    groups: dict[tuple[tuple[str, int], ...], dict[int, _Loops]] = {}
+    for found in counts:
+        p = found.item.program
         rest = tuple(sorted((k, v) for k, v in p.dims.items() if k != dim))
         groups.setdefault(rest, {})[p.dims[dim]] = found
     for by_value in groups.values():
@@ -108,12 +131,15 @@ def _same_loops(parsed: list[_Parsed], counts: list[Counter[int | None]], dim: s
         # else), so compare sizes >= 2 when there are two.
         values = sorted(v for v in by_value if v >= 2)
         for lo, hi in pairwise(values if len(values) >= 2 else sorted(by_value)):
-            if by_value[lo] != by_value[hi]:
+            a, b = by_value[lo], by_value[hi]
+            if a.counter() != b.counter():
+                shown, other = (b, a) if len(b.found) >= len(a.found) else (a, b)
                 return RuleOutcome(False, (
                     f"Your program loops over {dim}: for {dim}={lo} it has "
-                    f"{_describe(by_value[lo])}, for {dim}={hi} {_describe(by_value[hi])} "
+                    f"{_describe(a.counter())}, for {dim}={hi} {_describe(b.counter())} "
                     f"(the other dimensions equal). A lax.map, scan, fori_loop or while_loop "
-                    f"over {dim} (or over chunks of it) works one slice at a time; {_FIX}."))
+                    f"over {dim} (or over chunks of it) works one slice at a time; {_FIX}."),
+                    region=_loop_region(shown.item, shown.g, [shown.extra(other)], 0))
     return RuleOutcome(True, f"No loop runs over {dim}.")
 
 
