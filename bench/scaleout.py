@@ -2,7 +2,7 @@
 one PostgreSQL, a worker SIGKILLed mid-grade and an API node restarted under load.
 
 What it runs, all on this machine with every sandbox layer (run it as root):
-- a throwaway PostgreSQL cluster (tests/api_fixtures.postgres_server);
+- a throwaway PostgreSQL cluster (tests/api_fixtures.PostgresCluster, stopped once);
 - 2 `jaxjudge serve` API nodes (JAXJUDGE_QUEUE=postgres, distinct ports) and `--workers`
   `jaxjudge worker` processes (`--concurrency` each), the production heartbeat (2 s) and stall
   timeout (10 s);
@@ -19,6 +19,13 @@ What it runs, all on this machine with every sandbox layer (run it as root):
 - meanwhile: one worker is SIGKILLed while it grades (the victim is picked from the database,
   a row `running` on its first attempt, and its worker from the job it logged), and one API
   node is restarted (SIGTERM, then started again on the same port).
+- then a database outage (issue #24): with `--outage-submissions` more in flight from the
+  same clients, PostgreSQL is stopped as by a crash (`pg_ctl -m immediate`) for
+  `--outage-seconds` and started again. Clients meet 503 `database_unavailable` (retried after
+  its Retry-After, same Idempotency-Key) or lost answers; it reports lost and doubled
+  submissions (doubled: a job started more than once), the highest attempt number, the
+  recovery time (PostgreSQL back to the last grade of the phase stored) and the
+  submit-to-start latency of single submissions before and after the outage.
 
 Then, from the database: every accepted id has exactly one row, `done`, with verdict
 `accepted`; no duplicate; no Procrastinate job left todo/doing/failed; the distribution of
@@ -62,10 +69,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 from api_fixtures import (  # noqa: E402
     GRADING_WORKER_STARTED,
+    PostgresCluster,
     SessionProcess,
     find_pg_bin,
     free_port,
-    postgres_server,
     service_env,
 )
 from common import PROBLEM_ID, loadavg, machine, new_program  # noqa: E402
@@ -610,6 +617,76 @@ def scaling_phase(cluster: Cluster, args: argparse.Namespace, nonce: str, worker
     return {"workers": workers, "load": loadavg(), **acc}
 
 
+def start_latency(cluster: Cluster, nonce: str, offset: int, count: int = 5) -> float:
+    """Median seconds from a lone submission's commit to its grade starting (idle workers:
+    the job's NOTIFY wakes one, or else its next poll)."""
+    waits = []
+    for index, source in sources(count, nonce, offset):
+        tally = Tally()
+        for t in run_clients(cluster, [(index, source)], 1, tally):
+            t.join()
+        with db(cluster.database_url) as conn:
+            for a in tally.accepted:
+                created, started = conn.execute(
+                    "SELECT created_at, started_at FROM submissions WHERE id = %s",
+                    (a.id,)).fetchone()
+                waits.append((started - created).total_seconds())
+    return statistics.median(waits) if waits else float("nan")
+
+
+def outage_phase(cluster: Cluster, pg: PostgresCluster, args: argparse.Namespace, nonce: str,
+                 offset: int, say: Any) -> dict[str, Any]:
+    """PostgreSQL stopped for `--outage-seconds` with grades in flight (see the docstring)."""
+    before = start_latency(cluster, nonce, offset)
+    offset += 5
+    tally = Tally()
+    threads = run_clients(cluster, sources(args.outage_submissions, nonce, offset),
+                          args.clients, tally)
+    offset += args.outage_submissions
+    deadline = time.monotonic() + 300
+    with db(cluster.database_url) as conn:
+        while time.monotonic() < deadline:
+            running = conn.execute(
+                "SELECT count(*) FROM submissions WHERE status = 'running'").fetchone()[0]
+            if running >= len(cluster.live_workers()) * args.concurrency:
+                break
+            time.sleep(0.05)
+    in_flight = running
+    stopped = time.time()
+    pg.stop("immediate")
+    time.sleep(args.outage_seconds)
+    pg.start()
+    back = time.time()
+    say(f"  PostgreSQL stopped (immediate) at {in_flight} grades running, for "
+        f"{back - stopped:.1f} s")
+    for t in threads:
+        t.join()
+    acc = account(cluster.database_url, tally, args.outage_submissions)
+    starts = started_jobs(cluster)
+    ids = [a.id for a in tally.accepted]
+    doubled = [i for i in ids if starts[i] > 1]
+    done = [acc["rows_by_id"][i] for i in ids if i in acc["rows_by_id"]]
+    finished = [r[6].timestamp() for r in done if r[6] is not None]
+    recovery = max(finished) - back if finished else float("nan")
+    first_after = min((f for f in finished if f > back), default=float("nan")) - back
+    after = start_latency(cluster, nonce, offset)
+    acc.pop("rows_by_id")
+    problems = list(acc["problems"])
+    if doubled:
+        problems.append(f"DOUBLED by the outage: {len(doubled)} jobs started more than once: "
+                        f"{doubled[:5]}")
+    max_attempts = max((r[3] for r in done), default=0)
+    if max_attempts > 2:
+        problems.append(f"the outage raised attempts to {max_attempts}")
+    return {**acc, "problems": problems, "in_flight": in_flight,
+            "outage_seconds": back - stopped, "doubled": len(doubled),
+            "max_attempts": max_attempts, "recovery_seconds": recovery,
+            "first_grade_after_seconds": first_after,
+            "start_latency_before": before, "start_latency_after": after,
+            "rejected_503": tally.rejected_503, "lost_post_answers": len(tally.lost_answers),
+            "poll_errors": tally.poll_errors, "load": loadavg()}
+
+
 def fmt_s(x: float | None) -> str:
     return "-" if x is None or x != x else f"{x:.2f} s"
 
@@ -623,6 +700,10 @@ def main() -> int:
                         help="grades at once per worker process (default 1)")
     parser.add_argument("--scaling-submissions", type=int, default=60,
                         help="submissions for each of the 1- and 2-worker runs (0: skip)")
+    parser.add_argument("--outage-submissions", type=int, default=60,
+                        help="submissions in flight around the database outage (0: skip)")
+    parser.add_argument("--outage-seconds", type=float, default=10.0,
+                        help="how long PostgreSQL stays stopped (default 10)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     parser.add_argument("--keep-logs", type=Path, help="copy the process logs here")
     args = parser.parse_args()
@@ -644,8 +725,9 @@ def main() -> int:
     tokens = [f"bench-client-{k:02d}-{secrets.token_hex(8)}" for k in range(args.clients)]
     result: dict[str, Any] = {"date": date, "machine": machine_line(), "args": {
         k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
-    with tempfile.TemporaryDirectory(prefix="jaxjudge-scaleout-") as tmp, \
-            postgres_server() as url:
+    pg = PostgresCluster()
+    url = pg.url
+    with tempfile.TemporaryDirectory(prefix="jaxjudge-scaleout-") as tmp:
         workdir = Path(tmp)
         args.database_url = url
         cluster = Cluster(url, workdir, tokens, args.concurrency)
@@ -660,6 +742,12 @@ def main() -> int:
                 f"{args.clients} clients (1 in {RUN_EVERY} mode=run with ?wait=true)")
             main = main_phase(cluster, args, nonce, say)
             result["main"] = main
+            if args.outage_submissions:
+                say(f"Database outage: {args.outage_submissions} submissions from "
+                    f"{args.clients} clients, PostgreSQL stopped {args.outage_seconds:.0f} s "
+                    "with grades in flight")
+                result["outage"] = outage_phase(cluster, pg, args, nonce,
+                                                args.submissions + 10_000, say)
             scaling = []
             if args.scaling_submissions:
                 offset = args.submissions
@@ -674,6 +762,7 @@ def main() -> int:
             result["scaling"] = scaling
         finally:
             cluster.stop_all()
+            pg.close()
             if args.keep_logs:
                 args.keep_logs.mkdir(parents=True, exist_ok=True)
                 for p in [*cluster.nodes, *cluster.workers]:
@@ -710,6 +799,20 @@ def main() -> int:
         (f"throughput, {args.workers} workers then {args.workers - 1}",
          f"{m['throughput']:.2f} grades/s ({m['accepted']} in {m['span_seconds']:.1f} s)"),
     ]
+    if "outage" in result:
+        o = result["outage"]
+        rows += [
+            (f"DB outage: {o['outage_seconds']:.1f} s, {o['in_flight']} grades running",
+             f"{o['accepted']} accepted, lost {o['lost']}, doubled {o['doubled']}, "
+             f"duplicates {o['duplicates']}, max attempts {o['max_attempts']} "
+             f"({', '.join(f'{k}: {v}' for k, v in o['attempts'].items())})"),
+            ("DB outage: recovery (back to first / last grade stored)",
+             f"{fmt_s(o['first_grade_after_seconds'])} / {fmt_s(o['recovery_seconds'])}; "
+             f"503s {o['rejected_503']}, lost POST answers {o['lost_post_answers']}, "
+             f"poll errors {o['poll_errors']}"),
+            ("submit-to-start, lone submission: before / after the outage",
+             f"{fmt_s(o['start_latency_before'])} / {fmt_s(o['start_latency_after'])}"),
+        ]
     for s in result["scaling"]:
         rows.append((f"throughput, {s['workers']} worker process(es)",
                      f"{s['throughput']:.2f} grades/s ({s['accepted']} in "
@@ -739,7 +842,8 @@ def main() -> int:
             f"submission saturates its cores (~{db_rate:.0f} submissions/s per database "
             f"core) and the API nodes' {c['api_nodes'] * 1000:.0f} ms (plus polling) theirs. "
             f"More worker processes than cores (like {args.workers} here) only share cores.")
-    problems = m["problems"] + [p for s in result["scaling"] for p in s["problems"]]
+    problems = (m["problems"] + result.get("outage", {}).get("problems", [])
+                + [p for s in result["scaling"] for p in s["problems"]])
     say(f"Problems: {len(problems)}")
     for p in problems:
         say(f"  - {p}")
