@@ -7,6 +7,8 @@ jaxjudge.rules.loops) and compares them between programs that differ only in the
 loop whose count changes with it runs over it (or over chunks of it). Loops over other
 dimensions (a `fori_loop` over the features inside a `vmap` over the points) keep their count
 and pass. Trip counts need static shapes: a problem using the rule is exported per shape.
+The rule compares counts, not what a loop indexes: a loop of a constant number of steps over
+slices padded to the constraint's maximum keeps its count whatever the dimension, and passes.
 """
 
 from __future__ import annotations
