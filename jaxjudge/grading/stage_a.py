@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jaxjudge.grading.report import Verdict
+from jaxjudge.grading.report import RequirementResult, Verdict
 from jaxjudge.grading.stage_common import (
     MALFORMED_A,
     TOO_DEEP_A,
@@ -25,6 +25,7 @@ from jaxjudge.grading.stage_results import (
 )
 from jaxjudge.isolation import sandbox
 from jaxjudge.problems.package import Problem
+from jaxjudge.rules import RULES, RuleOutcome
 
 if TYPE_CHECKING:
     from jaxjudge.grading.plan import Plan
@@ -60,6 +61,7 @@ class StageA(StageBase):
     timings: dict[str, float]
     versions: dict[str, str]
     output: str
+    requirements: list[RequirementResult]
 
     # started ahead (jaxjudge.grading.early), given its job here
     pending_a: sandbox.Pending | None = None
@@ -90,6 +92,19 @@ class StageA(StageBase):
         if decided:
             raise decided
         return self._stage_a_result(job / "result.json", res)
+
+    def _untraceable(self, message: str) -> list[RequirementResult]:
+        """The requirements that name a traced argument the failed trace needed in Python (a
+        rule's `untraceable` hook), recorded as failed: the verdict is then theirs."""
+        failed = []
+        for req in self.problem.requirements:
+            hook = RULES[req.rule].untraceable if req.rule in RULES else None
+            outcome = hook(message, **req.options) if hook is not None else None
+            if isinstance(outcome, RuleOutcome) and not outcome.passed:
+                failed.append(RequirementResult(name=req.name, level=req.level, passed=False,
+                                                message=outcome.message))
+        self.requirements.extend(failed)
+        return failed
 
     def _stage_a_result(self, path: Path, res: sandbox.SandboxResult) -> StageAResult:
         """Stage A's result file (written beside user code: anything at all) -> the validated
@@ -127,6 +142,13 @@ class StageA(StageBase):
                 raise Decided(Verdict.MEMORY_LIMIT_EXCEEDED, message)
             if etype in UNTRACEABLE:
                 self._check_requirements("spec", None)
+                failed = self._untraceable(message)
+                if failed:
+                    raise Decided(
+                        Verdict.REQUIREMENT_FAILED,
+                        "solve cannot be traced: " + " ".join(
+                            f"[{r.name}] {r.message}" for r in failed) + "\n" + message,
+                    )
                 raise Decided(
                     Verdict.RUNTIME_ERROR,
                     "solve cannot be traced by JAX: it uses a traced value where Python needs a "

@@ -23,6 +23,7 @@ from jaxjudge.rules import scaled_backward as _scaled_backward  # noqa: F401
 from jaxjudge.rules import size as _size  # noqa: F401
 from jaxjudge.rules import structure as _structure  # noqa: F401
 from jaxjudge.rules import summary as _summary  # noqa: F401
+from jaxjudge.rules import traced as _traced  # noqa: F401
 from jaxjudge.rules.jaxpr import check_checkpoint_region
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.program import check_rematerialized_activation

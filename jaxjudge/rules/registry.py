@@ -37,13 +37,18 @@ class Rule:
     # The rule reads element counts or loop bounds, which only static shapes carry: a problem
     # using it is exported once per input shape instead of once with symbolic dimensions.
     static_shapes: bool = False
+    # The rule's own failure for a submission that cannot be traced because it needs a traced
+    # value in Python (`if x > 0`, int(x)): `untraceable(message, **options)` returns a failed
+    # outcome when the requirement is about that (a traced step counter), else None.
+    untraceable: Callable[..., Any] | None = None
 
 
 RULES: dict[str, Rule] = {}
 
 
 def register(
-    name: str, level: Level, options: type[RuleOptions], *, static_shapes: bool = False
+    name: str, level: Level, options: type[RuleOptions], *, static_shapes: bool = False,
+    untraceable: Callable[..., Any] | None = None,
 ) -> Callable[[F], F]:
     """Register `check` under `name`; its docstring's first line is the rule's summary."""
 
@@ -51,7 +56,8 @@ def register(
         if name in RULES:
             raise ValueError(f"rule {name!r} registered twice")
         doc = (check.__doc__ or "").strip().splitlines()
-        RULES[name] = Rule(name, level, options, check, doc[0] if doc else "", static_shapes)
+        RULES[name] = Rule(name, level, options, check, doc[0] if doc else "", static_shapes,
+                           untraceable)
         return check
 
     return wrap
