@@ -351,3 +351,28 @@ def test_stage_b_parser_accepts_what_execute_writes() -> None:
     assert result.outputs is not None and set(result.outputs) == {"a", "b"}
     with pytest.raises(MalformedResult):
         parse_stage_b(_dumps({**honest, "outputs": {"a": {"ok": 1, "value": None}}}))
+
+
+@pytest.mark.parametrize(("error", "verdict"), [
+    ("it depends on the value of the argument step.", Verdict.REQUIREMENT_FAILED),
+    ("Abstract tracer value encountered", Verdict.REQUIREMENT_FAILED),
+    ("it depends on the value of the argument w.", Verdict.RUNTIME_ERROR),
+])
+def test_a_trace_that_needs_a_traced_step_fails_its_requirement(
+        tmp_path: Path, error: str, verdict: Verdict) -> None:
+    """A problem with a `traced_input` requirement: concretizing that argument while tracing is
+    that requirement's failure, with the reason; concretizing another stays a runtime error."""
+    problem = load_problem("traced-learning-rate-schedule")
+    g = _Grading(Grader(), problem, "def solve(step, w, g): pass\n", "run", LIMITS)
+    patch = {"status": "trace_error", "error_type": "TracerBoolConversionError",
+             "message": error}
+    (tmp_path / "result.json").write_bytes(json.dumps({**OK_A, **patch}).encode())
+    with pytest.raises(_Decided) as info:
+        g._stage_a_result(tmp_path / "result.json", EXITED)
+    assert info.value.verdict is verdict
+    failed = [r.name for r in g.requirements if not r.passed]
+    if verdict is Verdict.REQUIREMENT_FAILED:
+        assert failed == ["step-is-traced"]
+        assert "[step-is-traced] solve uses the value of step in Python" in info.value.message
+    else:
+        assert failed == [] and "cannot be traced by JAX" in info.value.message
