@@ -1,4 +1,5 @@
-"""The program part a requirement refers to (`RequirementResult.evidence`), on every problem.
+"""The program part a requirement refers to (`RequirementResult.evidence`) and what the
+program holds in memory next to the reference (`Report.memory`), on every problem.
 
 For each problem in problems/ (new ones included without changes here): the reference and one
 sample that fails a program-level requirement are graded for real, and every program-level
@@ -17,6 +18,7 @@ import pytest
 
 from jaxjudge import grade, list_problems
 from jaxjudge.grading.evidence import MAX_EVIDENCE_CHARS, MAX_LINE_CHARS, excerpt
+from jaxjudge.grading.memory import compare, profile
 from jaxjudge.grading.report import Report, Verdict
 from jaxjudge.rules.outcome import ProgramInfo, Region
 from jaxjudge.rules.region import MAX_REGION_OPS, region_of
@@ -83,6 +85,31 @@ def test_every_program_requirement_shows_its_program_part(problem_id: str) -> No
     failed = graded(problem_id, sample)
     assert failed.verdict is Verdict.REQUIREMENT_FAILED, failed.summary
     _check_evidence(problem_id, failed)
+    _check_memory(report, failed)
+
+
+def _check_memory(reference: Report, sample: Report) -> None:
+    """Programs exported per shape are profiled beside the reference's at the same shapes (the
+    reference next to itself: equal); symbolic ones are not profiled."""
+    for report in (reference, sample):
+        if report.memory is None:
+            continue
+        mem = report.memory
+        assert mem.reference is not None and mem.reference.program == mem.yours.program
+        assert mem.yours.peak_arrays >= len(mem.yours.held) and mem.summary
+    if reference.memory is not None:
+        assert reference.memory.yours == reference.memory.reference
+
+
+def test_memory_shows_the_score_matrix_the_reference_never_builds() -> None:
+    """Item 2 of #23 on blockwise attention: the full softmax holds a T x T matrix."""
+    mem = graded("blockwise-attention-online-softmax", "req_full_softmax.py").memory
+    assert mem is not None and mem.reference is not None and mem.yours.largest is not None
+    assert mem.reference.largest is not None
+    t = mem.yours.program.split("(")[1].split(",")[0]  # q(T, d): T
+    assert mem.yours.largest.shape == f"{t}x{t}xf32"
+    assert mem.yours.largest.bytes == int(t) * int(t) * 4 > 4 * mem.reference.largest.bytes
+    assert f"Largest intermediate: {t}x{t}xf32" in mem.summary
 
 
 def test_the_rematerialization_excerpt_marks_the_forward_tanh_it_reads() -> None:
@@ -93,6 +120,20 @@ def test_the_rematerialization_excerpt_marks_the_forward_tanh_it_reads() -> None
     marked = [ev.text.splitlines()[i] for i in ev.focus]
     assert marked and all("stablehlo.tanh" in line for line in marked)
     assert any("stablehlo.dot_general" in line for line in ev.text.splitlines())
+
+
+def test_profile_counts_what_is_live_at_once() -> None:
+    """exp(x) and tanh(exp(x)) are both live when the add reads them: 2 arrays, 16 bytes."""
+    text = _module(
+        '    %0 = "stablehlo.exponential"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>\n'
+        '    %1 = "stablehlo.tanh"(%0) : (tensor<2xf32>) -> tensor<2xf32>\n'
+        '    %2 = "stablehlo.add"(%1, %0) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>\n'
+        '    "func.return"(%2) : (tensor<2xf32>) -> ()')
+    mem = profile(ProgramInfo(signature="x(2)", text=text, args=["x"], outs=["y"]))
+    assert mem is not None
+    assert (mem.peak_arrays, mem.peak_bytes) == (2, 16)
+    assert [a.op for a in mem.held] == ["stablehlo.exponential", "stablehlo.tanh"]
+    assert compare(mem, mem).summary.startswith("At most 2 arrays, 16 B held at once")
 
 
 # -- the excerpt: bounded and inert ----------------------------------------------------------

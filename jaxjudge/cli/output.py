@@ -53,6 +53,8 @@ def print_report(report: Report) -> None:
                 out.print(Text(f"{r.name}: in the program for {plain(r.evidence.program)}",
                                style="dim"), highlight=False)
                 out.print(Text(plain(r.evidence.text)), highlight=False, soft_wrap=True)
+    if report.memory is not None:
+        out.print(Text("Memory: " + plain(report.memory.summary)), highlight=False)
     if report.output.strip():
         out.print("[dim]Your program's output (truncated):[/]")
         out.print(Text(plain(report.output[-2000:])), highlight=False)

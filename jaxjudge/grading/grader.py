@@ -82,6 +82,7 @@ class Grader:
         self.programs = ProgramCache(program_cache)
         self.rules = ModelsCache(program_cache)  # program-rule outcomes per verified program
         self.tests = ModelsCache(program_cache)  # compared tests per program and package
+        self.memory = ModelsCache(64)  # the reference's memory profile per package and shapes
 
     def grade(
         self,

@@ -14,10 +14,13 @@ from jaxjudge.grading import compare as cmp
 from jaxjudge.grading.early import Started
 from jaxjudge.grading.early import start as start_stages
 from jaxjudge.grading.evidence import census, excerpt, lend_evidence
+from jaxjudge.grading.memory import compare, largest_program, profile
 from jaxjudge.grading.plan import plan_for
 from jaxjudge.grading.report import (
     Evidence,
+    MemoryReport,
     Mode,
+    ProgramMemory,
     Report,
     RequirementResult,
     TestDetails,
@@ -55,6 +58,7 @@ class Grading(StageA, StageB):
         limits: Limits,
         display_name: str = "submission.py",
         early: Started | None = None,
+        compare_memory: bool = True,
     ) -> None:
         self.problem = problem
         self.display_name = display_name
@@ -74,6 +78,9 @@ class Grading(StageA, StageB):
         self.requirements: list[RequirementResult] = []
         self.tests: list[TestResult] = []
         self.early = early
+        self.compare_memory = compare_memory  # False for the reference's own grade
+        self.memory: MemoryReport | None = None
+        self.programs: list[ProgramInfo] = []
 
     # -- sandbox plumbing ------------------------------------------------------------------
     def run(self) -> Report:
@@ -129,7 +136,9 @@ class Grading(StageA, StageB):
         stage_a = self._stage_a(root / "a")
         self._check_requirements("spec", stage_a.jaxpr)
         outputs, programs = self._stage_b(root / "a", root / "b", stage_a)
+        self.programs = list(programs)
         self._check_requirements("program", programs)
+        self.memory = self._memory()
         self._compare(outputs)
         return self._decide()
 
@@ -254,6 +263,40 @@ class Grading(StageA, StageB):
         if key and all(t.verdict is not Verdict.RUNTIME_ERROR for t in self.tests[before:]):
             self.grader.tests.put(key, self.tests[before:])
 
+    # -- memory, next to the reference's ------------------------------------------------------
+    def _memory(self) -> MemoryReport | None:
+        """The profile of the program for the largest input shapes, beside the reference's at
+        the same shapes. Only per-shape programs are sized; a symbolic one is not profiled."""
+        program = largest_program([p for p in self.programs if not p.symbolic])
+        mine = profile(program) if program is not None else None
+        if program is None or mine is None:
+            return None
+        if not self.compare_memory:
+            return compare(mine, None)
+        key = self._reference_key(program.signature)
+        known = self.grader.memory.get(key)
+        if known is None:
+            known = [m for m in [self._reference_profile(program.signature)] if m is not None]
+            self.grader.memory.put(key, known)
+        return compare(mine, known[0] if known else None)
+
+    def _reference_key(self, signature: str) -> str:
+        parts = ("memory", self.problem.id, self.problem.fingerprint(), self.mode, signature)
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+    def _reference_profile(self, signature: str) -> ProgramMemory | None:
+        """The reference graded like a submission (same stages, same limits), once per package,
+        mode and shapes per grader: its verified program, profiled the same way."""
+        ref = Grading(self.grader, self.problem, self.problem.reference_path.read_bytes(),
+                      self.mode, self.limits, "reference.py", compare_memory=False)
+        try:
+            ref.run()
+        except Exception:  # the learner's grade stands without the comparison
+            log.exception("grading the reference of %s for its memory profile", self.problem.id)
+            return None
+        same = [p for p in ref.programs if p.signature == signature]
+        return profile(same[0]) if same else None
+
     # -- verdict, score, report ----------------------------------------------------------------
     def _decide(self) -> Report:
         corroborate(self.problem, self.requirements)
@@ -318,6 +361,7 @@ class Grading(StageA, StageB):
             timings=dict(self.timings),
             output=self.output,
             versions=dict(self.versions),
+            memory=self.memory,
         )
         report.summary = summarize(report)
         return report

@@ -136,6 +136,8 @@ def to_text(report: Report) -> str:
             if r.evidence is not None and not r.passed:
                 lines.append(f"        in the program for {plain(r.evidence.program)}:")
                 lines += ["        " + plain(line) for line in r.evidence.text.splitlines()]
+    if report.memory is not None:
+        lines += ["", "Memory:   " + plain(report.memory.summary)]
     if report.output:
         lines += ["", "Output of your program:"]
         lines += ["  | " + line for line in plain(report.output).splitlines()]
@@ -199,6 +201,8 @@ def to_markdown(report: Report) -> str:
                 f"| {fmt_points(r.score)}/{fmt_points(r.max_score)} "
                 f"| {_md_cell(_requirement_line(r))} |"
             )
+    if report.memory is not None:
+        lines += ["", f"**Memory:** {_md_cell(report.memory.summary)}"]
     for r in report.requirements:
         if r.evidence is not None and not r.passed:
             text = f"// the program for {r.evidence.program}\n{r.evidence.text}"

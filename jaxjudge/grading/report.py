@@ -79,6 +79,31 @@ class RequirementResult(BaseModel):
     )
 
 
+class HeldArray(BaseModel):
+    shape: str = Field(description='e.g. "4x5xf32" ("?" for a symbolic dimension)')
+    bytes: int | None = Field(description="None when a dimension is symbolic")
+    op: str = Field(description="the op that computes it, e.g. stablehlo.tanh")
+
+
+class ProgramMemory(BaseModel):
+    """One program's profile."""
+
+    program: str = Field(description="the input shapes of the program measured")
+    peak_arrays: int = Field(description="intermediate arrays held at once at the peak")
+    peak_bytes: int | None = Field(description="their bytes (None: a symbolic dimension)")
+    held: list[HeldArray] = Field(default_factory=list, description="the largest of them")
+    largest: HeldArray | None = Field(default=None, description="the largest intermediate")
+
+
+class MemoryReport(BaseModel):
+    """What the program holds in memory next to the reference's program, at the same input
+    shapes (jaxjudge.grading.memory)."""
+
+    yours: ProgramMemory
+    reference: ProgramMemory | None = None
+    summary: str = ""
+
+
 class Report(BaseModel):
     """Everything a learner (or a course tool) gets back for one submission."""
 
@@ -95,6 +120,11 @@ class Report(BaseModel):
     requirements: list[RequirementResult] = Field(default_factory=list)
     score: float = 0.0
     max_score: float = 0.0
+    memory: MemoryReport | None = Field(
+        default=None,
+        description="what the program holds in memory next to the reference's (programs "
+        "exported per input shape only; absent in reports stored by earlier releases)",
+    )
     timings: dict[str, float] = Field(default_factory=dict)
     output: str = Field(default="", description="The submission's own stdout/stderr, truncated.")
     versions: dict[str, str] = Field(default_factory=dict)

@@ -18,3 +18,4 @@ class Resources(Protocol):
     programs: ProgramCache  # stage B results per exported program
     rules: ModelsCache  # program-rule outcomes per verified program
     tests: ModelsCache  # compared tests per program and package
+    memory: ModelsCache  # the reference's memory profile per package, mode and shapes
