@@ -722,3 +722,39 @@ def test_committed_build_matches_sources(tmp_path: Path) -> None:
     assert filecmp.cmp(node_axe, AXE_COMMITTED, shallow=False), (
         "tests/data/axe-core/axe.min.js differs from the locked axe-core: run `make web`"
     )
+
+
+# -- my attempts (#23 item 3) ---------------------------------------------------------------------
+def test_my_attempts_compare_and_restore(server: Server, open_tab: Callable[..., Tab]) -> None:
+    """The page's browser identity owns what it submits: its attempts are listed with their
+    verdicts, compared with the editor and restored into it; another browser sees none."""
+    attempt = "def solve(params, x, y):\n    return 1 +\n"  # a compile error: the fastest grade
+    for width, label in ((1280, "wide"), (390, "narrow")):
+        tab = open_tab(server.base_url, viewport={"width": width, "height": 900})
+        page = tab.page
+        page.goto(f"/problems/{PROBLEM}")
+        section = page.locator("section.attempts")
+        # A fresh browser owns nothing.
+        section.locator(".attempts-note", has_text="No submissions from you").wait_for()
+        replace_code(page, attempt)
+        page.get_by_role("button", name="Run examples").click()
+        wait_report(page, "run")
+        item = section.locator("li.attempt").first
+        item.wait_for()
+        assert item.get_attribute("data-verdict") == "compile_error"
+        assert section.locator("li.attempt").count() == 1
+        replace_code(page, "x = 1\n")
+        item.get_by_role("button", name="Compare").click()
+        item.locator(".attempt-diff", has_text="Differs from the editor").wait_for()
+        item.get_by_role("button", name="Restore").click()
+        page.get_by_role("dialog").get_by_role("button", name="Restore").click()
+        assert editor_text(page) == attempt.rstrip("\n") or editor_text(page) == attempt
+        assert draft(page) == attempt
+        tab.shot(f"12-my-attempts-{label}", at="section.attempts")
+        tab.axe_both_themes(f"my-attempts-{label}")
+        # The submissions list filters to this browser's own.
+        page.goto("/submissions?mine=true")
+        rows = page.locator("table.submissions tbody tr")
+        rows.first.wait_for()
+        assert rows.count() == 1
+        assert page.locator("#filter-mine").is_checked()

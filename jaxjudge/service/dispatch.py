@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
+import re
+import secrets
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -36,6 +38,23 @@ def owner_of(token: str | None) -> str:
     if not token:
         return ANONYMOUS
     return hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+OWNER_COOKIE = "jaxjudge_owner"
+_COOKIE_VALUE = re.compile(r"^[A-Za-z0-9_-]{32,64}$")
+
+
+def new_browser_id() -> str:
+    """A browser's anonymous identity (what the page's cookie holds when auth is off)."""
+    return secrets.token_urlsafe(32)
+
+
+def browser_owner(cookie: str | None) -> str:
+    """The owner key of a browser identity cookie ("b" + 15 hex digits of its sha256, so it
+    never equals a token's key), or "anonymous" for a missing or malformed one."""
+    if not cookie or not _COOKIE_VALUE.match(cookie):
+        return ANONYMOUS
+    return "b" + hashlib.sha256(cookie.encode()).hexdigest()[:15]
 
 
 def retry_after_seconds(grade_seconds: float, workers: int) -> int:

@@ -97,8 +97,9 @@ class CallbackPublic(BaseModel):
 
 
 class SubmissionPublic(BaseModel):
-    """A submission as clients see it. The source itself is never sent back (anyone with access
-    to the API could read it); `source_sha256` lets a client match it to its file."""
+    """A submission as clients see it. The source is sent back only to its owner (the token,
+    or the browser identity, that submitted it), on the single submission; `source_sha256`
+    lets any client match it to its file."""
 
     id: str
     problem_id: str
@@ -109,6 +110,10 @@ class SubmissionPublic(BaseModel):
     max_score: float | None = None
     source_bytes: int
     source_sha256: str
+    mine: bool = Field(False, description="Submitted by this token (or this browser).")
+    source: str | None = Field(
+        None, description="The source, for its owner only, on GET /v1/submissions/{id}."
+    )
     attempts: int = Field(description="How many times grading started (restarts re-run it).")
     created_at: datetime
     started_at: datetime | None = None

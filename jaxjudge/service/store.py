@@ -551,12 +551,25 @@ class Store:
             ).scalar_one_or_none()
             return _record(row) if row is not None else None
 
+    def source_of(self, submission_id: str, owner: str) -> bytes | None:
+        """The submission's source if `owner` submitted it (never for "anonymous", which many
+        clients share), else None."""
+        if owner == ANONYMOUS:
+            return None
+        with self._sessions() as session:
+            source: bytes | None = session.execute(
+                select(SubmissionRow.source).where(
+                    SubmissionRow.id == submission_id, SubmissionRow.owner == owner)
+            ).scalar_one_or_none()
+        return source
+
     def list_page(
         self,
         *,
         problem_id: str | None = None,
         verdict: str | None = None,
         status: str | None = None,
+        owner: str | None = None,
         limit: int = 20,
         cursor: str | None = None,
     ) -> tuple[list[SubmissionRecord], str | None]:
@@ -571,6 +584,8 @@ class Store:
             query = query.where(SubmissionRow.verdict == verdict)
         if status is not None:
             query = query.where(SubmissionRow.status == status)
+        if owner is not None:
+            query = query.where(SubmissionRow.owner == owner)
         with self._sessions() as session:
             rows = list(session.execute(query).scalars())
         records = [_record(r) for r in rows[:limit]]

@@ -12,12 +12,16 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.types import Scope
 
+from jaxjudge.service.dispatch import OWNER_COOKIE, browser_owner, new_browser_id
+from jaxjudge.service.store import ANONYMOUS
+
 log = logging.getLogger("jaxjudge.web")
+OWNER_COOKIE_SECONDS = 400 * 24 * 3600  # the longest browsers keep a cookie
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 PAGE_PATHS = ("/", "/problems/{problem_id}", "/submissions", "/submissions/{submission_id}")
@@ -69,12 +73,20 @@ def install_web(app: FastAPI, static_dir: Path = STATIC_DIR) -> None:
     if not index.is_file():
         log.warning("%s is missing: GET / explains how to build the page (make web)", index)
 
-    def page() -> HTMLResponse:
+    def page(request: Request) -> HTMLResponse:
         # Read per request (1 KB): a `make web` while the server runs takes effect at once.
         try:
-            return HTMLResponse(index.read_text(encoding="utf-8"), headers=PAGE_HEADERS)
+            response = HTMLResponse(index.read_text(encoding="utf-8"), headers=PAGE_HEADERS)
         except FileNotFoundError:
             return HTMLResponse(NOT_BUILT, status_code=503, headers=PAGE_HEADERS)
+        settings = getattr(request.app.state, "settings", None)
+        auth_off = settings is not None and not settings.auth_enabled
+        if auth_off and browser_owner(request.cookies.get(OWNER_COOKIE)) == ANONYMOUS:
+            # The browser's anonymous identity: its attempts are "mine", their source its own.
+            response.set_cookie(OWNER_COOKIE, new_browser_id(), max_age=OWNER_COOKIE_SECONDS,
+                                path="/", httponly=True, samesite="strict",
+                                secure=request.url.scheme == "https")
+        return response
 
     for path in PAGE_PATHS:
         app.add_api_route(path, page, methods=["GET", "HEAD"], include_in_schema=False)

@@ -124,6 +124,52 @@ export function renderEvidence(name, evidence, open) {
   );
 }
 
+const bytesText = (n) =>
+  n === null || n === undefined ? '?' : n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1048576).toFixed(1)} MB`;
+
+/** What the program holds in memory, next to the reference's program at the same shapes. */
+export function renderMemory(memory, hy) {
+  const row = (who, m) =>
+    m
+      ? h(
+          'tr',
+          { 'data-who': who },
+          h('th', { scope: 'row' }, who),
+          h('td', { class: 'num' }, `${m.peak_arrays} (${bytesText(m.peak_bytes)})`),
+          h('td', {}, m.largest ? h('code', {}, m.largest.shape) : '–', m.largest ? ` ${bytesText(m.largest.bytes)}` : ''),
+          h('td', {}, (m.held ?? []).map((a) => h('code', { class: 'held' }, `${a.shape} ${a.op.replace(/^stablehlo\./, '')}`))),
+        )
+      : null;
+  const caption = `Memory at input shapes ${memory.yours.program}`;
+  return h(
+    'section',
+    { class: 'memory' },
+    h(hy, {}, 'Memory'),
+    h('p', { class: 'memory-summary' }, memory.summary),
+    scrollBox(
+      caption,
+      h(
+        'table',
+        { class: 'tests memory-table' },
+        h('caption', {}, caption),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            h('th', { scope: 'col' }, 'Program'),
+            h('th', { scope: 'col' }, 'Held at once'),
+            h('th', { scope: 'col' }, 'Largest'),
+            h('th', { scope: 'col' }, 'The largest held'),
+          ),
+        ),
+        h('tbody', {}, row('Yours', memory.yours), row('Reference', memory.reference)),
+      ),
+    ),
+  );
+}
+
 /** Inputs (or outputs) of a test as a definition list of leaves. */
 export function renderLeaves(value, label) {
   return scrollBox(
@@ -273,6 +319,7 @@ export function renderReport(report, { tolerance, requirementsSpec = [], onShowL
     report.requirements.length
       ? [h(hy, {}, 'Requirements'), renderChecklist(requirementsSpec, report.requirements)]
       : null,
+    report.memory ? renderMemory(report.memory, hy) : null,
     h(hy, {}, 'Tests'),
     visible.length ? testsTable(visible, `Published examples (${visible.length})`) : null,
     hidden.length

@@ -10,7 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from jaxjudge.service.api.errors import ApiError
 from jaxjudge.service.config import Settings
-from jaxjudge.service.dispatch import Dispatcher, owner_of
+from jaxjudge.service.dispatch import OWNER_COOKIE, Dispatcher, browser_owner, owner_of
 from jaxjudge.service.ratelimit import RateLimiter
 from jaxjudge.service.store import Store
 
@@ -70,12 +70,16 @@ AuthDep = Depends(require_token)
 
 
 def get_owner(
+    request: Request,
     settings: SettingsDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:
-    """Whose submission this is, for fairness: a hash of the (already verified) bearer token
-    with auth on, "anonymous" with auth off."""
-    if not settings.auth_enabled or credentials is None:
+    """Whose submission this is (fairness, "mine", who may read its source): a hash of the
+    (already verified) bearer token with auth on; with auth off, the browser identity cookie
+    the page issues, else "anonymous" (shared: never shown a source)."""
+    if not settings.auth_enabled:
+        return browser_owner(request.cookies.get(OWNER_COOKIE))
+    if credentials is None:
         return owner_of(None)
     return owner_of(credentials.credentials)
 

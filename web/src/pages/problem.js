@@ -1,6 +1,7 @@
 // "/problems/{id}": statement (markdown + KaTeX), published examples, constraints, the editor
 // with the draft kept in localStorage, Run/Submit with a live status, and the report.
 import { api, pollSubmission } from '../api.js';
+import { attemptsSection } from '../attempts.js';
 import { confirmDialog, h, isAbort, observeOverflow } from '../dom.js';
 import { createEditor } from '../editor.js';
 import { renderStatement } from '../markdown.js';
@@ -93,6 +94,18 @@ export async function problemPage(ctx, id) {
   const resetButton = h('button', { type: 'button', class: 'secondary', id: 'reset' }, 'Reset to starter');
   const editorFrame = h('div', { class: 'editor-frame' });
 
+  const attempts = attemptsSection({
+    problemId: problem.id,
+    signal,
+    editorText: () => editor.text(),
+    restore: (source) => {
+      editor.setText(source);
+      flush();
+      draftNote.textContent = 'Attempt restored into the editor.';
+      editor.focus();
+    },
+  });
+
   main.replaceChildren(
     h(
       'div',
@@ -122,6 +135,7 @@ export async function problemPage(ctx, id) {
         statusRow,
         resultBox,
         checklist,
+        attempts.section,
       ),
     ),
   );
@@ -227,6 +241,7 @@ export async function problemPage(ctx, id) {
       });
       lastVerdicts.save(submission);
       showResult(submission);
+      attempts.refresh();
       status.dataset.state = 'done';
       statusText.textContent = `Done: ${verdictLabel(submission.verdict)}, score ${formatScore(submission.score, submission.max_score)}.`;
     } catch (err) {
@@ -239,6 +254,7 @@ export async function problemPage(ctx, id) {
     }
   }
 
+  attempts.refresh();
   runButton.addEventListener('click', () => grade('run'));
   submitButton.addEventListener('click', () => grade('submit'));
   // The shortcuts also work with the focus outside the editor (the editor handles its own).

@@ -43,8 +43,10 @@ function select(id, label, name, options, value) {
 export async function submissionListPage({ main, signal, query, navigate }) {
   const problemId = query.get('problem_id') ?? '';
   const verdict = query.get('verdict') ?? '';
+  const mine = query.get('mine') === 'true';
   const params = (cursor) => {
     const p = new URLSearchParams({ limit: String(PAGE) });
+    if (mine) p.set('mine', 'true');
     if (problemId) p.set('problem_id', problemId);
     if (verdict) p.set('verdict', verdict);
     if (cursor) p.set('cursor', cursor);
@@ -67,20 +69,26 @@ export async function submissionListPage({ main, signal, query, navigate }) {
     { class: 'filters', role: 'search', 'aria-label': 'Filter submissions' },
     select('filter-problem', 'Problem', 'problem_id', problemOptions, problemId),
     select('filter-verdict', 'Verdict', 'verdict', verdictOptions, verdict),
+    h(
+      'div',
+      { class: 'field checkbox' },
+      h('input', { type: 'checkbox', id: 'filter-mine', name: 'mine', value: 'true', checked: mine }),
+      h('label', { for: 'filter-mine' }, 'Only mine'),
+    ),
     h('div', { class: 'field buttons' }, h('button', { type: 'submit', class: 'primary' }, 'Apply filters'), h('a', { href: '/submissions' }, 'Clear filters')),
   );
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     const data = new FormData(form);
     const next = new URLSearchParams();
-    for (const key of ['problem_id', 'verdict']) if (data.get(key)) next.set(key, data.get(key));
+    for (const key of ['problem_id', 'verdict', 'mine']) if (data.get(key)) next.set(key, data.get(key));
     navigate(`/submissions${next.size ? `?${next}` : ''}`);
   });
 
   const tbody = h('tbody', {}, first.items.map(row));
-  const filtered = problemId || verdict;
+  const filtered = problemId || verdict || mine;
   const caption = filtered
-    ? `Submissions${problemId ? ` to ${problemId}` : ''}${verdict ? ` with verdict ${verdictLabel(verdict)}` : ''}, newest first`
+    ? `${mine ? 'My submissions' : 'Submissions'}${problemId ? ` to ${problemId}` : ''}${verdict ? ` with verdict ${verdictLabel(verdict)}` : ''}, newest first`
     : 'All submissions, newest first';
   const table = h(
     'table',

@@ -24,7 +24,14 @@ from jaxjudge.service.schemas import (
     SubmissionList,
     SubmissionPublic,
 )
-from jaxjudge.service.store import InvalidCursor, KeyInUse, NewSubmission, Store, SubmissionRecord
+from jaxjudge.service.store import (
+    ANONYMOUS,
+    InvalidCursor,
+    KeyInUse,
+    NewSubmission,
+    Store,
+    SubmissionRecord,
+)
 from jaxjudge.service.webhooks import CallbackPolicy, CallbackRejected, check_callback_url
 
 router = APIRouter(prefix="/submissions", tags=["submissions"])
@@ -43,7 +50,8 @@ def shown_callback_url(url: str, *, owner: bool) -> str:
 
 
 def to_public(
-    record: SubmissionRecord, *, with_report: bool = True, viewer: str | None = None
+    record: SubmissionRecord, *, with_report: bool = True, viewer: str | None = None,
+    source: bytes | None = None,
 ) -> SubmissionPublic:
     """The public form of a row; `viewer` is the reader's owner key
     (jaxjudge.service.dispatch.owner_of): only the submission's own owner sees its callback URL
@@ -69,8 +77,11 @@ def to_public(
     # columns (ignored here).
     # Which worker holds it says where the service runs: the owner's business, not others'.
     worker = record.worker if viewer == record.owner else None
+    mine = viewer is not None and viewer != ANONYMOUS and viewer == record.owner
+    text = source.decode("utf-8", "replace") if source is not None and mine else None
     return SubmissionPublic.model_validate(
-        {**asdict(record), "report": report, "callback": callback, "worker": worker}
+        {**asdict(record), "report": report, "callback": callback, "worker": worker,
+         "mine": mine, "source": text}
     )
 
 
@@ -191,7 +202,8 @@ async def get_submission(
         # A client waiting for its verdict hears it when it is stored, instead of polling.
         await dispatcher.wait(record.id, hold)
         record = await asyncio.to_thread(_get_or_404, store, submission_id)
-    return to_public(record, viewer=owner)
+    source = await asyncio.to_thread(store.source_of, record.id, owner)
+    return to_public(record, viewer=owner, source=source)
 
 
 @router.get(
@@ -206,6 +218,8 @@ def list_submissions(
     problem_id: Annotated[str | None, Query(max_length=64)] = None,
     verdict: Verdict | None = None,
     status: Status | None = None,
+    mine: Annotated[bool, Query(description="Only this token's (or this browser's) "
+                                "submissions.")] = False,
     limit: Annotated[int, Query(ge=1, description=f"Page size (capped at {MAX_PAGE}).")] = 20,
     cursor: Annotated[str | None, Query(max_length=200, description="From next_cursor.")] = None,
 ) -> SubmissionList:
@@ -214,6 +228,8 @@ def list_submissions(
             problem_id=problem_id,
             verdict=verdict.value if verdict else None,
             status=status,
+            # "anonymous" is shared by every client without an identity: it owns nothing.
+            owner=(owner if owner != ANONYMOUS else "\0") if mine else None,
             limit=min(limit, MAX_PAGE),
             cursor=cursor,
         )
