@@ -260,8 +260,16 @@ def type_code(page: Any, code: str) -> None:
             page.keyboard.type(line)
 
 
+def show_code(page: Any) -> None:
+    """On a narrow screen, the Code tab (the editor is one tap away); nothing on a wide one."""
+    tab = page.get_by_role("tab", name="Code")
+    if tab.is_visible():
+        tab.click()
+
+
 def replace_code(page: Any, code: str) -> None:
     """Select all and insert `code` as one input (like a paste)."""
+    show_code(page)
     page.locator(".cm-content").click()
     page.keyboard.press("Control+a")
     page.keyboard.insert_text(code)
@@ -546,8 +554,15 @@ def test_phone_viewport(server: Server, open_tab: Callable[..., Tab]) -> None:
     no_horizontal_scroll()
     tab.shot("13-phone-list")
     page.get_by_role("link", name="Rematerialized MLP Block").tap()
-    page.locator(".cm-content").wait_for()
+    page.locator(".statement").wait_for()
     no_horizontal_scroll()
+    # Statement / Code tabs: the statement first, the editor one tap away, not below it.
+    assert page.locator(".cm-content").is_hidden()
+    tab.shot("14-phone-statement")
+    page.get_by_role("tab", name="Code").tap()
+    page.locator(".cm-content").wait_for()
+    assert page.locator(".statement").is_hidden()
+    assert page.get_by_role("tab", name="Code").get_attribute("aria-selected") == "true"
     editor = page.locator(".editor-frame").bounding_box()
     assert editor and editor["width"] <= 375 and editor["height"] >= 200
     tab.shot("14-phone-problem")
@@ -734,6 +749,7 @@ def test_my_attempts_compare_and_restore(server: Server, open_tab: Callable[...,
         page = tab.page
         page.goto(f"/problems/{PROBLEM}")
         section = page.locator("section.attempts")
+        show_code(page)
         # A fresh browser owns nothing.
         section.locator(".attempts-note", has_text="No submissions from you").wait_for()
         replace_code(page, attempt)
@@ -758,3 +774,48 @@ def test_my_attempts_compare_and_restore(server: Server, open_tab: Callable[...,
         rows.first.wait_for()
         assert rows.count() == 1
         assert page.locator("#filter-mine").is_checked()
+
+
+# -- small screens and narrow panes (#23 item 5) ----------------------------------------------
+def test_small_screens_and_the_wide_layout(server: Server, open_tab: Callable[..., Tab]) -> None:
+    """390 px: Statement / Code tabs, test rows that wrap (no sideways scroll). 1280 px: the Got
+    column is never clipped. Both: the examples once, the elapsed counter stops at the verdict."""
+    wrong = (SUBMISSIONS / "wrong_forgets_b2.py").read_text()
+    for width, label in ((390, "narrow"), (1280, "wide")):
+        tab = open_tab(server.base_url, viewport={"width": width, "height": 900})
+        page = tab.page
+        page.goto(f"/problems/{PROBLEM}")
+        page.locator(".statement").wait_for()
+        # The statement has its own "Examples" section: the exact values go there, once.
+        assert page.locator("section.examples").count() == 0
+        assert page.locator(".statement .examples.in-statement details.example").count() == 3
+        tabs = page.get_by_role("tab")
+        assert tabs.first.is_visible() == (width < 1024)
+        replace_code(page, wrong)
+        page.get_by_role("button", name="Run examples").click()
+        report = wait_report(page, "run")
+        assert report.get_attribute("data-verdict") == "wrong_answer"
+        elapsed = page.locator(".elapsed").inner_text()
+        page.wait_for_timeout(2500)
+        assert page.locator(".elapsed").inner_text() == elapsed  # stopped at the verdict
+        if width < 1024:
+            width_now = page.evaluate("document.documentElement.scrollWidth")
+            assert width_now <= width, f"the page is {width_now} px wide"
+            row = report.locator("table.tests tbody tr").first
+            box = row.bounding_box()
+            assert box is not None and box["width"] <= width
+            # Each cell on its own line, labelled (a ::before, so not in inner_text).
+            cell = row.locator("td.message-cell")
+            assert cell.evaluate("e => getComputedStyle(e).display") == "block"
+            assert cell.evaluate("e => getComputedStyle(e, '::before').content") == '"Message: "'
+
+        else:
+            # Every table fits its box: the Got and Message columns are never cut off.
+            cut = page.evaluate(
+                """() => [...document.querySelectorAll('table.compare, table.tests')].filter(
+                    t => t.parentElement.scrollWidth > t.parentElement.clientWidth + 1).map(
+                    t => `${t.className}: ${t.parentElement.scrollWidth} > `
+                         + `${t.parentElement.clientWidth}`)""")
+            assert not cut, cut
+        tab.shot(f"16-{label}-wrong-answer", at="#result .report table.tests")
+        tab.axe_both_themes(f"small-screens-{label}")

@@ -75,6 +75,17 @@ export async function problemPage(ctx, id) {
   const statement = h('div', { class: 'statement' });
   statement.innerHTML = renderStatement(problem.statement); // markdown-it with html: false
   statement.querySelectorAll('.scroll-box').forEach(observeOverflow);
+  // The examples once: under the statement's own "Examples" heading when it has one.
+  const examples = examplesSection(problem);
+  const examplesHeading = [...statement.querySelectorAll('h2')].find((e) => /^examples?$/i.test(e.textContent.trim()));
+  if (examplesHeading) {
+    let end = examplesHeading.nextElementSibling;
+    while (end && end.tagName !== 'H2') end = end.nextElementSibling;
+    const exact = h('div', { class: 'examples in-statement', 'data-examples': 'statement' },
+      h('p', { class: 'muted' }, 'The exact values (these are the published tests: Run grades your code on exactly these inputs; Submit adds the hidden tests):'),
+      [...examples.querySelectorAll('details.example')]);
+    statement.insertBefore(exact, end);
+  }
 
   const saved = drafts.get(problem.id);
   const draftNote = h('span', { class: 'muted draft-note' }, saved !== null ? 'Your draft was restored from this browser.' : '');
@@ -106,23 +117,45 @@ export async function problemPage(ctx, id) {
     },
   });
 
-  main.replaceChildren(
-    h(
+  // Narrow screens: Statement / Code tabs, so the editor is one tap away (CSS shows the tab
+  // bar below 64rem only; wide screens show both panes side by side).
+  const tabs = [['statement', 'Statement', 'pane-statement'], ['code', 'Code', 'pane-code']].map(([pane, label, panel]) =>
+    h('button', { type: 'button', role: 'tab', id: `tab-${pane}`, 'aria-controls': panel, 'data-pane': pane }, label));
+  const tabBar = h('div', { class: 'pane-tabs', role: 'tablist', 'aria-label': 'Show' }, tabs);
+  const selectPane = (pane, focus = false) => {
+    layout.dataset.pane = pane;
+    for (const tab of tabs) {
+      const on = tab.dataset.pane === pane;
+      tab.setAttribute('aria-selected', String(on));
+      tab.tabIndex = on ? 0 : -1;
+      if (on && focus) tab.focus();
+    }
+  };
+  tabs.forEach((tab, i) => {
+    tab.addEventListener('click', () => selectPane(tab.dataset.pane));
+    tab.addEventListener('keydown', (event) => {
+      if (event.key !== 'ArrowRight' && event.key !== 'ArrowLeft') return;
+      event.preventDefault();
+      selectPane(tabs[(i + 1) % tabs.length].dataset.pane, true);
+    });
+  });
+
+  const layout = h(
       'div',
-      { class: 'problem-layout' },
+      { class: 'problem-layout', 'data-pane': 'statement' },
       h(
         'article',
-        { class: 'problem-text', 'aria-labelledby': 'problem-title' },
+        { class: 'problem-text', id: 'pane-statement', role: 'tabpanel', 'aria-labelledby': 'problem-title' },
         h('h1', { id: 'problem-title' }, problem.title),
         h('div', { class: 'meta' }, difficultyTag(problem.difficulty), tagList(problem.tags)),
         h('p', { class: 'jump' }, h('a', { href: '#solution-h' }, 'Skip to your solution')),
         statement,
-        examplesSection(problem),
+        examplesHeading ? null : examples,
         constraintsSection(problem),
       ),
       h(
         'section',
-        { class: 'workspace', 'aria-labelledby': 'solution-h' },
+        { class: 'workspace', id: 'pane-code', role: 'tabpanel', 'aria-labelledby': 'solution-h' },
         h('h2', { id: 'solution-h' }, 'Your solution'),
         h(
           'p',
@@ -137,8 +170,10 @@ export async function problemPage(ctx, id) {
         checklist,
         attempts.section,
       ),
-    ),
-  );
+    );
+  main.replaceChildren(tabBar, layout);
+  selectPane('statement');
+  main.querySelector('.jump a')?.addEventListener('click', () => selectPane('code'));
 
   // -- the draft --------------------------------------------------------------------------------
   let saveTimer = null;
@@ -237,8 +272,11 @@ export async function problemPage(ctx, id) {
           status.dataset.state = current.status;
           const text = STATUS_TEXT[current.status] ?? current.status;
           statusText.textContent = trouble ? `${text} (${trouble})` : text;
+          if (current.status === 'done') clearInterval(timer); // the counter stops at the verdict
         },
       });
+      clearInterval(timer);
+      tick();
       lastVerdicts.save(submission);
       showResult(submission);
       attempts.refresh();
