@@ -262,6 +262,7 @@ def type_code(page: Any, code: str) -> None:
 
 def show_code(page: Any) -> None:
     """On a narrow screen, the Code tab (the editor is one tap away); nothing on a wide one."""
+    page.locator(".problem-layout").wait_for(state="attached")
     tab = page.get_by_role("tab", name="Code")
     if tab.is_visible():
         tab.click()
