@@ -340,3 +340,74 @@ def test_dim_or_trip_count_is_required() -> None:
     assert opts.dim is None and str(opts.trip_count) == "8"  # type: ignore[attr-defined]
     with pytest.raises(RuleConfigError, match="give dim, trip_count, or both"):
         validate("loop_over_dim", "program", {"depends_on": ["w"]})
+
+
+# -- the loop must carry all of the work -------------------------------------------------------
+
+def closed_form(x: jax.Array) -> jax.Array:
+    """step's recurrence without a loop: x's rows weighted by powers of 0.5 (a (T, T) matrix)."""
+    t = jnp.arange(x.shape[0])
+    lag = t[:, None] - t[None, :]
+    w = jnp.where(lag >= 0, 0.5 ** jnp.maximum(lag, 0).astype(x.dtype), 0.0)
+    return w @ x
+
+
+def running_sum(x: jax.Array) -> jax.Array:
+    return jax.lax.scan(lambda c, r: (c + r, None), jnp.zeros_like(x[0]), x)[0]
+
+
+def closed_form_beside_token_scan(x: jax.Array) -> jax.Array:
+    return closed_form(x) + 1e-30 * running_sum(x)
+
+
+def closed_form_through_scan(x: jax.Array) -> jax.Array:
+    def body(c: Any, r: jax.Array) -> Any:
+        return (c[0] + r, c[1]), None
+
+    (total, out), _ = jax.lax.scan(body, (jnp.zeros_like(x[0]), closed_form(x)), x)
+    return out + 1e-30 * total
+
+
+def first_row_copied(x: jax.Array) -> jax.Array:
+    return jnp.concatenate([x[:1], scan_rows(x)[1:]])
+
+
+def scan_then_scaled(x: jax.Array) -> jax.Array:
+    return jnp.tanh(scan_rows(x)) * 2.0  # work after the loop, on what it returns: fine
+
+
+@pytest.mark.parametrize("fn", [closed_form_beside_token_scan, closed_form_through_scan,
+                                first_row_copied])
+def test_inputs_reaching_the_outputs_beside_the_loop_fail(fn: Callable[..., Any]) -> None:
+    """Before: a T-step loop mixing x into its state and reaching the output passed, whatever
+    computed the output beside it. Now x may reach the outputs only through its state."""
+    p = program(fn, {"T": 6, "D": 3}, f32(6, 3))
+    g = build_graph(parse_module(p.text))
+    assert [f.why for f in analyze_loops(g, p.args, ("a0",), 6, only_through_loop=True)] == [
+        "bypass"]
+    assert check_loop_over_dim(per_t(fn), dim="T", depends_on=("a0",)).passed  # not asked
+    outcome = check_loop_over_dim(per_t(fn), dim="T", depends_on=("a0",), only_through_loop=True)
+    assert not outcome.passed
+    assert "your outputs also depend on a0 outside it" in outcome.message
+
+
+@pytest.mark.parametrize("fn", [scan_rows, scan_then_scaled])
+def test_work_on_what_the_loop_returns_passes(fn: Callable[..., Any]) -> None:
+    assert check_loop_over_dim(per_t(fn), dim="T", depends_on=("a0",),
+                               only_through_loop=True).passed
+
+
+def test_a_second_working_loop_is_not_a_bypass() -> None:
+    def twice(x: jax.Array) -> jax.Array:
+        return 0.5 * (scan_rows(x) + scan_rows(2.0 * x) / 2.0)
+
+    assert check_loop_over_dim(per_t(twice), dim="T", depends_on=("a0",),
+                               only_through_loop=True).passed
+
+
+def test_only_through_loop_is_a_typed_option() -> None:
+    opts = validate("loop_over_dim", "program",
+                    {"dim": "T", "depends_on": ["x"], "only_through_loop": True})
+    assert opts.only_through_loop  # type: ignore[attr-defined]
+    with pytest.raises(RuleConfigError):
+        validate("loop_over_dim", "program", {"dim": "T", "only_through_loop": "maybe"})

@@ -16,6 +16,13 @@ matches a lowering: it reads the inlined dataflow (`jaxjudge.rules.dataflow`).
   (through the loop's other values: its inputs, or other carried values that are), and the
   loop's final value of it reaches the program's outputs through a dependence that no constant
   folding cuts.
+- **All of the work** (`only_through_loop`, with arguments named): the outputs depend on them
+  only through the carried state of the loops that do the work: with those loops' carried
+  results cut, no output depends on them. A closed form beside a token loop, or passed
+  through the loop unchanged, fails; so does a row of the input copied into the output beside
+  the loop.
+- **Not checked**: how the work is spread over the steps. A loop that computes everything at
+  one step from the whole input (closed over) and carries it along passes.
 
 All work is counted against the grade's `Budget` (one for all of a grade's programs), like the
 other program-level rules: a program built to be slow fails the rule instead of stalling it.
@@ -209,6 +216,16 @@ def _settle(g: Graph, loop: Loop, local: _Local, transfer: Transfer) -> None:
     raise TooComplex("a loop's carried values did not settle")
 
 
+def _state(g: Graph, values: list[Value], loop: Loop) -> tuple[list[bool], list[int]]:
+    """(per position: passed along unchanged; the positions of the carried state, neither
+    passed along unchanged nor a counter `c + 1`)."""
+    unchanged = [all(p < len(ret) and _origin(g, ret[p]) == a for ret in loop.body_returns)
+                 for p, a in enumerate(loop.body_args)]
+    carried = [p for p in range(len(loop.body_args)) if not unchanged[p] and {
+        _step(g, values, loop, ret, p) for ret in loop.body_returns} == {None}]
+    return unchanged, carried
+
+
 def _carries_work(g: Graph, values: list[Value], loop: Loop, data: list[int], n_names: int,
                   live: set[int]) -> tuple[bool, str]:
     """Whether the loop computes, at some step of its body, a value from its own previous
@@ -216,11 +233,7 @@ def _carries_work(g: Graph, values: list[Value], loop: Loop, data: list[int], n_
     and that computed value reaches the program's outputs through what the loop returns."""
     if not loop.body_args or not loop.body_returns or loop.end < loop.first:
         return False, "counts"
-    # Carried state: neither passed along unchanged nor a counter (`c + 1`).
-    unchanged = [all(p < len(ret) and _origin(g, ret[p]) == a for ret in loop.body_returns)
-                 for p, a in enumerate(loop.body_args)]
-    carried = [p for p in range(len(loop.body_args)) if not unchanged[p] and {
-        _step(g, values, loop, ret, p) for ret in loop.body_returns} == {None}]
+    unchanged, carried = _state(g, values, loop)
     if not carried:
         return False, "counts"
     k = len(carried)
@@ -313,9 +326,11 @@ def _carries_work(g: Graph, values: list[Value], loop: Loop, data: list[int], n_
 
 
 def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
-                  want: int | None = None) -> list[LoopFinding]:
+                  want: int | None = None, only_through_loop: bool = False) -> list[LoopFinding]:
     """Every while loop of the program, in program order, with its trip count; whether it
-    carries the work is worked out for the loops that run `want` steps (all if None)."""
+    carries the work is worked out for the loops that run `want` steps (all if None). With
+    `only_through_loop`, a loop that does the work but beside which the named arguments also
+    reach the outputs does not count (why: "bypass")."""
     values = fold_constants(g)
     names = list(depends_on)
     if len(names) > MAX_NAMES:
@@ -345,4 +360,29 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
             finding.works, finding.why = _carries_work(
                 g, values, loop, data, max(1, len(names)), live)
         findings.append(finding)
+    working = [loop for loop, f in zip(g.loops, findings, strict=True) if f.works]
+    if only_through_loop and names and working and _bypassed(g, values, seeds, working):
+        for f in findings:
+            if f.works:
+                f.works, f.why = False, "bypass"
     return findings
+
+
+def _bypassed(g: Graph, values: list[Value], seeds: dict[int, int], working: list[Loop]) -> bool:
+    """Whether some output depends on a named argument other than through the carried state of
+    the loops that do the work: computed beside them (a closed form plus a token loop), or
+    passed through one of them unchanged. Their carried results are cut, the names propagated."""
+    cut: set[int] = set()
+    for loop in working:
+        _, carried = _state(g, values, loop)
+        cut.update(loop.results[p] for p in carried if p < len(loop.results))
+    base = make_transfer(values)
+
+    def transfer(step: Step, bits: Bits) -> list[int] | None:
+        out = base(step, bits)
+        if out is None or cut.isdisjoint(step.results):
+            return out
+        return [0 if r in cut else b for r, b in zip(step.results, out, strict=False)]
+
+    bits = propagate(g, seeds, transfer)
+    return any(bits[r] for r in g.main_results)

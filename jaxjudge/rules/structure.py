@@ -277,6 +277,11 @@ class LoopOptions(RuleOptions):
         default=(), max_length=MAX_NAMES,
         description="input paths the loop's carried state is computed from at every step, "
                     "e.g. [x] (default: any input)")
+    only_through_loop: bool = Field(
+        default=False,
+        description="the outputs depend on the depends_on inputs only through the carried "
+                    "state of the loops doing the work: nothing is computed from them beside "
+                    "the loop (set it when the loop is the whole computation)")
 
     @model_validator(mode="after")
     def _count_known(self) -> LoopOptions:
@@ -288,17 +293,19 @@ class LoopOptions(RuleOptions):
 @register("loop_over_dim", "program", LoopOptions, static_shapes=True)
 def check_loop_over_dim(
     programs: Sequence[ProgramInfo], *, dim: str | None = None, trip_count: Expr | None = None,
-    depends_on: Sequence[str] = (),
+    depends_on: Sequence[str] = (), only_through_loop: bool = False,
 ) -> RuleOutcome:
     """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
 
     Every program (one per input shape) has a while loop (scan, fori_loop, while_loop or map)
     whose trip count, worked out from its counter's start, step and bound, is the trip count
     (default: the dimension), and that loop carries a value it updates at every step from its
-    previous value and from the `depends_on` inputs, which reaches the outputs (see
-    jaxjudge.rules.loops). Other loops may run beside it or around it. Programs differing only
-    in the dimension have the same size. Without a dimension, the trip count is a fixed one
-    (e.g. "8": a stated number of iterations) and growth is not compared."""
+    previous value and from the `depends_on` inputs, which reaches the outputs; with
+    `only_through_loop`, the outputs depend on the `depends_on` inputs only through the state
+    of such loops (see jaxjudge.rules.loops). Other loops may run beside it or around it.
+    Programs differing only in the dimension have the same size. Without a dimension, the trip
+    count is a fixed one (e.g. "8": a stated number of iterations) and growth is not
+    compared."""
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
@@ -325,7 +332,7 @@ def check_loop_over_dim(
             if len(g.main_args) != len(p.args):
                 return RuleOutcome(False, "The exported program could not be analyzed (its "
                                           "arguments do not match their paths).")
-            loops = analyze_loops(g, p.args, depends_on, want)
+            loops = analyze_loops(g, p.args, depends_on, want, only_through_loop)
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
@@ -423,7 +430,10 @@ def _loop_failure(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: i
                       f"{unknown} loops whose trip counts could not be determined")
     if right:
         whys = {loop.why for loop in right}
-        if "not_live" in whys:
+        if "bypass" in whys:
+            why = (f"your outputs also depend on {names} outside it (computed beside the loop, "
+                   f"or passed through it unchanged), so it does not carry all of the work")
+        elif "not_live" in whys:
             why = (f"what it computes from its previous value and {names} does not reach your "
                    f"outputs (it is discarded, or multiplied by 0)")
         elif "no_data" in whys:
