@@ -51,6 +51,9 @@ class Op:
     # The op's function type as printed, e.g. "(tensor<2x3xf32>, tensor<3x4xf32>) ->
     # tensor<2x4xf32>" (spaces dropped; capped at MAX_TYPE_CHARS, "" beyond): see `tensor_types`.
     type: str = ""
+    # Where the op's attribute dicts (`<{props}>`, `{attrs}`) lie in the text, as (start, end)
+    # offsets: rules that compare programs op by op read every attribute from there.
+    spans: list[tuple[int, int]] = field(default_factory=list)
 
     def scalar_int(self) -> int | None:
         """A `stablehlo.constant`'s value when it is one integer (`dense<5>`), else None."""
@@ -208,6 +211,7 @@ class _Parser:
         self.lexer = _Lexer(text)
         self.n_ops = 0
         self.n_values = 0
+        self.end = 0  # the offset just past the last token read
 
     # -- token helpers ---------------------------------------------------------------------
     def peek(self, k: int = 0) -> _Tok | None:
@@ -221,6 +225,7 @@ class _Parser:
         t = self.lexer.next()
         if t is None:
             raise ParseError("unexpected end of text")
+        self.end = t.pos + len(t.text)
         return t
 
     def expect(self, text: str) -> _Tok:
@@ -426,13 +431,17 @@ class _Parser:
             self.skip_balanced()  # successors
         if self.is_punct("<") and self.is_punct("{", 1):
             self.next()
+            start = self.end
             self.read_attrs(self.skip_balanced(), op.attrs)
+            op.spans.append((start, self.end))
             self.expect(">")
         return op
 
     def op_tail(self, op: Op) -> None:
         if self.is_punct("{"):
+            start = self.end
             self.read_attrs(self.skip_balanced(), op.attrs)
+            op.spans.append((start, self.end))
         self.expect(":")
         op.type = self.read_type()
 

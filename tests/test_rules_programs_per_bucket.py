@@ -1,0 +1,169 @@
+"""`programs_per_bucket` on real exported programs (one per length, as stage A exports them
+for a static-shape rule): padding to the bucket and masking from the data passes, however the
+padding is spelled; computing per length, a mask from the static length, slicing the padded
+array back, padding to the largest bucket, or a bucket computation beside a per-length one
+fail."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_rules_structure import program
+
+from jaxjudge.rules import RULES, ProgramInfo
+from jaxjudge.rules.programs_per_bucket import bucket_of, check_programs_per_bucket
+from jaxjudge.rules.registry import RuleConfigError, validate
+from jaxjudge.rules.stablehlo import parse_module
+
+BUCKETS = (4, 8, 12, 16)
+LENGTHS = (1, 3, 4, 5, 8, 12, 16)
+
+
+def bucket(n: int) -> int:
+    return next(b for b in BUCKETS if b >= n)
+
+
+def core(xp: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    mask = jnp.arange(xp.shape[1])[None, :] < lengths[:, None]
+    kept = jnp.where(mask[..., None], xp, 0.0)
+    w = jax.nn.softmax(jnp.where(mask, kept @ q, -jnp.inf), axis=1)
+    return {"mean": kept.sum(1) / lengths[:, None], "pooled": jnp.einsum("bn,bnd->bd", w, kept)}
+
+
+def padded(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    n = bucket(x.shape[1])
+    return core(jnp.pad(x, ((0, 0), (0, n - x.shape[1]), (0, 0))), lengths, q)
+
+
+def concatenated(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    b, length, d = x.shape
+    zeros = jnp.full((b, bucket(length) - length, d), 7.0)  # any padding value is masked
+    return core(jnp.concatenate([x, zeros], axis=1), lengths, q)
+
+
+jitted_core = jax.jit(core)
+
+
+def at_set_nested_jit(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    b, length, d = x.shape
+    return jitted_core(jnp.zeros((b, bucket(length), d)).at[:, :length].set(x), lengths, q)
+
+
+def vmapped(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    n = bucket(x.shape[1])
+    xp = jax.lax.pad(x, 0.0, ((0, 0, 0), (0, n - x.shape[1], 0), (0, 0, 0)))
+    out = jax.vmap(lambda s, m: core(s[None], m[None], q))(xp, lengths)
+    return jax.tree.map(lambda v: v[:, 0], out)
+
+
+def programs(fn: Callable[..., dict], lengths: Sequence[int] = LENGTHS) -> list[ProgramInfo]:
+    f32 = np.float32
+    return [program(fn, {"B": 2, "L": n, "D": 2}, np.ones((2, n, 2), f32),
+                    np.ones(2, np.int32), np.ones(2, f32)) for n in lengths]
+
+
+def check(progs: list[ProgramInfo]) -> Any:
+    return check_programs_per_bucket(progs, dim="L", buckets=BUCKETS, args=("a0",))
+
+
+@pytest.mark.parametrize("fn", [padded, concatenated, at_set_nested_jit, vmapped],
+                         ids=["pad", "concatenate", "at-set-nested-jit", "vmap-lax-pad"])
+def test_padding_to_the_bucket_passes(fn: Callable) -> None:
+    outcome = check(programs(fn))
+    assert outcome.passed, outcome.message
+    assert "3 pairs of lengths compared" in outcome.message
+
+
+def unpadded(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    return core(x, lengths, q)
+
+
+def mask_from_static_length(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    return padded(x, jnp.minimum(lengths, x.shape[1]), q)
+
+
+def sliced_back(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    n = bucket(x.shape[1])
+    return core(jnp.pad(x, ((0, 0), (0, n - x.shape[1]), (0, 0)))[:, : x.shape[1]], lengths, q)
+
+
+def bucket_beside(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    idle = padded(x, lengths, q)
+    own = core(x, lengths, q)
+    return jax.tree.map(lambda a, b: a + 0.0 * b, own, idle)
+
+
+def divides_by_length(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    out = padded(x, lengths, q)
+    return {**out, "mean": out["mean"] * lengths[:, None] / x.shape[1]}
+
+
+@pytest.mark.parametrize("fn, found", [
+    (unpadded, "iota"), (mask_from_static_length, "constant"), (sliced_back, "iota"),
+    (bucket_beside, ""), (divides_by_length, "constant"),
+], ids=["unpadded", "mask-from-static-length", "sliced-back", "bucket-beside",
+        "divides-by-static-length"])
+def test_per_length_programs_fail(fn: Callable, found: str) -> None:
+    outcome = check(programs(fn))
+    assert not outcome.passed
+    assert "differ although both lengths pad to the bucket 4" in outcome.message
+    assert f"has `{found}" in outcome.message
+
+
+def largest_bucket(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    return core(jnp.pad(x, ((0, 0), (0, 16 - x.shape[1]), (0, 0))), lengths, q)
+
+
+def next_but_one(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    n = bucket(x.shape[1] + 4) if x.shape[1] <= 12 else 16
+    return core(jnp.pad(x, ((0, 0), (0, n - x.shape[1]), (0, 0))), lengths, q)
+
+
+@pytest.mark.parametrize("fn", [largest_bucket, next_but_one], ids=["largest", "next-but-one"])
+def test_padding_past_the_bucket_fails(fn: Callable) -> None:
+    outcome = check(programs(fn))
+    assert not outcome.passed
+    assert "longer than a0 padded to its bucket 4" in outcome.message
+
+
+def test_boundary_off_by_one_fails() -> None:
+    """A length equal to a bucket padded to the next one (`>` instead of `>=`)."""
+    def strict(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+        n = next((b for b in BUCKETS if b > x.shape[1]), 16)
+        return core(jnp.pad(x, ((0, 0), (0, n - x.shape[1]), (0, 0))), lengths, q)
+    outcome = check(programs(strict, (3, 4)))
+    assert not outcome.passed and "bucket 4" in outcome.message
+
+
+def test_nothing_to_compare_is_a_package_error() -> None:
+    outcome = check(programs(padded, (3, 5)))
+    assert not outcome.passed and "a problem package error" in outcome.message
+    long = program(unpadded, {"B": 2, "L": 20, "D": 2}, np.ones((2, 20, 2), np.float32),
+                   np.ones(2, np.int32), np.ones(2, np.float32))
+    too_long = check([*programs(padded, (3,)), long])
+    assert "longer than every bucket" in too_long.message
+    assert not check([]).passed
+    assert "could not be analyzed" in check([ProgramInfo("s", "x", [], [], {"L": 3})]).message
+
+
+def test_options_are_validated_and_documented() -> None:
+    rule = RULES["programs_per_bucket"]
+    assert rule.static_shapes and rule.summary.startswith("Programs for lengths in one bucket")
+    with pytest.raises(RuleConfigError, match="strictly increasing"):
+        validate("programs_per_bucket", "program", {"dim": "L", "buckets": [8, 4], "args": ["x"]})
+    with pytest.raises(RuleConfigError, match="buckets"):
+        validate("programs_per_bucket", "program", {"dim": "L", "buckets": [0], "args": ["x"]})
+    assert [bucket_of(n, BUCKETS) for n in (1, 4, 5, 16, 17)] == [4, 4, 8, 16, None]
+
+
+def test_parser_keeps_where_attributes_lie() -> None:
+    text = ('"builtin.module"() ({ "func.func"() <{function_type = () -> (), sym_name = "main"}>'
+            ' ({ %0 = "stablehlo.constant"() <{value = dense<1.0> : tensor<f32>}> : () -> '
+            'tensor<f32>  "func.return"(%0) : (tensor<f32>) -> () }) : () -> () }) : () -> ()')
+    op = parse_module(text).functions()["main"].regions[0][0].ops[0]
+    assert [text[a:b] for a, b in op.spans] == ["{value = dense<1.0> : tensor<f32>}"]
