@@ -330,6 +330,8 @@ def test_a_fixed_trip_count_needs_no_dimension() -> None:
         "at every step from its previous value and a0, reaching your outputs).")
     short = fixed(power_iteration(7), trip_count=Expr("8"))
     assert not short.passed and "found: a loop of 7 steps (8 - 1)" in short.message
+    half = fixed(power_iteration(4), trip_count=Expr("8"))  # scan(..., unroll=2)'s count
+    assert not half.passed and "found: a loop of 4 steps (8 / 2)" in half.message
     assert "run the 8 steps with jax.lax.scan or jax.lax.fori_loop" in short.message
     unrolled = fixed(power_iteration(8, unroll=True), trip_count=Expr("8"))
     assert not unrolled.passed and "(the program has no loop). Run the 8 steps" in unrolled.message

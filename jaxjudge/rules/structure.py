@@ -392,7 +392,7 @@ def _plural(n: int) -> str:
 def _steps(n: int, count: Expr, want: int, dim: str | None, dims: dict[str, int]) -> str:
     """A found trip count, and how it relates to the wanted one: "7 steps (T - 1)"."""
     text = str(count)
-    whole = text if text.isidentifier() else f"({text})"
+    whole = text if text.isidentifier() or text.isdigit() else f"({text})"
     tries: list[tuple[int, str]] = [(want, text)]
     if dim is not None and text != dim and dim in dims:
         tries += [(dims[dim], dim), (dims[dim] - 1, f"{dim} - 1"), (dims[dim] + 1, f"{dim} + 1")]
