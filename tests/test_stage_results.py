@@ -376,3 +376,22 @@ def test_a_trace_that_needs_a_traced_step_fails_its_requirement(
         assert "[step-is-traced] solve uses the value of step in Python" in info.value.message
     else:
         assert failed == [] and "cannot be traced by JAX" in info.value.message
+
+
+def test_a_traced_static_argument_fails_a_traced_input_requirement(tmp_path: Path) -> None:
+    """A tracer as a static argument of an inner jax.jit (a compile per value) is JAX's
+    ValueError: a traced_input requirement's failure; elsewhere, a runtime error as before."""
+    patch = {"status": "trace_error", "error_type": "ValueError",
+             "message": "ValueError: Non-hashable static arguments are not supported."}
+    (tmp_path / "result.json").write_bytes(json.dumps({**OK_A, **patch}).encode())
+    traced = _Grading(Grader(), load_problem("traced-learning-rate-schedule"),
+                      "def solve(step, w, g): pass\n", "run", LIMITS)
+    with pytest.raises(_Decided) as info:
+        traced._stage_a_result(tmp_path / "result.json", EXITED)
+    assert info.value.verdict is Verdict.REQUIREMENT_FAILED
+    assert "or a static argument of jax.jit" in info.value.message
+    other = _grading()
+    with pytest.raises(_Decided) as info:
+        other._stage_a_result(tmp_path / "result.json", EXITED)
+    assert info.value.verdict is Verdict.RUNTIME_ERROR
+    assert "raised an error while tracing" in info.value.message and not other.requirements

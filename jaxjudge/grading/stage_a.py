@@ -40,6 +40,9 @@ UNTRACEABLE = {
     "TracerIntegerConversionError",
     "NonConcreteBooleanIndexError",
 }
+# A traced value passed as a static argument of an inner jax.jit (one compile per value): JAX's
+# ValueError, which names no argument.
+STATIC_TRACER = "Non-hashable static arguments"
 # jax.export's refusal of a program that calls back into Python on the host (both JAX ends).
 HOST_CALLBACK = "serialization of host_callbacks"
 HOST_CALLBACK_MESSAGE = (
@@ -140,15 +143,18 @@ class StageA(StageBase):
             etype = result.error_type or ""
             if etype == "MemoryError":
                 raise Decided(Verdict.MEMORY_LIMIT_EXCEEDED, message)
-            if etype in UNTRACEABLE:
-                self._check_requirements("spec", None)
+            static = etype == "ValueError" and STATIC_TRACER in message
+            if etype in UNTRACEABLE or static:
                 failed = self._untraceable(message)
+                if failed or not static:
+                    self._check_requirements("spec", None)
                 if failed:
                     raise Decided(
                         Verdict.REQUIREMENT_FAILED,
                         "solve cannot be traced: " + " ".join(
                             f"[{r.name}] {r.message}" for r in failed) + "\n" + message,
                     )
+            if etype in UNTRACEABLE:
                 raise Decided(
                     Verdict.RUNTIME_ERROR,
                     "solve cannot be traced by JAX: it uses a traced value where Python needs a "

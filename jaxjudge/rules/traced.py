@@ -11,8 +11,9 @@ path that constant folding does not cut (`0 * step`, a `where` on a constant) ta
 named output.
 
 A submission that needs the value while tracing (a Python `if` on it, `int()`, `float()`,
-`.item()`, a numpy call) cannot be traced at all: `untraceable` turns that failure into this
-requirement's failure, with the reason, instead of a runtime error.
+`.item()`, a numpy call, a static argument of an inner `jax.jit`) cannot be traced at all:
+`untraceable` turns that failure into this requirement's failure, with the reason, instead of
+a runtime error.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def untraceable(message: str, *, argument: str,
         return None
     return RuleOutcome(False, (
         f"solve uses the value of {argument} in Python while it is being traced (an `if`, "
-        f"int(), float(), .item() or numpy call on it). {argument} is a traced array: the "
+        f"int(), float(), .item() or numpy call on it, or a static argument of jax.jit). "
+        f"{argument} is a traced array: the "
         f"grader exports one program that reads it when it runs, so its value is not known "
         f"while tracing, and one program must serve every value. {_fix(argument)}"))
 
