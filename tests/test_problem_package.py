@@ -358,3 +358,37 @@ def test_dtypes_and_per_output_tolerances_are_declared(tmp_path: Path) -> None:
     (dst / "problem.toml").write_text(bad, encoding="utf-8")
     with pytest.raises(ProblemError, match=r"arguments\.1\.dtype"):
         load_problem(dst)
+
+
+GROWTH = ('[[requirements]]\nname = "g"\nlevel = "program"\nrule = "independent_of_dim"\n'
+          'dim = "B"\n')
+
+
+def test_the_growth_check_needs_ranges_for_its_probe_shapes(tmp_path: Path) -> None:
+    """independent_of_dim exports at probe shapes chosen from [constraints]: every dimension
+    needs a range, and the probed one room for two sizes two apart."""
+    ok = load_problem(_with_requirements(tmp_path / "a", GROWTH))
+    assert list(ok.probes().values()) == [{"B": 2, "D": 3, "H": 3}, {"B": 4, "D": 3, "H": 3}]
+    no_range = _with_requirements(tmp_path / "b", GROWTH)
+    toml = (no_range / "problem.toml").read_text(encoding="utf-8").replace("\nH = [2, 5]", "")
+    (no_range / "problem.toml").write_text(toml, encoding="utf-8")
+    with pytest.raises(ProblemError, match=r"requirement 'g': .*range \[low, high\].*\['H'\]"):
+        load_problem(no_range)
+    narrow = _with_requirements(tmp_path / "c", GROWTH.replace('"B"', '"D"'))
+    toml = (narrow / "problem.toml").read_text(encoding="utf-8").replace("D = [2, 4]", "D = [2, 3]")
+    (narrow / "problem.toml").write_text(toml, encoding="utf-8")
+    with pytest.raises(ProblemError, match="two sizes of D at least 2 apart"):
+        load_problem(narrow)
+
+
+def test_the_plan_exports_only_the_probe_shapes_no_test_has() -> None:
+    from jaxjudge.grading.plan import plan_for
+
+    problem = load_problem("per-example-gradient-clipping")
+    plan = plan_for(problem, "submit")
+    # B = 3, D = 3 is a test shape: its program is a probe too, not exported twice.
+    extra = {p["id"]: plan.sig_dims[p["id"]] for p in plan.probes}
+    assert extra == {"p1": {"B": 5, "D": 3}, "p2": {"B": 7, "D": 3}}
+    reused = plan.probe_ids - set(extra)
+    assert len(reused) == 1 and plan.sig_dims[next(iter(reused))] == {"B": 3, "D": 3}
+    assert [a["shape"] for a in plan.probes[0]["args"][1:3]] == [[5, 3], [5]]

@@ -15,10 +15,10 @@ from jax._src.lib.mlir import ir
 
 from jaxjudge.rules import ProgramInfo
 from jaxjudge.rules.expr import Expr
+from jaxjudge.rules.growth import check_independent_of_dim
 from jaxjudge.rules.size import check_max_intermediate_elements
 from jaxjudge.rules.structure import (
     check_dot_types,
-    check_independent_of_dim,
     check_loop_over_dim,
 )
 
@@ -69,40 +69,6 @@ def test_int8_operands_with_int32_accumulation() -> None:
     # Products of other arguments do not count.
     other = check_dot_types([program(int8_matmul, {}, a, b)], **{**opts, "args": ("a0", "zz")})
     assert not other.passed and "No matrix product of a0 and zz" in other.message
-
-
-# -- independent_of_dim: no Python loop over the batch ----------------------------------------
-
-def clip_vmap(x: jax.Array) -> jax.Array:
-    return jax.vmap(lambda r: r / jnp.maximum(1.0, jnp.linalg.norm(r)))(x).mean(0)
-
-
-def clip_loop(x: jax.Array) -> jax.Array:
-    rows = [x[i] / jnp.maximum(1.0, jnp.linalg.norm(x[i])) for i in range(x.shape[0])]
-    return jnp.mean(jnp.stack(rows), axis=0)
-
-
-def per_shape(fn: Callable[..., Any], shapes: list[tuple[int, int]]) -> list[ProgramInfo]:
-    return [program(fn, {"B": b, "D": d}, f32(b, d)) for b, d in shapes]
-
-
-def test_a_python_loop_over_the_batch_grows_with_it() -> None:
-    shapes = [(1, 3), (4, 3), (2, 5)]
-    assert check_independent_of_dim(per_shape(clip_vmap, shapes), dim="B").passed
-    bad = check_independent_of_dim(per_shape(clip_loop, shapes), dim="B")
-    assert not bad.passed
-    assert "grows with B" in bad.message and "for B=1 but" in bad.message
-
-
-def test_a_symbolic_export_is_independent_by_construction() -> None:
-    b, d = export.symbolic_shape("B, D")
-    poly = program(clip_vmap, {}, jax.ShapeDtypeStruct((b, d), np.float32), symbolic=("B", "D"))
-    assert check_independent_of_dim([poly], dim="B").passed
-
-
-def test_growth_needs_two_shapes_differing_only_in_the_dim() -> None:
-    outcome = check_independent_of_dim(per_shape(clip_vmap, [(1, 3), (4, 5)]), dim="B")
-    assert not outcome.passed and "problem package error" in outcome.message
 
 
 # -- loop_over_dim: an exponential moving average over T --------------------------------------

@@ -39,7 +39,7 @@ from jaxjudge.grading.summary import summarize
 from jaxjudge.isolation import fstree
 from jaxjudge.isolation.workdir import work_root
 from jaxjudge.problems.package import Limits, Problem
-from jaxjudge.rules import PROGRAM_RULES, SPEC_RULES, ProgramInfo, RuleOutcome
+from jaxjudge.rules import PROGRAM_RULES, RULES, SPEC_RULES, ProgramInfo, RuleOutcome
 
 if TYPE_CHECKING:
     from jaxjudge.grading.resources import Resources
@@ -176,7 +176,11 @@ class Grading(StageA, StageB):
         for req in self.problem.requirements:
             if req.level != level:
                 continue
-            outcome = self._apply(rules, req.rule, data, req.options)
+            given = data
+            if level == "program" and req.rule in RULES and RULES[req.rule].probe is None:
+                # Programs exported only for the growth check's probes are not the tests'.
+                given = [p for p in data if p.tested]
+            outcome = self._apply(rules, req.rule, given, req.options)
             self.requirements.append(
                 RequirementResult(
                     name=req.name, level=req.level, passed=outcome.passed, message=outcome.message,

@@ -82,6 +82,39 @@ def _symbolic_spec(problem: Problem) -> dict[str, Any] | None:
     return {"dims": sorted(dims), "args": args}
 
 
+def _concrete(node: Any, dims: dict[str, int]) -> Any:
+    """A declared spec tree at given dimension values (named dims replaced by numbers)."""
+    if isinstance(node, dict) and "shape" in node:
+        return {**node, "shape": [dims[d] if isinstance(d, str) else d for d in node["shape"]]}
+    if isinstance(node, dict):
+        return {k: _concrete(v, dims) for k, v in node.items()}
+    return [_concrete(v, dims) for v in node]
+
+
+def _probes(problem: Problem, declared: dict[str, Any] | None,
+            signatures: dict[str, dict[str, Any]]
+            ) -> tuple[list[dict[str, Any]], frozenset[str], dict[str, dict[str, int]]]:
+    """The judge's probe shapes (jaxjudge.rules.growth): the ones no test has, to export beside
+    the tests' signatures; the ids of every program at a probe shape (a test signature that
+    is one included, so it is not exported twice); and the probes' dimension values."""
+    wanted = problem.probes()
+    if not wanted or declared is None:
+        return [], frozenset(), {}
+    extra: list[dict[str, Any]] = []
+    ids: set[str] = set()
+    dims: dict[str, dict[str, int]] = {}
+    for pid, values in wanted.items():
+        args = _concrete(declared["args"], values)
+        same = signatures.get(json.dumps(args, sort_keys=True))
+        if same is not None:
+            ids.add(same["id"])
+            continue
+        extra.append({"id": pid, "args": args})
+        ids.add(pid)
+        dims[pid] = dict(values)
+    return extra, frozenset(ids), dims
+
+
 @dataclass(frozen=True)
 class Plan:
     """What a grade derives from the problem package and the mode alone, built once per package
@@ -97,6 +130,10 @@ class Plan:
     sig_dims: dict[str, dict[str, int]]  # signature id -> named dimensions' values
     outputs: dict[str, tuple[str, float, float]]  # output path -> (dtype, rtol, atol)
     default_leaf: tuple[str, float, float]  # for a path `returns` does not declare
+    # Shapes the judge exports for the growth check when it exports per shape (no tests run
+    # on them), and the ids (signatures' or probes') of every program at a probe shape.
+    probes: list[dict[str, Any]]  # [{"id": "p0", "args": [...]}, ...]
+    probe_ids: frozenset[str]
 
     def output_leaf(self, path: str) -> tuple[str, float, float]:
         return self.outputs.get(path, self.default_leaf)
@@ -139,13 +176,15 @@ def plan_for(problem: Problem, mode: Mode) -> Plan:
         for s in signatures.values()
     }
     symbolic = None if _static_shapes(problem) else declared
+    probes, probe_ids, probe_dims = _probes(problem, declared, signatures)
+    sig_dims.update(probe_dims)
     outputs = {
         path: (dtype, *problem.tolerance.for_output(path))
         for path, dtype in problem.output_dtypes().items()
     }
     default_leaf = (problem.constraints.dtype, problem.tolerance.rtol, problem.tolerance.atol)
     plan = Plan(cases, arg_names, signatures, case_sig, symbolic, sig_dims, outputs,
-                 default_leaf, tests, digest)
+                default_leaf, probes, probe_ids, tests, digest)
     with _plans_lock:
         _plans[key] = plan
         while len(_plans) > 64:

@@ -80,6 +80,7 @@ class StageA(StageBase):
                     "display_name": self.display_name,
                     "signatures": list(self.plan.signatures.values()),
                     "symbolic": self.plan.symbolic,
+                    "probes": self.plan.probes,
                 }
             )
         )
@@ -164,6 +165,14 @@ class StageA(StageBase):
             if status == "export_error" and HOST_CALLBACK in message:
                 raise Decided(Verdict.RUNTIME_ERROR, HOST_CALLBACK_MESSAGE)
             step = "tracing" if status == "trace_error" else "exporting"
+            if status == "export_error" and any(
+                p["id"] == result.signature for p in self.plan.probes
+            ):
+                dims = self.plan.sig_dims.get(result.signature or "", {})
+                shapes = ", ".join(f"{k}={v}" for k, v in sorted(dims.items()))
+                step = (f"exporting it at {shapes}, sizes the judge exports to check that your "
+                        "program does not grow with a dimension (every size within the "
+                        "constraints must work)")
             raise Decided(Verdict.RUNTIME_ERROR, f"solve raised an error while {step}:\n{message}")
         if result.jax_version:
             self.versions["jax"] = result.jax_version[:40]

@@ -74,6 +74,9 @@ class StageB(StageBase):
                 {"id": s["id"], "args": s["args"], "signatures": [s["id"]]}
                 for s in self.plan.signatures.values()
             ]
+            # The judge's probe shapes for the growth check: verified, not run on any test.
+            progs += [{"id": p["id"], "args": p["args"], "signatures": []}
+                      for p in self.plan.probes]
         blobs: dict[str, bytes] = {}
         for prog in progs:
             src = a_dir / f"{prog['id']}.jaxexport"
@@ -227,6 +230,7 @@ class StageB(StageBase):
             log.warning("stage B result lacks tests %s or programs", missing[:5])
             raise Decided(Verdict.RUNTIME_ERROR, MALFORMED_B)
         programs: list[ProgramInfo] = []
+        probes_only = {p["id"] for p in self.plan.probes}  # exported for no test
         for prog in progs:
             entry = (result.programs or {}).get(prog["id"])
             poly = prog["id"] == "poly" and self.plan.symbolic is not None
@@ -238,6 +242,8 @@ class StageB(StageBase):
                     outs=list(entry.outs) if entry is not None else [],
                     dims={} if poly else dict(self.plan.sig_dims.get(prog["id"], {})),
                     symbolic=tuple(self.plan.symbolic["dims"]) if poly else (),
+                    probe=prog["id"] in self.plan.probe_ids,
+                    tested=prog["id"] not in probes_only,
                 )
             )
         return outputs, programs

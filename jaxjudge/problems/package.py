@@ -29,7 +29,8 @@ from jaxjudge.problems.roots import ID_RE as _ID_RE
 from jaxjudge.problems.roots import find_problem_dir, iter_problem_dirs, problem_roots
 from jaxjudge.problems.roots import problems_dir as problems_dir  # kept for existing callers
 from jaxjudge.rules.expr import Expr
-from jaxjudge.rules.registry import RuleConfigError, RuleOptions
+from jaxjudge.rules.growth import probe_dims
+from jaxjudge.rules.registry import RULES, RuleConfigError, RuleOptions
 from jaxjudge.rules.registry import validate as validate_rule
 
 _MAX_CASES_BYTES = 64 * 1024 * 1024
@@ -168,6 +169,15 @@ class Constraints(BaseModel):
     text: list[str] = Field(default_factory=list)
     dtype: DType = "float32"  # the element type of every input and output not declared otherwise
 
+    def ranges(self) -> dict[str, tuple[int, int]]:
+        """Each dimension's declared range, `B = [1, 8]` -> {"B": (1, 8)} (other keys ignored)."""
+        out = {}
+        for name, value in (self.model_extra or {}).items():
+            if (isinstance(value, list) and len(value) == 2
+                    and all(type(v) is int for v in value) and 0 <= value[0] <= value[1]):
+                out[name] = (value[0], value[1])
+        return out
+
 
 class Problem(BaseModel):
     """A loaded problem package. Test cases are read lazily (they can be large)."""
@@ -239,6 +249,38 @@ class Problem(BaseModel):
                         f"requirement {req.name!r}: option {key} uses {unknown}, which are not "
                         f"dimensions of this problem's arguments ({sorted(dims)})")
         return self
+
+    @model_validator(mode="after")
+    def _check_probes(self) -> Problem:
+        """A rule that measures growth (`Rule.probe`) gets programs at probe shapes, which need
+        every argument's shape declared and a range for every dimension."""
+        self.probes()  # raises ValueError naming the requirement and what is missing
+        return self
+
+    def probes(self) -> dict[str, dict[str, int]]:
+        """The judge's probe shapes, as each named dimension's value, by probe id ("p0", ...):
+        two per dimension whose growth a requirement measures ({} when none does)."""
+        names: set[str] = set()
+        for arg in self.arguments:
+            shapes = ([arg.shape] if arg.shape is not None else []) + list(
+                (arg.shapes or {}).values())
+            for shape in shapes:
+                names.update(d for d in shape if isinstance(d, str))
+        found: list[dict[str, int]] = []
+        for req in self.requirements:
+            rule = RULES.get(req.rule)
+            if rule is None or rule.probe is None:
+                continue
+            if any(a.shape is None and a.shapes is None for a in self.arguments):
+                raise ValueError(f"requirement {req.name!r}: the growth check exports programs "
+                                 "at probe shapes, which needs every argument's shape declared")
+            try:
+                pair = probe_dims(self.constraints.ranges(), req.options[rule.probe],
+                                  sorted(names))
+            except ValueError as exc:
+                raise ValueError(f"requirement {req.name!r}: {exc}") from None
+            found.extend(d for d in pair if d not in found)
+        return {f"p{i}": dims for i, dims in enumerate(found)}
 
     @model_validator(mode="after")
     def _check_returns(self) -> Problem:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 # Importing the rule modules registers their rules.
 from jaxjudge.rules import absence as _absence  # noqa: F401
 from jaxjudge.rules import forbidden as _forbidden  # noqa: F401
+from jaxjudge.rules import growth as _growth  # noqa: F401
 from jaxjudge.rules import jaxpr as _jaxpr  # noqa: F401
 from jaxjudge.rules import low_precision_dots as _low_precision_dots  # noqa: F401
 from jaxjudge.rules import program as _program  # noqa: F401

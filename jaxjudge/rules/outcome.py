@@ -39,3 +39,7 @@ class ProgramInfo:
     # them), and the dimensions it is symbolic in (one program serves every value).
     dims: dict[str, int] = field(default_factory=dict)
     symbolic: tuple[str, ...] = ()
+    # Exported at one of the judge's probe shapes (jaxjudge.rules.growth), and run on tests (a
+    # probe shape no test has is exported for the growth check alone: tested is False).
+    probe: bool = False
+    tested: bool = True

@@ -41,6 +41,10 @@ class Rule:
     # value in Python (`if x > 0`, int(x)): `untraceable(message, **options)` returns a failed
     # outcome when the requirement is about that (a traced step counter), else None.
     untraceable: Callable[..., Any] | None = None
+    # The option naming a dimension whose growth the rule measures (e.g. "dim"): whenever a
+    # grade exports per shape, it also exports the submission at the judge's probe shapes of
+    # that dimension (jaxjudge.rules.growth.probe_dims), and the rule gets those programs.
+    probe: str | None = None
 
 
 RULES: dict[str, Rule] = {}
@@ -48,7 +52,7 @@ RULES: dict[str, Rule] = {}
 
 def register(
     name: str, level: Level, options: type[RuleOptions], *, static_shapes: bool = False,
-    untraceable: Callable[..., Any] | None = None,
+    untraceable: Callable[..., Any] | None = None, probe: str | None = None,
 ) -> Callable[[F], F]:
     """Register `check` under `name`; its docstring's first line is the rule's summary."""
 
@@ -57,7 +61,7 @@ def register(
             raise ValueError(f"rule {name!r} registered twice")
         doc = (check.__doc__ or "").strip().splitlines()
         RULES[name] = Rule(name, level, options, check, doc[0] if doc else "", static_shapes,
-                           untraceable)
+                           untraceable, probe)
         return check
 
     return wrap

@@ -1,15 +1,15 @@
-"""Program-level rules about a program's shape: element types, loops, growth (sizes: size.py).
+"""Program-level rules about a program's shape: element types, loops (sizes: size.py).
 
 All read the verified exported programs (trusted side, authoritative), through the same capped
 parser and inliner as the rematerialization rule. Sizes and loop bounds need static shapes, so
 problems using `max_intermediate_elements` or `loop_over_dim` are exported once per input
-shape (`static_shapes=True`); each program then carries its dimensions' values.
+shape (`static_shapes=True`); each program then carries its dimensions' values. Growth with a
+dimension (`independent_of_dim`, and the check loop rules share) is jaxjudge.rules.growth.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Annotated
 
 from pydantic import Field, model_validator
@@ -25,67 +25,25 @@ from jaxjudge.rules.dataflow import (
     propagate,
 )
 from jaxjudge.rules.expr import Expr
+from jaxjudge.rules.growth import growth
 from jaxjudge.rules.loops import MAX_NAMES, LoopFinding, analyze_loops
 from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
-from jaxjudge.rules.program import MAX_TOTAL_CHARS
+from jaxjudge.rules.parsed import Parsed as _Parsed
+from jaxjudge.rules.parsed import all_ops as _all_ops
+from jaxjudge.rules.parsed import parse_programs as _parse
+from jaxjudge.rules.parsed import shapes_text as _shapes
 from jaxjudge.rules.region import noted, region_of
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import (
     Module,
     Op,
     ParseError,
-    parse_module,
     tensor_types,
 )
 
 _DIM = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _ELEMENT = r"^(i|ui|f|bf)[0-9]{1,2}$|^i1$"
 _DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
-
-
-def _all_ops(module: Module) -> Iterable[tuple[str, Op]]:
-    """(function name, op) for every op of every function, nested regions included."""
-    for name, fn in module.functions().items():
-        stack = [op for region in fn.regions for block in region for op in block.ops]
-        while stack:
-            op = stack.pop()
-            yield name, op
-            for region in op.regions:
-                for block in region:
-                    stack.extend(block.ops)
-
-
-@dataclass
-class _Parsed:
-    program: ProgramInfo
-    module: Module
-
-
-def _parse(programs: Sequence[ProgramInfo]) -> list[_Parsed] | RuleOutcome:
-    """Parse every program, or a failed outcome saying why the rule cannot run (no program,
-    malformed ones, more text than one grade's analyses may read, or an unreadable one)."""
-    if not isinstance(programs, Sequence) or isinstance(programs, str | bytes) or not programs:
-        return RuleOutcome(False, "No exported program was available to check.")
-    if not all(isinstance(p, ProgramInfo) and isinstance(p.text, str) for p in programs):
-        return RuleOutcome(False, "The exported programs are malformed and could not be checked.")
-    total = sum(len(p.text) for p in programs)
-    if total > MAX_TOTAL_CHARS:
-        return RuleOutcome(False, (
-            f"The exported programs are too large to verify ({total >> 20} MiB of StableHLO "
-            f"over {len(programs)} input shapes; at most {MAX_TOTAL_CHARS >> 20} MiB are "
-            "analyzed): remove dead computations from solve."))
-    out = []
-    for p in programs:
-        try:
-            out.append(_Parsed(p, parse_module(p.text)))
-        except ParseError as exc:
-            return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
-                                      f"could not be analyzed ({exc}).")
-    return out
-
-
-def _shapes(p: ProgramInfo) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(p.dims.items())) or p.signature
 
 
 # -- dot_types ---------------------------------------------------------------------------------
@@ -182,85 +140,11 @@ def _np(element: str) -> str:
     return element
 
 
-# -- independent_of_dim / loop_over_dim --------------------------------------------------------
-
-class DimOptions(RuleOptions):
-    dim: str = Field(pattern=_DIM, description="a named dimension of the problem")
-
+# -- loop_over_dim (independent_of_dim: jaxjudge.rules.growth) -------------------------------
 
 def _growth(parsed: list[_Parsed], dim: str) -> RuleOutcome:
-    """Whether the program stays the same size as `dim` grows, other dims equal."""
-    if all(dim in item.program.symbolic for item in parsed):
-        return RuleOutcome(True, f"One program serves every {dim}: it was exported with {dim} "
-                                 f"symbolic, so it does not grow with {dim}.",
-                           region=noted(parsed[0].program, f"{dim} is symbolic in this program"))
-    groups: dict[tuple[tuple[str, int], ...], dict[int, tuple[int, _Parsed]]] = {}
-    # Programs with the other dimensions equal, by this dimension's value: (op count, program).
-    budget = Budget()  # inlining every program of the grade: bounded together
-    for item in parsed:
-        p = item.program
-        if dim not in p.dims:
-            return RuleOutcome(False, f"The program for input shapes {p.signature} has no "
-                                      f"value for {dim}, so its growth cannot be checked.")
-        try:
-            size = len(build_graph(item.module).steps)
-            budget.spend(size)
-        except (ParseError, TooComplex) as exc:
-            return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
-                                      f"could not be analyzed ({exc}).")
-        rest = tuple(sorted((k, v) for k, v in p.dims.items() if k != dim))
-        groups.setdefault(rest, {})[p.dims[dim]] = (size, item)
-    compared, shown = False, None
-    for sizes in groups.values():
-        # A size of 1 lowers a little differently (squeezed dims, one-step loops): compare
-        # sizes >= 2 when there are two. An unrolled loop adds at least one op per step, so
-        # growing by fewer ops than the dimension did is lowering noise, not a loop.
-        values = sorted(v for v in sizes if v >= 2)
-        if len(values) < 2:
-            values = sorted(sizes)
-        if len(values) < 2:
-            continue
-        compared = True
-        lo, hi = values[0], values[-1]
-        n_lo, n_hi = sizes[lo][0], sizes[hi][0]
-        note = f"{dim}={lo}: {n_lo} ops, {dim}={hi}: {n_hi} ops once inlined"
-        if n_hi - n_lo >= hi - lo:
-            return RuleOutcome(False, (
-                f"Your program grows with {dim}: {n_lo} operations for {dim}={lo} but {n_hi} "
-                f"for {dim}={hi} (the other dimensions equal). A Python loop (or comprehension) "
-                f"over {dim} is unrolled into the program; use vectorized operations, "
-                f"jax.vmap or a lax loop instead."),
-                region=_grown(sizes[lo][1], sizes[hi][1], note))
-        shown = shown or noted(sizes[hi][1].program, note)
-    if not compared:
-        return RuleOutcome(False, f"The tests have no two input shapes that differ only in "
-                                  f"{dim}, so growth with {dim} cannot be checked (a problem "
-                                  f"package error).")
-    return RuleOutcome(True, f"The program keeps the same size as {dim} grows: it does not "
-                             f"unroll a loop over {dim}.", region=shown)
-
-
-def _grown(lo: _Parsed, hi: _Parsed, note: str) -> Region | None:
-    """The ops of the kind that multiplied most from the smaller program to the larger one."""
-    def census(item: _Parsed) -> dict[str, list[Op]]:
-        found: dict[str, list[Op]] = {}
-        for _, op in _all_ops(item.module):
-            found.setdefault(op.name, []).append(op)
-        return found
-
-    small, large = census(lo), census(hi)
-    name = max(large, key=lambda k: (len(large[k]) - len(small.get(k, [])), k), default=None)
-    if name is None:
-        return noted(hi.program, note)
-    note += f"; {name}: {len(small.get(name, []))} -> {len(large[name])}"
-    return region_of(hi.module, large[name], hi.program, depth=0, note=note)
-
-
-@register("independent_of_dim", "program", DimOptions)
-def check_independent_of_dim(programs: Sequence[ProgramInfo], *, dim: str) -> RuleOutcome:
-    """The program does not grow with the dimension (no Python loop over it)."""
-    parsed = _parse(programs)
-    return parsed if isinstance(parsed, RuleOutcome) else _growth(parsed, dim)
+    """Whether the program stays the same size as `dim` grows, between the tests' programs."""
+    return growth(parsed, dim, probes=False)
 
 
 _PATH = r"^[A-Za-z_][A-Za-z0-9_.]*$"

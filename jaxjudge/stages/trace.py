@@ -8,9 +8,12 @@ numpy, jax only): the sandbox shows it this one file, not the grader package.
 JOB_DIR/job.json:
   {"entry_point": "solve", "source": "submission.py",
    "signatures": [{"id": "s0", "args": [<pytree of {"shape": [..], "dtype": ".."}>, ...]}, ...],
-   "symbolic": {"dims": ["B", "D", "H"], "args": [<same, dims named by strings>]}}  (optional)
+   "symbolic": {"dims": ["B", "D", "H"], "args": [<same, dims named by strings>]},  (optional)
+   "probes": [{"id": "p0", "args": [<as signatures>]}, ...]}  (optional)
 Writes JOB_DIR/result.json and either JOB_DIR/poly.jaxexport (one shape-polymorphic program)
-or one JOB_DIR/<id>.jaxexport per signature.
+or one JOB_DIR/<id>.jaxexport per signature and per probe. Probes are shapes the judge chose
+for its growth check (jaxjudge.rules.growth), exported only on the per-signature path: one
+shape-polymorphic program needs none.
 
 Decisions on symbolic dimensions. The graded program must be what `solve` computes at each
 test's concrete shapes. Traced with symbolic B, D, H, Python code can ask questions about a
@@ -902,10 +905,14 @@ def main(job_dir: str) -> int:
         return 0
     timings["trace"] = time.perf_counter() - t2
 
-    # 3. Export one program per input signature.
+    # 3. Export one program per input signature, then per probe shape.
     t3 = time.perf_counter()
     exports = {}
-    for sig in signatures:
+    probes = list(job.get("probes") or [])
+    for k, sig in enumerate(signatures + probes):
+        if k == len(signatures):
+            timings["export"] = time.perf_counter() - t3
+            t3 = time.perf_counter()
         try:
             args = _to_spec_tree(sig["args"], jax, np)
             exported = export_fn(jit(fn))(*args)
@@ -918,7 +925,7 @@ def main(job_dir: str) -> int:
         name = f"{sig['id']}.jaxexport"
         _write_blob(job_dir, name, blob)
         exports[sig["id"]] = name
-    timings["export"] = time.perf_counter() - t3
+    timings["export_probes" if probes else "export"] = time.perf_counter() - t3
     result.update(status="ok", exports=exports)
     _write_result(job_dir, result)
     return 0

@@ -1,0 +1,317 @@
+"""Growth with a dimension: `independent_of_dim`, and the growth half of `loop_over_dim`.
+
+"The program is independent of B" means: one program serves every B (it was exported with B
+symbolic), or the programs exported at two batch sizes the judge chooses, every other dimension
+equal, have the same size up to fewer operations than B grew by. Code that runs once per
+element of B while JAX traces (a Python loop or comprehension, a lax loop with `unroll`,
+splitting an array into its rows) adds at least one operation per element, so it makes the
+program grow; vectorized operations, `jax.vmap` and a rolled lax loop do not.
+
+The sizes compared are the judge's, never the tests': a vectorized solution with a special case
+for `B == 1` is exported per shape, and comparing its B = 1 program with its B = 4 one would
+measure the special case, not a loop. So the problem's plan names two *probe* sizes of the
+dimension (`probe_sizes`: two apart, past the sizes code special-cases, within the problem's
+constraints) and one value of every other dimension (`probe_dims`); stage A exports the
+submission at those abstract shapes (no values: it never sees more than shapes and dtypes)
+whenever it exports per shape, stage B verifies those programs like the others, and the rule
+compares only them. A message names what grows, read from the programs themselves: while loops,
+copies of a lax loop's body, calls to one function, a loop body, or plain operations.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import Field
+
+from jaxjudge.rules.dataflow import Budget, TooComplex
+from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
+from jaxjudge.rules.parsed import Parsed, all_ops, parse_programs
+from jaxjudge.rules.region import noted, region_of
+from jaxjudge.rules.registry import RuleOptions, register
+from jaxjudge.rules.stablehlo import Module, Op, ParseError
+
+DIM_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+# Sizes below this are the ones code special-cases (empty, a single row, a pair): probes avoid
+# them when the dimension's range allows.
+SPECIAL_BELOW = 3
+PROBE_GAP = 2  # two apart: the same parity, so `B % 2` special cases take the same branch
+# Three sizes, two intervals: per-element code grows over both, while a structure that changes
+# once between two sizes (a `lax.map` batch that fills up, an `if B > 4`) grows over one.
+PROBES = 3
+# The function JAX's lax loops lower their body to, called once per copy of the body: a rolled
+# loop calls it once in its while body, an unrolled one once per unrolled step
+# (`closed_call` in recent JAX, `None` in 0.4.38; MLIR appends `_0`, `_1`... to repeats).
+_LAX_BODY = re.compile(r"^(closed_call|None)(_[0-9]+)?$")
+
+
+class DimOptions(RuleOptions):
+    dim: str = Field(pattern=DIM_PATTERN, description="a named dimension of the problem")
+
+
+# -- probe shapes ------------------------------------------------------------------------------
+
+def probe_sizes(low: int, high: int) -> tuple[int, ...]:
+    """The sizes of the dimension to compare: up to PROBES of them, PROBE_GAP apart, as small
+    as possible (cheap to trace) but past the special-cased sizes when the range [low, high]
+    allows; () when the range is narrower than one gap."""
+    for floor in (SPECIAL_BELOW, 2, 1, 0):
+        lo = max(low, floor)
+        if lo + PROBE_GAP <= high:
+            return tuple(range(lo, min(high, lo + (PROBES - 1) * PROBE_GAP) + 1, PROBE_GAP))
+    return ()
+
+
+def probe_dims(ranges: Mapping[str, tuple[int, int]], dim: str,
+               names: Sequence[str]) -> list[dict[str, int]]:
+    """The probe shapes' dimension values: `dim` at each of its probe sizes, every other named
+    dimension at one value (past the special-cased sizes if it can be). ValueError (a problem
+    package error) when a dimension has no range or `dim`'s range has no two probe sizes."""
+    missing = sorted(n for n in {dim, *names} if n not in ranges)
+    if missing:
+        raise ValueError(f"the growth check exports programs at probe shapes, which needs a "
+                         f"range [low, high] in [constraints] for {missing}")
+    sizes = probe_sizes(*ranges[dim])
+    if not sizes:
+        low, high = ranges[dim]
+        raise ValueError(f"the growth check needs two sizes of {dim} at least {PROBE_GAP} "
+                         f"apart, but its range is [{low}, {high}]")
+    rest = {n: min(max(ranges[n][0], SPECIAL_BELOW), ranges[n][1]) for n in names if n != dim}
+    return [{**rest, dim: size} for size in sizes]
+
+
+# -- what a program is made of -----------------------------------------------------------------
+
+@dataclass
+class Footprint:
+    """A program's size once every call is inlined, and where its operations are."""
+
+    ops: int = 0
+    in_loops: int = 0  # operations inside while loops' regions
+    whiles: int = 0
+    copies: int = 0  # calls of a lax loop's body function (one per copy of the body)
+    looped_copies: int = 0  # those inside while loops' regions
+    calls: Counter[str] = field(default_factory=Counter)  # other callees -> calls
+
+    def add(self, other: Footprint, in_loop: bool) -> None:
+        self.ops += other.ops
+        self.in_loops += other.ops if in_loop else other.in_loops
+        self.whiles += other.whiles
+        self.copies += other.copies
+        self.looped_copies += other.copies if in_loop else other.looped_copies
+        self.calls.update(other.calls)
+
+
+def _entry(functions: dict[str, Op]) -> str:
+    if "main" in functions:
+        return "main"
+    publics = [n for n, f in functions.items() if f.attrs.get("sym_visibility") == "public"]
+    if len(publics) != 1:
+        raise ParseError("the module has no main function")
+    return publics[0]
+
+
+def _callees(fn: Op) -> set[str]:
+    found: set[str] = set()
+    stack = [op for region in fn.regions for block in region for op in block.ops]
+    while stack:
+        op = stack.pop()
+        if op.name == "func.call":
+            found.add(op.attrs.get("callee", ""))
+        stack.extend(o for region in op.regions for block in region for o in block.ops)
+    return found
+
+
+def footprint(module: Module, budget: Budget) -> Footprint:
+    """The inlined program's footprint, computed per function (callees first), so a call
+    repeated a million times costs one addition, not a million copies. ParseError on a call to
+    an unknown function or recursion; TooComplex past the budget."""
+    functions = module.functions()
+    entry = _entry(functions)
+    order: list[str] = []  # callees before callers
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[tuple[str, list[str]]] = []
+    for root in (entry,):
+        state[root] = 1
+        path.append((root, sorted(_callees(functions[root]))))
+        while path:
+            name, todo = path[-1]
+            if not todo:
+                state[name] = 2
+                order.append(name)
+                path.pop()
+                continue
+            nxt = todo.pop()
+            if nxt not in functions:
+                raise ParseError(f"func.call to unknown function @{nxt}")
+            if state.get(nxt) == 1:
+                raise ParseError(f"recursive call to @{nxt}")
+            if not state.get(nxt):
+                state[nxt] = 1
+                path.append((nxt, sorted(_callees(functions[nxt]))))
+    done: dict[str, Footprint] = {}
+    for name in order:
+        fp = Footprint()
+        stack = [(op, False) for region in functions[name].regions for block in region
+                 for op in block.ops]
+        while stack:
+            op, in_loop = stack.pop()
+            budget.spend()
+            if op.name == "func.call":
+                callee = op.attrs.get("callee", "")
+                budget.spend(len(done[callee].calls))
+                fp.add(done[callee], in_loop)
+                if _LAX_BODY.match(callee):
+                    fp.copies += 1
+                    fp.looped_copies += in_loop
+                else:
+                    fp.calls[callee] += 1
+                continue
+            if op.name != "stablehlo.constant":  # constants merge when their values match
+                fp.ops += 1
+                fp.in_loops += in_loop
+            inner = in_loop or op.name == "stablehlo.while"
+            fp.whiles += op.name == "stablehlo.while"
+            stack.extend((o, inner) for region in op.regions for block in region
+                         for o in block.ops)
+        done[name] = fp
+    return done[entry]
+
+
+# -- the rule ----------------------------------------------------------------------------------
+
+def _cause(dim: str, lo: int, hi: int, a: Footprint, b: Footprint) -> str:
+    """What grows from the program at dim = lo to the one at dim = hi, named from the programs
+    alone: never a loop that is not there."""
+    at = f"for {dim}={lo} and {dim}={hi}"
+    if b.whiles - a.whiles >= hi - lo:
+        return (f"It holds {a.whiles} and {b.whiles} while loops {at}: a lax loop (scan, "
+                f"fori_loop, while_loop or map) is started once per element of {dim}, as when "
+                f"a Python loop over {dim} calls one. Vectorize over {dim} (jax.vmap) and run "
+                f"one loop for the whole batch.")
+    if b.copies - a.copies >= hi - lo:
+        if b.whiles == 0:
+            how = f"unrolled completely: unroll=True, or an unroll factor of at least {dim}"
+        elif b.whiles == 1 and b.looped_copies > 1:
+            how = (f"unroll={b.looped_copies} copies the body {b.looped_copies} times into "
+                   f"each loop step, plus one copy per step left over")
+        else:
+            how = "unroll=k copies the body k times into each loop step"
+        return (f"A lax loop (jax.lax.scan or fori_loop) is unrolled over {dim}: its body is "
+                f"copied into the program {a.copies} and {b.copies} times {at} ({how}). Leave "
+                f"unroll at its default (1) so that the loop stays a loop, or vectorize with "
+                f"jax.vmap.")
+    if b.whiles and 2 * (b.in_loops - a.in_loops) >= b.ops - a.ops:
+        return (f"The body of a lax loop grows: {a.in_loops} and {b.in_loops} operations "
+                f"inside while loops {at}, so something in it runs once per element of {dim} "
+                f"while JAX traces (a Python loop or comprehension over {dim}). Vectorize it "
+                f"over {dim}.")
+    grown = sorted((n for n in b.calls if b.calls[n] > a.calls.get(n, 0)),
+                   key=lambda n: (a.calls.get(n, 0) - b.calls[n], n))[:3]
+    calls = ", ".join(f"{n} is called {a.calls.get(n, 0)} and {b.calls[n]} times"
+                      for n in grown)
+    calls = f" ({calls} {at})" if calls else ""
+    return (f"Operations are repeated for each element of {dim}{calls}: code that runs once "
+            f"per element while JAX traces (a Python loop or comprehension over {dim}, or "
+            f"splitting an array into its {dim} rows) is unrolled into the program. Use "
+            f"vectorized operations or jax.vmap over {dim}.")
+
+
+def growth(parsed: Sequence[Parsed], dim: str, *, probes: bool) -> RuleOutcome:
+    """Whether the program stays the same size as `dim` grows, other dims equal: between the
+    probe programs (`probes`), or else between the tests' programs (sizes >= 2 when there are
+    two)."""
+    if all(dim in item.program.symbolic for item in parsed):
+        return RuleOutcome(True, f"One program serves every {dim}: it was exported with {dim} "
+                                 f"symbolic, so it does not grow with {dim}.",
+                           region=noted(parsed[0].program, f"{dim} is symbolic in this program"))
+    pool = [item for item in parsed if item.program.probe] if probes else list(parsed)
+    groups: dict[tuple[tuple[str, int], ...], dict[int, tuple[Footprint, Parsed]]] = {}
+    budget = Budget()  # every program of the grade: bounded together
+    for item in pool:
+        p = item.program
+        if dim not in p.dims:
+            return RuleOutcome(False, f"The program for input shapes {p.signature} has no "
+                                      f"value for {dim}, so its growth cannot be checked.")
+        try:
+            fp = footprint(item.module, budget)
+        except (ParseError, TooComplex) as exc:
+            return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
+                                      f"could not be analyzed ({exc}).")
+        rest = tuple(sorted((k, v) for k, v in p.dims.items() if k != dim))
+        groups.setdefault(rest, {})[p.dims[dim]] = (fp, item)
+    compared: list[str] = []
+    shown: Region | None = None
+    for rest, sizes in groups.items():
+        # Without probes, a size of 1 lowers a little differently (squeezed dims, one-step
+        # loops): compare the smallest and largest sizes >= 2 when there are two.
+        values = sorted(sizes) if probes else sorted(v for v in sizes if v >= 2)
+        if len(values) < 2:
+            values = sorted(sizes)
+        if len(values) < 2:
+            continue
+        if not probes:
+            values = [values[0], values[-1]]
+        fps = [sizes[v][0] for v in values]
+        others = ", ".join(f"{k}={v}" for k, v in rest)
+        where = f" ({others})" if others else ""
+        counts = _and([str(fp.ops) for fp in fps])
+        at = f"{dim}={_and([str(v) for v in values])}"
+        note = "; ".join(f"{dim}={v}: {fp.ops} ops" for v, fp in zip(values, fps, strict=True))
+        note += " once inlined (constants aside)"
+        # An unrolled loop adds at least one op per step, at every size: growing by fewer ops
+        # than the dimension did, or over only some of the intervals, is not per-element code.
+        if all(b.ops - a.ops >= hi - lo for a, b, lo, hi in
+               zip(fps, fps[1:], values, values[1:], strict=False)):
+            return RuleOutcome(False, (
+                f"Your program grows with {dim}: {counts} operations for {at}{where}. "
+                + _cause(dim, values[0], values[-1], fps[0], fps[-1])),
+                region=_grown(sizes[values[0]][1], sizes[values[-1]][1], note))
+        compared.append(f"{counts} operations for {at}{where}")
+        shown = shown or noted(sizes[values[-1]][1].program, note)
+    if not compared:
+        if probes:
+            return RuleOutcome(False, f"No programs exported at two probe sizes of {dim} were "
+                                      f"available, so growth with {dim} cannot be checked.")
+        return RuleOutcome(False, f"The tests have no two input shapes that differ only in "
+                                  f"{dim}, so growth with {dim} cannot be checked (a problem "
+                                  f"package error).")
+    return RuleOutcome(True, f"The program does not grow with {dim}: {'; '.join(compared)}.",
+                       region=shown)
+
+
+def _grown(lo: Parsed, hi: Parsed, note: str) -> Region | None:
+    """The ops of the kind that multiplied most from the smaller program to the larger one."""
+    def census(item: Parsed) -> dict[str, list[Op]]:
+        found: dict[str, list[Op]] = {}
+        for _, op in all_ops(item.module):
+            found.setdefault(op.name, []).append(op)
+        return found
+
+    small, large = census(lo), census(hi)
+    name = max(large, key=lambda k: (len(large[k]) - len(small.get(k, [])), k), default=None)
+    if name is None:
+        return noted(hi.program, note)
+    note += f"; {name}: {len(small.get(name, []))} -> {len(large[name])}"
+    return region_of(hi.module, large[name], hi.program, depth=0, note=note)
+
+
+def _and(items: list[str]) -> str:
+    return " and ".join(items) if len(items) < 3 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+@register("independent_of_dim", "program", DimOptions, probe="dim")
+def check_independent_of_dim(programs: Sequence[ProgramInfo], *, dim: str) -> RuleOutcome:
+    """The program does not grow with the dimension (compared at two probe sizes it chooses).
+
+    Passes when the program was exported with `dim` symbolic, or when the programs exported at
+    the judge's two probe shapes (`dim` at two sizes two apart, past 0, 1 and 2 when the
+    problem's range allows; every other dimension at one value; see `probe_dims`) differ by
+    fewer operations (once calls are inlined) than `dim` does. Per-element code unrolled while
+    JAX traces (Python loops and comprehensions, lax loops with `unroll`, splitting into rows)
+    fails, with a message naming what grows; the tests' own shapes are never compared."""
+    parsed = parse_programs(programs)
+    return parsed if isinstance(parsed, RuleOutcome) else growth(parsed, dim, probes=True)
