@@ -5,9 +5,10 @@
 
 Shapes. The requirement (`independent_of_dim`, dim B) is checked on one program exported with B
 symbolic; a submission that cannot be exported that way (a Python loop over the examples) is
-exported once per shape and its programs are compared, so the tests need shapes that differ only
-in B: D = 3 with B in {1, 3, 8}, D = 1 with B in {1, 4}, D = 5 with B in {2, 8}, and the
-example shape (2, 2): 8 shapes, each one compile per grade.
+exported once per shape, and at the judge's probe shapes (B = 3, 5, 7 with D = 3, chosen from
+[constraints]), whose programs are compared: the tests' shapes need not differ only in B. They
+are D = 3 with B in {1, 3, 8}, D = 1 with B in {1, 4}, D = 5 with B in {2, 8}, and the example
+shape (2, 2): 8 shapes, each one compile per grade.
 
 Regimes. Every clipping factor regime appears: all examples below max_norm (plain mean
 gradient), all above (tiny max_norm: the result is max_norm times the mean direction), mixed,
