@@ -19,6 +19,7 @@ from jaxjudge.rules import forbidden as _forbidden  # noqa: F401
 from jaxjudge.rules import growth as _growth  # noqa: F401
 from jaxjudge.rules import jaxpr as _jaxpr  # noqa: F401
 from jaxjudge.rules import low_precision_dots as _low_precision_dots  # noqa: F401
+from jaxjudge.rules import products as _products  # noqa: F401
 from jaxjudge.rules import program as _program  # noqa: F401
 from jaxjudge.rules import programs_per_bucket as _programs_per_bucket  # noqa: F401
 from jaxjudge.rules import scaled_backward as _scaled_backward  # noqa: F401

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from jaxjudge.rules.dataflow import Graph, Kind, Step
+from jaxjudge.rules.dataflow import Graph, Kind, Step, pass_transfer
 from jaxjudge.rules.stablehlo import Op
 
 _MAX_INT = 1 << 62
@@ -256,6 +256,23 @@ def make_transfer(values: list[Value]) -> Transfer:
         for o in ops:
             acc |= bits[o]
         return [acc] * len(step.results) if acc else None
+
+    return transfer
+
+
+def make_value_transfer(values: list[Value]) -> Transfer:
+    """Same values (`pass_transfer`: re-laid-out, converted, sliced, concatenated, selected)
+    without what constant folding removes: a constant holds no argument's values, and a select
+    on a constant predicate holds only the branch it takes."""
+
+    def transfer(step: Step, bits: Bits) -> list[int] | None:
+        if step.kind is not Kind.TUPLE and step.results and all(
+                values[r] is not None for r in step.results):
+            return None
+        ops = step.operands
+        if step.name == "stablehlo.select" and len(ops) == 3 and values[ops[0]] is not None:
+            return [bits[ops[1] if values[ops[0]] else ops[2]]] * len(step.results)
+        return pass_transfer(step, bits)
 
     return transfer
 

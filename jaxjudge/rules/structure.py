@@ -1,4 +1,4 @@
-"""Program-level rules about a program's shape: element types, loops (sizes: size.py).
+"""Program-level rules about a program's shape: loops (sizes: size.py, dot types: products.py).
 
 All read the verified exported programs (trusted side, authoritative), through the same capped
 parser and inliner as the rematerialization rule. Sizes and loop bounds need static shapes, so
@@ -17,12 +17,8 @@ from pydantic import Field, model_validator
 from jaxjudge.rules.dataflow import (
     Budget,
     Graph,
-    Step,
     TooComplex,
-    ancestors,
     build_graph,
-    full_transfer,
-    propagate,
 )
 from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.growth import growth
@@ -35,109 +31,11 @@ from jaxjudge.rules.parsed import shapes_text as _shapes
 from jaxjudge.rules.region import noted, region_of
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import (
-    Module,
     Op,
     ParseError,
-    tensor_types,
 )
 
 _DIM = r"^[A-Za-z_][A-Za-z0-9_]*$"
-_ELEMENT = r"^(i|ui|f|bf)[0-9]{1,2}$|^i1$"
-_DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
-
-
-# -- dot_types ---------------------------------------------------------------------------------
-
-class DotTypesOptions(RuleOptions):
-    args: tuple[str, str] = Field(description="input paths of the two matrices, e.g. [a, b]")
-    operands: tuple[str, str] = Field(description="MLIR element types of the two operands")
-    result: str = Field(pattern=_ELEMENT, description="MLIR element type of the result")
-
-
-def _arg_products(program: ProgramInfo, module: Module, args: tuple[str, str],
-                  budget: Budget) -> list[tuple[Step, Op | None]] | str:
-    """Every live matmul of a value computed from args[0] with a value computed from args[1]
-    (through any steps: a converted, scaled, summed or multiplied copy still carries the
-    argument), or why none can be found."""
-    g = build_graph(module)
-    g.budget = budget
-    budget.spend(len(g.steps))
-    if len(g.main_args) != len(program.args) or len(g.main_results) != len(program.outs):
-        return "the program's arguments or results do not match their paths"
-    seeds: dict[int, int] = {}
-    for node, path in zip(g.main_args, program.args, strict=True):
-        for bit, name in enumerate(args):
-            if path == name:
-                seeds[node] = seeds.get(node, 0) | (1 << bit)
-    origin = propagate(g, seeds, full_transfer)
-    live = ancestors(g, g.main_results)
-    found = []
-    for s, op in zip(g.steps, g.ops, strict=True):
-        if s.name in _DOTS and len(s.operands) >= 2 and s.results and s.results[0] in live:
-            lhs, rhs = origin[s.operands[0]], origin[s.operands[1]]
-            if (lhs & 1 and rhs & 2) or (lhs & 2 and rhs & 1):
-                found.append((s, op))
-    return found
-
-
-@register("dot_types", "program", DotTypesOptions)
-def check_dot_types(
-    programs: Sequence[ProgramInfo], *, args: tuple[str, str], operands: tuple[str, str],
-    result: str,
-) -> RuleOutcome:
-    """Every matmul of the two arguments takes the given element types and returns the given one.
-
-    At least one such matmul must reach the outputs, and none may use other types: a float
-    product of the same matrices beside a decoy integer one does not pass."""
-    parsed = _parse(programs)
-    if isinstance(parsed, RuleOutcome):
-        return parsed
-    want = sorted(operands)
-    names = " and ".join(args)
-    shown: Region | None = None
-    budget = Budget()  # one for all of this grade's programs
-    for item in parsed:
-        try:
-            found = _arg_products(item.program, item.module, args, budget)
-        except (ParseError, TooComplex) as exc:
-            return RuleOutcome(False, f"The exported program for input shapes "
-                                      f"{item.program.signature} could not be analyzed ({exc}).")
-        if isinstance(found, str):
-            return RuleOutcome(False, f"The exported program could not be analyzed ({found}).")
-        kinds = {}
-        ops: dict[bool, list[Op | None]] = {True: [], False: []}
-        for step, op in found:
-            head, _, tail = step.type.rpartition("->")
-            ins = [t.element for t in tensor_types(head)[:2]]
-            outs = [t.element for t in tensor_types(tail)]
-            ok = sorted(ins) == want and outs == [result]
-            kinds[f"({', '.join(ins)}) -> {', '.join(outs)}"] = ok
-            ops[ok].append(op)
-        fix = (f"Multiply the quantized arrays themselves, e.g. jax.lax.dot_general(a, b, ..., "
-               f"preferred_element_type=jnp.{_np(result)}), and apply the scales afterwards.")
-        if not kinds:
-            return RuleOutcome(False, f"No matrix product of {names} reaches your outputs. {fix}")
-        wrong = sorted(k for k, ok in kinds.items() if not ok)
-        if wrong:
-            return RuleOutcome(False, (
-                f"A matrix product of {names} takes and returns {', '.join(wrong)}; every product "
-                f"of them must take {operands[0]} x {operands[1]} operands and accumulate in "
-                f"{result}. {fix}"), region=region_of(item.module, ops[False], item.program))
-        shown = shown or region_of(item.module, ops[True], item.program)
-    return RuleOutcome(True, f"Every matrix product of {names} takes {operands[0]} x "
-                             f"{operands[1]} operands and accumulates in {result}.", region=shown)
-
-
-def _np(element: str) -> str:
-    """MLIR element type -> numpy name, for messages."""
-    table = {"bf16": "bfloat16", "i1": "bool_"}
-    if element in table:
-        return table[element]
-    kind = {"i": "int", "ui": "uint", "f": "float"}
-    for prefix in ("ui", "i", "f"):
-        if element.startswith(prefix):
-            return kind[prefix] + element[len(prefix):]
-    return element
 
 
 # -- loop_over_dim (independent_of_dim: jaxjudge.rules.growth) -------------------------------

@@ -1,0 +1,210 @@
+"""`dot_types`: the product of two arguments is computed by dots of given element types, and only
+by them (an int8 matmul accumulating in int32, not a float one, nor int32 arithmetic beside it).
+
+Read from the verified exported program's inlined dataflow (`jaxjudge.rules.dataflow`), with
+constants folded (`jaxjudge.rules.folding`). Over it:
+
+- a value is **derived from** an argument when it is computed from the argument's data (any
+  step: converted, scaled, summed, multiplied); never through its shape (sizes read with symbolic
+  dimensions carry nothing), nor through what folding cuts (a value multiplied by 0, a `where`
+  branch a constant predicate never takes);
+- a dot *of the arguments* is a `dot_general`, `dot` or `convolution` whose one operand holds
+  the first argument's values and whose other holds the second's (the arguments re-laid-out:
+  reshaped, transposed, sliced, converted, concatenated, padded or masked by a `where`, not
+  computed from);
+- such a dot with the required element types *is* the product: its result counts as derived
+  from neither argument. Every other value derived from both (a float or int32 matmul, an
+  elementwise multiply-and-sum, `(a + b) ** 2`, a dot of values computed from them) must not
+  reach the outputs;
+- and one such dot must reach the outputs, other than through a multiplication by 0.
+
+So an honest program computes `a @ b` in the required types and then only scales, converts or
+rearranges its result. Known limits: the analysis follows which values are computed from which,
+not what they equal. A dot operand built from b by selecting or overwriting every one of its
+entries (`where(eye_mask, 1, 0 * b)` is folded, `where(mask, 1, where(mask2, 0, b))` is not) still
+holds "b's values", and a value a `while_loop` condition reads only through its trip count is
+not followed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from jaxjudge.rules.dataflow import Budget, Graph, Step, TooComplex, build_graph, propagate
+from jaxjudge.rules.folding import (
+    Bits,
+    fold_constants,
+    live_nodes,
+    make_transfer,
+    make_value_transfer,
+)
+from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
+from jaxjudge.rules.registry import RuleOptions, register
+from jaxjudge.rules.stablehlo import ParseError, tensor_types
+from jaxjudge.rules.structure import _parse
+
+_ELEMENT = r"^(i|ui|f|bf)[0-9]{1,2}$|^i1$"
+_PATH = r"^[A-Za-z_][A-Za-z0-9_.]*$"
+_DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
+_A, _B = 1, 2
+Element = Annotated[str, Field(pattern=_ELEMENT)]
+
+
+class DotTypesOptions(RuleOptions):
+    args: tuple[Annotated[str, Field(pattern=_PATH)], Annotated[str, Field(pattern=_PATH)]] = (
+        Field(description="input paths of the two matrices, e.g. [a, b]"))
+    operands: tuple[Element, Element] = Field(
+        description="MLIR element types of the two operands, e.g. [i8, i8]")
+    result: Element = Field(description="MLIR element type of the result, e.g. i32")
+
+    @model_validator(mode="after")
+    def _two_arguments(self) -> DotTypesOptions:
+        if self.args[0] == self.args[1]:
+            raise ValueError("args must name two different inputs")
+        return self
+
+
+def _types(step: Step) -> tuple[list[str], list[str]]:
+    """(operand element types, result element types) from the step's printed type."""
+    head, _, tail = step.type.rpartition("->")
+    return [t.element for t in tensor_types(head)], [t.element for t in tensor_types(tail)]
+
+
+def _has_types(step: Step, operands: tuple[str, str], result: str) -> bool:
+    ins, outs = _types(step)
+    return sorted(ins[:2]) == sorted(operands) and outs == [result]
+
+
+def _signature(step: Step) -> str:
+    """"(i32, i32) -> i32" for messages ("" when the step has no printed type)."""
+    ins, outs = _types(step)
+    return f"({', '.join(ins)}) -> {', '.join(outs)}" if ins or outs else ""
+
+
+class _Found:
+    """What one program shows: the required dots that reach the outputs, and the first step
+    (in program order) where values derived from both arguments meet and reach the outputs."""
+
+    def __init__(self) -> None:
+        self.live_dots = 0
+        self.mixing: Step | None = None
+        self.mixed = False
+
+
+def _analyze(g: Graph, arg_paths: Sequence[str], args: tuple[str, str],
+             operands: tuple[str, str], result: str) -> _Found:
+    seeds: dict[int, int] = {}
+    for node, path in zip(g.main_args, arg_paths, strict=True):
+        for bit, name in ((_A, args[0]), (_B, args[1])):
+            if path == name or path.startswith(name + "."):
+                seeds[node] = seeds.get(node, 0) | bit
+    values = fold_constants(g)
+    held = propagate(g, seeds, make_value_transfer(values))
+    required: set[int] = set()  # id() of the steps that are the product
+    for s in g.steps:
+        if s.name not in _DOTS or len(s.operands) < 2 or len(s.results) != 1:
+            continue
+        lhs, rhs = held[s.operands[0]], held[s.operands[1]]
+        if not ((lhs & _A and rhs & _B) or (lhs & _B and rhs & _A)):
+            continue
+        if _has_types(s, operands, result):
+            required.add(id(s))
+    base = make_transfer(values)
+
+    def transfer(step: Step, bits: Bits) -> list[int] | None:
+        return None if id(step) in required else base(step, bits)
+
+    derived = propagate(g, seeds, transfer)
+    live = live_nodes(g, values, g.main_results)
+    found = _Found()
+    both = _A | _B
+    for s in g.steps:
+        if id(s) in required:
+            found.live_dots += s.results[0] in live
+            continue
+        if not any(derived[r] & both == both and r in live for r in s.results):
+            continue
+        found.mixed = True
+        if found.mixing is None and s.name != "link" and not any(
+                derived[o] & both == both for o in s.operands):
+            found.mixing = s  # where the two meet
+    return found
+
+
+@register("dot_types", "program", DotTypesOptions)
+def check_dot_types(
+    programs: Sequence[ProgramInfo], *, args: tuple[str, str], operands: tuple[str, str],
+    result: str,
+) -> RuleOutcome:
+    """The product of the two arguments is computed by dots of the given types, and only by them.
+
+    A dot (dot_general, dot or convolution) of the two arguments' values with those operand and
+    result element types reaches the outputs (not multiplied by 0), and no other value computed
+    from the data of both arguments does: a float or int32 matmul, an elementwise
+    multiply-and-sum or any other arithmetic mixing them fails, even beside a real one; scaling,
+    converting or rearranging the dot's result is free. Shapes carry no dependence (see
+    jaxjudge.rules.products)."""
+    parsed = _parse(programs)
+    if isinstance(parsed, RuleOutcome):
+        return parsed
+    names = " and ".join(args)
+    fix = (f"Multiply the quantized arrays themselves, e.g. jax.lax.dot_general(a, b, ..., "
+           f"preferred_element_type=jnp.{_np(result)}), and only scale, convert or rearrange "
+           f"its result.")
+    budget = Budget()  # one for all of this grade's programs
+    for item in parsed:
+        p = item.program
+        try:
+            g = build_graph(item.module)
+            g.budget = budget
+            budget.spend(len(g.steps))
+            if len(g.main_args) != len(p.args) or len(g.main_results) != len(p.outs):
+                return RuleOutcome(False, "The exported program could not be analyzed (its "
+                                          "arguments or results do not match their paths).")
+            found = _analyze(g, p.args, args, operands, result)
+        except (ParseError, TooComplex) as exc:
+            return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
+                                      f"could not be analyzed ({exc}).")
+        wanted = f"{operands[0]} x {operands[1]} operands accumulating in {result}"
+        if found.mixed:
+            step = found.mixing
+            if step is not None and step.name in _DOTS and _has_types(step, operands, result):
+                what = (f"A matrix product {_signature(step)} multiplies values computed from "
+                        f"{names} (not the matrices themselves: converted, reshaped or sliced "
+                        f"copies count, arithmetic on them does not) and reaches your outputs")
+            elif step is not None and step.name in _DOTS:
+                what = f"A matrix product of {names} takes and returns {_signature(step)}"
+            elif step is not None:
+                sig = _signature(step)
+                op = step.name.removeprefix("stablehlo.") + (f" ({sig})" if sig else "")
+                what = (f"A {op} combines values computed from {args[0]} "
+                        f"and from {args[1]}, and its result reaches your outputs")
+            else:
+                what = (f"A value computed from both {args[0]} and {args[1]} reaches your "
+                        f"outputs other than through the product")
+            return RuleOutcome(False, (
+                f"{what}; the product of {names} must be computed only by a dot_general with "
+                f"{wanted} (no float or int32 matmul, no elementwise multiply-and-sum, even "
+                f"beside such a dot). {fix}"))
+        if not found.live_dots:
+            return RuleOutcome(False, (
+                f"No matrix product of {names} with {wanted} reaches your outputs (none is "
+                f"computed, or its result is discarded or multiplied by 0). {fix}"))
+    return RuleOutcome(True, (
+        f"The product of {names} is computed by a dot_general with {operands[0]} x "
+        f"{operands[1]} operands accumulating in {result}, and nothing else mixes them."))
+
+
+def _np(element: str) -> str:
+    """MLIR element type -> numpy name, for messages."""
+    table = {"bf16": "bfloat16", "i1": "bool_"}
+    if element in table:
+        return table[element]
+    kind = {"i": "int", "ui": "uint", "f": "float"}
+    for prefix in ("ui", "i", "f"):
+        if element.startswith(prefix):
+            return kind[prefix] + element[len(prefix):]
+    return element
