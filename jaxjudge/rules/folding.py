@@ -151,14 +151,14 @@ def _unary(name: str, a: int | float, element: str) -> int | float | None:
     return _cast(out, element)
 
 
-def _evaluate(op: Op, args: list[Value]) -> Value:
+def _evaluate(op: Op, args: list[Value], exact: bool = False) -> Value:
     """One op's result from its operands' values (UNSET: wait for them; None: not constant)."""
     name = op.name
     if name == "stablehlo.constant":
         return _literal(op)
     element = _element(op)
     known = [a for a in args if a is not None and not isinstance(a, _Unset)]
-    if name in _ZERO_ABSORBS and 0 in known:
+    if name in _ZERO_ABSORBS and 0 in known and not (exact and _is_float(element)):
         return _cast(0, element)  # 0 * v, and(false, v), a product with a zero matrix
     if name == "stablehlo.or" and element == "i1" and 1 in known:
         return 1
@@ -170,16 +170,21 @@ def _evaluate(op: Op, args: list[Value]) -> Value:
         if isinstance(pred, _Unset):
             return UNSET
         return args[1] if pred else args[2]
+    # A splat re-laid-out, sliced, gathered or padded with itself keeps its value whatever the
+    # other operands (shapes, indices, padding sizes) are: with symbolic dimensions those are
+    # computed from sizes, and `0 * x` must fold on both export paths.
+    if name in _SAME and args:
+        return args[0]
+    if name in _FIRST_TWO_EQUAL and len(args) >= 2:
+        if isinstance(args[0], _Unset) or isinstance(args[1], _Unset):
+            return UNSET
+        return args[0] if args[0] is not None and args[0] == args[1] else None
     if any(isinstance(a, _Unset) for a in args):
         return UNSET
     if any(a is None for a in args) or not args:
         return None
-    if name in _SAME:
-        return args[0]
     if name in _ALL_EQUAL:
         return args[0] if all(a == args[0] for a in args) else None
-    if name in _FIRST_TWO_EQUAL:
-        return args[0] if len(args) >= 2 and args[0] == args[1] else None
     if name == "stablehlo.compare" and len(args) == 2:
         test = COMPARE.get(op.attrs.get("comparison_direction", ""))
         return None if test is None else int(test(args[0], args[1]))
@@ -192,10 +197,15 @@ def _evaluate(op: Op, args: list[Value]) -> Value:
     return None
 
 
-def fold_constants(g: Graph) -> list[Value]:
+def fold_constants(g: Graph, *, exact: bool = False) -> list[Value]:
     """Every node's constant value (None: not a constant), by a worklist over the inlined
     steps: a node's value only ever goes from UNSET to a value to None, so each step is
-    evaluated a bounded number of times."""
+    evaluated a bounded number of times.
+
+    A float `0 * v` is 0 only while v is finite (`0 * inf` is NaN), so a value multiplied by
+    0.0 can still reach the outputs, one bit at a time. Rules that require a value to reach the
+    outputs fold it anyway (a decoy times 0.0 does not count); `exact=True`, for rules that
+    forbid a value from reaching them, folds only what is 0 for every input (integers)."""
     values: list[Value] = [UNSET] * g.n_nodes
     for a in g.main_args:
         values[a] = None
@@ -214,7 +224,7 @@ def fold_constants(g: Graph) -> list[Value]:
             if op is None or len(step.results) != 1:
                 outs = [None] * len(step.results)
             else:
-                outs = [_evaluate(op, [values[o] for o in step.operands])]
+                outs = [_evaluate(op, [values[o] for o in step.operands], exact)]
         for r, v in zip(step.results, outs, strict=False):
             old = values[r]
             if isinstance(v, _Unset) or old is None:

@@ -1,0 +1,68 @@
+"""Constant folding over the inlined dataflow (jaxjudge.rules.folding) on real exported programs:
+the same folds on both export paths (symbolic dimensions, where a broadcast zero takes its shape
+from sizes, and concrete shapes), and `exact` folds only what is 0 for every input."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax import export
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
+
+from jaxjudge.rules.dataflow import Graph, build_graph, propagate
+from jaxjudge.rules.folding import fold_constants, live_nodes, make_value_transfer
+from jaxjudge.rules.stablehlo import parse_module
+
+
+def graph(fn: Callable[..., Any], symbolic: bool, dtype: Any = jnp.float32) -> Graph:
+    """`fn(x, y)`, both (M, N), exported with M, N symbolic or at 3 x 4."""
+    shape = export.symbolic_shape("M, N") if symbolic else (3, 4)
+    specs = [jax.ShapeDtypeStruct(shape, dtype)] * 2
+    exp = export.export(jax.jit(fn))(*specs)
+    assert exp.module_kept_var_idx == (0, 1)
+    with mlir.make_ir_context():
+        module = ir.Module.parse(exp.mlir_module())
+        text = module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
+    return build_graph(parse_module(text))
+
+
+def reads(g: Graph, exact: bool = False) -> set[int]:
+    """Which arguments (0: x, 1: y) the output depends on, through what folding leaves."""
+    live = live_nodes(g, fold_constants(g, exact=exact), g.main_results)
+    return {i for i, a in enumerate(g.main_args) if a in live}
+
+
+def times_zero(x, y):
+    return x + 0 * y
+
+
+def where_false(x, y):
+    return jnp.where(jnp.zeros_like(x) > 1, y, x)
+
+
+@pytest.mark.parametrize("symbolic", [True, False], ids=["symbolic", "per_shape"])
+@pytest.mark.parametrize("fn", [times_zero, where_false])
+def test_folds_the_same_on_both_export_paths(fn: Callable[..., Any], symbolic: bool) -> None:
+    g = graph(fn, symbolic, jnp.int32)
+    assert reads(g) == {0}
+    assert reads(g, exact=True) == {0}  # integers: 0 * y is 0 for every y
+
+
+@pytest.mark.parametrize("symbolic", [True, False], ids=["symbolic", "per_shape"])
+def test_exact_keeps_a_float_times_zero(symbolic: bool) -> None:
+    g = graph(times_zero, symbolic)
+    assert reads(g) == {0}  # a decoy times 0.0 does not count as reaching the output
+    assert reads(g, exact=True) == {0, 1}  # but 0.0 * inf is NaN: y can still reach it
+
+
+@pytest.mark.parametrize("symbolic", [True, False], ids=["symbolic", "per_shape"])
+def test_values_pass_only_the_branch_a_constant_select_takes(symbolic: bool) -> None:
+    g = graph(where_false, symbolic)
+    held = propagate(g, {g.main_args[0]: 1, g.main_args[1]: 2},
+                     make_value_transfer(fold_constants(g)))
+    assert held[g.main_results[0]] == 1
