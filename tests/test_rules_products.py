@@ -171,6 +171,71 @@ def float_laundered_through_a_sum(a, a_scale, b, b_scale):
     return (af @ b.astype(jnp.float32)) * jnp.outer(a_scale, b_scale) + 0 * int8_dot(a, b)
 
 
+def masked_identity(x, rows, cols):
+    """An identity matrix that "holds x's values": every entry of x masked out by a where."""
+    i = lax.broadcasted_iota(jnp.int32, (rows, cols), 0)
+    j = lax.broadcasted_iota(jnp.int32, (rows, cols), 1)
+    x = jnp.broadcast_to(x.reshape(-1)[:1].reshape(1, 1), (rows, cols))
+    return jnp.where(i == j, jnp.int8(1), jnp.where(i != j, jnp.int8(0), x))
+
+
+def masked_identity_dot(a, a_scale, b, b_scale):
+    """a copied through an int8 dot with an identity masked out of b, then multiplied with b
+    elementwise: the dot's result combined with b again."""
+    a_again = int8_dot(a, masked_identity(b, a.shape[1], a.shape[1]))
+    acc = jnp.sum(a_again[:, :, None] * b.astype(jnp.int32)[None, :, :], axis=1)
+    return acc.astype(jnp.float32) * jnp.outer(a_scale, b_scale)
+
+
+def two_masked_identity_dots(a, a_scale, b, b_scale):
+    """Copies of a and of b through two such dots, multiplied together elementwise."""
+    a_again = int8_dot(a, masked_identity(b, a.shape[1], a.shape[1]))
+    b_again = int8_dot(masked_identity(a, b.shape[0], b.shape[0]), b)
+    acc = jnp.sum(a_again[:, :, None] * b_again[None, :, :], axis=1)
+    return acc.astype(jnp.float32) * jnp.outer(a_scale, b_scale)
+
+
+def quarter_squares(a, a_scale, b, b_scale):
+    """Copies of a and b through two masked-identity dots, multiplied as ((x+y)^2 - (x-y)^2)/4
+    with a power (no multiply of the two; exact in float32 for small K)."""
+    a_again = int8_dot(a, masked_identity(b, a.shape[1], a.shape[1])).astype(jnp.float32)
+    b_again = int8_dot(masked_identity(a, b.shape[0], b.shape[0]), b).astype(jnp.float32)
+    s = a_again[:, :, None] + b_again[None, :, :]
+    d = a_again[:, :, None] - b_again[None, :, :]
+    acc = jnp.sum(lax.pow(s, 2.0) - lax.pow(d, 2.0), axis=1) / 4
+    return acc * jnp.outer(a_scale, b_scale)
+
+
+def product_plus_a(a, a_scale, b, b_scale):
+    return (int8_dot(a, b) + a.sum(1, keepdims=True)).astype(jnp.float32) * a_scale[:, None]
+
+
+def float_product_times_zero(a, a_scale, b, b_scale):
+    """A float product of a and b multiplied by 0.0 and added in: 0 * inf is NaN, so it still
+    reaches the output (a bit at a time), unlike an integer product times 0."""
+    return broadcast_scales(a, a_scale, b, b_scale) + 0.0 * float_matmul(a, a_scale, b, b_scale)
+
+
+def nan_bits(a, a_scale, b, b_scale):
+    """The float product's bits smuggled through NaN: inf * 0.0 for a set bit, 0 * 0.0 else."""
+    prod = (a.astype(jnp.float32) @ b.astype(jnp.float32)).astype(jnp.int32) + (1 << 20)
+    acc = int8_dot(a, b)
+    out = (acc - acc).astype(jnp.float32)
+    for k in range(21):
+        bit = (prod >> k) & 1
+        zero = jnp.where(bit == 1, jnp.inf, 0.0).astype(jnp.float32) * 0.0
+        out = out + jnp.where(jnp.isnan(zero), float(1 << k), 0.0)
+    return (out - (1 << 20)) * jnp.outer(a_scale, b_scale)
+
+
+def int_product_times_zero(a, a_scale, b, b_scale):
+    """An int32 elementwise product times the integer 0 is 0 for every input: it does not reach
+    the output."""
+    elem = jnp.sum(a.astype(jnp.int32)[:, :, None] * b.astype(jnp.int32)[None, :, :], axis=1)
+    acc = int8_dot(a, b) + 0 * elem
+    return acc.astype(jnp.float32) * jnp.outer(a_scale, b_scale)
+
+
 def scales_only(a, a_scale, b, b_scale):
     int8_dot(a, b)
     return jnp.outer(a_scale, b_scale)
@@ -189,6 +254,14 @@ def scales_only(a, a_scale, b, b_scale):
     (float_laundered_through_a_sum, "(f32, f32) -> f32"),
     (identity_dot, "A matrix product (i8, i8) -> i32 multiplies values computed from a and b "
                    "(not the matrices themselves"),
+    (masked_identity_dot, "combines the product (the result of the i8 x i8 -> i32 dot) with "
+                          "values computed from a or b again"),
+    (two_masked_identity_dots, "multiplies the product (the result of the i8 x i8 -> i32 dot) "
+                               "by itself or by another such result"),
+    (product_plus_a, "combines the product"),
+    (quarter_squares, "(or raises it to a power)"),
+    (float_product_times_zero, "(f32, f32) -> f32"),
+    (nan_bits, "(f32, f32) -> f32"),
     (scales_only, "No matrix product of a and b with i8 x i8 operands accumulating in i32 "
                   "reaches your outputs"),
 ])
@@ -197,6 +270,12 @@ def test_violations_fail(fn: Callable[..., Any], says: str, symbolic: bool) -> N
     assert not outcome.passed
     assert says in outcome.message, outcome.message
     assert "preferred_element_type=jnp.int32" in outcome.message
+
+
+@pytest.mark.parametrize("symbolic", [True, False], ids=["symbolic", "per_shape"])
+def test_an_integer_product_times_zero_does_not_reach_the_output(symbolic: bool) -> None:
+    outcome = check(int_product_times_zero, symbolic)
+    assert outcome.passed, outcome.message
 
 
 def test_a_dot_of_other_arguments_does_not_count() -> None:
@@ -232,5 +311,6 @@ def test_numbers_of_the_samples_agree() -> None:
     sa, sb = rng.uniform(0.5, 2, 3).astype(np.float32), rng.uniform(0.5, 2, 4).astype(np.float32)
     want = np.asarray(broadcast_scales(a, sa, b, sb))
     for fn in (outer_scales_matmul, diag_scales, split_cast, swapped_operands, k_blocks,
-               masked_tail):
+               masked_tail, int_product_times_zero, nan_bits, quarter_squares,
+               masked_identity_dot, two_masked_identity_dots):
         np.testing.assert_allclose(np.asarray(fn(a, sa, b, sb)), want, rtol=1e-6)

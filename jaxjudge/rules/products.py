@@ -13,17 +13,23 @@ constants folded (`jaxjudge.rules.folding`). Over it:
   reshaped, transposed, sliced, converted, concatenated, padded or masked by a `where`, not
   computed from);
 - such a dot with the required element types *is* the product: its result counts as derived
-  from neither argument. Every other value derived from both (a float or int32 matmul, an
-  elementwise multiply-and-sum, `(a + b) ** 2`, a dot of values computed from them) must not
-  reach the outputs;
+  from neither argument, but from "the product". No other value reaching the outputs may be
+  derived from both arguments (a float or int32 matmul, an elementwise multiply-and-sum,
+  `(a + b) ** 2`, a dot of values computed from them), nor from the product and either
+  argument (the product combined with a or b again), nor be a multiply, divide or dot with the
+  product on two operands, or a power of it (the product multiplied by itself);
 - and one such dot must reach the outputs, other than through a multiplication by 0.
 
 So an honest program computes `a @ b` in the required types and then only scales, converts or
 rearranges its result. Known limits: the analysis follows which values are computed from which,
-not what they equal. A dot operand built from b by selecting or overwriting every one of its
-entries (`where(eye_mask, 1, 0 * b)` is folded, `where(mask, 1, where(mask2, 0, b))` is not) still
-holds "b's values", and a value a `while_loop` condition reads only through its trip count is
-not followed.
+not what they equal. A dot operand built from b by masking every one of its entries
+(`where(eye_mask, 1, where(other_mask, 0, b))`, an identity) still holds "b's values", so such
+a dot turns a copy of a into "the product"; combining it with a or b again fails, and so does
+multiplying two values of the product together (a multiply, divide or dot with the product on
+two operands, or a power of it), but such copies added and passed through exp or log are not
+caught (and not exact either). An operand assembled from constants and masked-out entries of b
+by concatenation holds b's values in the same way. A value a
+`while_loop` condition reads only through its trip count is not followed.
 """
 
 from __future__ import annotations
@@ -33,7 +39,15 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from jaxjudge.rules.dataflow import Budget, Graph, Step, TooComplex, build_graph, propagate
+from jaxjudge.rules.dataflow import (
+    Budget,
+    Graph,
+    Kind,
+    Step,
+    TooComplex,
+    build_graph,
+    propagate,
+)
 from jaxjudge.rules.folding import (
     Bits,
     fold_constants,
@@ -49,7 +63,9 @@ from jaxjudge.rules.structure import _parse
 _ELEMENT = r"^(i|ui|f|bf)[0-9]{1,2}$|^i1$"
 _PATH = r"^[A-Za-z_][A-Za-z0-9_.]*$"
 _DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
-_A, _B = 1, 2
+_A, _B, _P = 1, 2, 4  # derived from a, from b, from a required dot (the product)
+_AB = _A | _B
+_PRODUCTS = frozenset({Kind.MULTIPLY, Kind.DIVIDE, Kind.CONTRACT})
 Element = Annotated[str, Field(pattern=_ELEMENT)]
 
 
@@ -85,13 +101,28 @@ def _signature(step: Step) -> str:
 
 
 class _Found:
-    """What one program shows: the required dots that reach the outputs, and the first step
-    (in program order) where values derived from both arguments meet and reach the outputs."""
+    """What one program shows: how many required dots reach the outputs, and the first step (in
+    program order) where values that must stay apart meet, in a value reaching the outputs."""
 
     def __init__(self) -> None:
         self.live_dots = 0
-        self.mixing: Step | None = None
         self.mixed = False
+        self.mixing: Step | None = None
+        self.again = False  # the meeting step combines the product with a or b again
+        self.squared = False  # the meeting step multiplies the product by the product
+
+
+def _mixes(bits: int) -> bool:
+    """Computed from both arguments, or from the product and either argument."""
+    return bits & _AB == _AB or bool(bits & _P and bits & _AB)
+
+
+def _squares(step: Step, derived: list[int]) -> bool:
+    """A multiply, divide or dot with the product on both operands, or a power of it."""
+    ops = step.operands
+    if step.name == "stablehlo.power":
+        return bool(ops) and bool(derived[ops[0]] & _P)
+    return len(ops) >= 2 and bool(derived[ops[0]] & _P) and bool(derived[ops[1]] & _P)
 
 
 def _analyze(g: Graph, arg_paths: Sequence[str], args: tuple[str, str],
@@ -101,7 +132,10 @@ def _analyze(g: Graph, arg_paths: Sequence[str], args: tuple[str, str],
         for bit, name in ((_A, args[0]), (_B, args[1])):
             if path == name or path.startswith(name + "."):
                 seeds[node] = seeds.get(node, 0) | bit
-    values = fold_constants(g)
+    values = fold_constants(g)  # for what must reach the outputs
+    exact = fold_constants(g, exact=True)  # for what must not: `0.0 * x` may still be NaN
+    # Holding an argument's values makes a dot the product: read with every fold, so that a
+    # branch a folded predicate leaves out never makes one.
     held = propagate(g, seeds, make_value_transfer(values))
     required: set[int] = set()  # id() of the steps that are the product
     for s in g.steps:
@@ -112,25 +146,33 @@ def _analyze(g: Graph, arg_paths: Sequence[str], args: tuple[str, str],
             continue
         if _has_types(s, operands, result):
             required.add(id(s))
-    base = make_transfer(values)
+    base = make_transfer(exact)
 
     def transfer(step: Step, bits: Bits) -> list[int] | None:
-        return None if id(step) in required else base(step, bits)
+        return [_P] if id(step) in required else base(step, bits)
 
     derived = propagate(g, seeds, transfer)
-    live = live_nodes(g, values, g.main_results)
+    reached = live_nodes(g, values, g.main_results)
+    live = live_nodes(g, exact, g.main_results)
     found = _Found()
-    both = _A | _B
     for s in g.steps:
         if id(s) in required:
-            found.live_dots += s.results[0] in live
+            found.live_dots += s.results[0] in reached
             continue
-        if not any(derived[r] & both == both and r in live for r in s.results):
+        if not any(_mixes(derived[r]) and r in live for r in s.results):
             continue
         found.mixed = True
         if found.mixing is None and s.name != "link" and not any(
-                derived[o] & both == both for o in s.operands):
-            found.mixing = s  # where the two meet
+                _mixes(derived[o]) for o in s.operands):
+            found.mixing = s  # where they meet
+            found.again = any(derived[o] & _P for o in s.operands)
+    if not found.mixed:
+        for s in g.steps:  # the product times the product (or raised to a power)
+            if (s.kind in _PRODUCTS or s.name == "stablehlo.power") and (
+                    id(s) not in required and s.results and s.results[0] in live
+                    and _squares(s, derived)):
+                found.mixed, found.mixing, found.squared = True, s, True
+                break
     return found
 
 
@@ -144,8 +186,9 @@ def check_dot_types(
     A dot (dot_general, dot or convolution) of the two arguments' values with those operand and
     result element types reaches the outputs (not multiplied by 0), and no other value computed
     from the data of both arguments does: a float or int32 matmul, an elementwise
-    multiply-and-sum or any other arithmetic mixing them fails, even beside a real one; scaling,
-    converting or rearranging the dot's result is free. Shapes carry no dependence (see
+    multiply-and-sum or any other arithmetic mixing them fails, even beside a real one, and so
+    does combining the dot's result with either argument again; scaling, converting or
+    rearranging the dot's result is free. Shapes carry no dependence (see
     jaxjudge.rules.products)."""
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
@@ -171,7 +214,19 @@ def check_dot_types(
         wanted = f"{operands[0]} x {operands[1]} operands accumulating in {result}"
         if found.mixed:
             step = found.mixing
-            if step is not None and step.name in _DOTS and _has_types(step, operands, result):
+            if step is not None and found.squared:
+                sig = _signature(step)
+                op = step.name.removeprefix("stablehlo.") + (f" ({sig})" if sig else "")
+                what = (f"A {op} multiplies the product (the result of the {operands[0]} x "
+                        f"{operands[1]} -> {result} dot) by itself or by another such result "
+                        f"(or raises it to a power), and reaches your outputs")
+            elif step is not None and found.again:
+                sig = _signature(step)
+                op = step.name.removeprefix("stablehlo.") + (f" ({sig})" if sig else "")
+                what = (f"A {op} combines the product (the result of the {operands[0]} x "
+                        f"{operands[1]} -> {result} dot) with values computed from {args[0]} or "
+                        f"{args[1]} again, and reaches your outputs")
+            elif step is not None and step.name in _DOTS and _has_types(step, operands, result):
                 what = (f"A matrix product {_signature(step)} multiplies values computed from "
                         f"{names} (not the matrices themselves: converted, reshaped or sliced "
                         f"copies count, arithmetic on them does not) and reaches your outputs")
