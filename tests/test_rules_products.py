@@ -99,9 +99,20 @@ def masked_tail(a, a_scale, b, b_scale):
     return (head + tail).astype(jnp.float32) * a_scale[:, None] * b_scale
 
 
+def rows_map(a, a_scale, b, b_scale):
+    """One row of a at a time with lax.map (a while loop stacking the rows' dots)."""
+    acc = lax.map(lambda row: jnp.dot(row, b, preferred_element_type=jnp.int32), a)
+    return acc.astype(jnp.float32) * a_scale[:, None] * b_scale
+
+
+def rows_vmap(a, a_scale, b, b_scale):
+    acc = jax.vmap(lambda row: jnp.dot(row, b, preferred_element_type=jnp.int32))(a)
+    return acc.astype(jnp.float32) * a_scale[:, None] * b_scale
+
+
 @pytest.mark.parametrize("symbolic", [True, False], ids=["symbolic", "per_shape"])
 @pytest.mark.parametrize("fn", [broadcast_scales, outer_scales_matmul, diag_scales, split_cast,
-                                swapped_operands, masked_tail])
+                                swapped_operands, masked_tail, rows_map, rows_vmap])
 def test_honest_variants_pass(fn: Callable[..., Any], symbolic: bool) -> None:
     outcome = check(fn, symbolic)
     assert outcome.passed, outcome.message
@@ -311,6 +322,7 @@ def test_numbers_of_the_samples_agree() -> None:
     sa, sb = rng.uniform(0.5, 2, 3).astype(np.float32), rng.uniform(0.5, 2, 4).astype(np.float32)
     want = np.asarray(broadcast_scales(a, sa, b, sb))
     for fn in (outer_scales_matmul, diag_scales, split_cast, swapped_operands, k_blocks,
-               masked_tail, int_product_times_zero, nan_bits, quarter_squares,
+               masked_tail, rows_map, rows_vmap, int_product_times_zero, nan_bits,
+               quarter_squares,
                masked_identity_dot, two_masked_identity_dots):
         np.testing.assert_allclose(np.asarray(fn(a, sa, b, sb)), want, rtol=1e-6)
