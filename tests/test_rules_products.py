@@ -289,6 +289,25 @@ def test_an_integer_product_times_zero_does_not_reach_the_output(symbolic: bool)
     assert outcome.passed, outcome.message
 
 
+@pytest.mark.parametrize(("fn", "passed", "marked"), [
+    (broadcast_scales, True, "stablehlo.dot_general"),  # the product
+    (float_matmul, False, "stablehlo.dot_general"),  # the float one
+    (elementwise_beside_zeroed_dot, False, "stablehlo.multiply"),  # where a and b meet
+    (scales_only, False, None),  # a remark: no such dot
+])
+def test_the_region_marks_the_op_decided_on(fn: Callable[..., Any], passed: bool,
+                                            marked: str | None) -> None:
+    outcome = check(fn, symbolic=True)
+    assert outcome.passed is passed and outcome.region is not None
+    focus = [outcome.region.ops[i] for i in sorted(outcome.region.focus)]
+    if marked is None:
+        assert outcome.region.ops == () and "no i8 x i8 -> i32 dot" in outcome.region.note
+    else:
+        assert focus and all(op.name == marked for op in focus)
+        if not passed and marked == "stablehlo.dot_general":
+            assert all("xf32>" in op.type for op in focus)
+
+
 def test_a_dot_of_other_arguments_does_not_count() -> None:
     def unscaled(a, a_scale, b, b_scale):
         return int8_dot(a, b).astype(jnp.float32)

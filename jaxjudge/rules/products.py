@@ -55,9 +55,10 @@ from jaxjudge.rules.folding import (
     make_transfer,
     make_value_transfer,
 )
-from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
+from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
+from jaxjudge.rules.region import noted, region_of
 from jaxjudge.rules.registry import RuleOptions, register
-from jaxjudge.rules.stablehlo import ParseError, tensor_types
+from jaxjudge.rules.stablehlo import Op, ParseError, tensor_types
 from jaxjudge.rules.structure import _parse
 
 _ELEMENT = r"^(i|ui|f|bf)[0-9]{1,2}$|^i1$"
@@ -105,9 +106,10 @@ class _Found:
     program order) where values that must stay apart meet, in a value reaching the outputs."""
 
     def __init__(self) -> None:
-        self.live_dots = 0
+        self.dots: list[Op | None] = []  # the required dots that reach the outputs
         self.mixed = False
         self.mixing: Step | None = None
+        self.mixing_op: Op | None = None
         self.again = False  # the meeting step combines the product with a or b again
         self.squared = False  # the meeting step multiplies the product by the product
 
@@ -155,25 +157,52 @@ def _analyze(g: Graph, arg_paths: Sequence[str], args: tuple[str, str],
     reached = live_nodes(g, values, g.main_results)
     live = live_nodes(g, exact, g.main_results)
     found = _Found()
-    for s in g.steps:
+    for s, op in zip(g.steps, g.ops, strict=True):
         if id(s) in required:
-            found.live_dots += s.results[0] in reached
+            if s.results[0] in reached:
+                found.dots.append(op)
             continue
         if not any(_mixes(derived[r]) and r in live for r in s.results):
             continue
         found.mixed = True
         if found.mixing is None and s.name != "link" and not any(
                 _mixes(derived[o]) for o in s.operands):
-            found.mixing = s  # where they meet
+            found.mixing, found.mixing_op = s, op  # where they meet
             found.again = any(derived[o] & _P for o in s.operands)
     if not found.mixed:
-        for s in g.steps:  # the product times the product (or raised to a power)
+        for s, op in zip(g.steps, g.ops, strict=True):  # the product times the product
             if (s.kind in _PRODUCTS or s.name == "stablehlo.power") and (
                     id(s) not in required and s.results and s.results[0] in live
                     and _squares(s, derived)):
-                found.mixed, found.mixing, found.squared = True, s, True
+                found.mixed, found.mixing, found.mixing_op, found.squared = True, s, op, True
                 break
     return found
+
+
+def _mixing(found: _Found, args: tuple[str, str], operands: tuple[str, str],
+            result: str) -> str:
+    """What the first meeting step does, for the failure message."""
+    names, step = " and ".join(args), found.mixing
+    if step is None:
+        return (f"A value computed from both {args[0]} and {args[1]} reaches your outputs "
+                f"other than through the product")
+    sig = _signature(step)
+    op = step.name.removeprefix("stablehlo.") + (f" ({sig})" if sig else "")
+    dot = f"the result of the {operands[0]} x {operands[1]} -> {result} dot"
+    if found.squared:
+        return (f"A {op} multiplies the product ({dot}) by itself or by another such result "
+                f"(or raises it to a power), and reaches your outputs")
+    if found.again:
+        return (f"A {op} combines the product ({dot}) with values computed from {args[0]} or "
+                f"{args[1]} again, and reaches your outputs")
+    if step.name in _DOTS and _has_types(step, operands, result):
+        return (f"A matrix product {sig} multiplies values computed from {names} (not the "
+                f"matrices themselves: converted, reshaped or sliced copies count, arithmetic "
+                f"on them does not) and reaches your outputs")
+    if step.name in _DOTS:
+        return f"A matrix product of {names} takes and returns {sig}"
+    return (f"A {op} combines values computed from {args[0]} and from {args[1]}, and its "
+            f"result reaches your outputs")
 
 
 @register("dot_types", "program", DotTypesOptions)
@@ -198,6 +227,7 @@ def check_dot_types(
            f"preferred_element_type=jnp.{_np(result)}), and only scale, convert or rearrange "
            f"its result.")
     budget = Budget()  # one for all of this grade's programs
+    shown: Region | None = None
     for item in parsed:
         p = item.program
         try:
@@ -213,44 +243,23 @@ def check_dot_types(
                                       f"could not be analyzed ({exc}).")
         wanted = f"{operands[0]} x {operands[1]} operands accumulating in {result}"
         if found.mixed:
-            step = found.mixing
-            if step is not None and found.squared:
-                sig = _signature(step)
-                op = step.name.removeprefix("stablehlo.") + (f" ({sig})" if sig else "")
-                what = (f"A {op} multiplies the product (the result of the {operands[0]} x "
-                        f"{operands[1]} -> {result} dot) by itself or by another such result "
-                        f"(or raises it to a power), and reaches your outputs")
-            elif step is not None and found.again:
-                sig = _signature(step)
-                op = step.name.removeprefix("stablehlo.") + (f" ({sig})" if sig else "")
-                what = (f"A {op} combines the product (the result of the {operands[0]} x "
-                        f"{operands[1]} -> {result} dot) with values computed from {args[0]} or "
-                        f"{args[1]} again, and reaches your outputs")
-            elif step is not None and step.name in _DOTS and _has_types(step, operands, result):
-                what = (f"A matrix product {_signature(step)} multiplies values computed from "
-                        f"{names} (not the matrices themselves: converted, reshaped or sliced "
-                        f"copies count, arithmetic on them does not) and reaches your outputs")
-            elif step is not None and step.name in _DOTS:
-                what = f"A matrix product of {names} takes and returns {_signature(step)}"
-            elif step is not None:
-                sig = _signature(step)
-                op = step.name.removeprefix("stablehlo.") + (f" ({sig})" if sig else "")
-                what = (f"A {op} combines values computed from {args[0]} "
-                        f"and from {args[1]}, and its result reaches your outputs")
-            else:
-                what = (f"A value computed from both {args[0]} and {args[1]} reaches your "
-                        f"outputs other than through the product")
             return RuleOutcome(False, (
-                f"{what}; the product of {names} must be computed only by a dot_general with "
-                f"{wanted} (no float or int32 matmul, no elementwise multiply-and-sum, even "
-                f"beside such a dot). {fix}"))
-        if not found.live_dots:
+                f"{_mixing(found, args, operands, result)}; the product of {names} must be "
+                f"computed only by a dot_general with {wanted} (no float or int32 matmul, no "
+                f"elementwise multiply-and-sum, even beside such a dot). {fix}"),
+                region=region_of(item.module, [found.mixing_op], p) or noted(
+                    p, f"a value computed from both {names} reaches the outputs"))
+        if not found.dots:
             return RuleOutcome(False, (
                 f"No matrix product of {names} with {wanted} reaches your outputs (none is "
-                f"computed, or its result is discarded or multiplied by 0). {fix}"))
+                f"computed, or its result is discarded or multiplied by 0). {fix}"),
+                region=noted(p, f"no {operands[0]} x {operands[1]} -> {result} dot of {names} "
+                                f"reaches the outputs"))
+        shown = shown or region_of(item.module, found.dots, p)
     return RuleOutcome(True, (
         f"The product of {names} is computed by a dot_general with {operands[0]} x "
-        f"{operands[1]} operands accumulating in {result}, and nothing else mixes them."))
+        f"{operands[1]} operands accumulating in {result}, and nothing else mixes them."),
+        region=shown)
 
 
 def _np(element: str) -> str:
