@@ -56,10 +56,10 @@ from jaxjudge.rules.folding import (
     make_value_transfer,
 )
 from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
+from jaxjudge.rules.parsed import parse_programs
 from jaxjudge.rules.region import noted, region_of
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import Op, ParseError, tensor_types
-from jaxjudge.rules.structure import _parse
 
 _ELEMENT = r"^(i|ui|f|bf)[0-9]{1,2}$|^i1$"
 _PATH = r"^[A-Za-z_][A-Za-z0-9_.]*$"
@@ -219,7 +219,7 @@ def check_dot_types(
     does combining the dot's result with either argument again; scaling, converting or
     rearranging the dot's result is free. Shapes carry no dependence (see
     jaxjudge.rules.products)."""
-    parsed = _parse(programs)
+    parsed = parse_programs(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
     names = " and ".join(args)
