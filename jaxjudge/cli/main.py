@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from jaxjudge.cli.output import err, out, print_problems, print_report
@@ -41,10 +42,23 @@ def grade_cmd(
     mode: Annotated[str, typer.Option(help="run: published examples only; submit: all tests.")]
     = "submit",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    inputs: Annotated[Path | None, typer.Option(
+        "--input", help="With --mode run: a JSON file with your own input (an object of the "
+        "arguments) or a list of up to 3; the reference computes their expected outputs.")]
+    = None,
 ) -> None:
     """Grade FILE against a problem and print the verdict."""
     if mode not in ("run", "submit"):
         raise _fail(f"--mode must be 'run' or 'submit', not {mode!r}")
+    custom = None
+    if inputs is not None:
+        if mode != "run":
+            raise _fail("--input needs --mode run")
+        try:
+            loaded = json.loads(inputs.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise _fail(f"cannot read {inputs} as JSON: {exc}") from exc
+        custom = loaded if isinstance(loaded, list) else [loaded]
     # A one-off grade is mostly two sandboxed `import jax`es: find the sandbox layers (as the
     # last all-good probe found them) while the problem loads, start both stages
     # (jaxjudge.grading.early), and only then import the grading code, while they import jax.
@@ -63,10 +77,14 @@ def grade_cmd(
     # the grade adopts them only if they run under this problem's limits.
     started = ctx.obj if isinstance(ctx.obj, early.Started) else early.try_start(prob.limits)
     try:
+        from jaxjudge.grading.custom import CustomInputError
         from jaxjudge.grading.grade import grade
 
-        report = grade(prob, source, mode, filename=file.name,  # type: ignore[arg-type]
-                       early=started)
+        try:
+            report = grade(prob, source, mode, filename=file.name,  # type: ignore[arg-type]
+                           early=started, custom_inputs=custom)
+        except CustomInputError as exc:
+            raise _fail(escape(str(exc))) from exc
     finally:
         if started is not None:
             started.close()

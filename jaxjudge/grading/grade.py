@@ -8,6 +8,7 @@ builds its own `jaxjudge.Grader` and passes it around.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from jaxjudge.grading.early import Started
 from jaxjudge.grading.grader import Grader
@@ -39,7 +40,8 @@ def grade(
     filename: str = "submission.py",
     limits: Limits | None = None,
     early: Started | None = None,
+    custom_inputs: list[dict[str, Any]] | None = None,
 ) -> Report:
     """Grade one submission (see `Grader.grade`)."""
     return default_grader().grade(problem, source, mode, filename=filename, limits=limits,
-                                  early=early)
+                                  early=early, custom_inputs=custom_inputs)

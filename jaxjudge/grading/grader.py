@@ -24,6 +24,7 @@ from jaxjudge.grading.caches import (
     ReportCache,
     report_key,
 )
+from jaxjudge.grading.custom import custom_cases
 from jaxjudge.grading.early import Started, overlap_enabled
 from jaxjudge.grading.exposure import require_hidden
 from jaxjudge.grading.pipeline import Grading, display_name
@@ -93,33 +94,41 @@ class Grader:
         filename: str = "submission.py",
         limits: Limits | None = None,
         early: Started | None = None,
+        custom_inputs: list[dict[str, Any]] | None = None,
     ) -> Report:
         """Grade one submission. Never raises for anything the submission does; an unknown
         problem raises `ProblemError`, a bad `mode` raises `ValueError` (caller errors).
+        `custom_inputs` (run mode): the learner's own inputs, also run, with expected outputs
+        from the reference and no points; a bad one raises `CustomInputError`.
         `early`: stage processes `jaxjudge.grading.early.start` launched for this grade (the CLI
         does, before importing the grader); whatever this grade does not use is closed."""
         try:
-            return self._grade(problem, source, mode, filename, limits, early)
+            return self._grade(problem, source, mode, filename, limits, early, custom_inputs)
         finally:
             if early is not None:
                 early.close()
 
     def _grade(self, problem: Problem | str, source: str | bytes, mode: Mode, filename: str,
-               limits: Limits | None, early: Started | None) -> Report:
+               limits: Limits | None, early: Started | None,
+               custom_inputs: list[dict[str, Any]] | None = None) -> Report:
         if mode not in ("run", "submit"):
             raise ValueError(f"mode must be 'run' or 'submit', not {mode!r}")
+        if custom_inputs and mode != "run":
+            raise ValueError("custom_inputs are for mode 'run'")
         prob = load_problem(problem) if isinstance(problem, str) else problem
         require_hidden(prob)
+        custom = custom_cases(prob, custom_inputs) if custom_inputs else None
         started = time.perf_counter()
         lim = limits or prob.limits
-        key = report_key(prob, source, mode, lim, self.engine) if self.reports.size else ""
+        cacheable = self.reports.size and not custom
+        key = report_key(prob, source, mode, lim, self.engine) if cacheable else ""
         cached = self.reports.get(key) if key else None
         if cached is not None:
             cached.timings = {"total": round(time.perf_counter() - started, 4), "cached": 1.0}
             return cached
         try:
             report = Grading(self, prob, source, mode, lim, display_name(filename),
-                             early).run()
+                             early, custom=custom).run()
         except Exception:
             log.exception("internal error while grading a %s submission", prob.id)
             report = Report(

@@ -15,7 +15,7 @@ from jaxjudge.grading.early import Started
 from jaxjudge.grading.early import start as start_stages
 from jaxjudge.grading.evidence import census, excerpt, lend_evidence
 from jaxjudge.grading.memory import compare, largest_program, profile
-from jaxjudge.grading.plan import plan_for
+from jaxjudge.grading.plan import plan_for, signature_name
 from jaxjudge.grading.report import (
     Evidence,
     MemoryReport,
@@ -38,7 +38,7 @@ from jaxjudge.grading.stage_results import (
 from jaxjudge.grading.summary import summarize
 from jaxjudge.isolation import fstree
 from jaxjudge.isolation.workdir import work_root
-from jaxjudge.problems.package import Limits, Problem
+from jaxjudge.problems.package import Limits, Problem, TestCase
 from jaxjudge.rules import PROGRAM_RULES, RULES, SPEC_RULES, ProgramInfo, RuleOutcome
 
 if TYPE_CHECKING:
@@ -59,6 +59,8 @@ class Grading(StageA, StageB):
         display_name: str = "submission.py",
         early: Started | None = None,
         compare_memory: bool = True,
+        custom: list[TestCase] | None = None,
+        outputs_only: bool = False,
     ) -> None:
         self.problem = problem
         self.display_name = display_name
@@ -70,7 +72,10 @@ class Grading(StageA, StageB):
         self.mode = mode
         self.limits = limits
         self.grader = grader
-        self.plan = plan_for(problem, mode)
+        self.custom = list(custom or [])  # the learner's own inputs (run mode)
+        self.outputs_only = outputs_only  # the reference computing their expected outputs
+        self.outputs: dict[str, Any] = {}
+        self.plan = plan_for(problem, mode, extra=self.custom)
         self.timings: dict[str, float] = {}
         self.program_key = ""  # stage B's program cache key, once known
         self.versions: dict[str, str] = {}
@@ -136,8 +141,15 @@ class Grading(StageA, StageB):
         stage_a = self._stage_a(root / "a")
         self._check_requirements("spec", stage_a.jaxpr)
         outputs, programs = self._stage_b(root / "a", root / "b", stage_a)
-        self.programs = list(programs)
-        self._check_requirements("program", programs)
+        if self.outputs_only:
+            self.outputs = outputs
+            return self._report(Verdict.ACCEPTED, "outputs only")
+        if self.custom:
+            self._expected_by_reference()
+        # Requirements are checked on the problem's own test shapes: a learner's input of
+        # another shape must not change what the requirements see.
+        self.programs = self._without_custom_shapes(list(programs))
+        self._check_requirements("program", self.programs)
         self.memory = self._memory()
         self._compare(outputs)
         return self._decide()
@@ -229,9 +241,16 @@ class Grading(StageA, StageB):
                 self.tests.extend(known)
                 return
         before = len(self.tests)
+        own = {c.name for c in self.custom}
         for case in self.plan.cases:
             out = outputs.get(case.name)
             got_value: Any = None
+            if case.name in own and case.expected is None:
+                self.tests.append(TestResult(
+                    name=case.name, visible=True, verdict=Verdict.SKIPPED, custom=True,
+                    message="the reference could not compute this input, so it was not compared",
+                    details=TestDetails(inputs=dict(case.inputs), expected=None)))
+                continue
             if isinstance(out, OutputOk):
                 try:
                     got_value = cmp.decode_output(out.value)
@@ -259,6 +278,7 @@ class Grading(StageA, StageB):
                 )
             else:  # _stage_b_outcome checked that every test has an output
                 raise Decided(Verdict.RUNTIME_ERROR, MALFORMED_B)
+            result.custom = case.name in own
             if case.visible:
                 result.details = TestDetails(
                     inputs=dict(case.inputs), expected=case.expected, got=_plain(got_value)
@@ -266,6 +286,36 @@ class Grading(StageA, StageB):
             self.tests.append(result)
         if key and all(t.verdict is not Verdict.RUNTIME_ERROR for t in self.tests[before:]):
             self.grader.tests.put(key, self.tests[before:])
+
+    def _without_custom_shapes(self, programs: list[ProgramInfo]) -> list[ProgramInfo]:
+        if not self.custom:
+            return programs
+        own = {c.name for c in self.custom}
+        theirs = {self.plan.case_sig[c.name] for c in self.plan.cases if c.name not in own}
+        only = {self.plan.case_sig[n] for n in own} - theirs  # shapes only custom inputs have
+        names = {signature_name(s["args"], self.plan.arg_names)
+                 for s in self.plan.signatures.values() if s["id"] in only}
+        return [p for p in programs if p.symbolic or p.signature not in names]
+
+    # -- the learner's own inputs ---------------------------------------------------------------
+    def _expected_by_reference(self) -> None:
+        """The reference, graded like a submission on the same inputs, computes the expected
+        outputs of the learner's own inputs (None where it fails: that test is skipped)."""
+        copies = [case.model_copy(deep=True) for case in self.custom]
+        ref = Grading(self.grader, self.problem, self.problem.reference_path.read_bytes(),
+                      self.mode, self.limits, "reference.py", compare_memory=False,
+                      custom=copies, outputs_only=True)
+        try:
+            ref.run()
+        except Exception:
+            log.exception("the reference of %s on a custom input", self.problem.id)
+        for case in self.custom:
+            out = ref.outputs.get(case.name)
+            if isinstance(out, OutputOk):
+                try:
+                    case.expected = _plain(cmp.decode_output(out.value))
+                except (cmp.DecodeError, cmp.TooDeep):
+                    case.expected = None
 
     # -- memory, next to the reference's ------------------------------------------------------
     def _memory(self) -> MemoryReport | None:
@@ -304,7 +354,8 @@ class Grading(StageA, StageB):
     # -- verdict, score, report ----------------------------------------------------------------
     def _decide(self) -> Report:
         corroborate(self.problem, self.requirements)
-        failed_tests = [t for t in self.tests if t.verdict is not Verdict.ACCEPTED]
+        failed_tests = [t for t in self.tests
+                        if t.verdict not in (Verdict.ACCEPTED, Verdict.SKIPPED)]
         failed_reqs = [r for r in self.requirements if not r.passed]
         if any(t.verdict is Verdict.RUNTIME_ERROR for t in failed_tests):
             first = next(t for t in failed_tests if t.verdict is Verdict.RUNTIME_ERROR)

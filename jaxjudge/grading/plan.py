@@ -145,7 +145,10 @@ _plans: OrderedDict[tuple[str, ...], Plan] = OrderedDict()
 _plans_lock = threading.Lock()
 
 
-def plan_for(problem: Problem, mode: Mode) -> Plan:
+def plan_for(problem: Problem, mode: Mode, extra: list[TestCase] | None = None) -> Plan:
+    """The plan of `mode`, shared; with `extra` (a learner's own inputs) a private one."""
+    if extra:
+        return _build(problem, [*problem.cases(mode), *extra])
     # The files on disk (fingerprint) and this in-memory package's arguments (a Problem loaded
     # before problem.toml was edited must not share the new version's plan).
     args = repr([(a.name, a.shape, a.shapes, a.dtype, a.dtypes) for a in problem.arguments])
@@ -155,7 +158,15 @@ def plan_for(problem: Problem, mode: Mode) -> Plan:
         if found is not None:
             _plans.move_to_end(key)
             return found
-    cases = problem.cases(mode)
+    plan = _build(problem, problem.cases(mode))
+    with _plans_lock:
+        _plans[key] = plan
+        while len(_plans) > 64:
+            _plans.popitem(last=False)
+    return plan
+
+
+def _build(problem: Problem, cases: list[TestCase]) -> Plan:
     arg_names = [a.name for a in problem.arguments]
     signatures: dict[str, dict[str, Any]] = {}
     case_sig: dict[str, str] = {}
@@ -183,12 +194,7 @@ def plan_for(problem: Problem, mode: Mode) -> Plan:
         for path, dtype in problem.output_dtypes().items()
     }
     default_leaf = (problem.constraints.dtype, problem.tolerance.rtol, problem.tolerance.atol)
-    plan = Plan(cases, arg_names, signatures, case_sig, symbolic, sig_dims, outputs,
+    return Plan(cases, arg_names, signatures, case_sig, symbolic, sig_dims, outputs,
                 default_leaf, probes, probe_ids, tests, digest)
-    with _plans_lock:
-        _plans[key] = plan
-        while len(_plans) > 64:
-            _plans.popitem(last=False)
-    return plan
 
 

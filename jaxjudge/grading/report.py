@@ -51,6 +51,11 @@ class TestResult(BaseModel):
     score: float = 0.0
     max_score: float = 0.0
     details: TestDetails | None = None
+    custom: bool = Field(
+        default=False,
+        description="the learner's own input (run mode): expected computed by the reference, "
+        "worth no points",
+    )
 
 
 class Evidence(BaseModel):

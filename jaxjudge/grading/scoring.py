@@ -53,7 +53,7 @@ def score(
     to the group's points exactly); an item earns its share if it passed. The totals are the
     plain sums of the items, in report order, so they match what a reader of the JSON adds."""
     sc = problem.scoring
-    visible = [t for t in tests if t.visible]
+    visible = [t for t in tests if t.visible and not t.custom]
     hidden = [t for t in tests if not t.visible]
     for group, points in ((visible, sc.visible_tests), (hidden, sc.hidden_tests)):
         for t, share in zip(group, split_points(points, len(group)), strict=True):

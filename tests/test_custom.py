@@ -1,0 +1,77 @@
+"""Run on my own input (#23 item 4): the learner's inputs are checked against the problem's
+arguments and constraints, run beside the examples, compared with what the reference computes
+on them, and worth no points."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxjudge import grade, load_problem
+from jaxjudge.grading.custom import MAX_ELEMENTS, CustomInputError, custom_cases
+from jaxjudge.grading.report import Verdict
+
+EMA = load_problem("ema-with-scan")
+MLP = load_problem("rematerialized-mlp-block")
+GOOD = {"x": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], "alpha": 0.5}
+PARAMS = {"w1": [[0.5, -0.3], [0.1, 0.4]], "b1": [0.0, 0.1],
+          "w2": [[0.2, -0.5], [0.7, 0.3]], "b2": [0.05, -0.05]}
+
+
+@pytest.mark.parametrize(("problem", "given", "why"), [
+    (EMA, {"x": [[1.0]]}, "exactly the arguments"),
+    (EMA, {**GOOD, "extra": 1}, "exactly the arguments"),
+    (EMA, {**GOOD, "x": [1.0, 2.0]}, "expected 2 dimensions"),
+    (EMA, {**GOOD, "x": [[1.0, 2.0], [3.0]]}, "not rectangular"),
+    (EMA, {**GOOD, "x": [[1.0, "2"]]}, "str is not a number"),
+    (EMA, {**GOOD, "x": [[1.0, True]]}, "bool is not a number"),
+    (EMA, {**GOOD, "x": [[float("nan")]]}, "finite"),
+    (EMA, {**GOOD, "x": [[0.0] * 7]}, "D = 7 is outside the constraints"),
+    (EMA, {**GOOD, "x": [[0.0]] * 49}, "T = 49 is outside the constraints"),
+    (MLP, {"params": {**PARAMS, "w2": [[0.2, -0.5, 1.0], [0.7, 0.3, 1.0]]},
+           "x": [[1.0, 2.0]], "y": [[0.0, 0.0]]}, "D is 3 here but 2 elsewhere"),
+    (MLP, {"params": {"w1": [[1.0]]}, "x": [[1.0]], "y": [[1.0]]}, "must be a dict with keys"),
+])
+def test_inputs_the_problem_does_not_promise_are_refused(problem, given, why) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(CustomInputError, match=why):
+        custom_cases(problem, [given])
+
+
+def test_counts_and_sizes_are_bounded() -> None:
+    with pytest.raises(CustomInputError, match="between 1 and 3"):
+        custom_cases(EMA, [GOOD] * 4)
+    with pytest.raises(CustomInputError, match="between 1 and 3"):
+        custom_cases(EMA, [])
+    big = {"x": [[0.0] * 6] * 48, "alpha": 0.5}  # within the constraints: 288 numbers
+    assert custom_cases(EMA, [big])[0].name == "custom-1"
+    assert MAX_ELEMENTS >= 288
+
+
+def test_a_custom_input_is_compared_with_the_reference_and_worth_nothing() -> None:
+    wrong = (EMA.submissions_dir / "wrong_zero_init.py").read_bytes()
+    report = grade(EMA, wrong, "run", custom_inputs=[GOOD])
+    mine = [t for t in report.tests if t.custom]
+    assert [t.name for t in mine] == ["custom-1"]
+    t = mine[0]
+    assert t.visible and t.details is not None and t.details.inputs == GOOD
+    # The reference's EMA of the rows, x_0 first: 1, then 0.5*3 + 0.5*1 = 2, then 3.5.
+    assert t.details.expected == {"ema": [[1.0, 2.0], [2.0, 3.0], [3.5, 4.5]]}
+    assert t.verdict is Verdict.WRONG_ANSWER and t.score == t.max_score == 0.0
+    examples = [x for x in report.tests if not x.custom]
+    assert sum(x.max_score for x in examples) == EMA.scoring.visible_tests
+    with pytest.raises(ValueError, match="mode 'run'"):
+        grade(EMA, wrong, "submit", custom_inputs=[GOOD])
+
+
+def test_the_cli_refuses_a_bad_input_before_grading(tmp_path: Path) -> None:
+    given = tmp_path / "mine.json"
+    given.write_text(json.dumps({"x": [[1.0]]}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "jaxjudge", "grade", "-p", "ema-with-scan", "--mode", "run",
+         "--input", str(given), str(EMA.reference_path)],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2 and "exactly the arguments" in proc.stderr
