@@ -61,6 +61,25 @@ def vmapped(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
     return jax.tree.map(lambda v: v[:, 0], out)
 
 
+def edge_padded(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """Edge padding repeats the last row with a broadcast: still a copy of x."""
+    n = bucket(x.shape[1])
+    return core(jnp.pad(x, ((0, 0), (0, n - x.shape[1]), (0, 0)), mode="edge"), lengths, q)
+
+
+def taken(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """Gathered with clipped constant indices (jnp.take selects with a constant mask)."""
+    n = bucket(x.shape[1])
+    return core(jnp.take(x, jnp.minimum(jnp.arange(n), x.shape[1] - 1), axis=1), lengths, q)
+
+
+def unpadded_at_boundary(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    n = bucket(x.shape[1])
+    xp = x if n == x.shape[1] else jax.lax.dynamic_update_slice(
+        jnp.zeros((x.shape[0], n, x.shape[2])), x, (0, 0, 0))
+    return core(xp, lengths, q)
+
+
 def programs(fn: Callable[..., dict], lengths: Sequence[int] = LENGTHS) -> list[ProgramInfo]:
     f32 = np.float32
     return [program(fn, {"B": 2, "L": n, "D": 2}, np.ones((2, n, 2), f32),
@@ -71,8 +90,10 @@ def check(progs: list[ProgramInfo]) -> Any:
     return check_programs_per_bucket(progs, dim="L", buckets=BUCKETS, args=("a0",))
 
 
-@pytest.mark.parametrize("fn", [padded, concatenated, at_set_nested_jit, vmapped],
-                         ids=["pad", "concatenate", "at-set-nested-jit", "vmap-lax-pad"])
+@pytest.mark.parametrize("fn", [padded, concatenated, at_set_nested_jit, vmapped, edge_padded,
+                                taken, unpadded_at_boundary],
+                         ids=["pad", "concatenate", "at-set-nested-jit", "vmap-lax-pad",
+                              "edge-mode", "take-clipped", "dynamic-update-slice"])
 def test_padding_to_the_bucket_passes(fn: Callable) -> None:
     outcome = check(programs(fn))
     assert outcome.passed, outcome.message

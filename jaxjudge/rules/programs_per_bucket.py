@@ -10,7 +10,8 @@ padded input may be longer than its bucket.
 value is named by a digest of its op, the op's attributes and types, and its operands' digests
 (regions by what they return, calls inlined), so the order and names of ops do not matter. A
 *copy* of an input (the input itself, padded, sliced, concatenated with constants, reshaped,
-transposed or converted: values moved, no arithmetic) is named by the input and its type only:
+transposed, converted, broadcast, or selected by a constant predicate: values moved, no
+arithmetic) is named by the input and its type only:
 how the input was padded is not compared, what is computed from the padded copy is. So the
 programs for lengths 5 and 7 of bucket 8 are the same when both compute on an 8-long copy of x
 with a mask made from the data (`lengths`), and differ when a program computes on the 5-long
@@ -39,15 +40,20 @@ from jaxjudge.rules.stablehlo import Module, Op, ParseError, TensorType, parse_m
 _DIM = r"^[A-Za-z_][A-Za-z0-9_]*$"
 MAX_BUCKETS = 64
 MAX_ATTR_CHARS = 1 << 16  # one op's attribute text hashed (a larger one: hashed by its length)
-# Ops that move an input's values without arithmetic: their result is a copy of the input.
-_COPIES = frozenset({
+# Ops that repeat an input's values (a broadcast): still a copy, but not a padded one.
+_EXPANDS = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.broadcast",
+                      "stablehlo.dynamic_broadcast_in_dim"})
+# Ops that move an input's values without arithmetic: their result is a copy of the input (a
+# select is one when its predicate is a constant: its other operands must be constants).
+_COPIES = _EXPANDS | frozenset({
     "stablehlo.pad", "stablehlo.dynamic_pad", "stablehlo.concatenate", "stablehlo.slice",
     "stablehlo.dynamic_slice", "stablehlo.real_dynamic_slice", "stablehlo.reshape",
     "stablehlo.dynamic_reshape", "stablehlo.transpose", "stablehlo.convert",
     "stablehlo.reverse", "stablehlo.gather", "stablehlo.dynamic_gather", "stablehlo.copy",
-    "mhlo.copy", "stablehlo.dynamic_update_slice", "stablehlo.scatter",
+    "mhlo.copy", "stablehlo.dynamic_update_slice", "stablehlo.scatter", "stablehlo.select",
 })
 _RETURNS = frozenset({"func.return", "stablehlo.return", "mhlo.return"})
+_REDUCTIONS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
 
 
 class ProgramsPerBucketOptions(RuleOptions):
@@ -77,6 +83,7 @@ class _Val:
     digest: bytes
     source: int | None = None  # a copy of main's argument `source`
     const: bool = False  # computed from no argument
+    expanded: bool = False  # a copy that went through a broadcast (values repeated)
 
 
 @dataclass
@@ -87,11 +94,11 @@ class Canon:
 
     outputs: tuple[bytes, ...]
     children: dict[bytes, tuple[bytes, ...]] = field(default_factory=dict)
-    copies: dict[bytes, tuple[int, TensorType]] = field(default_factory=dict)
+    copies: dict[bytes, tuple[int, TensorType, bool]] = field(default_factory=dict)
     ops: list[tuple[bytes, str]] = field(default_factory=list)
     arg_types: dict[int, TensorType] = field(default_factory=dict)
 
-    def live_copies(self) -> list[tuple[int, TensorType]]:
+    def live_copies(self) -> list[tuple[int, TensorType, bool]]:
         seen = set(self.outputs)
         stack = list(seen)
         found = []
@@ -163,7 +170,9 @@ def canonical(module: Module, text: str, budget: Budget) -> Canon:
             if base.source is not None and len(op.results) == 1:
                 _bind(env, op, [base])  # a scatter into a constant buffer: a copy
                 continue
-            outs = [_Val(_h(base.digest, i)) for i in range(len(op.results))]
+            # A reduction of constants is a constant (its region only combines its operands).
+            const = base.const and op.name in _REDUCTIONS
+            outs = [_Val(_h(base.digest, i), None, const) for i in range(len(op.results))]
             for v in outs:
                 canon.children[v.digest] = (base.digest,)
             _bind(env, op, outs)
@@ -217,7 +226,7 @@ def _operand(env: dict[str, _Val], name: str, op: Op, k: int, canon: Canon) -> _
         t = types[k] if k < len(types) else TensorType((None,), "?")
         canon.arg_types.setdefault(v.source, t)
         v = env[name] = _Val(_h("copy", v.source, t), v.source)
-        canon.copies[v.digest] = (v.source, t)
+        canon.copies[v.digest] = (v.source, t, False)
     return v
 
 
@@ -231,8 +240,9 @@ def _value(op: Op, operands: list[_Val], regions: list[bytes], text: str, canon:
         types = op.result_types()
         t = types[0] if types else TensorType((None,), "?")
         digest = _h("copy", source, t)
-        canon.copies[digest] = (source, t)
-        return _Val(digest, source)
+        expanded = op.name in _EXPANDS or any(v.expanded for v in operands)
+        canon.copies[digest] = (source, t, expanded)
+        return _Val(digest, source, expanded=expanded)
     digest = _h(op.name, _attrs(op, text), op.type, tuple(v.digest for v in operands),
                 tuple(regions))
     canon.children[digest] = tuple(v.digest for v in operands) + tuple(regions)
@@ -317,10 +327,10 @@ def _too_long(form: _Form, args: Sequence[str], dim: str) -> str | None:
     """Why a live copy of a padded input is longer than its bucket, or None."""
     canon, p = form.canon, form.program
     index = {i for i, path in enumerate(p.args) if path in args}
-    for source, t in canon.live_copies():
+    for source, t, expanded in canon.live_copies():
         whole = canon.arg_types.get(source)
         n, full = t.elements(), whole.elements() if whole else None
-        if source not in index or n is None or not full or full % form.length:
+        if expanded or source not in index or n is None or not full or full % form.length:
             continue
         limit = full // form.length * form.bucket
         if n > limit:
