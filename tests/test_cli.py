@@ -125,3 +125,11 @@ def test_help_and_typos_see_every_command() -> None:
         assert name in proc.stdout, name
     typo = run("gradescop")
     assert typo.returncode == 2 and "gradescope" in typo.stderr
+
+
+def test_rules_prints_one_rules_semantics() -> None:
+    proc = run("rules", "independent_of_dim")
+    assert proc.returncode == 0, proc.stderr
+    assert "probe" in proc.stdout and "dim (required)" in proc.stdout
+    unknown = run("rules", "no_such_rule")
+    assert unknown.returncode == 2 and "known rules" in unknown.stderr

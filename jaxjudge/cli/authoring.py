@@ -1,5 +1,6 @@
 """Commands for problem authors: `jaxjudge check-problem DIR`, `jaxjudge new-problem ID`,
-`jaxjudge rules` (the rule vocabulary with each rule's options)."""
+`jaxjudge rules [NAME]` (the rule vocabulary with each rule's options, or one rule's
+semantics)."""
 
 from __future__ import annotations
 
@@ -69,10 +70,30 @@ def register(cli: typer.Typer) -> None:
                    f"tests/generate.py, then run `jaxjudge check-problem {dest}`")
 
     @cli.command("rules")
-    def rules_cmd() -> None:
-        """List the rule vocabulary problem.toml requirements can use, with their options."""
+    def rules_cmd(
+        name: Annotated[str | None, typer.Argument(
+            help="A rule's name: print its full semantics and options.")] = None,
+    ) -> None:
+        """List the rule vocabulary problem.toml requirements can use, with their options (or
+        one rule's exact semantics)."""
+        import inspect
+
         from jaxjudge.rules import RULES
 
+        if name is not None:
+            rule = RULES.get(name)
+            if rule is None:
+                _err.print(f"[bold red]error:[/] unknown rule {name!r} "
+                           f"(known rules: {', '.join(sorted(RULES))})")
+                raise typer.Exit(2)
+            _out.print(f"[bold]{name}[/] ({rule.level} level)\n", highlight=False)
+            for para in inspect.cleandoc(rule.check.__doc__ or rule.summary).split("\n\n"):
+                _out.print(" ".join(para.split()) + "\n", highlight=False, markup=False)
+            for key, f in rule.options.model_fields.items():
+                need = "required" if f.is_required() else f"default {f.default!r}"
+                _out.print(f"  {key} ({need}): {f.description or ''}", highlight=False,
+                           markup=False)
+            return
         table = Table(title="Rules")
         for col in ("rule", "level", "what it proves", "options"):
             table.add_column(col)

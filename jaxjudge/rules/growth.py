@@ -305,13 +305,16 @@ def _and(items: list[str]) -> str:
 
 @register("independent_of_dim", "program", DimOptions, probe="dim")
 def check_independent_of_dim(programs: Sequence[ProgramInfo], *, dim: str) -> RuleOutcome:
-    """The program does not grow with the dimension (compared at two probe sizes it chooses).
+    """The program does not grow with the dimension, compared at probe sizes the judge chooses.
 
-    Passes when the program was exported with `dim` symbolic, or when the programs exported at
-    the judge's two probe shapes (`dim` at two sizes two apart, past 0, 1 and 2 when the
-    problem's range allows; every other dimension at one value; see `probe_dims`) differ by
-    fewer operations (once calls are inlined) than `dim` does. Per-element code unrolled while
-    JAX traces (Python loops and comprehensions, lax loops with `unroll`, splitting into rows)
-    fails, with a message naming what grows; the tests' own shapes are never compared."""
+    Passes when the program was exported with `dim` symbolic (one program serves every size),
+    or when the programs exported at the judge's probe shapes do not grow with `dim`: `dim` at
+    up to three sizes two apart, past 0, 1 and 2 when the problem's range allows (`B = [1, 8]`:
+    3, 5 and 7), every other dimension at one value (see `probe_dims`); the rule fails when,
+    from each probe size to the next, the program (calls inlined, constants not counted) grows
+    by at least as many operations as `dim` grew. Per-element code unrolled while JAX traces
+    (Python loops and comprehensions, lax loops with `unroll=True` or a large unroll factor,
+    splitting into rows) fails, with a message naming what grows; a structure that changes once
+    between two sizes passes. The tests' own shapes are never compared."""
     parsed = parse_programs(programs)
     return parsed if isinstance(parsed, RuleOutcome) else growth(parsed, dim, probes=True)
