@@ -215,8 +215,77 @@ def _library_custom_jvp_only() -> Callable[..., Any]:
     return solve
 
 
+def _times_zero() -> Callable[..., Any]:
+    """Both halves kept alive only by a product with 0, beside the formulas."""
+    q = _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        _, vjp = jax.vjp(q, x)
+        return {"y": _sign(x) + 0.0 * q(x),
+                "dx": _band(x, g) + jnp.zeros_like(g) * vjp(g)[0]}
+
+    return solve
+
+
+def _constant_where() -> Callable[..., Any]:
+    """Both halves in the case a constant predicate does not choose (inside jnp.where's jit)."""
+    q = _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        _, vjp = jax.vjp(q, x)
+        return {"y": jnp.where(True, _sign(x), q(x)), "dx": jnp.where(False, vjp(g)[0],
+                                                                      _band(x, g))}
+
+    return solve
+
+
+def _identity_with_gradient() -> Callable[..., Any]:
+    """An identity custom_vjp on both paths, the quantiser and its clipping written outside."""
+    @jax.custom_vjp
+    def passthrough(v: jax.Array) -> jax.Array:
+        return v
+
+    passthrough.defvjp(lambda v: (v, None), lambda _, ct: (ct,))
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        dx = jax.vjp(passthrough, x)[1](g)[0]
+        return {"y": _sign(passthrough(x)), "dx": jnp.where(jnp.abs(x) <= 1.0, dx, 0.0)}
+
+    return solve
+
+
+def _jacrev() -> Callable[..., Any]:
+    q = _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        return {"y": q(x), "dx": jax.jacrev(q)(x).T @ g}
+
+    return solve
+
+
+def _has_aux() -> Callable[..., Any]:
+    q = _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        dx, y = jax.grad(lambda v: (jnp.vdot(q(v), g), q(v)), has_aux=True)(x)
+        return {"y": y, "dx": dx}
+
+    return solve
+
+
+def _multiplied_by_one() -> Callable[..., Any]:
+    """A product with a constant 1 (or any non-zero) keeps its operand: honest."""
+    q = _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        _, vjp = jax.vjp(q, x)
+        return {"y": 1.0 * q(x), "dx": jnp.where(True, vjp(g)[0], 0.0)}
+
+    return solve
+
+
 PASSING = [_reference, _vjp_only, _grad_of_sum, _jit_in_scan, _vmap_checkpoint, _while_and_cond,
-           _nondiff_argnums]
+           _nondiff_argnums, _jacrev, _has_aux, _multiplied_by_one]
 FAILING = [
     (_thrown_away, "`quantize` is called, but its result does not reach the returned values, "
                    "and its backward rule is never used"),
@@ -229,6 +298,10 @@ FAILING = [
     (_backward_discarded, "what its backward rule computes does not reach the returned values"),
     (_custom_jvp, "Found a jax.custom_jvp `quantize`, not a jax.custom_vjp"),
     (_library_custom_jvp_only, "No jax.custom_vjp function is called in solve"),
+    (_times_zero, "its result does not reach the returned values, and what its backward rule "
+                  "computes does not reach the returned values"),
+    (_constant_where, "its result does not reach the returned values, and what its backward "
+                      "rule computes does not reach the returned values"),
 ]
 
 
@@ -259,6 +332,36 @@ def test_decoys_fail_saying_what_was_found(make: Callable[..., Any], phrase: str
     outcome = check_custom_vjp_used(traced(make), hint="Use @jax.custom_vjp.")
     assert not outcome.passed
     assert phrase in outcome.message, outcome.message
+
+
+def test_an_identity_wrapper_fails_when_the_rule_must_compute() -> None:
+    summary = traced(_identity_with_gradient)
+    record = summary["custom_rules"]["functions"][0]
+    assert record["fwd_identity"] and record["bwd_identity"]
+    assert check_custom_vjp_used(summary).passed  # both halves reach the outputs
+    outcome = check_custom_vjp_used(summary, computes=True)
+    assert not outcome.passed
+    assert "it returns its argument unchanged (an identity wrapper" in outcome.message
+    assert "its backward rule returns the incoming gradient unchanged (no gradient rule of its " \
+        "own)" in outcome.message
+    honest = traced(_reference)["custom_rules"]["functions"][0]
+    assert "fwd_identity" not in honest and "bwd_identity" not in honest
+    assert check_custom_vjp_used(traced(_reference), computes=True).passed
+
+
+def test_a_custom_jvp_beside_an_unused_backward_rule_is_named() -> None:
+    @jax.custom_jvp
+    def q2(x: jax.Array) -> jax.Array:
+        return _sign(x)
+
+    q2.defjvp(lambda p, t: (q2(p[0]), _band(p[0], t[0])))
+    q = _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        return {"y": q(x), "dx": jax.vjp(q2, x)[1](g)[0]}
+
+    outcome = check_custom_vjp_used(traced(lambda: solve))
+    assert not outcome.passed and "A jax.custom_jvp `q2` is called too" in outcome.message
 
 
 @pytest.mark.parametrize("make", [_reference, _vjp_only, _backward_never_reached],

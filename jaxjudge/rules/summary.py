@@ -12,7 +12,8 @@ submission but earns no points.
 table (jaxjudge/stages/trace.py, `_CustomRuleCalls.report`) and keeps when the table is omitted:
 
     {"functions": [{"kind": "custom_vjp" | "custom_jvp", "name": str, "library": bool,
-                    "output_used": bool, "bwd_run": bool, "bwd_used": bool}, ...],
+                    "output_used": bool, "bwd_run": bool, "bwd_used": bool,
+                    "fwd_identity": bool, "bwd_identity": bool}, ...],
      "dropped": int}                         (flags absent: false; dropped absent: 0)
     | {"omitted": str}                       (the dataflow was too large to follow)
 
@@ -77,7 +78,7 @@ def check_uses_primitive(summary: object, *, any_of: list[str], what: str, hint:
 MAX_CUSTOM_FUNCTIONS = 64  # stage A records at most 32
 MAX_FUNCTION_NAME = 64
 _KINDS = ("custom_vjp", "custom_jvp")
-_FLAGS = ("library", "output_used", "bwd_run", "bwd_used")
+_FLAGS = ("library", "output_used", "bwd_run", "bwd_used", "fwd_identity", "bwd_identity")
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,8 @@ class _CustomFunction:
     output_used: bool = False
     bwd_run: bool = False
     bwd_used: bool = False
+    fwd_identity: bool = False  # its function returned its argument unchanged
+    bwd_identity: bool = False  # its backward rule returned the cotangent unchanged
 
     def named(self, what: str) -> str:
         """"jax.custom_vjp `quantize`", or "jax.custom_vjp function" when the name is not a
@@ -137,10 +140,14 @@ class CustomVjpUsedOptions(RuleOptions):
                                                    "returned values")
     backward: bool = Field(default=True, description="its backward rule must produce a "
                                                      "returned value (the gradient)")
+    computes: bool = Field(default=False, description="neither its function nor its backward "
+                                                      "rule returns its input unchanged (no "
+                                                      "identity wrapper)")
     hint: str = Field(default="", max_length=400, description="how to fix a failure")
 
 
-def _unused(f: _CustomFunction, output: bool, backward: bool) -> list[str]:
+def _unused(f: _CustomFunction, output: bool, backward: bool, computes: bool = False
+            ) -> list[str]:
     """What `f` lacks of the requirement, as clauses of the failure message."""
     lacks = []
     if output and not f.output_used:
@@ -148,19 +155,28 @@ def _unused(f: _CustomFunction, output: bool, backward: bool) -> list[str]:
     if backward and not f.bwd_used:
         lacks.append("what its backward rule computes does not reach the returned values"
                      if f.bwd_run else "its backward rule is never used for the returned gradient")
+    if computes and f.fwd_identity:
+        lacks.append("it returns its argument unchanged (an identity wrapper: the forward value "
+                     "is not computed in it)")
+    if computes and f.bwd_identity:
+        lacks.append("its backward rule returns the incoming gradient unchanged (no gradient "
+                     "rule of its own)")
     return lacks
 
 
 @register("custom_vjp_used", "spec", CustomVjpUsedOptions)
 def check_custom_vjp_used(summary: object, *, output: bool = True, backward: bool = True,
-                          hint: str = "") -> RuleOutcome:
+                          computes: bool = False, hint: str = "") -> RuleOutcome:
     """A jax.custom_vjp that solve calls gives the returned values, and its backward rule the
     returned gradient.
 
     Reads the summary's "custom_rules" record: per custom-derivative function stage A saw
     called, whether its result (`output_used`) and its backward rule's result (`bwd_used`)
-    reach what solve returns. JAX's own custom functions (`library`) do not count; a
-    custom_jvp found instead of a custom_vjp is named as such."""
+    reach what solve returns: through dependence, where a value multiplied by a constant 0 or
+    not chosen by a constant predicate does not count. With `computes`, neither the function
+    (`fwd_identity`) nor its backward rule (`bwd_identity`) may return its input unchanged. JAX's
+    own custom functions (`library`) do not count; a custom_jvp found instead of a custom_vjp,
+    or beside one whose backward rule is not used, is named as such."""
     what = "jax.custom_vjp"
     if summary is None:
         return RuleOutcome(False, f"Your function could not be traced, so the use of {what} "
@@ -190,7 +206,7 @@ def check_custom_vjp_used(summary: object, *, output: bool = True, backward: boo
         else:
             text = f"No {what} function is called in solve{more}."
         return RuleOutcome(False, f"{text} {hint}".strip())
-    passing = [f for f in vjps if not _unused(f, output, backward)]
+    passing = [f for f in vjps if not _unused(f, output, backward, computes)]
     if passing:
         parts = []
         if output:
@@ -199,8 +215,9 @@ def check_custom_vjp_used(summary: object, *, output: bool = True, backward: boo
             parts.append("its backward rule produces the returned gradient")
         done = ", and ".join(parts) if parts else "is called"
         return RuleOutcome(True, f"Your {passing[0].named(what)} {done}.")
-    best = max(vjps, key=lambda f: (f.output_used + f.bwd_used, f.bwd_used, f.bwd_run))
-    lacks = _unused(best, output, backward)
+    best = max(vjps, key=lambda f: (f.output_used + f.bwd_used, f.bwd_used, f.bwd_run,
+                                    -(f.fwd_identity + f.bwd_identity)))
+    lacks = _unused(best, output, backward, computes)
     closest = "" if len(vjps) == 1 else f" (the closest of {len(vjps)} {what} functions)"
     fixes = []
     if output and not best.output_used:
@@ -208,5 +225,15 @@ def check_custom_vjp_used(summary: object, *, output: bool = True, backward: boo
     if backward and not best.bwd_used:
         fixes.append("compute the returned gradient with jax.vjp or jax.grad through it, not "
                      "with a formula")
+    if computes and best.fwd_identity:
+        fixes.append("compute the forward value inside the custom_vjp function")
+    if computes and best.bwd_identity:
+        fixes.append("apply the gradient rule inside its backward rule")
+    jvps = [f for f in own if f.kind == "custom_jvp"]
+    also = ""
+    if jvps and backward and not best.bwd_used:
+        also = (f" A {jvps[0].named('jax.custom_jvp')} is called too: JAX transposes its "
+                "forward-mode rule, which is not the backward rule this requirement asks for.")
     return RuleOutcome(False, f"Your {best.named(what)}{closest} is called, but "
-                              + ", and ".join(lacks) + ": " + "; and ".join(fixes) + f"{more}.")
+                              + ", and ".join(lacks) + ": " + "; and ".join(fixes)
+                              + f"{more}.{also}")

@@ -419,6 +419,10 @@ class _CustomRuleCalls:
         self.found: set[str] = set()
         self.functions: list[dict[str, Any]] = []  # {"kind", "name", "library"} per function
         self.bwd_run: set[int] = set()  # indices of functions whose backward rule ran
+        # Indices of functions whose function (or forward rule) returned its arguments, and
+        # whose backward rule returned its cotangent, unchanged: identity wrappers.
+        self.fwd_identity: set[int] = set()
+        self.bwd_identity: set[int] = set()
         self.dropped = 0
         self._jax = jax
         self._mark = _marker()
@@ -453,34 +457,64 @@ class _CustomRuleCalls:
         except Exception:
             return tree
 
+    def _passes(self, out: Any, given: Any) -> bool:
+        """Every array leaf of `out` is one of `given`'s leaves, unchanged (the same object)."""
+        try:
+            leaves = self._jax.tree_util.tree_leaves(out)
+            ids = {id(v) for v in self._jax.tree_util.tree_leaves(given)}
+        except Exception:
+            return False
+        return bool(leaves) and all(id(v) in ids for v in leaves)
+
     def _marking_bwd(self, bwd: Any, k: int) -> Any:
         @functools.wraps(bwd)
         def marked_bwd(*args: Any, **kwargs: Any) -> Any:
             self.bwd_run.add(k)
-            return self._marked(bwd(*args, **kwargs), "bwd", k)
+            out = bwd(*args, **kwargs)
+            if args and self._passes(out, args[-1]):  # (..., residuals, cotangent)
+                self.bwd_identity.add(k)
+            return self._marked(out, "bwd", k)
 
         marked_bwd._jaxjudge_marks = k  # type: ignore[attr-defined]
         return marked_bwd
+
+    def _watching(self, rule: Any, k: int, forward: bool) -> Any:
+        """`rule` (the function, or its forward rule when `forward`), noting when its primal
+        result is its arguments unchanged."""
+        @functools.wraps(rule)
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            out = rule(*args, **kwargs)
+            primal = out[0] if forward and isinstance(out, tuple) and len(out) == 2 else out
+            if self._passes(primal, (args, kwargs)):
+                self.fwd_identity.add(k)
+            return out
+
+        watched._jaxjudge_marks = k  # type: ignore[attr-defined]
+        return watched
 
     def _call_vjp(self, orig: Any, obj: Any, args: Any, kwargs: Any) -> Any:
         k = self._record(obj, "custom_vjp")
         if k is None or self.functions[k]["library"]:
             return orig(obj, *args, **kwargs)
-        bwd = getattr(obj, "bwd", None)
-        swapped = False
-        # Not again when a rule calls its own function (the reference's fwd does): one mark.
-        if callable(bwd) and getattr(bwd, "_jaxjudge_marks", None) is None:
-            try:
-                obj.bwd = self._marking_bwd(bwd, k)
-                swapped = True
-            except Exception:
-                pass
+        swapped: list[tuple[str, Any]] = []
+        wrappers = (("bwd", lambda f: self._marking_bwd(f, k)),
+                    ("fun", lambda f: self._watching(f, k, False)),
+                    ("fwd", lambda f: self._watching(f, k, True)))
+        for attr, wrap in wrappers:
+            rule = getattr(obj, attr, None)
+            # Not again when a rule calls its own function (the reference's fwd does): one mark.
+            if callable(rule) and getattr(rule, "_jaxjudge_marks", None) is None:
+                try:
+                    setattr(obj, attr, wrap(rule))
+                    swapped.append((attr, rule))
+                except Exception:
+                    pass
         try:
             out = orig(obj, *args, **kwargs)
         finally:
-            if swapped:
+            for attr, rule in swapped:
                 with contextlib.suppress(Exception):
-                    obj.bwd = bwd
+                    setattr(obj, attr, rule)
         return self._marked(out, "out", k)
 
     def __enter__(self) -> _CustomRuleCalls:
@@ -521,6 +555,10 @@ class _CustomRuleCalls:
                 entry["output_used"] = ("out", k) in reached
                 entry["bwd_run"] = k in self.bwd_run
                 entry["bwd_used"] = ("bwd", k) in reached
+                if k in self.fwd_identity:
+                    entry["fwd_identity"] = True
+                if k in self.bwd_identity:
+                    entry["bwd_identity"] = True
             functions.append(entry)
         result: dict = {"functions": functions}
         if self.dropped:
@@ -561,10 +599,20 @@ class _Reach:
     calls such as pjit, closed_call, checkpoint and custom_vjp_call; per branch for cond; to a
     fixed point over the carry for scan and while, whose condition counts whole). An eqn whose
     sub-jaxprs it does not know is taken whole: every output of every sub-jaxpr is live. Each
-    (jaxpr, live outputs) pair is walked once; bounded by MAX_FLOW_STEPS and MAX_FLOW_DEPTH."""
+    (jaxpr, live outputs, known constants) is walked once; bounded by MAX_FLOW_STEPS and
+    MAX_FLOW_DEPTH.
+
+    A value kept only to be cancelled is not used: an operand of a product (`mul`,
+    `dot_general`) with a constant 0 (`0 * q`, `jnp.zeros_like(q) * q`) and the case a constant
+    predicate does not choose (`jnp.where(True, a, q)`) are not live. Constants are scalars
+    from literals, through broadcasts, conversions and reshapes, and into calls (pjit) whose
+    arguments they are."""
 
     MAX_FLOW_STEPS = 2_000_000
     MAX_FLOW_DEPTH = 200
+    # Ops whose result holds their first operand's (scalar) value everywhere.
+    SAME_VALUE = frozenset({"broadcast_in_dim", "convert_element_type", "reshape", "squeeze",
+                            "expand_dims", "copy", "copy_p"})
 
     def __init__(self, mark: Any) -> None:
         from jax.extend.core import Literal
@@ -573,21 +621,53 @@ class _Reach:
         self.literal = Literal
         self.reached: set = set()
         self.steps = 0
-        self.memo: dict[tuple[int, tuple[bool, ...]], tuple[bool, ...]] = {}
+        self.memo: dict[tuple[int, tuple[bool, ...], tuple], tuple[bool, ...]] = {}
 
     def outputs_of(self, jaxpr: Any) -> set:
         self.live_inputs(jaxpr, (True,) * len(jaxpr.outvars), 0)
         return self.reached
 
-    def live_inputs(self, jaxpr: Any, live_out: tuple[bool, ...], depth: int
-                    ) -> tuple[bool, ...]:
-        """For each invar of `jaxpr`: whether a live output depends on it."""
-        key = (id(jaxpr), live_out)
-        known = self.memo.get(key)
-        if known is not None:
-            return known
+    def _const(self, v: Any, consts: dict) -> Any:
+        """The scalar constant `v` holds (a literal, or a var in `consts`), else None."""
+        if isinstance(v, self.literal):
+            val = getattr(v, "val", None)
+            if isinstance(val, bool | int | float):
+                return val
+            try:
+                return val.item() if getattr(val, "ndim", None) == 0 else None
+            except Exception:
+                return None
+        return consts.get(v)
+
+    def _consts(self, jaxpr: Any, known: tuple) -> dict:
+        """The vars of `jaxpr` that hold one scalar constant (from `known` invars, literals,
+        broadcasts and conversions of them, and products with a constant 0)."""
+        consts = {v: c for v, c in zip(jaxpr.invars, known, strict=False) if c is not None}
+        for eqn in jaxpr.eqns:
+            self.steps += 1
+            name = eqn.primitive.name
+            if len(eqn.outvars) != 1 or not eqn.invars:
+                continue
+            if name in self.SAME_VALUE:
+                c = self._const(eqn.invars[0], consts)
+                if c is not None:
+                    consts[eqn.outvars[0]] = c
+            elif name in ("mul", "dot_general") and any(
+                    self._const(v, consts) == 0 for v in eqn.invars[:2]):
+                consts[eqn.outvars[0]] = 0
+        return consts
+
+    def live_inputs(self, jaxpr: Any, live_out: tuple[bool, ...], depth: int,
+                    known: tuple = ()) -> tuple[bool, ...]:
+        """For each invar of `jaxpr`: whether a live output depends on it (`known`: the scalar
+        constant each invar holds, or None)."""
+        key = (id(jaxpr), live_out, known)
+        found = self.memo.get(key)
+        if found is not None:
+            return found
         if depth > self.MAX_FLOW_DEPTH:
             raise _FlowTooLarge(f"sub-jaxprs nest more than {self.MAX_FLOW_DEPTH} deep")
+        consts = self._consts(jaxpr, known)
         live = {v for v, on in zip(jaxpr.outvars, live_out, strict=False)
                 if on and not isinstance(v, self.literal)}
         for eqn in reversed(jaxpr.eqns):
@@ -597,7 +677,7 @@ class _Reach:
             outs = tuple(v in live for v in eqn.outvars)
             if not any(outs):
                 continue
-            ins = self.eqn_inputs(eqn, outs, depth)
+            ins = self.eqn_inputs(eqn, outs, depth, consts)
             for v, on in zip(eqn.invars, ins, strict=False):
                 if on and not isinstance(v, self.literal):
                     live.add(v)
@@ -605,9 +685,27 @@ class _Reach:
         self.memo[key] = result
         return result
 
-    def eqn_inputs(self, eqn: Any, outs: tuple[bool, ...], depth: int) -> tuple[bool, ...]:
+    def _cancelled(self, eqn: Any, consts: dict) -> tuple[bool, ...] | None:
+        """The live invars of a product with a constant 0 (none) or of a select whose
+        predicate is a constant (it and the chosen case); None for any other eqn."""
+        name, n = eqn.primitive.name, len(eqn.invars)
+        if name in ("mul", "dot_general") and any(
+                self._const(v, consts) == 0 for v in eqn.invars[:2]):
+            return (False,) * n
+        if name == "select_n" and n >= 2:
+            pred = self._const(eqn.invars[0], consts)
+            if isinstance(pred, bool | int) and 0 <= int(pred) < n - 1:
+                return tuple(i == 0 or i == 1 + int(pred) for i in range(n))
+        return None
+
+    def eqn_inputs(self, eqn: Any, outs: tuple[bool, ...], depth: int,
+                   consts: dict | None = None) -> tuple[bool, ...]:
         """Which invars of `eqn` its live outputs `outs` depend on."""
         every = (True,) * len(eqn.invars)
+        consts = {} if consts is None else consts
+        cancelled = self._cancelled(eqn, consts)
+        if cancelled is not None:
+            return cancelled
         if eqn.primitive is self.mark:
             tag = eqn.params.get("tag")
             if isinstance(tag, tuple):
@@ -642,7 +740,9 @@ class _Reach:
                 in_body = self._loop(body, carry, [], bn, d)
                 return (*in_cond[:cn], *in_body[:bn], *carry)
         if len(subs) == 1 and len(subs[0].invars) == n_in and len(subs[0].outvars) == n_out:
-            return self.live_inputs(subs[0], outs, d)
+            known = tuple(self._const(v, consts) for v in eqn.invars)
+            return self.live_inputs(subs[0], outs, d, known if any(
+                k is not None for k in known) else ())
         for sub in subs:
             self.live_inputs(sub, (True,) * len(sub.outvars), d)
         return every
