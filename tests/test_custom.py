@@ -75,3 +75,25 @@ def test_the_cli_refuses_a_bad_input_before_grading(tmp_path: Path) -> None:
          "--input", str(given), str(EMA.reference_path)],
         capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 2 and "exactly the arguments" in proc.stderr
+
+
+def test_custom_inputs_through_the_http_api(tmp_path: Path) -> None:
+    from api_fixtures import Server, wait_done
+
+    srv = Server(tmp_path, database_url=f"sqlite:///{tmp_path}/c.db", workers=1)
+    try:
+        with srv.client() as c:
+            body = {"problem_id": "ema-with-scan", "mode": "run",
+                    "source": EMA.reference_path.read_text(), "custom_inputs": [GOOD]}
+            bad = c.post("/v1/submissions", json={**body, "custom_inputs": [{"x": [[1.0]]}]})
+            assert bad.status_code == 422 and "exactly the arguments" in bad.json()["message"]
+            assert c.post("/v1/submissions", json={**body, "mode": "submit"}).status_code == 422
+            made = c.post("/v1/submissions", json=body)
+            assert made.status_code == 202, made.text
+            report = wait_done(c, made.json()["id"])["report"]
+            mine = [t for t in report["tests"] if t["custom"]]
+            assert [t["name"] for t in mine] == ["custom-1"]
+            assert mine[0]["verdict"] == "accepted"
+            assert mine[0]["details"]["expected"] == {"ema": [[1.0, 2.0], [2.0, 3.0], [3.5, 4.5]]}
+    finally:
+        srv.stop()

@@ -12,6 +12,7 @@ shared by this in-process pool and by `jaxjudge worker` (jaxjudge/service/worker
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import threading
@@ -21,6 +22,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -48,14 +50,17 @@ class QueueFull(Exception):
 def grading_function(grader: Grader) -> GradeFn:
     """The queue's grade call, through the service's Grader (its pool, engine and caches)."""
 
-    def grade_one(problem_id: str, source: bytes, mode: str) -> Report:
-        return grader.grade(problem_id, source, mode)  # type: ignore[arg-type]
+    def grade_one(problem_id: str, source: bytes, mode: str,
+                  custom_inputs: list[dict[str, Any]] | None = None) -> Report:
+        return grader.grade(problem_id, source, mode,  # type: ignore[arg-type]
+                            custom_inputs=custom_inputs)
 
     return grade_one
 
 
-def _grade(problem_id: str, source: bytes, mode: str) -> Report:
-    return grade(problem_id, source, mode)  # type: ignore[arg-type]
+def _grade(problem_id: str, source: bytes, mode: str,
+           custom_inputs: list[dict[str, Any]] | None = None) -> Report:
+    return grade(problem_id, source, mode, custom_inputs=custom_inputs)  # type: ignore[arg-type]
 
 
 def public_report(report: Report) -> Report:
@@ -95,9 +100,14 @@ OnGraded = Callable[[Report, int], None]
 DeferCallback = Callable[[Session, str], object]
 
 
-def run_grade(grade_fn: GradeFn, problem_id: str, source: bytes, mode: str) -> Report:
-    """`grade_fn`, with an exception (never a submission's fault) turned into internal_error."""
+def run_grade(grade_fn: GradeFn, problem_id: str, source: bytes, mode: str,
+              custom_inputs: str | None = None) -> Report:
+    """`grade_fn`, with an exception (never a submission's fault) turned into internal_error.
+    `custom_inputs`: a run's own inputs as stored (JSON), passed only when there are some."""
     try:
+        if custom_inputs:
+            return grade_fn(problem_id, source, mode,  # type: ignore[call-arg]
+                            custom_inputs=json.loads(custom_inputs))
         return grade_fn(problem_id, source, mode)
     except Exception as exc:  # grade() never raises for a bad submission: this is our bug
         log.error("grade() raised for problem %s:\n%s", problem_id, traceback.format_exc())
@@ -166,7 +176,8 @@ def _grade_claimed(
             "problem, not necessarily your code's: please resubmit.",
         )
     else:
-        report = run_grade(grade_fn, claimed.problem_id, claimed.source, claimed.mode)
+        report = run_grade(grade_fn, claimed.problem_id, claimed.source, claimed.mode,
+                           claimed.custom_inputs)
     elapsed = time.monotonic() - started
     try:
         report = public_report(report)

@@ -45,6 +45,13 @@ class SubmissionCreate(BaseModel):
         default="submit",
         description="run: published examples only (fast feedback); submit: every test.",
     )
+    custom_inputs: list[dict[str, Any]] | None = Field(
+        default=None,
+        max_length=3,
+        description="With mode run: up to 3 inputs of your own (objects of the arguments), "
+        "checked against the problem's arguments and constraints; the reference computes "
+        "their expected outputs and the report shows them as tests custom-N, worth no points.",
+    )
     callback_url: str | None = Field(
         default=None,
         max_length=2048,

@@ -92,6 +92,8 @@ class SubmissionRow(Base):
     callback_url: Mapped[str | None] = mapped_column(String(2048), default=None)
     # The grading worker of the latest attempt (`jaxjudge worker`: name@host:pid).
     worker: Mapped[str | None] = mapped_column(String(200), default=None)
+    # A run's custom inputs (JSON, checked by jaxjudge.grading.custom when submitted).
+    custom_inputs: Mapped[str | None] = mapped_column(Text, default=None)
     # The client's Idempotency-Key: a retried POST finds its submission instead of adding one.
     idempotency_key: Mapped[str | None] = mapped_column(String(64), default=None)
     callback_state: Mapped[str | None] = mapped_column(String(16), default=None)
@@ -158,6 +160,7 @@ class NewSubmission:
     owner: str = ANONYMOUS
     callback_url: str | None = None  # passed jaxjudge.service.webhooks.check_callback_url already
     idempotency_key: str | None = None
+    custom_inputs: str | None = None  # JSON, checked by jaxjudge.grading.custom already
 
     def same_request(self, record: SubmissionRecord) -> bool:
         """Whether `record` was made from this very request (a retry, not a new one)."""
@@ -177,6 +180,7 @@ class ClaimedSubmission:
     source: bytes
     attempts: int
     callback_url: str | None = None
+    custom_inputs: str | None = None
 
 
 # Runs inside the finishing transaction once the grade is stored (e.g. defer the callback's
@@ -330,6 +334,7 @@ class Store:
             callback_state="pending" if new.callback_url else None,
             callback_attempts=0,
             idempotency_key=new.idempotency_key,
+            custom_inputs=new.custom_inputs,
         )
         session.add(row)
         try:
@@ -397,6 +402,7 @@ class Store:
                 source=row.source,
                 attempts=row.attempts,
                 callback_url=row.callback_url,
+                custom_inputs=row.custom_inputs,
             )
 
     def finish(

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import asdict
 from typing import Annotated
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Header, Query, Response
 
+from jaxjudge.grading.custom import CustomInputError, custom_cases
 from jaxjudge.grading.report import Report, Verdict
+from jaxjudge.problems.package import Problem
 from jaxjudge.service.api.deps import DispatcherDep, OwnerDep, SettingsDep, StoreDep
 from jaxjudge.service.api.errors import ApiError
 from jaxjudge.service.api.routes.problems import find_problem
@@ -96,6 +99,20 @@ def checked_callback(settings: Settings, url: str | None) -> str | None:
         raise ApiError(422, str(exc)) from exc
 
 
+def checked_custom_inputs(problem: Problem, body: SubmissionCreate) -> str | None:
+    """The run's own inputs as stored (JSON), or 422 saying what is wrong with them (before
+    anything is stored)."""
+    if not body.custom_inputs:
+        return None
+    if body.mode != "run":
+        raise ApiError(422, "custom_inputs are for mode \"run\"")
+    try:
+        custom_cases(problem, body.custom_inputs)
+    except CustomInputError as exc:
+        raise ApiError(422, str(exc)) from exc
+    return json.dumps(body.custom_inputs)
+
+
 def _get_or_404(store: Store, submission_id: str) -> SubmissionRecord:
     record = store.get(submission_id) if len(submission_id) <= 64 else None
     if record is None:
@@ -145,9 +162,10 @@ async def create_submission(
             413, f"the source is larger than the limit of {settings.max_source_bytes} bytes"
         )
     callback_url = checked_callback(settings, body.callback_url)
-    await asyncio.to_thread(find_problem, body.problem_id)
+    problem = await asyncio.to_thread(find_problem, body.problem_id)
+    custom = checked_custom_inputs(problem, body)
     new = NewSubmission(body.problem_id, body.mode, source, owner, callback_url,
-                        idempotency_key)
+                        idempotency_key, custom)
     record = None
     if idempotency_key is not None:
         record = await asyncio.to_thread(store.find_by_key, owner, idempotency_key)
