@@ -84,6 +84,9 @@ def f32_loss_dot(p: dict, x: jax.Array) -> jax.Array:
 def test_low_precision_steps_pass(forward: Callable, symbolic: bool) -> None:
     outcome = check(step(forward), symbolic)
     assert outcome.passed, outcome.message
+    region = outcome.region
+    assert region is not None and region.focus
+    assert all(region.ops[i].name == "stablehlo.dot_general" for i in region.focus)
 
 
 def cast_down_after(p: dict, x: jax.Array) -> jax.Array:
@@ -139,6 +142,13 @@ def test_float32_products_fail(forward: Callable, message: str) -> None:
     outcome = check(step(forward))
     assert not outcome.passed
     assert message in outcome.message, outcome.message
+    region = outcome.region
+    assert region is not None
+    if "float32" in message:  # the float32 product is shown, marked
+        assert region.ops[min(region.focus)].name == "stablehlo.dot_general"
+        assert "f32" in region.ops[min(region.focus)].type
+    else:
+        assert not region.ops and region.note
 
 
 def test_options_are_validated_at_load() -> None:

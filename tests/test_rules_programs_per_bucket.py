@@ -98,6 +98,7 @@ def test_padding_to_the_bucket_passes(fn: Callable) -> None:
     outcome = check(programs(fn))
     assert outcome.passed, outcome.message
     assert "3 pairs of lengths compared" in outcome.message
+    assert outcome.region is not None and "L=1, 3, 4 (bucket 4)" in outcome.region.note
 
 
 def unpadded(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
@@ -134,6 +135,10 @@ def test_per_length_programs_fail(fn: Callable, found: str) -> None:
     assert not outcome.passed
     assert "differ although both lengths pad to the bucket 4" in outcome.message
     assert f"has `{found}" in outcome.message
+    region = outcome.region
+    assert region is not None and "bucket 4" in region.note
+    if found:  # the op that differs is shown, marked
+        assert [region.ops[i].name for i in region.focus] == [f"stablehlo.{found}"]
 
 
 def largest_bucket(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:

@@ -50,6 +50,7 @@ def test_scaled_loss_passes(fn: Callable, symbolic: bool) -> None:
     outcome = check_scaled_backward([program(fn, symbolic)], scale="scale",
                                     against=("x", "params"), outputs=("grads",))
     assert outcome.passed, outcome.message
+    assert outcome.region is not None and outcome.region.focus
 
 
 def scaled_after(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
@@ -86,6 +87,7 @@ def test_unscaled_backward_fails(fn: Callable) -> None:
                                     outputs=("grads",))
     assert not outcome.passed
     assert "No matrix product of the backward pass carries scale" in outcome.message
+    assert outcome.region is not None and "reads scale" in outcome.region.note
 
 
 def test_options_and_malformed_programs() -> None:

@@ -25,7 +25,7 @@ from jaxjudge.rules.dataflow import (
 from jaxjudge.rules.loops import Value, fold_constants, live_nodes, make_transfer
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.program import MAX_TOTAL_CHARS
-from jaxjudge.rules.stablehlo import ParseError, parse_module, tensor_types
+from jaxjudge.rules.stablehlo import Module, Op, ParseError, parse_module, tensor_types
 
 DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
 SHAPE_ONLY = frozenset({"stablehlo.get_dimension_size"})
@@ -45,6 +45,12 @@ class Flow:
     program: ProgramInfo
     graph: Graph
     values: list[Value]
+    module: Module
+
+    def ops_of(self, steps: Iterable[Step]) -> list[Op | None]:
+        """The ops the steps came from (for the report's excerpt)."""
+        index = {id(s): i for i, s in enumerate(self.graph.steps)}
+        return [self.graph.ops[index[id(s)]] if id(s) in index else None for s in steps]
 
     def seeds(self, groups: Sequence[Sequence[str]]) -> dict[int, int]:
         """main's argument nodes -> bit i for every group i of input paths they belong to."""
@@ -107,13 +113,14 @@ def flows(programs: Sequence[ProgramInfo], budget: Budget) -> list[Flow] | RuleO
     out = []
     for p in programs:
         try:
-            g = build_graph(parse_module(p.text))
+            module = parse_module(p.text)
+            g = build_graph(module)
             g.budget = budget
             budget.spend(len(g.steps))
             if len(g.main_args) != len(p.args) or len(g.main_results) != len(p.outs):
                 return RuleOutcome(False, "The exported program could not be analyzed (its "
                                           "arguments or results do not match their paths).")
-            out.append(Flow(p, g, fold_constants(g)))
+            out.append(Flow(p, g, fold_constants(g), module))
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")

@@ -27,7 +27,8 @@ from pydantic import Field
 
 from jaxjudge.rules.dataflow import Budget, Kind, Step, TooComplex
 from jaxjudge.rules.flowpaths import ELEMENT, PATH, Flow, flows, np_name, operand_elements
-from jaxjudge.rules.outcome import RuleOutcome
+from jaxjudge.rules.outcome import Region, RuleOutcome
+from jaxjudge.rules.region import noted, region_of
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import tensor_types
 
@@ -70,15 +71,18 @@ def check_low_precision_dots(
            f"(x.astype(jnp.{np_name(operands[0])})), so that jax.grad's backward products run "
            f"on {np_name(operands[0])} too; keep only the loss, the gradients' unscaling and "
            f"the update in float32.")
+    shown: Region | None = None
     for flow in parsed:
         try:
-            outcome = _check(flow, allowed, inputs, outputs, kinds, names)
+            why, where = _check(flow, allowed, inputs, outputs, kinds, names)
         except TooComplex as exc:
             return RuleOutcome(False, f"The exported program could not be analyzed ({exc}).")
-        if outcome is not None:
-            return RuleOutcome(False, f"{outcome} {fix}")
+        if why is not None:
+            return RuleOutcome(False, f"{why} {fix}", region=where)
+        shown = shown or where
     return RuleOutcome(True, f"Every matrix product of {names} takes {kinds} operands, and "
-                             f"{names} reach the outputs only through such products.")
+                             f"{names} reach the outputs only through such products.",
+                       region=shown)
 
 
 _LAYOUT = frozenset({Kind.PASS0, Kind.PASS_ALL, Kind.PASS_01, Kind.PASS_12, Kind.TUPLE})
@@ -99,23 +103,27 @@ def _low_arithmetic(step: Step, allowed: set[str]) -> bool:
 
 
 def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequence[str],
-           kinds: str, names: str) -> str | None:
-    """Why this program fails the rule, or None."""
+           kinds: str, names: str) -> tuple[str | None, Region | None]:
+    """Why this program fails the rule (None: it passes), and the ops that decided it."""
+    p = flow.program
     outs = flow.outputs(outputs)
     if not outs:
-        return "The program has none of the outputs the requirement names."
+        return "The program has none of the outputs the requirement names.", None
     seeds = flow.seeds([inputs])
     copies = flow.copies(seeds)
     live = flow.live(node for _, node in outs)
     reading = [s for s in flow.live_dots(live) if any(copies[o] for o in s.operands[:2])]
-    wrong = sorted({"(" + ", ".join(np_name(e) for e in operand_elements(s)) + ")"
-                    for s in reading if not _allowed(s, allowed)})
-    if wrong:
+    bad = [s for s in reading if not _allowed(s, allowed)]
+    if bad:
+        wrong = sorted({"(" + ", ".join(np_name(e) for e in operand_elements(s)) + ")"
+                        for s in bad})
         return (f"A matrix product of {names} takes {' and '.join(wrong)} operands; every "
                 f"product of them must take {kinds} operands (a float32 product cast down "
-                f"afterwards, or a precision setting, does not count).")
+                f"afterwards, or a precision setting, does not count)."), region_of(
+                    flow.module, flow.ops_of(bad), p)
     if not reading:
-        return f"No matrix product of {names} on {kinds} operands reaches the outputs."
+        return (f"No matrix product of {names} on {kinds} operands reaches the outputs.",
+                noted(p, f"no {kinds} matrix product of {names} reaches the outputs"))
     cut = {id(s) for s in flow.live_dots(live) if _allowed(s, allowed)}
     reached = flow.computed_from(
         seeds, lambda s: id(s) in cut or _low_arithmetic(s, allowed))
@@ -123,5 +131,6 @@ def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequen
     if leaks:
         return (f"{leaks[0]} is computed from {names} without a {kinds} matrix product or "
                 f"any {kinds} arithmetic on the way (a matmul written as a multiply and a "
-                f"sum in float32 does not count).")
-    return None
+                f"sum in float32 does not count)."), noted(
+                    p, f"{leaks[0]} is computed from {names} in float32 only")
+    return None, region_of(flow.module, flow.ops_of(reading), p)

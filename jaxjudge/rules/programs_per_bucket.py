@@ -34,6 +34,7 @@ from jaxjudge.rules.dataflow import Budget, TooComplex
 from jaxjudge.rules.flowpaths import PATH
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.program import MAX_TOTAL_CHARS
+from jaxjudge.rules.region import noted, region_of
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import Module, Op, ParseError, TensorType, parse_module
 
@@ -95,7 +96,7 @@ class Canon:
     outputs: tuple[bytes, ...]
     children: dict[bytes, tuple[bytes, ...]] = field(default_factory=dict)
     copies: dict[bytes, tuple[int, TensorType, bool]] = field(default_factory=dict)
-    ops: list[tuple[bytes, str]] = field(default_factory=list)
+    ops: list[tuple[bytes, Op]] = field(default_factory=list)
     arg_types: dict[int, TensorType] = field(default_factory=dict)
 
     def live_copies(self) -> list[tuple[int, TensorType, bool]]:
@@ -246,7 +247,7 @@ def _value(op: Op, operands: list[_Val], regions: list[bytes], text: str, canon:
     digest = _h(op.name, _attrs(op, text), op.type, tuple(v.digest for v in operands),
                 tuple(regions))
     canon.children[digest] = tuple(v.digest for v in operands) + tuple(regions)
-    canon.ops.append((digest, f"{op.name.removeprefix('stablehlo.')} : {op.type}"))
+    canon.ops.append((digest, op))
     return _Val(digest, None, all(v.const for v in operands))
 
 
@@ -261,6 +262,7 @@ class _Form:
     length: int
     bucket: int
     canon: Canon
+    module: Module
 
 
 @register("programs_per_bucket", "program", ProgramsPerBucketOptions, static_shapes=True)
@@ -291,28 +293,37 @@ def check_programs_per_bucket(
             return RuleOutcome(False, f"{dim}={length} is longer than every bucket (a problem "
                                       f"package error).")
         try:
-            canon = canonical(parse_module(p.text), p.text, budget)
+            module = parse_module(p.text)
+            canon = canonical(module, p.text, budget)
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
-        forms.append(_Form(p, length, bucket, canon))
+        forms.append(_Form(p, length, bucket, canon, module))
     for form in forms:
         too_long = _too_long(form, args, dim)
         if too_long:
-            return RuleOutcome(False, too_long)
+            return RuleOutcome(False, too_long, region=noted(
+                form.program, f"{dim}={form.length}: a copy of the input longer than its "
+                              f"bucket {form.bucket}"))
     groups: dict[tuple[Any, ...], dict[int, _Form]] = {}
     for form in forms:
         rest = tuple(sorted((k, v) for k, v in form.program.dims.items() if k != dim))
         groups.setdefault((form.bucket, rest), {}).setdefault(form.length, form)
     compared = 0
+    seen: list[str] = []
     for (bucket, _), by_length in sorted(groups.items(), key=lambda g: g[0][0]):
         lengths = sorted(by_length)
+        if len(lengths) > 1:
+            seen.append(f"{dim}={', '.join(map(str, lengths))} (bucket {bucket})")
         first = by_length[lengths[0]]
         for n in lengths[1:]:
             compared += 1
             other = by_length[n]
             if other.canon.outputs != first.canon.outputs:
-                return RuleOutcome(False, _differ(first, other, dim, bucket))
+                message, op = _differ(first, other, dim, bucket)
+                note = f"{dim}={other.length} (bucket {bucket}), compared with {dim}={first.length}"
+                region = region_of(other.module, [op], other.program, note=note) if op else None
+                return RuleOutcome(False, message, region=region or noted(other.program, note))
     if not compared:
         return RuleOutcome(False, f"The tests have no two lengths {dim} in one bucket with the "
                                   f"other dimensions equal, so nothing could be compared (a "
@@ -320,7 +331,8 @@ def check_programs_per_bucket(
     return RuleOutcome(True, (
         f"Programs for lengths in the same bucket are identical once the inputs are padded "
         f"({compared} pairs of lengths compared), and no padded input is longer than its "
-        f"bucket: one compiled program per bucket."))
+        f"bucket: one compiled program per bucket."), region=noted(
+            forms[0].program, "the same program for " + "; ".join(seen)))
 
 
 def _too_long(form: _Form, args: Sequence[str], dim: str) -> str | None:
@@ -342,15 +354,15 @@ def _too_long(form: _Form, args: Sequence[str], dim: str) -> str | None:
     return None
 
 
-def _differ(a: _Form, b: _Form, dim: str, bucket: int) -> str:
+def _differ(a: _Form, b: _Form, dim: str, bucket: int) -> tuple[str, Op | None]:
     """Two programs of one bucket differ: say where (the first op of one the other lacks)."""
     mine = {d for d, _ in a.canon.ops}
-    extra = next((what for d, what in b.canon.ops if d not in mine), None)
-    where = f" The program for {dim}={b.length} has `{extra}`, which the program for " \
-            f"{dim}={a.length} does not." if extra else ""
+    extra = next((op for d, op in b.canon.ops if d not in mine), None)
+    where = (f" The program for {dim}={b.length} has `{extra.name.removeprefix('stablehlo.')} : "
+             f"{extra.type}`, which the program for {dim}={a.length} does not.") if extra else ""
     return (f"The programs for {dim}={a.length} and {dim}={b.length} differ although both "
             f"lengths pad to the bucket {bucket}: the computation depends on the length "
             f"itself, so every length compiles its own program.{where} Pad the inputs to the "
             f"bucket length first, then compute on the padded arrays only, with a mask built "
             f"from the data (the lengths array), not from the static length "
-            f"({dim} = x.shape[...]).")
+            f"({dim} = x.shape[...])."), extra

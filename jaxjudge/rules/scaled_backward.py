@@ -19,9 +19,10 @@ from typing import Annotated
 
 from pydantic import Field
 
-from jaxjudge.rules.dataflow import Budget, TooComplex
+from jaxjudge.rules.dataflow import Budget, Step, TooComplex
 from jaxjudge.rules.flowpaths import PATH, Flow, flows
-from jaxjudge.rules.outcome import RuleOutcome
+from jaxjudge.rules.outcome import Region, RuleOutcome
+from jaxjudge.rules.region import noted, region_of
 from jaxjudge.rules.registry import RuleOptions, register
 
 MAX_PATHS = 16
@@ -51,6 +52,7 @@ def check_scaled_backward(
     if isinstance(parsed, RuleOutcome):
         return parsed
     names = ", ".join(against)
+    shown: Region | None = None
     for flow in parsed:
         try:
             found = _scaled_products(flow, scale, against, outputs)
@@ -58,20 +60,23 @@ def check_scaled_backward(
             return RuleOutcome(False, f"The exported program could not be analyzed ({exc}).")
         if isinstance(found, str):
             return RuleOutcome(False, found)
+        shown = shown or region_of(flow.module, flow.ops_of(found), flow.program)
         if not found:
-            return RuleOutcome(False, (
+            message = (
                 f"No matrix product of the backward pass carries {scale}: the gradients are "
                 f"computed from the unscaled loss. Multiply the loss by {scale} inside the "
                 f"function you differentiate (jax.grad(lambda p: loss(p) * {scale})), then "
                 f"divide the gradients by it; scaling the gradients after jax.grad protects "
-                f"nothing from overflow or underflow."))
+                f"nothing from overflow or underflow.")
+            return RuleOutcome(False, message, region=noted(
+                flow.program, f"no matrix product reaching the gradients reads {scale}"))
     return RuleOutcome(True, f"The backward pass's matrix products (of {names}) carry {scale}: "
-                             f"the loss is scaled before differentiation.")
+                             f"the loss is scaled before differentiation.", region=shown)
 
 
 def _scaled_products(flow: Flow, scale: str, against: Sequence[str],
-                     outputs: Sequence[str]) -> int | str:
-    """How many live products multiply a scaled value by a copy of an `against` input."""
+                     outputs: Sequence[str]) -> list[Step] | str:
+    """The live products that multiply a scaled value by a copy of an `against` input."""
     outs = flow.outputs(outputs)
     if not outs:
         return "The program has none of the outputs the requirement names."
@@ -81,10 +86,10 @@ def _scaled_products(flow: Flow, scale: str, against: Sequence[str],
     scaled = flow.computed_from(scale_seeds)
     copies = flow.copies(flow.seeds([against]))
     live = flow.live(node for _, node in outs)
-    count = 0
+    found = []
     for step in flow.live_dots(live):
         a, b = step.operands[:2]
         if (scaled[a] and copies[b] and not scaled[b]) or (
                 scaled[b] and copies[a] and not scaled[a]):
-            count += 1
-    return count
+            found.append(step)
+    return found
