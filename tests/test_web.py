@@ -820,3 +820,35 @@ def test_small_screens_and_the_wide_layout(server: Server, open_tab: Callable[..
             assert not cut, cut
         tab.shot(f"16-{label}-wrong-answer", at="#result .report table.tests")
         tab.axe_both_themes(f"small-screens-{label}")
+
+
+# -- run on my own input (#23 item 4) -------------------------------------------------------------
+def test_run_on_my_own_input(server: Server, open_tab: Callable[..., Tab]) -> None:
+    tab = open_tab(server.base_url)
+    page = tab.page
+    tab.allowed_console.append(re.compile(r"status of 422"))  # the refused input below
+    page.goto(f"/problems/{PROBLEM}")
+    replace_code(page, SOLUTION)
+    page.locator("details.own-input summary").click()
+    box = page.get_by_label("Inputs (JSON: an object of the arguments)")
+    example = json.loads(box.input_value())
+    assert set(example) == {"params", "x", "y"}  # the first published example's inputs
+    box.fill("{not json")
+    page.get_by_role("button", name="Run on this input").click()
+    assert "Not valid JSON" in page.locator(".own-error").inner_text()
+    # Outside the constraints (B = 5 > 4): refused by the server, nothing graded.
+    box.fill(json.dumps({**example, "x": [[1.0, 2.0]] * 5, "y": [[0.0, 0.0]] * 5}))
+    page.get_by_role("button", name="Run on this input").click()
+    page.locator("#grade-status[data-state='error']").wait_for()
+    assert "B = 5 is outside the constraints" in page.locator("#grade-status").inner_text()
+    mine = {**example, "x": [[0.25, -1.5], [2.0, 0.5]], "y": [[1.0, 0.0], [0.0, 1.0]]}
+    box.fill(json.dumps(mine))
+    page.get_by_role("button", name="Run on this input").click()
+    report = wait_report(page, "run")
+    row = report.locator("table.tests tbody tr[data-test='custom-1']")
+    assert row.get_attribute("data-verdict") == "accepted"
+    assert "your input" in row.inner_text()
+    details = report.locator("details.test-details[data-test='custom-1']")
+    assert "within the tolerance" in (details.locator(".compare-summary").text_content() or "")
+    tab.shot("17-own-input", at="details.test-details[data-test='custom-1']")
+    tab.axe_both_themes("own-input")

@@ -272,7 +272,7 @@ function testsTable(tests, caption) {
           h(
             'tr',
             { 'data-test': t.name, 'data-verdict': t.verdict },
-            h('th', { scope: 'row' }, h('code', {}, t.name)),
+            h('th', { scope: 'row' }, h('code', {}, t.name), t.custom ? [' ', h('span', { class: 'tag' }, 'your input')] : null),
             h('td', { 'data-label': 'Verdict' }, verdictBadge(t.verdict)),
             h('td', { class: 'num', 'data-label': 'Max error' }, t.max_abs_error === null || t.max_abs_error === undefined ? '–' : t.max_abs_error === 0 ? '0' : t.max_abs_error.toExponential(1)),
             h('td', { class: 'num', 'data-label': 'Points' }, formatScore(t.score, t.max_score)),
@@ -282,6 +282,12 @@ function testsTable(tests, caption) {
       ),
     ),
   );
+}
+
+function tableCaption(visible) {
+  const own = visible.filter((t) => t.custom).length;
+  const published = `Published examples (${visible.length - own})`;
+  return own ? `${published} and your input${own > 1 ? 's' : ''} (${own})` : published;
 }
 
 /**
@@ -321,7 +327,7 @@ export function renderReport(report, { tolerance, requirementsSpec = [], onShowL
       : null,
     report.memory ? renderMemory(report.memory, hy) : null,
     h(hy, {}, 'Tests'),
-    visible.length ? testsTable(visible, `Published examples (${visible.length})`) : null,
+    visible.length ? testsTable(visible, tableCaption(visible)) : null,
     hidden.length
       ? h(
           'details',

@@ -104,6 +104,23 @@ export async function problemPage(ctx, id) {
   const submitButton = h('button', { type: 'button', class: 'primary', id: 'submit', 'aria-keyshortcuts': 'Control+Shift+Enter Meta+Shift+Enter' }, 'Submit');
   const resetButton = h('button', { type: 'button', class: 'secondary', id: 'reset' }, 'Reset to starter');
   const editorFrame = h('div', { class: 'editor-frame' });
+  // Run on my own input: an example's inputs as JSON, edited, sent with a run (the server
+  // checks them against the constraints; the reference computes the expected output).
+  const firstExample = problem.examples[0];
+  const ownInput = h('textarea', { id: 'own-input', rows: 6, spellcheck: 'false', 'aria-describedby': 'own-input-help' },
+    firstExample ? JSON.stringify(firstExample.inputs) : '{}');
+  const ownError = h('p', { class: 'own-error', role: 'alert' });
+  const ownButton = h('button', { type: 'button', class: 'secondary', id: 'run-own' }, 'Run on this input');
+  const ownSection = h(
+    'details',
+    { class: 'own-input' },
+    h('summary', {}, 'Run on your own input'),
+    h('label', { for: 'own-input' }, 'Inputs (JSON: an object of the arguments)'),
+    h('p', { id: 'own-input-help', class: 'muted hint' }, 'Starts from the first published example; the input must respect the constraints. Runs with the published examples; the reference computes the expected output; worth no points.'),
+    ownInput,
+    h('p', {}, ownButton),
+    ownError,
+  );
 
   const attempts = attemptsSection({
     problemId: problem.id,
@@ -165,6 +182,7 @@ export async function problemPage(ctx, id) {
         ),
         editorFrame,
         h('div', { class: 'actions' }, runButton, submitButton, resetButton, draftNote),
+        ownSection,
         statusRow,
         resultBox,
         checklist,
@@ -248,7 +266,7 @@ export async function problemPage(ctx, id) {
     checklist.hidden = Boolean(report?.requirements?.length);
   }
 
-  async function grade(mode) {
+  async function grade(mode, customInputs = null) {
     if (busy) return;
     setBusy(true);
     flush();
@@ -263,7 +281,9 @@ export async function problemPage(ctx, id) {
     try {
       let submission = await api('/v1/submissions', {
         method: 'POST',
-        body: { problem_id: problem.id, source: editor.text(), mode },
+        body: customInputs
+          ? { problem_id: problem.id, source: editor.text(), mode, custom_inputs: customInputs }
+          : { problem_id: problem.id, source: editor.text(), mode },
         signal,
       });
       submission = await pollSubmission(submission, {
@@ -293,6 +313,18 @@ export async function problemPage(ctx, id) {
   }
 
   attempts.refresh();
+  ownButton.addEventListener('click', () => {
+    let parsed;
+    try {
+      parsed = JSON.parse(ownInput.value);
+    } catch (err) {
+      ownError.textContent = `Not valid JSON: ${err.message}`;
+      ownInput.focus();
+      return;
+    }
+    ownError.textContent = '';
+    grade('run', [parsed]);
+  });
   runButton.addEventListener('click', () => grade('run'));
   submitButton.addEventListener('click', () => grade('submit'));
   // The shortcuts also work with the focus outside the editor (the editor handles its own).
