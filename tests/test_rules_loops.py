@@ -413,3 +413,34 @@ def test_only_through_loop_is_a_typed_option() -> None:
     assert opts.only_through_loop  # type: ignore[attr-defined]
     with pytest.raises(RuleConfigError):
         validate("loop_over_dim", "program", {"dim": "T", "only_through_loop": "maybe"})
+
+
+# -- a condition on the counter shifted by a constant -------------------------------------------
+
+def block_starts(cond: Callable[[Any, int], Any]) -> Callable[..., Any]:
+    def fn(x: jax.Array) -> jax.Array:
+        t = x.shape[0]
+
+        def body(c: Any) -> Any:
+            s, acc = c
+            return s + 2, 0.5 * acc + jax.lax.dynamic_slice_in_dim(x, s, 2).sum(0)
+
+        return jax.lax.while_loop(lambda c: cond(c[0], t), body, (0, x[0] * 0))[1]
+
+    return fn
+
+
+@pytest.mark.parametrize("cond", [
+    lambda s, t: s + 2 <= t,      # the next block fits
+    lambda s, t: t - s > 0,       # keys left
+    lambda s, t: 2 + s <= t,
+    lambda s, t: t - 2 - s >= 0,
+])
+def test_a_counter_shifted_by_a_constant_is_still_counted(cond: Callable[..., Any]) -> None:
+    """Before: `start + 2 <= T` had no known trip count ("could not be determined")."""
+    assert counts(block_starts(cond), 6) == [3]
+    assert counts(block_starts(cond), 8) == [4]
+
+
+def test_a_shifted_counter_still_counts_the_real_steps() -> None:
+    assert counts(block_starts(lambda s, t: s + 4 <= t), 8) == [3]  # starts 0, 2, 4

@@ -8,7 +8,8 @@ matches a lowering: it reads the inlined dataflow (`jaxjudge.rules.dataflow`).
 - **Constants** are folded over the whole inlined program (`jaxjudge.rules.folding`): a value
   multiplied by zero, or left out by a `where` on a constant, depends on nothing.
 - **Trip count**: the condition must be `compare(iv, bound)` (either order; LT, LE, GT, GE, NE
-  or EQ) with `iv` a carried integer whose body update is `iv + step` (or `iv - step`), the
+  or EQ; `iv + c` or `c - iv` in place of `iv`, as in `start + 4 <= T` or `T - start > 0`)
+  with `iv` a carried integer whose body update is `iv + step` (or `iv - step`), the
   step, the bound and `iv`'s initial value folding to constants. The count is then worked out
   (`ceil((bound - start) / step)` for `<`); anything else has no known count.
 - **Does the work**: a carried value (not the counter, not a value passed along unchanged) is
@@ -126,10 +127,16 @@ def trip_count(g: Graph, values: list[Value], loop: Loop) -> tuple[int, int] | N
         return None
     heads = {n: p for p, n in enumerate(loop.cond_args)}
     for side in (0, 1):
-        iv, other = step.operands[side], step.operands[1 - side]
-        p = heads.get(_origin(g, iv))
-        bound = _int_value(values, other)
-        if p is None or bound is None or p >= len(loop.operands) or p >= len(loop.body_args):
+        affine = _affine(g, values, step.operands[side], heads)
+        bound = _int_value(values, step.operands[1 - side])
+        if affine is None or bound is None:
+            continue
+        p, sign, offset = affine
+        # `sign * iv + offset (d) bound`, as a comparison of iv itself: `iv (d') bound'`.
+        d = direction if side == 0 else _SWAPPED[direction]
+        bound = bound - offset if sign > 0 else offset - bound
+        d = d if sign > 0 else _SWAPPED[d]
+        if p >= len(loop.operands) or p >= len(loop.body_args):
             continue
         start = _int_value(values, loop.operands[p])
         if start is None:
@@ -140,9 +147,38 @@ def trip_count(g: Graph, values: list[Value], loop: Loop) -> tuple[int, int] | N
         delta = steps.pop()
         if delta is None:
             continue
-        n = _count(direction if side == 0 else _SWAPPED[direction], start, delta, bound)
+        n = _count(d, start, delta, bound)
         if n is not None and 0 <= n <= MAX_TRIP_COUNT:
             return n, p
+    return None
+
+
+def _affine(g: Graph, values: list[Value], n: int,
+            heads: dict[int, int]) -> tuple[int, int, int] | None:
+    """(carried position of the counter, sign, offset) when `n` is `sign * iv + offset` for a
+    counter `iv` of the condition's arguments: `start + 4 <= T` and `T - start > 0` compare
+    the counter too. A few levels of `+ c` and `- c` are peeled; anything else is None."""
+    sign, offset = 1, 0
+    for _ in range(8):
+        n = _origin(g, n)
+        if n in heads:
+            return heads[n], sign, offset
+        found = _producer(g, n)
+        if found is None or found[1].name not in ("stablehlo.add", "stablehlo.subtract") or (
+                len(found[0].operands) != 2):
+            return None
+        a, b = found[0].operands
+        ca, cb = _int_value(values, a), _int_value(values, b)
+        if cb is not None:  # iv + c, iv - c
+            offset += sign * cb if found[1].name == "stablehlo.add" else -sign * cb
+            n = a
+        elif ca is not None:  # c + iv, c - iv
+            offset += sign * ca
+            if found[1].name == "stablehlo.subtract":
+                sign = -sign
+            n = b
+        else:
+            return None
     return None
 
 
