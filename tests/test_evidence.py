@@ -54,7 +54,12 @@ def _check_evidence(problem_id: str, report: Report) -> None:
     by_name = {r.name: r for r in report.requirements}
     for req in problem.requirements:
         res = by_name[req.name]
-        if req.level == "program":
+        ran = any(t.verdict is not Verdict.SKIPPED for t in report.tests)
+        if req.level == "program" and not ran:
+            # No program was exported (e.g. a trace that needed a traced value in Python,
+            # decided by the rule's untraceable hook): there is no program part to show.
+            assert res.evidence is None
+        elif req.level == "program":
             ev = res.evidence
             assert ev is not None, f"{problem_id}/{req.name}: no program part in the report"
             assert ev.text.strip() and ev.program
@@ -95,9 +100,11 @@ def _check_memory(reference: Report, sample: Report) -> None:
         if report.memory is None:
             continue
         mem = report.memory
-        assert mem.reference is not None and mem.reference.program == mem.yours.program
+        # The reference is profiled at the same shapes when it has a program for them (it may
+        # be one symbolic program where the sample's were exported per shape).
+        assert mem.reference is None or mem.reference.program == mem.yours.program
         assert mem.yours.peak_arrays >= len(mem.yours.held) and mem.summary
-    if reference.memory is not None:
+    if reference.memory is not None:  # the reference next to itself
         assert reference.memory.yours == reference.memory.reference
 
 
