@@ -444,3 +444,16 @@ def test_a_counter_shifted_by_a_constant_is_still_counted(cond: Callable[..., An
 
 def test_a_shifted_counter_still_counts_the_real_steps() -> None:
     assert counts(block_starts(lambda s, t: s + 4 <= t), 8) == [3]  # starts 0, 2, 4
+
+
+def test_the_hint_ends_the_message_and_the_fix_names_the_trip_count() -> None:
+    hint = "Iterate over the T // 4 key blocks."
+    out = check_loop_over_dim(per_t(jnp.cumsum, (4, 8)), dim="T", trip_count=Expr("T // 4"),
+                              hint=hint)
+    assert not out.passed and out.message.endswith(hint)
+    assert "Run a loop of T // 4 steps with jax.lax.scan" in out.message
+    assert "Iterate over T with" not in out.message
+    plain = check_loop_over_dim(per_t(jnp.cumsum), dim="T")
+    assert "Iterate over T with jax.lax.scan" in plain.message
+    with pytest.raises(RuleConfigError):
+        validate("loop_over_dim", "program", {"dim": "T", "hint": "x" * 401})

@@ -64,6 +64,8 @@ class LoopOptions(RuleOptions):
         description="the outputs depend on the depends_on inputs only through the carried "
                     "state of the loops doing the work: nothing is computed from them beside "
                     "the loop (set it when the loop is the whole computation)")
+    hint: str = Field(default="", max_length=400,
+                      description="what to do instead, appended to a failure's message")
 
     @model_validator(mode="after")
     def _count_known(self) -> LoopOptions:
@@ -75,7 +77,7 @@ class LoopOptions(RuleOptions):
 @register("loop_over_dim", "program", LoopOptions, static_shapes=True)
 def check_loop_over_dim(
     programs: Sequence[ProgramInfo], *, dim: str | None = None, trip_count: Expr | None = None,
-    depends_on: Sequence[str] = (), only_through_loop: bool = False,
+    depends_on: Sequence[str] = (), only_through_loop: bool = False, hint: str = "",
 ) -> RuleOutcome:
     """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
 
@@ -123,7 +125,7 @@ def check_loop_over_dim(
         where = _loop_region(item, g, (working or right or list(range(len(loops))))[:1], want)
         if not working:
             failures.append((bool(loops), want,
-                             _loop_failure(p, loops, count, want, dim, names), where))
+                             _loop_failure(p, loops, count, want, dim, names, hint), where))
         shown = shown or where
     if failures:  # the most telling: a program with loops, the longest one
         worst = max(failures, key=lambda f: (f[0], f[1]))
@@ -195,9 +197,17 @@ _UNKNOWN_FIX = (
 
 
 def _loop_failure(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int,
+                  dim: str | None, names: str, hint: str = "") -> str:
+    return f"{_loop_finding(p, loops, count, want, dim, names)} {hint}".strip()
+
+
+def _loop_finding(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int,
                   dim: str | None, names: str) -> str:
     shapes = _shapes(p)
-    over = f"Iterate over {dim}" if dim is not None else f"Run the {_plural(want)}"
+    if dim is None:
+        over = f"Run the {_plural(want)}"
+    else:
+        over = f"Iterate over {dim}" if str(count) == dim else f"Run a loop of {count} steps"
     if not loops:
         return (f"For input shapes {shapes} no loop runs {count} = {_plural(want)} (the program "
                 f"has no loop). {over} with jax.lax.scan or jax.lax.fori_loop: a "
