@@ -375,7 +375,7 @@ def test_solve_with_the_keyboard(server: Server, open_tab: Callable[..., Tab]) -
     rows = report.locator("table.tests tbody tr")
     assert rows.count() == 3
     assert [rows.nth(i).get_attribute("data-verdict") for i in range(3)] == ["accepted"] * 3
-    assert report.locator("mark").count() == 0  # nothing differs beyond tolerance
+    assert report.locator("table.compare mark").count() == 0  # nothing beyond tolerance
     tab.shot("05-run-accepted", at="#result .report")
 
     # Submit with the button: every test, accepted with the full score.
@@ -848,6 +848,10 @@ def test_run_on_my_own_input(server: Server, open_tab: Callable[..., Tab]) -> No
     row = report.locator("table.tests tbody tr[data-test='custom-1']")
     assert row.get_attribute("data-verdict") == "accepted"
     assert "your input" in row.inner_text()
+    # Per-test time: a Time column, filled for every test that ran.
+    assert "Time" in report.locator("table.tests thead").inner_text()
+    times = report.locator("table.tests tbody td[data-label='Time']").all_inner_texts()
+    assert times and all(re.fullmatch(r"\d+(\.\d+)? (ms|s)", t) for t in times), times
     details = report.locator("details.test-details[data-test='custom-1']")
     assert "within the tolerance" in (details.locator(".compare-summary").text_content() or "")
     tab.shot("17-own-input", at="details.test-details[data-test='custom-1']")
