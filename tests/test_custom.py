@@ -63,6 +63,8 @@ def test_a_custom_input_is_compared_with_the_reference_and_worth_nothing() -> No
     assert t.verdict is Verdict.WRONG_ANSWER and t.score == t.max_score == 0.0
     examples = [x for x in report.tests if not x.custom]
     assert sum(x.max_score for x in examples) == EMA.scoring.visible_tests
+    # Per-test time, measured by stage B around each test's run.
+    assert all(x.seconds is not None and 0 <= x.seconds < 600 for x in report.tests)
     with pytest.raises(ValueError, match="mode 'run'"):
         grade(EMA, wrong, "submit", custom_inputs=[GOOD])
 

@@ -395,3 +395,22 @@ def test_a_traced_static_argument_fails_a_traced_input_requirement(tmp_path: Pat
         other._stage_a_result(tmp_path / "result.json", EXITED)
     assert info.value.verdict is Verdict.RUNTIME_ERROR
     assert "raised an error while tracing" in info.value.message and not other.requirements
+
+
+@pytest.mark.parametrize(("seconds", "ok"), [
+    (0.25, True), (None, True), (-1.0, False), (1e9, False), ("1", False), (True, False),
+])
+def test_a_tests_time_is_a_bounded_number(seconds: Any, ok: bool) -> None:
+    """Stage B's per-test time reaches the report's Time column: a bounded float or nothing."""
+    from pydantic import ValidationError
+
+    from jaxjudge.grading.stage_results import OutputFailed, OutputOk
+
+    for model, body in ((OutputOk, {"ok": True, "value": 1}),
+                        (OutputFailed, {"ok": False, "error": "boom"})):
+        raw = {**body, **({} if seconds is None else {"seconds": seconds})}
+        if ok:
+            assert model.model_validate(raw).seconds == seconds
+        else:
+            with pytest.raises(ValidationError):
+                model.model_validate(raw)

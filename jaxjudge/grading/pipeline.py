@@ -279,6 +279,7 @@ class Grading(StageA, StageB):
             else:  # _stage_b_outcome checked that every test has an output
                 raise Decided(Verdict.RUNTIME_ERROR, MALFORMED_B)
             result.custom = case.name in own
+            result.seconds = getattr(out, "seconds", None)
             if case.visible:
                 result.details = TestDetails(
                     inputs=dict(case.inputs), expected=case.expected, got=_plain(got_value)

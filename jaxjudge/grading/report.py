@@ -51,6 +51,11 @@ class TestResult(BaseModel):
     score: float = 0.0
     max_score: float = 0.0
     details: TestDetails | None = None
+    seconds: float | None = Field(
+        default=None,
+        description="how long the program ran on this test in stage B (the first test of a "
+        "shape also compiles it); None when the test did not run",
+    )
     custom: bool = Field(
         default=False,
         description="the learner's own input (run mode): expected computed by the reference, "

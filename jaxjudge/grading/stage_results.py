@@ -126,14 +126,19 @@ def _false(value: bool) -> bool:
     return value
 
 
+Seconds = Annotated[float, Field(ge=0, le=86_400)]
+
+
 class OutputOk(_Strict):
     ok: Annotated[bool, AfterValidator(_true)]  # strict bool: 1 is not true
     value: Any  # tagged output tree, decoded and bounded by jaxjudge.grading.compare.decode_output
+    seconds: Seconds | None = None  # the test's run time in stage B (absent in old caches)
 
 
 class OutputFailed(_Strict):
     ok: Annotated[bool, AfterValidator(_false)]
     error: Message = ""
+    seconds: Seconds | None = None
 
 
 class StageBResult(_Strict):

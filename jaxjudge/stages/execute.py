@@ -86,6 +86,9 @@ def _exported_meta(exp) -> str:
                      if f.name not in ("mlir_module_serialized", "_get_vjp"))
 
 
+RESULTS_FORMAT = "2"
+
+
 def _results_key(job: dict, texts: list[str], metas: list[str], jax_version: str) -> str:
     """Same verified programs (debug info stripped) with the same Exported metadata + same test
     inputs -> same outputs.
@@ -95,7 +98,8 @@ def _results_key(job: dict, texts: list[str], metas: list[str], jax_version: str
     determines the stored outputs: an export that reuses a common program's text with, say,
     renamed output keys gets its own entry, so it cannot plant outputs for the real one."""
     h = hashlib.sha256()
-    for part in (jax_version, os.environ.get("XLA_FLAGS", ""), *texts, *metas):
+    # RESULTS_FORMAT: bumped when what is stored changes (2: each output's "seconds").
+    for part in (RESULTS_FORMAT, jax_version, os.environ.get("XLA_FLAGS", ""), *texts, *metas):
         h.update(part.encode() + b"\0")
     h.update(json.dumps([job["programs"], job["signatures"], job["tests"], _engine(job)],
                         sort_keys=True).encode())
@@ -546,6 +550,7 @@ def main(job_dir: str) -> int:
                     fn = specializers[pid].at(specs[sid])
             runners[sid] = fn if fn is not None else callables[pid]
             engines[sid] = "interpret" if fn is not None else "xla"
+        started = time.perf_counter()  # the test's own time (a shape's first also compiles)
         try:
             args = _value_tree(test["inputs"], specs[sid], np)
             try:
@@ -556,10 +561,13 @@ def main(job_dir: str) -> int:
                 runners[sid], engines[sid] = callables[pid], "xla"  # XLA says what went wrong
                 out = runners[sid](*args)
             out = jax.block_until_ready(out)
-            outputs[test["name"]] = {"ok": True, "value": _encode(out, np, jax)}
+            seconds = round(time.perf_counter() - started, 6)
+            outputs[test["name"]] = {"ok": True, "value": _encode(out, np, jax),
+                                     "seconds": seconds}
         except Exception as exc:
             msg = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            outputs[test["name"]] = {"ok": False, "error": msg[-2000:]}
+            outputs[test["name"]] = {"ok": False, "error": msg[-2000:],
+                                     "seconds": round(time.perf_counter() - started, 6)}
     timings["execute"] = time.perf_counter() - t2
     result["engines"] = sorted(set(engines.values()))
     if key and all(o.get("ok") for o in outputs.values()):
