@@ -457,3 +457,29 @@ def test_the_hint_ends_the_message_and_the_fix_names_the_trip_count() -> None:
     assert "Iterate over T with jax.lax.scan" in plain.message
     with pytest.raises(RuleConfigError):
         validate("loop_over_dim", "program", {"dim": "T", "hint": "x" * 401})
+
+
+def token_beside_unrolled(w: jax.Array, u: jax.Array) -> jax.Array:
+    """A decoy: the iteration unrolled from u, beside an 8-step loop that mixes w into a 0."""
+    token = jax.lax.fori_loop(
+        0, 8, lambda i, c: c + jnp.minimum(jnp.abs(jnp.sum(w)), 0.0) + jnp.minimum(c, 0.0),
+        jnp.float32(0.0))
+    return power_iteration(8, unroll=True)(w, u) + token
+
+
+def test_only_through_loop_may_name_a_start_vector() -> None:
+    """A power iteration reads w after its loop (sigma, w / sigma), so w cannot be required to
+    reach the outputs only through the loop; the start vector u can."""
+    opts = {"trip_count": Expr("8"), "depends_on": ("a0",)}
+    assert fixed(token_beside_unrolled, **opts).passed  # the loop mixes w in: not enough
+    decoy = fixed(token_beside_unrolled, **opts, only_through_loop=("a1",))
+    assert not decoy.passed
+    assert "your outputs also depend on a1 outside it" in decoy.message
+    honest = fixed(power_iteration(8), **opts, only_through_loop=("a1",))
+    assert honest.passed, honest.message
+    opts_ok = validate("loop_over_dim", "program", {"trip_count": "8", "depends_on": ["w"],
+                                                   "only_through_loop": ["u"]})
+    assert opts_ok.only_through_loop == ("u",)  # type: ignore[attr-defined]
+    for bad in ([], ["1u"], "u"):
+        with pytest.raises(RuleConfigError):
+            validate("loop_over_dim", "program", {"trip_count": "8", "only_through_loop": bad})

@@ -361,23 +361,30 @@ def _carries_work(g: Graph, values: list[Value], loop: Loop, data: list[int], n_
     return False, why
 
 
-def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
-                  want: int | None = None, only_through_loop: bool = False) -> list[LoopFinding]:
-    """Every while loop of the program, in program order, with its trip count; whether it
-    carries the work is worked out for the loops that run `want` steps (all if None). With
-    `only_through_loop`, a loop that does the work but beside which the named arguments also
-    reach the outputs does not count (why: "bypass")."""
-    values = fold_constants(g)
-    names = list(depends_on)
+def _seeds(g: Graph, arg_paths: Sequence[str], names: Sequence[str]) -> dict[int, int]:
+    """One bit per name on the arguments it names; without names, one bit for every argument."""
     if len(names) > MAX_NAMES:
         raise TooComplex(f"more than {MAX_NAMES} arguments to track")
-    seeds: dict[int, int] = {}  # one bit per name; without names, one bit for every argument
+    seeds: dict[int, int] = {}
     for node, path in zip(g.main_args, arg_paths, strict=False):
         for i, name in enumerate(names):
             if path == name or path.startswith(name + "."):
                 seeds[node] = seeds.get(node, 0) | (1 << i)
         if not names:
             seeds[node] = 1
+    return seeds
+
+
+def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
+                  want: int | None = None,
+                  only_through_loop: bool | Sequence[str] = False) -> list[LoopFinding]:
+    """Every while loop of the program, in program order, with its trip count; whether it
+    carries the work is worked out for the loops that run `want` steps (all if None). With
+    `only_through_loop`, a loop that does the work but beside which the named arguments (or
+    the ones it lists: a start vector) also reach the outputs does not count (why: "bypass")."""
+    values = fold_constants(g)
+    names = list(depends_on)
+    seeds = _seeds(g, arg_paths, names)
     findings: list[LoopFinding] = []
     data: list[int] | None = None
     live: set[int] | None = None
@@ -397,7 +404,11 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
                 g, values, loop, data, max(1, len(names)), live)
         findings.append(finding)
     working = [loop for loop, f in zip(g.loops, findings, strict=True) if f.works]
-    if only_through_loop and names and working and _bypassed(g, values, seeds, working):
+    if isinstance(only_through_loop, bool):
+        through = seeds if only_through_loop and names else {}
+    else:
+        through = _seeds(g, arg_paths, list(only_through_loop)) if only_through_loop else {}
+    if through and working and _bypassed(g, values, through, working):
         for f in findings:
             if f.works:
                 f.works, f.why = False, "bypass"

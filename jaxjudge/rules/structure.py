@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from jaxjudge.rules.dataflow import (
     Budget,
@@ -59,13 +59,20 @@ class LoopOptions(RuleOptions):
         default=(), max_length=MAX_NAMES,
         description="input paths the loop's carried state is computed from at every step, "
                     "e.g. [x] (default: any input)")
-    only_through_loop: bool = Field(
+    only_through_loop: bool | tuple[Annotated[str, Field(pattern=_PATH)], ...] = Field(
         default=False,
-        description="the outputs depend on the depends_on inputs only through the carried "
-                    "state of the loops doing the work: nothing is computed from them beside "
-                    "the loop (set it when the loop is the whole computation)")
+        description="the outputs depend on the depends_on inputs (true), or on the inputs "
+                    "listed (e.g. [u]: a start vector), only through the carried state of the "
+                    "loops doing the work: nothing is computed from them beside the loop")
     hint: str = Field(default="", max_length=400,
                       description="what to do instead, appended to a failure's message")
+
+    @field_validator("only_through_loop")
+    @classmethod
+    def _few_names(cls, v: bool | tuple[str, ...]) -> bool | tuple[str, ...]:
+        if not isinstance(v, bool) and not 0 < len(v) <= MAX_NAMES:
+            raise ValueError(f"list 1 to {MAX_NAMES} input paths, or say true or false")
+        return v
 
     @model_validator(mode="after")
     def _count_known(self) -> LoopOptions:
@@ -77,7 +84,8 @@ class LoopOptions(RuleOptions):
 @register("loop_over_dim", "program", LoopOptions, static_shapes=True)
 def check_loop_over_dim(
     programs: Sequence[ProgramInfo], *, dim: str | None = None, trip_count: Expr | None = None,
-    depends_on: Sequence[str] = (), only_through_loop: bool = False, hint: str = "",
+    depends_on: Sequence[str] = (), only_through_loop: bool | Sequence[str] = False,
+    hint: str = "",
 ) -> RuleOutcome:
     """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
 
@@ -85,11 +93,11 @@ def check_loop_over_dim(
     whose trip count, worked out from its counter's start, step and bound, is the trip count
     (default: the dimension), and that loop carries a value it updates at every step from its
     previous value and from the `depends_on` inputs, which reaches the outputs; with
-    `only_through_loop`, the outputs depend on the `depends_on` inputs only through the state
-    of such loops (see jaxjudge.rules.loops). Other loops may run beside it or around it.
-    Programs differing only in the dimension have the same size. Without a dimension, the trip
-    count is a fixed one (e.g. "8": a stated number of iterations) and growth is not
-    compared."""
+    `only_through_loop`, the outputs depend on the `depends_on` inputs (or on the inputs it
+    lists) only through the state of such loops (see jaxjudge.rules.loops). Other loops may
+    run beside it or around it. Programs differing only in the dimension have the same size.
+    Without a dimension, the trip count is a fixed one (e.g. "8": a stated number of
+    iterations) and growth is not compared."""
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
@@ -98,6 +106,7 @@ def check_loop_over_dim(
                                   "(a problem package error).")
     count = trip_count if trip_count is not None else Expr(str(dim))
     names = _and(list(depends_on)) if depends_on else "the inputs"
+    through = names if isinstance(only_through_loop, bool) else _and(list(only_through_loop))
     budget = Budget()  # one for all of this grade's programs
     # (the program has a loop, want, message, where)
     failures: list[tuple[bool, int, str, Region | None]] = []
@@ -125,7 +134,8 @@ def check_loop_over_dim(
         where = _loop_region(item, g, (working or right or list(range(len(loops))))[:1], want)
         if not working:
             failures.append((bool(loops), want,
-                             _loop_failure(p, loops, count, want, dim, names, hint), where))
+                             _loop_failure(p, loops, count, want, dim, names, through, hint),
+                             where))
         shown = shown or where
     if failures:  # the most telling: a program with loops, the longest one
         worst = max(failures, key=lambda f: (f[0], f[1]))
@@ -197,12 +207,12 @@ _UNKNOWN_FIX = (
 
 
 def _loop_failure(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int,
-                  dim: str | None, names: str, hint: str = "") -> str:
-    return f"{_loop_finding(p, loops, count, want, dim, names)} {hint}".strip()
+                  dim: str | None, names: str, through: str, hint: str = "") -> str:
+    return f"{_loop_finding(p, loops, count, want, dim, names, through)} {hint}".strip()
 
 
 def _loop_finding(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int,
-                  dim: str | None, names: str) -> str:
+                  dim: str | None, names: str, through: str) -> str:
     shapes = _shapes(p)
     if dim is None:
         over = f"Run the {_plural(want)}"
@@ -223,8 +233,8 @@ def _loop_finding(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: i
     if right:
         whys = {loop.why for loop in right}
         if "bypass" in whys:
-            why = (f"your outputs also depend on {names} outside it (computed beside the loop, "
-                   f"or passed through it unchanged), so it does not carry all of the work")
+            why = (f"your outputs also depend on {through} outside it (computed beside the "
+                   f"loop, or passed through it unchanged), so it does not carry all of the work")
         elif "not_live" in whys:
             why = (f"what it computes from its previous value and {names} does not reach your "
                    f"outputs (it is discarded, or multiplied by 0)")
