@@ -95,7 +95,8 @@ def check_loop_over_dim(
     previous value and from the `depends_on` inputs, which reaches the outputs; with
     `only_through_loop`, the outputs depend on the `depends_on` inputs (or on the inputs it
     lists) only through the state of such loops (see jaxjudge.rules.loops). Other loops may
-    run beside it or around it. Programs differing only in the dimension have the same size.
+    run beside it or around it. Programs differing only in the dimension, at sizes >= 2, have
+    the same size (a size of 1 is never compared: it may be special-cased).
     Without a dimension, the trip count is a fixed one (e.g. "8": a stated number of
     iterations) and growth is not compared."""
     parsed = _parse(programs)
@@ -148,7 +149,7 @@ def check_loop_over_dim(
     growth = _growth(parsed, dim)
     if not growth.passed:
         return growth
-    return RuleOutcome(True, f"{done}; the program does not grow with {dim}.", region=shown)
+    return RuleOutcome(True, f"{done}. {growth.message}", region=shown)
 
 
 def _loop_region(item: _Parsed, g: Graph, which: list[int], want: int) -> Region:
