@@ -16,7 +16,7 @@ import tomllib
 
 import pytest
 
-from jaxjudge import grade, list_problems
+from jaxjudge import Grader, grade, list_problems
 from jaxjudge.grading.evidence import MAX_EVIDENCE_CHARS, MAX_LINE_CHARS, excerpt
 from jaxjudge.grading.memory import compare, profile
 from jaxjudge.grading.report import Report, Verdict
@@ -182,3 +182,25 @@ def test_excerpt_is_bounded_and_inert_whatever_the_program_holds() -> None:
         assert not any(c in text for c in "\x1b\x07\u202e")
     assert "more ops" in ev.text
     assert MAX_REGION_OPS <= 16  # what a rule hands over stays a few lines
+
+
+def test_the_reference_profile_is_kept_for_later_processes(tmp_path, monkeypatch) -> None:
+    """Profiling the reference costs a second grade (~1.7 s of a one-off `jaxjudge grade`), so
+    the trusted parent keeps it in its private state directory: a later Grader reads it
+    instead of grading the reference again, and ignores a file it cannot read."""
+    monkeypatch.setenv("JAXJUDGE_STATE_DIR", str(tmp_path))
+    problem = PROBLEMS["hessian-vector-product"]
+    source = problem.reference_path.read_bytes()
+    first = Grader().grade(problem, source, "run")
+    assert first.memory is not None and first.memory.reference is not None
+    kept = list((tmp_path / "reference-memory").glob("*.json"))
+    assert len(kept) == 1
+
+    planted = first.memory.reference.model_copy(update={"peak_arrays": 12345})
+    kept[0].write_text(planted.model_dump_json())
+    second = Grader().grade(problem, source + b"\n# again\n", "run")
+    assert second.memory is not None and second.memory.reference == planted
+
+    kept[0].write_text("{not json")
+    third = Grader().grade(problem, source + b"\n# once more\n", "run")
+    assert third.memory is not None and third.memory.reference == first.memory.reference

@@ -14,8 +14,12 @@ way at the same input shapes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import ValidationError
 
 from jaxjudge.grading.report import HeldArray, MemoryReport, ProgramMemory
+from jaxjudge.isolation import statefile
 from jaxjudge.rules.dataflow import Budget, Kind, TooComplex, build_graph
 from jaxjudge.rules.outcome import ProgramInfo
 from jaxjudge.rules.stablehlo import ParseError, TensorType, parse_module
@@ -151,3 +155,28 @@ def compare(yours: ProgramMemory, reference: ProgramMemory | None) -> MemoryRepo
         if reference is not None and reference.largest is not None:
             text += f", the reference's {reference.largest.shape}"
     return MemoryReport(yours=yours, reference=reference, summary=text + ".")
+
+
+def _stored_path(key: str) -> Path:
+    return statefile.state_dir() / "reference-memory" / f"{key}.json"
+
+
+def load_reference(key: str) -> ProgramMemory | None:
+    """The reference's profile kept by an earlier process for `key`, or None.
+
+    Profiling the reference means grading it (both stages, ~1.7 s): without this, every
+    one-off `jaxjudge grade` of a per-shape problem paid it again. The file lives in the
+    parent's private state directory, which no sandbox is shown; only the trusted parent
+    ever wrote it, and a malformed one is ignored (found again)."""
+    data = statefile.read(_stored_path(key))
+    if data is None:
+        return None
+    try:
+        return ProgramMemory.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def store_reference(key: str, memory: ProgramMemory) -> None:
+    """Keep the reference's profile for later processes (best effort)."""
+    statefile.write(_stored_path(key), memory.model_dump(mode="json"))

@@ -14,7 +14,13 @@ from jaxjudge.grading import compare as cmp
 from jaxjudge.grading.early import Started
 from jaxjudge.grading.early import start as start_stages
 from jaxjudge.grading.evidence import census, excerpt, lend_evidence
-from jaxjudge.grading.memory import compare, largest_program, profile
+from jaxjudge.grading.memory import (
+    compare,
+    largest_program,
+    load_reference,
+    profile,
+    store_reference,
+)
 from jaxjudge.grading.plan import plan_for, signature_name
 from jaxjudge.grading.report import (
     Evidence,
@@ -40,6 +46,7 @@ from jaxjudge.isolation import fstree
 from jaxjudge.isolation.workdir import work_root
 from jaxjudge.problems.package import Limits, Problem, TestCase
 from jaxjudge.rules import PROGRAM_RULES, RULES, SPEC_RULES, ProgramInfo, RuleOutcome
+from jaxjudge.version import grader_version
 
 if TYPE_CHECKING:
     from jaxjudge.grading.resources import Resources
@@ -331,12 +338,18 @@ class Grading(StageA, StageB):
         key = self._reference_key(program.signature)
         known = self.grader.memory.get(key)
         if known is None:
-            known = [m for m in [self._reference_profile(program.signature)] if m is not None]
+            stored = load_reference(key)
+            if stored is None:
+                stored = self._reference_profile(program.signature)
+                if stored is not None:  # a failed reference grade is tried again next time
+                    store_reference(key, stored)
+            known = [stored] if stored is not None else []
             self.grader.memory.put(key, known)
         return compare(mine, known[0] if known else None)
 
     def _reference_key(self, signature: str) -> str:
-        parts = ("memory", self.problem.id, self.problem.fingerprint(), self.mode, signature)
+        parts = ("memory", grader_version(), self.problem.id, self.problem.fingerprint(),
+                 self.mode, signature)
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
     def _reference_profile(self, signature: str) -> ProgramMemory | None:
