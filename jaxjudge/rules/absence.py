@@ -22,7 +22,8 @@ from typing import Annotated
 from pydantic import Field
 
 from jaxjudge.rules.dataflow import Budget, Graph, TooComplex, build_graph
-from jaxjudge.rules.loops import fold_constants, trip_count
+from jaxjudge.rules.folding import fold_constants
+from jaxjudge.rules.loops import trip_count
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import Module, ParseError

@@ -22,7 +22,7 @@ from jaxjudge.rules.dataflow import (
     pass_transfer,
     propagate,
 )
-from jaxjudge.rules.loops import Value, fold_constants, live_nodes, make_transfer
+from jaxjudge.rules.folding import Value, fold_constants, live_nodes, make_transfer
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.program import MAX_TOTAL_CHARS
 from jaxjudge.rules.stablehlo import Module, Op, ParseError, parse_module, tensor_types
