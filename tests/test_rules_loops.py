@@ -104,6 +104,40 @@ def while_from_one(x: jax.Array) -> jax.Array:
     return jax.lax.while_loop(lambda s: s[0] < x.shape[0], body, (1, x[0]))[1]
 
 
+def counter_loop(cond: Callable[[jax.Array, int], jax.Array], start: int = 0,
+                 inc: int = 1) -> Callable[[jax.Array], jax.Array]:
+    """A while_loop over a counter from `start` by `inc` while `cond(counter, T)`."""
+    def fn(x: jax.Array) -> jax.Array:
+        def body(s: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+            i, c = s
+            return i + inc, step(c, x[i % x.shape[0]])
+
+        return jax.lax.while_loop(lambda s: cond(s[0], x.shape[0]), body, (start, x[0]))[1]
+
+    return fn
+
+
+# Conditions with no closed form: their counts come from running the condition on the counter.
+while_and_true = counter_loop(lambda i, t: (i < t) & True)
+while_and_bound = counter_loop(lambda i, t: (i < t) & (i < 100))
+while_block_index = counter_loop(lambda i, t: i // 4 < t // 4, inc=4)
+while_times_four = counter_loop(lambda i, t: i * 4 < t)
+while_wraps = counter_loop(lambda i, t: i * 1073741824 >= 0)  # 2 steps in int32: 2**31 wraps
+while_forever = counter_loop(lambda i, t: i * 2 >= 0)  # ~2**30 steps: too many to run
+
+
+def fori_negated_ceil(x: jax.Array) -> jax.Array:
+    return jax.lax.fori_loop(0, -(-x.shape[0] // 4), lambda i, c: step(c, x[4 * i]), x[0])
+
+
+def countdown_quarter(x: jax.Array) -> jax.Array:
+    def body(s: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        left, c = s
+        return left - 1, step(c, x[left])
+
+    return jax.lax.while_loop(lambda s: s[0] > 0, body, (x.shape[0] // 4, x[0]))[1]
+
+
 def map_rows(x: jax.Array) -> jax.Array:
     return jax.lax.map(lambda r: r * 2.0, x)
 
@@ -123,12 +157,20 @@ def map_over_inner_scan(x: jax.Array) -> jax.Array:
     (while_countdown, lambda t: [t]),
     (while_not_equal, lambda t: [t]),
     (while_from_one, lambda t: [t - 1]),
+    (while_and_true, lambda t: [t]),
+    (while_and_bound, lambda t: [t]),
+    (while_block_index, lambda t: [t // 4]),
+    (while_times_four, lambda t: [(t + 3) // 4]),
+    (fori_negated_ceil, lambda t: [(t + 3) // 4]),
+    (countdown_quarter, lambda t: [t // 4]),
+    (while_wraps, lambda t: [None]),
+    (while_forever, lambda t: [None]),
     (map_rows, lambda t: [t]),
     (map_over_inner_scan, lambda t: [t, 3]),
 ])
 @pytest.mark.parametrize("t", [5, 8])
-def test_trip_counts_are_worked_out(fn: Callable[..., Any], expected: Callable[[int], list[int]],
-                                    t: int) -> None:
+def test_trip_counts_are_worked_out(fn: Callable[..., Any],
+                                    expected: Callable[[int], list[int | None]], t: int) -> None:
     assert counts(fn, t) == expected(t)
 
 

@@ -51,7 +51,7 @@ COMPARE = {
 }
 
 
-def _element(op: Op) -> str:
+def element_of(op: Op) -> str:
     """The element type of the op's first result ("" when unknown)."""
     types = op.result_types()
     return types[0].element if types else ""
@@ -64,6 +64,17 @@ def is_int(element: str) -> bool:
 
 def _is_float(element: str) -> bool:
     return element.startswith(("f", "bf"))
+
+
+def fits(value: int, element: str) -> bool:
+    """Whether an integer is held exactly by the element type (no wrap-around)."""
+    digits = element.removeprefix("ui").removeprefix("i")
+    if element == "i1" or not digits.isdigit():
+        return element == "i1" and value in (0, 1)
+    bits = int(digits)
+    if element.startswith("ui"):
+        return 0 <= value < 1 << bits
+    return -(1 << (bits - 1)) <= value < 1 << (bits - 1)
 
 
 def _cast(value: int | float, element: str) -> int | float | None:
@@ -88,7 +99,7 @@ def _literal(op: Op) -> int | float | None:
     """A splat constant's value (`dense<5>`, `dense<5.000000e-01>`, `dense<true>`)."""
     raw = op.attrs.get("value", "")
     body = raw[6:-1] if raw.startswith("dense<") and raw.endswith(">") else ""
-    element = _element(op)
+    element = element_of(op)
     if not body or len(body) > 40:
         return None
     try:
@@ -151,12 +162,12 @@ def _unary(name: str, a: int | float, element: str) -> int | float | None:
     return _cast(out, element)
 
 
-def _evaluate(op: Op, args: list[Value], exact: bool = False) -> Value:
+def evaluate(op: Op, args: list[Value], exact: bool = False) -> Value:
     """One op's result from its operands' values (UNSET: wait for them; None: not constant)."""
     name = op.name
     if name == "stablehlo.constant":
         return _literal(op)
-    element = _element(op)
+    element = element_of(op)
     known = [a for a in args if a is not None and not isinstance(a, _Unset)]
     if name in _ZERO_ABSORBS and 0 in known and not (exact and _is_float(element)):
         return _cast(0, element)  # 0 * v, and(false, v), a product with a zero matrix
@@ -224,7 +235,7 @@ def fold_constants(g: Graph, *, exact: bool = False) -> list[Value]:
             if op is None or len(step.results) != 1:
                 outs = [None] * len(step.results)
             else:
-                outs = [_evaluate(op, [values[o] for o in step.operands], exact)]
+                outs = [evaluate(op, [values[o] for o in step.operands], exact)]
         for r, v in zip(step.results, outs, strict=False):
             old = values[r]
             if isinstance(v, _Unset) or old is None:

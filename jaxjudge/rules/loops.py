@@ -11,7 +11,10 @@ matches a lowering: it reads the inlined dataflow (`jaxjudge.rules.dataflow`).
   or EQ; `iv + c` or `c - iv` in place of `iv`, as in `start + 4 <= T` or `T - start > 0`)
   with `iv` a carried integer whose body update is `iv + step` (or `iv - step`), the
   step, the bound and `iv`'s initial value folding to constants. The count is then worked out
-  (`ceil((bound - start) / step)` for `<`); anything else has no known count.
+  (`ceil((bound - start) / step)` for `<`). Any other condition computed from one such counter
+  and constants with integer ops (`(t < T) & True`, `t // 4 < T // 4`, `t * 4 < T`) is run on
+  the counter's successive values, exactly (a value that would wrap around gives no count),
+  for at most MAX_SIMULATED steps; anything else has no known count.
 - **Does the work**: a carried value (not the counter, not a value passed along unchanged) is
   computed in one pass of the body from its own previous value and from the named arguments
   (through the loop's other values: its inputs, or other carried values that are), and the
@@ -40,6 +43,9 @@ from jaxjudge.rules.folding import (
     Bits,
     Transfer,
     Value,
+    element_of,
+    evaluate,
+    fits,
     fold_constants,
     is_int,
     live_nodes,
@@ -50,6 +56,8 @@ from jaxjudge.rules.stablehlo import Op, tensor_types
 MAX_TRIP_COUNT = 1 << 31
 MAX_LOOP_PASSES = 32  # passes over one loop's steps until its carried bits settle (nesting depth)
 MAX_NAMES = 16  # arguments a carried value must depend on
+MAX_SIMULATED = 1 << 14  # steps a condition is run for when its count has no closed form
+MAX_CONDITION_NODES = 64  # values computing a condition that is run
 _SWAPPED = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "EQ": "EQ", "NE": "NE"}
 
 
@@ -114,9 +122,15 @@ def _count(direction: str, start: int, step: int, bound: int) -> int | None:
 
 
 def trip_count(g: Graph, values: list[Value], loop: Loop) -> tuple[int, int] | None:
-    """(iterations, carried position of the counter), or None when they cannot be proven."""
+    """(iterations, carried position of the counter), or None when they cannot be proven:
+    worked out in closed form for `compare(±iv + c, bound)`, else by running the condition."""
     if len(loop.cond_returns) != 1 or len(loop.cond_returns[0]) != 1 or not loop.body_returns:
         return None
+    return _closed_form(g, values, loop) or _simulated(g, values, loop)
+
+
+def _closed_form(g: Graph, values: list[Value], loop: Loop) -> tuple[int, int] | None:
+    """The count of a condition `compare(sign * iv + offset, bound)`, without running it."""
     found = _producer(g, _origin(g, loop.cond_returns[0][0]))
     if found is None or found[1].name != "stablehlo.compare" or len(found[0].operands) != 2:
         return None
@@ -151,6 +165,118 @@ def trip_count(g: Graph, values: list[Value], loop: Loop) -> tuple[int, int] | N
         if n is not None and 0 <= n <= MAX_TRIP_COUNT:
             return n, p
     return None
+
+
+def _condition(g: Graph, values: list[Value], loop: Loop
+               ) -> tuple[list[tuple[int, Op, tuple[int, ...]]], dict[int, int], int] | None:
+    """The integer ops that compute the loop's condition from one counter and constants: (the
+    ops in evaluation order as (node, op, operands), aliases from links, the counter's
+    position), or None when the condition reads anything else (another carried value, a
+    float, an array constant, a region)."""
+    heads = {n: p for p, n in enumerate(loop.cond_args)}
+    producers = g.producers()
+    order: list[tuple[int, Op, tuple[int, ...]]] = []
+    alias: dict[int, int] = {}
+    counters: set[int] = set()
+    seen: set[int] = set()
+    stack: list[tuple[int, bool]] = [(loop.cond_returns[0][0], False)]
+    while stack:
+        n, expanded = stack.pop()
+        g.budget.spend()
+        if expanded:
+            found = _producer(g, n)
+            assert found is not None
+            order.append((n, found[1], found[0].operands))
+            continue
+        if n in seen or isinstance(values[n], int):
+            continue
+        seen.add(n)
+        if len(seen) > MAX_CONDITION_NODES:
+            return None
+        if n in heads:
+            counters.add(heads[n])
+            continue
+        if len(producers[n]) != 1:
+            return None
+        i, pos = producers[n][0]
+        step, op = g.steps[i], g.ops[i]
+        if pos >= 0:
+            if pos >= len(step.operands):
+                return None
+            alias[n] = step.operands[pos]
+            stack.append((step.operands[pos], False))
+            continue
+        if op is None or op.regions or not all(
+                is_int(t.element) for t in tensor_types(op.type.rpartition("->")[2])):
+            return None
+        stack.append((n, True))
+        stack.extend((o, False) for o in step.operands)
+    if len(counters) != 1:
+        return None
+    return order, alias, counters.pop()
+
+
+def _simulated(g: Graph, values: list[Value], loop: Loop) -> tuple[int, int] | None:
+    """The count found by running the condition, for a counter advanced by a constant and a
+    condition computed from it and constants alone (`(t < T) & True`, `t // 4 < T // 4`,
+    `t * 4 < T`): exact integer arithmetic, and no count at all if a value would wrap around
+    or the loop would run more than MAX_SIMULATED steps."""
+    found = _condition(g, values, loop)
+    if found is None:
+        return None
+    order, alias, p = found
+    if p >= len(loop.operands) or p >= len(loop.body_args):
+        return None
+    start = _int_value(values, loop.operands[p])
+    steps = {_step(g, values, loop, ret, p) for ret in loop.body_returns}
+    element = _counter_element(g, loop, p)
+    if start is None or len(steps) != 1 or element is None:
+        return None
+    delta = steps.pop()
+    if not delta:
+        return None
+    head = loop.cond_args[p]
+
+    def holds(iv: int) -> bool | None:
+        env: dict[int, int] = {head: iv}
+
+        def read(o: int) -> Value:
+            while o in alias:
+                o = alias[o]
+            return env[o] if o in env else values[o]
+
+        g.budget.spend(len(order))
+        for n, op, operands in order:
+            v = evaluate(op, [read(o) for o in operands], exact=True)
+            if not isinstance(v, int) or not fits(v, element_of(op)):
+                return None
+            env[n] = v
+        out = read(loop.cond_returns[0][0])
+        return bool(out) if isinstance(out, int) else None
+
+    iv = start
+    for n in range(MAX_SIMULATED + 1):
+        if not fits(iv, element):
+            return None
+        test = holds(iv)
+        if test is None:
+            return None
+        if not test:
+            return n, p
+        iv += delta
+    return None
+
+
+def _counter_element(g: Graph, loop: Loop, p: int) -> str | None:
+    """The integer element type the body advances carried value p in."""
+    types = set()
+    for ret in loop.body_returns:
+        found = _producer(g, _origin(g, ret[p])) if p < len(ret) else None
+        if found is None:
+            return None
+        types.add(element_of(found[1]))
+    element = types.pop() if len(types) == 1 else ""
+    return element if is_int(element) and element != "i1" else None
 
 
 def _affine(g: Graph, values: list[Value], n: int,
