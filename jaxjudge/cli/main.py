@@ -58,6 +58,8 @@ def grade_cmd(
             loaded = json.loads(inputs.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise _fail(f"cannot read {inputs} as JSON: {exc}") from exc
+        except RecursionError:  # json's decoder recurses once per nested list
+            raise _fail(f"cannot read {inputs} as JSON: nested too deeply") from None
         custom = loaded if isinstance(loaded, list) else [loaded]
     # A one-off grade is mostly two sandboxed `import jax`es: find the sandbox layers (as the
     # last all-good probe found them) while the problem loads, start both stages

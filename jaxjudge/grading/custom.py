@@ -14,11 +14,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import ml_dtypes
+
 from jaxjudge.problems.package import Problem, TestCase
 
 MAX_CUSTOM = 3
 MAX_ELEMENTS = 4096
 CUSTOM_PREFIX = "custom-"
+_FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
 _INT_RANGE = {"int8": 2**7, "int16": 2**15, "int32": 2**31, "int64": 2**63, "uint8": 2**8,
               "uint16": 2**16, "uint32": 2**32}
 
@@ -27,18 +30,30 @@ class CustomInputError(ValueError):
     """The input is not one the problem accepts (a caller error: HTTP 422, CLI exit 2)."""
 
 
-def _shape(value: Any, where: str, budget: list[int]) -> list[int]:
-    """The shape of a rectangular nested list of numbers (a number: [])."""
+class _TooDeep(Exception):
+    """Lists nested deeper than the argument's declared number of dimensions."""
+
+
+def _shape(value: Any, where: str, budget: list[int], rank: int) -> list[int]:
+    """The shape of a rectangular nested list of numbers (a number: []), nested at most
+    `rank` deep: deeper nesting is refused before it is walked (a JSON body may nest a
+    thousand lists, which would otherwise exhaust the recursion limit)."""
     if isinstance(value, list):
+        if rank == 0:
+            raise _TooDeep
         if not value:
             return [0]
-        shapes = [_shape(v, where, budget) for v in value]
+        shapes = [_shape(v, where, budget, rank - 1) for v in value]
         if any(s != shapes[0] for s in shapes):
             raise CustomInputError(f"{where}: the nested lists are not rectangular")
         return [len(value), *shapes[0]]
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise CustomInputError(f"{where}: {type(value).__name__} is not a number")
-    if not math.isfinite(value):
+    try:  # an integer beyond a float's range (JSON allows 1e400 written out) is not finite
+        finite = math.isfinite(value)
+    except OverflowError:
+        finite = False
+    if not finite:
         raise CustomInputError(f"{where}: every number must be finite")
     budget[0] += 1
     if budget[0] > MAX_ELEMENTS:
@@ -59,11 +74,14 @@ def _leaves(value: Any) -> list[Any]:
 
 def _check_leaf(value: Any, declared: list[str | int], dtype: str, where: str,
                 dims: dict[str, int], budget: list[int]) -> None:
-    shape = _shape(value, where, budget)
+    expected = (f"{where}: expected {len(declared)} dimensions "
+                f"({', '.join(map(str, declared)) or 'a scalar'}), got")
+    try:
+        shape = _shape(value, where, budget, len(declared))
+    except _TooDeep:
+        raise CustomInputError(f"{expected} more") from None
     if len(shape) != len(declared):
-        raise CustomInputError(f"{where}: expected {len(declared)} dimensions "
-                               f"({', '.join(map(str, declared)) or 'a scalar'}), got "
-                               f"{len(shape)}")
+        raise CustomInputError(f"{expected} {len(shape)}")
     for name, size in zip(declared, shape, strict=True):
         if isinstance(name, int) and size != name:
             raise CustomInputError(f"{where}: a dimension must be {name}, got {size}")
@@ -74,9 +92,15 @@ def _check_leaf(value: Any, declared: list[str | int], dtype: str, where: str,
         low = 0 if dtype.startswith("uint") or dtype == "bool" else -bound
         high = bound
         for v in _leaves(value):
-            if not float(v).is_integer() or not low <= v < high:
+            if not low <= v < high or not float(v).is_integer():
                 raise CustomInputError(f"{where}: {dtype} values must be integers in "
                                        f"[{low}, {high})")
+    elif dtype in _FLOATS:
+        # Finite as a Python float is not enough: 1e39 is inf in float32.
+        largest = float(ml_dtypes.finfo(dtype).max)
+        if any(abs(v) > largest for v in _leaves(value)):
+            raise CustomInputError(f"{where}: every number must be finite in {dtype} "
+                                   f"(at most {largest:.4g} in magnitude)")
 
 
 def _check_ranges(problem: Problem, dims: dict[str, int], where: str) -> None:
@@ -100,14 +124,16 @@ def custom_cases(problem: Problem, inputs: list[dict[str, Any]]) -> list[TestCas
     for i, given in enumerate(inputs, 1):
         where = f"custom input {i}"
         names = [a.name for a in problem.arguments]
-        if not isinstance(given, dict) or sorted(given) != sorted(names):
+        if (not isinstance(given, dict) or not all(isinstance(k, str) for k in given)
+                or sorted(given) != sorted(names)):
             raise CustomInputError(f"{where}: give exactly the arguments {', '.join(names)}")
         dims: dict[str, int] = {}
         budget = [0]
         for arg in problem.arguments:
             value = given[arg.name]
             if arg.shapes is not None:
-                if not isinstance(value, dict) or sorted(value) != sorted(arg.shapes):
+                if (not isinstance(value, dict) or not all(isinstance(k, str) for k in value)
+                        or sorted(value) != sorted(arg.shapes)):
                     raise CustomInputError(f"{where}: {arg.name} must be a dict with keys "
                                            f"{', '.join(sorted(arg.shapes))}")
                 for key, declared in arg.shapes.items():

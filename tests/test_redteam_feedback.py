@@ -1,0 +1,92 @@
+"""Red team of the learner feedback of #23, as a hostile learner: custom inputs built to crash
+the checks (500s, tracebacks) or slip a non-finite value past them, through the library, the
+CLI and HTTP on a real server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from api_fixtures import PROBLEM, Server
+
+from jaxjudge import load_problem
+from jaxjudge.grading.custom import CustomInputError, custom_cases
+
+MLP = load_problem(PROBLEM)
+PARAMS = {"w1": [[0.5, -0.3], [0.1, 0.4]], "b1": [0.0, 0.1],
+          "w2": [[0.2, -0.5], [0.7, 0.3]], "b2": [0.05, -0.05]}
+GOOD = {"params": PARAMS, "x": [[1.0, 2.0]], "y": [[0.0, 1.0]]}
+
+
+def nested(depth: int) -> Any:
+    value: Any = 1.0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("redteam23")
+    srv = Server(tmp, database_url=f"sqlite:///{tmp}/r.db", workers=1,
+                 auth_tokens="tok-a, tok-b", rate_limit_per_minute=1000)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+# -- Run on my own input ----------------------------------------------------------------------
+@pytest.mark.parametrize(("given", "why"), [
+    # An integer too large for a float: math.isfinite raised OverflowError (a 500 over HTTP).
+    ({**GOOD, "x": [[10**400, 1.0]]}, "finite"),
+    # Finite as a Python float, inf as float32.
+    ({**GOOD, "x": [[1e39, 1.0]]}, "finite in float32"),
+    ({**GOOD, "params": {**PARAMS, "b2": [-3.5e38, 0.0]}}, "finite in float32"),
+    # Nested past the recursion limit: RecursionError (a 500 over HTTP).
+    ({**GOOD, "x": nested(3000)}, "expected 2 dimensions \\(B, D\\), got more"),
+    ({**GOOD, "x": [[[1.0], [2.0]]]}, "expected 2 dimensions \\(B, D\\), got more"),
+    # Keys that are not names (the library takes any dict): TypeError from sorted().
+    ({**GOOD, 1: 2}, "exactly the arguments"),
+    ({**GOOD, "params": {**PARAMS, 0: [1.0]}}, "must be a dict with keys"),
+])
+def test_hostile_custom_inputs_are_refused_with_a_reason(given: Any, why: str) -> None:
+    with pytest.raises(CustomInputError, match=why):
+        custom_cases(MLP, [given])
+
+
+def test_the_largest_finite_float32_is_still_accepted() -> None:
+    edge = {**GOOD, "x": [[3.4028234663852886e38, -3.4028234663852886e38]]}
+    assert custom_cases(MLP, [edge])[0].inputs["x"] == edge["x"]
+
+
+def test_the_cli_refuses_deeply_nested_json_with_exit_2(tmp_path: Path) -> None:
+    given = tmp_path / "deep.json"
+    given.write_text("[" * 100_000 + "]" * 100_000)
+    proc = subprocess.run(
+        [sys.executable, "-m", "jaxjudge", "grade", "-p", PROBLEM, "--mode", "run",
+         "--input", str(given), str(MLP.reference_path)],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "nested too deeply" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_http_refuses_what_crashed_the_checks_with_422(server: Server) -> None:
+    body = {"problem_id": PROBLEM, "source": "def solve(:\n", "mode": "run"}
+    with server.client("tok-a") as c:
+        # Raw JSON: an integer literal with 400 digits, and lists 900 deep (under the JSON
+        # decoder's own limit, over the recursion left for the checks).
+        raw = json.dumps({**body, "custom_inputs": [{**GOOD, "x": "X"}]})
+        for x in ("[[1" + "0" * 400 + ", 2.0]]", "[" * 900 + "1.0" + "]" * 900):
+            r = c.post("/v1/submissions", content=raw.replace('"X"', x),
+                       headers={"content-type": "application/json"})
+            assert r.status_code == 422, r.text
+            assert "custom input 1: x:" in r.json()["message"]
+        r = c.post("/v1/submissions", json={**body, "custom_inputs": [{**GOOD, "x": [[1e39, 1]]}]})
+        assert r.status_code == 422 and "finite in float32" in r.json()["message"]
+        assert c.get("/v1/submissions").json()["items"] == []  # nothing was stored
