@@ -94,8 +94,10 @@ def test_every_program_requirement_shows_its_program_part(problem_id: str) -> No
 
 
 def _check_memory(reference: Report, sample: Report) -> None:
-    """Programs exported per shape are profiled beside the reference's at the same shapes (the
-    reference next to itself: equal); symbolic ones are not profiled."""
+    """Every problem's programs are profiled in bytes (a symbolic one as stage B specialised it
+    to the largest test shape) beside the reference's at the same shapes (the reference next to
+    itself: equal)."""
+    assert reference.memory is not None and reference.memory.yours.peak_bytes is not None
     for report in (reference, sample):
         if report.memory is None:
             continue
@@ -204,3 +206,34 @@ def test_the_reference_profile_is_kept_for_later_processes(tmp_path, monkeypatch
     kept[0].write_text("{not json")
     third = Grader().grade(problem, source + b"\n# once more\n", "run")
     assert third.memory is not None and third.memory.reference == first.memory.reference
+
+
+def test_memory_names_the_tanh_a_symbolic_program_keeps() -> None:
+    """Item 2 of #23 on the seed problem, whose programs are shape-polymorphic: sized at the
+    largest test shape, and the array kept beyond the reference's named by what it is."""
+    ref = graded("rematerialized-mlp-block", None).memory
+    assert ref is not None and ref.yours.peak_bytes and "?" not in ref.yours.program
+    kept = graded("rematerialized-mlp-block", "req_no_checkpoint.py").memory
+    assert kept is not None and kept.reference == ref.yours
+    assert kept.yours.peak_arrays == ref.yours.peak_arrays + 1
+    assert "you also keep a 4x5xf32 tanh result, which the reference does not" in kept.summary
+    saved = graded("rematerialized-mlp-block", "req_everything_saveable.py").memory
+    assert saved is not None and "computed from a tanh" in saved.summary
+    fewer = graded("rematerialized-mlp-block", "req_nothing_saveable.py").memory
+    assert fewer is not None and "you also keep" not in fewer.summary
+
+
+def test_the_profiled_shape_is_the_problems_not_a_learners_input() -> None:
+    """A learner's own, larger input must not move the shapes the memory is compared at (the
+    reference is profiled without it)."""
+    from jaxjudge.grading.plan import plan_for
+    from jaxjudge.problems.package import TestCase
+
+    problem = PROBLEMS["rematerialized-mlp-block"]
+    plan = plan_for(problem, "run")
+    first = problem.cases("run")[0]
+    big = {k: v for k, v in first.inputs.items()}
+    big["x"] = big["y"] = [[0.5] * len(first.inputs["x"][0])] * 40
+    mine = plan_for(problem, "run", [TestCase(name="custom-1", visible=True, inputs=big,
+                                              expected=None)])
+    assert plan.profile_sig is not None and mine.profile_sig == plan.profile_sig

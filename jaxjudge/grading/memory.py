@@ -13,6 +13,7 @@ way at the same input shapes.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,9 +23,15 @@ from jaxjudge.grading.report import HeldArray, MemoryReport, ProgramMemory
 from jaxjudge.isolation import statefile
 from jaxjudge.rules.dataflow import Budget, Kind, TooComplex, build_graph
 from jaxjudge.rules.outcome import ProgramInfo
-from jaxjudge.rules.stablehlo import ParseError, TensorType, parse_module
+from jaxjudge.rules.stablehlo import Op, ParseError, TensorType, parse_module
 
 MAX_LISTED = 6  # arrays listed at the peak
+# Ops whose result says what an array is; a generic op's array is named by the nearest of
+# these it is computed from, at most _SOURCE_DEPTH ops back.
+_TELLING = frozenset(f"stablehlo.{n}" for n in (
+    "tanh", "logistic", "exponential", "exponential_minus_one", "log", "log_plus_one", "sqrt",
+    "rsqrt", "sine", "cosine", "dot_general", "dot", "convolution", "reduce", "power"))
+_SOURCE_DEPTH = 3
 _NOT_ARRAYS = frozenset({"stablehlo.constant", "stablehlo.iota"})
 _BYTES = {"i1": 1, "i8": 1, "ui8": 1, "i16": 2, "ui16": 2, "f16": 2, "bf16": 2, "i32": 4,
           "ui32": 4, "f32": 4, "i64": 8, "ui64": 8, "f64": 8, "complex<f32>": 8,
@@ -46,6 +53,10 @@ def _shape(t: TensorType) -> str:
     return "x".join(["?" if d is None else str(d) for d in t.dims] + [t.element])
 
 
+def _same_type_convert(op: Op) -> bool:
+    return op.name == "stablehlo.convert" and op.operand_types() == op.result_types()
+
+
 def profile(program: ProgramInfo, budget: Budget | None = None) -> ProgramMemory | None:
     """The profile of one program, or None when it cannot be read (the rules say why)."""
     try:
@@ -64,15 +75,24 @@ def profile(program: ProgramInfo, budget: Budget | None = None) -> ProgramMemory
 
     born: dict[int, tuple[int, TensorType, str]] = {}
     last: dict[int, int] = {}
+    made_by: dict[int, int] = {}  # node -> the step computing it
     for i, (step, op) in enumerate(zip(g.steps, g.ops, strict=True)):
         for o in step.operands:
             last[find(o)] = i
+        for r in step.results:
+            made_by.setdefault(r, i)
         if op is None or step.kind is Kind.TUPLE:  # a link, an optimization barrier: aliases
             for src, dst in step.pass_sources():
                 if find(dst) != find(src):
                     root[find(dst)] = find(src)
             continue
         if op.name in _NOT_ARRAYS:
+            continue
+        if _same_type_convert(op) and step.operands and step.results:
+            # no new array: the static-typed wrapper of a specialised program converts each
+            # input to the type it already has
+            if find(step.results[0]) != find(step.operands[0]):
+                root[find(step.results[0])] = find(step.operands[0])
             continue
         for r, t in zip(step.results, op.result_types(), strict=False):
             if symbolic and _bookkeeping(t):
@@ -99,8 +119,27 @@ def profile(program: ProgramInfo, budget: Budget | None = None) -> ProgramMemory
         if (known, len(live)) > best[:2]:
             best = (known, len(live), frozenset(live))
     held = sorted(best[2], key=lambda m: (-(_size(born[m][1]) or 0), born[m][0]))
-    arrays = [HeldArray(shape=_shape(born[m][1]), bytes=_size(born[m][1]), op=born[m][2])
-              for m in held]
+    def source(m: int) -> str | None:
+        """What a generic op's array is computed from, a few ops back (breadth first)."""
+        if born[m][2] in _TELLING:
+            return None
+        seen, frontier = {m}, [m]
+        for _ in range(_SOURCE_DEPTH):
+            nxt = []
+            for n in frontier:
+                step = g.steps[made_by[n]] if n in made_by else None
+                for o in step.operands if step is not None else ():
+                    if o in seen:
+                        continue
+                    seen.add(o)
+                    if o in made_by and g.steps[made_by[o]].name in _TELLING:
+                        return g.steps[made_by[o]].name
+                    nxt.append(o)
+            frontier = nxt
+        return None
+
+    arrays = [HeldArray(shape=_shape(born[m][1]), bytes=_size(born[m][1]), op=born[m][2],
+                        source=source(m)) for m in held]
     inner = [m for m in born if m not in outside]
     top = max(inner, key=lambda m: (_size(born[m][1]) or 0, -born[m][0]), default=None)
     unknown = any(a.bytes is None for a in arrays)
@@ -140,15 +179,40 @@ def _kept(m: ProgramMemory) -> str:
     return f"{m.peak_arrays} array{'s' if m.peak_arrays != 1 else ''}{size}"
 
 
+def _name(op: str) -> str:
+    return op.removeprefix("stablehlo.").replace("_", " ")
+
+
+def _what(a: HeldArray) -> str:
+    """"a 4x5xf32 tanh result" / "a 4x5xf32 array (a subtract computed from a tanh)"."""
+    if a.source is None:
+        return f"a {a.shape} {_name(a.op)} result"
+    return f"a {a.shape} array (a {_name(a.op)} computed from a {_name(a.source)})"
+
+
+def extra_arrays(yours: ProgramMemory, reference: ProgramMemory) -> list[HeldArray]:
+    """Arrays held at your peak with no counterpart (same shape, same op) at the reference's,
+    telling ones (a tanh, a dot) first."""
+    theirs = Counter((b.shape, b.op) for b in reference.held)
+    more = []
+    for a in yours.held:
+        if theirs[(a.shape, a.op)] > 0:
+            theirs[(a.shape, a.op)] -= 1
+        else:
+            more.append(a)
+    return sorted(more, key=lambda a: (a.op not in _TELLING and a.source is None,))
+
+
 def compare(yours: ProgramMemory, reference: ProgramMemory | None) -> MemoryReport:
-    """The two profiles and one sentence: "you hold 3 arrays, 2.1 KB at once; the reference 2,
-    1.4 KB: your largest is a 4x5xf32 tanh"."""
+    """The two profiles and one sentence: "at most 3 arrays, 2.1 KB held at once; the
+    reference: 2, 1.4 KB; you also keep a 4x5xf32 tanh result, which the reference does
+    not"."""
     text = f"At most {_kept(yours)} held at once (inputs and outputs aside)"
     if reference is not None:
         text += f"; the reference: {_kept(reference)}"
-        more = [a for a in yours.held if a.op not in {b.op for b in reference.held}]
+        more = extra_arrays(yours, reference)
         if yours.peak_arrays > reference.peak_arrays and more:
-            text += f"; you also keep a {more[0].shape} {more[0].op.removeprefix('stablehlo.')}"
+            text += f"; you also keep {_what(more[0])}, which the reference does not"
     if yours.largest is not None:
         text += (f". Largest intermediate: {yours.largest.shape} "
                  f"({fmt_bytes(yours.largest.bytes)})")

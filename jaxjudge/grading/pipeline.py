@@ -328,8 +328,9 @@ class Grading(StageA, StageB):
     # -- memory, next to the reference's ------------------------------------------------------
     def _memory(self) -> MemoryReport | None:
         """The profile of the program for the largest input shapes, beside the reference's at
-        the same shapes. Only per-shape programs are sized; a symbolic one is not profiled."""
-        program = largest_program([p for p in self.programs if not p.symbolic])
+        the same shapes. A symbolic program is sized as stage B specialised it to the largest
+        test signature (`profiled`); without that copy it is not profiled."""
+        program = self.profiled or largest_program([p for p in self.programs if not p.symbolic])
         mine = profile(program) if program is not None else None
         if program is None or mine is None:
             return None
@@ -362,7 +363,8 @@ class Grading(StageA, StageB):
         except Exception:  # the learner's grade stands without the comparison
             log.exception("grading the reference of %s for its memory profile", self.problem.id)
             return None
-        same = [p for p in ref.programs if p.signature == signature]
+        same = [p for p in (ref.profiled, *ref.programs)
+                if p is not None and not p.symbolic and p.signature == signature]
         return profile(same[0]) if same else None
 
     # -- verdict, score, report ----------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -139,6 +140,10 @@ class Plan:
         return self.outputs.get(path, self.default_leaf)
     tests: list[dict[str, Any]]
     tests_digest: str
+    # The problem's own test signature with the most input elements (a learner's own inputs
+    # left out): where a symbolic program is specialised for the memory profile, so the
+    # submission and the reference are sized at the same shapes.
+    profile_sig: str | None = None
 
 
 _plans: OrderedDict[tuple[str, ...], Plan] = OrderedDict()
@@ -148,7 +153,7 @@ _plans_lock = threading.Lock()
 def plan_for(problem: Problem, mode: Mode, extra: list[TestCase] | None = None) -> Plan:
     """The plan of `mode`, shared; with `extra` (a learner's own inputs) a private one."""
     if extra:
-        return _build(problem, [*problem.cases(mode), *extra])
+        return _build(problem, [*problem.cases(mode), *extra], {c.name for c in extra})
     # The files on disk (fingerprint) and this in-memory package's arguments (a Problem loaded
     # before problem.toml was edited must not share the new version's plan).
     args = repr([(a.name, a.shape, a.shapes, a.dtype, a.dtypes) for a in problem.arguments])
@@ -166,7 +171,22 @@ def plan_for(problem: Problem, mode: Mode, extra: list[TestCase] | None = None) 
     return plan
 
 
-def _build(problem: Problem, cases: list[TestCase]) -> Plan:
+def _elements(spec: Any) -> int:
+    """All input elements of one signature's spec tree."""
+    if isinstance(spec, dict) and "shape" in spec:
+        return math.prod(spec["shape"])
+    items = spec.values() if isinstance(spec, dict) else spec
+    return sum(_elements(v) for v in items)
+
+
+def _largest(signatures: dict[str, dict[str, Any]], case_sig: dict[str, str],
+             custom: set[str]) -> str | None:
+    own = {sid for name, sid in case_sig.items() if name not in custom}
+    found = [s for s in signatures.values() if s["id"] in own]
+    return max(found, key=lambda s: _elements(s["args"]))["id"] if found else None
+
+
+def _build(problem: Problem, cases: list[TestCase], custom: set[str] | None = None) -> Plan:
     arg_names = [a.name for a in problem.arguments]
     signatures: dict[str, dict[str, Any]] = {}
     case_sig: dict[str, str] = {}
@@ -195,6 +215,7 @@ def _build(problem: Problem, cases: list[TestCase]) -> Plan:
     }
     default_leaf = (problem.constraints.dtype, problem.tolerance.rtol, problem.tolerance.atol)
     return Plan(cases, arg_names, signatures, case_sig, symbolic, sig_dims, outputs,
-                default_leaf, probes, probe_ids, tests, digest)
+                default_leaf, probes, probe_ids, tests, digest,
+                _largest(signatures, case_sig, custom or set()))
 
 

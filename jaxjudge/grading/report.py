@@ -93,6 +93,9 @@ class HeldArray(BaseModel):
     shape: str = Field(description='e.g. "4x5xf32" ("?" for a symbolic dimension)')
     bytes: int | None = Field(description="None when a dimension is symbolic")
     op: str = Field(description="the op that computes it, e.g. stablehlo.tanh")
+    source: str | None = Field(
+        default=None, description="the nearest op it is computed from that says what it is "
+        "(e.g. stablehlo.tanh for the 1 - tanh² a backward pass keeps), when `op` does not")
 
 
 class ProgramMemory(BaseModel):

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from jaxjudge.grading.resources import Resources
 
 log = logging.getLogger("grader")
+PROFILED = ".profile.mlir"  # stage B's specialised copy of a symbolic program (memory only)
 
 class StageB(StageBase):
     """Stage B's protocol: the verified programs' job, running it (with crash retries), and its
@@ -52,6 +53,9 @@ class StageB(StageBase):
     versions: dict[str, str]
     # started ahead (jaxjudge.grading.early), given its job here
     pending_b: sandbox.Pending | None = None
+    # The symbolic program specialised to the plan's largest test signature, for the memory
+    # profile only (the rules read the programs as exported).
+    profiled: ProgramInfo | None = None
 
     def _stage_b(
         self, a_dir: Path, job: Path, stage_a: StageAResult
@@ -67,6 +71,7 @@ class StageB(StageBase):
                     "args": self.plan.symbolic["args"],
                     "signatures": all_sigs,
                     "allowed_custom_calls": ["shape_assertion"],
+                    **({"profile": self.plan.profile_sig} if self.plan.profile_sig else {}),
                 }
             ]
         else:
@@ -160,7 +165,8 @@ class StageB(StageBase):
                 engine = "xla"
             else:
                 flags = ""
-            for stale in ("result.json", *(f"{p['id']}.mlir" for p in spec["programs"])):
+            for stale in ("result.json", *(f"{p['id']}{ext}" for p in spec["programs"]
+                                           for ext in (".mlir", PROFILED))):
                 (job / stale).unlink(missing_ok=True)  # nothing of the crashed run is read
         self.timings["stage_b"] = round(time.perf_counter() - t, 4)
         decided = self._stage_failure(res, "Your exported program")
@@ -204,6 +210,9 @@ class StageB(StageBase):
                                 pid, entry is not None, raw is not None)
                     raise Decided(Verdict.RUNTIME_ERROR, MALFORMED_B)
                 texts[pid] = raw.decode("utf-8", "replace")
+                profiled = read_regular(job / f"{pid}{PROFILED}", MAX_PROGRAM_TEXT)
+                if entry.profiled and profiled is not None:  # optional: no figures without
+                    texts[pid + PROFILED] = profiled.decode("utf-8", "replace")
         return result, texts
 
     def _stage_b_outcome(
@@ -246,5 +255,12 @@ class StageB(StageBase):
                     tested=prog["id"] not in probes_only,
                 )
             )
+            sid = prog.get("profile")
+            text = texts.get(prog["id"] + PROFILED)
+            if poly and text is not None and sid is not None:
+                spec = next(s["args"] for s in self.plan.signatures.values() if s["id"] == sid)
+                self.profiled = ProgramInfo(
+                    signature=signature_name(spec, self.plan.arg_names), text=text,
+                    args=[], outs=[], dims=dict(self.plan.sig_dims.get(sid, {})))
         return outputs, programs
 

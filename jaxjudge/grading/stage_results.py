@@ -108,6 +108,7 @@ class StageAResult(_Strict):
 
 class ProgramEntry(_Strict):
     text_file: Name
+    profiled: bool = False  # stage B also wrote <id>.profile.mlir (a symbolic program sized)
     args: Annotated[list[Annotated[str, Field(max_length=4096)]],
                     Field(max_length=MAX_PROGRAM_ARGS)] = Field(default_factory=list)
     outs: Annotated[list[Annotated[str, Field(max_length=4096)]],

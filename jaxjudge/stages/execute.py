@@ -26,6 +26,7 @@ import re
 import sys
 import time
 import traceback
+from typing import Any
 
 FORBIDDEN_OPS = (
     "stablehlo.infeed",
@@ -71,6 +72,9 @@ INTERP_MAX_WORK = 1 << 21  # element operations: largest tensor per op, multiply
 INTERP_MAX_OPS = 20_000
 _MLIR_ELEMENT_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64",
                        "bool": "i1"}
+# Specialising (for the memory profile) is not running: every input type a problem declares.
+_REFINE_ELEMENT_TYPES = {**_MLIR_ELEMENT_TYPES, "int8": "i8", "int16": "i16", "uint8": "ui8",
+                         "uint32": "ui32", "float16": "f16", "bfloat16": "bf16"}
 _OP_RE = re.compile(r'"([a-z_]+\.[a-z_0-9.]+)"\(')
 _TENSOR_RE = re.compile(r"tensor<([^>]*)>")
 
@@ -190,10 +194,11 @@ class _Specializer:
         from jax._src.lib.mlir import ir
         from jaxlib.mlir.dialects import stablehlo
 
-        if not hasattr(stablehlo, "eval_module") or tuple(exp.platforms) != ("cpu",):
-            raise LookupError("no interpreter for this program")
+        if tuple(exp.platforms) != ("cpu",):
+            raise LookupError("not a cpu-only program")
         self.jax, self.np, self.ir, self.mlir, self.stablehlo = jax, np, ir, mlir, stablehlo
         self.exp = exp
+        self.done: dict[str, tuple[Any, str] | None] = {}
         self.kept = sorted(int(i) for i in exp.module_kept_var_idx)
         self.n_in = len(exp.in_avals)
         self.context = mlir.make_ir_context()
@@ -221,13 +226,13 @@ class _Specializer:
         for i, leaf in enumerate(leaves):
             shape = tuple(leaf.shape)
             if i not in self.kept:  # unused by the program, still passed: type it exactly
-                etype = _MLIR_ELEMENT_TYPES.get(str(leaf.dtype))
+                etype = _REFINE_ELEMENT_TYPES.get(str(leaf.dtype))
                 if etype is None:
                     return None
                 args.append(f"%a{i}: {self._static(shape, etype)}")
                 continue
             dyn = self.ins[self.kept.index(i)]
-            if _MLIR_ELEMENT_TYPES.get(str(leaf.dtype)) != str(dyn.element_type):
+            if _REFINE_ELEMENT_TYPES.get(str(leaf.dtype)) != str(dyn.element_type):
                 return None  # the input's dtype is not the program's: let XLA say so
             st = self._static(shape, str(dyn.element_type))
             args.append(f"%a{i}: {st}")
@@ -248,10 +253,34 @@ class _Specializer:
         return "tensor<" + "".join(f"{d}x" for d in shape) + etype + ">"
 
     def at(self, spec_args) -> _Interpreted | None:
+        """The program specialised to `spec_args`, run by the interpreter (None: XLA runs it)."""
+        if not hasattr(self.stablehlo, "eval_module"):
+            return None  # this jaxlib has no interpreter
+        leaves = self.jax.tree_util.tree_leaves(_spec_tree_to_structs(spec_args, self.jax,
+                                                                       self.np))
+        if any(len(leaf.shape) == 0 for leaf in leaves):
+            return None  # DenseElementsAttr.get would turn a 0-d input into tensor<1x..>
+        if any(str(leaf.dtype) not in _MLIR_ELEMENT_TYPES for leaf in leaves):
+            return None  # e.g. bfloat16, int8: XLA runs it
+        refined = self.refined(spec_args)
+        if refined is None or not _interpretable(refined[1]):
+            return None
+        return _Interpreted(refined[0], self.exp.out_tree, self.ir, self.stablehlo, self.np,
+                            self.jax)
+
+    def refined(self, spec_args) -> tuple[Any, str] | None:
+        """The program with static shapes for `spec_args`: its module and generic text (None
+        when it cannot be refined, e.g. a failed shape assertion)."""
+        key = json.dumps(spec_args, sort_keys=True)
+        if key not in self.done:  # the memory profile's signature is also run by a test
+            self.done[key] = self._refine(spec_args)
+        return self.done[key]
+
+    def _refine(self, spec_args) -> tuple[Any, str] | None:
         jax, ir, mlir = self.jax, self.ir, self.mlir
         leaves = jax.tree_util.tree_leaves(_spec_tree_to_structs(spec_args, jax, self.np))
-        if len(leaves) != self.n_in or any(len(leaf.shape) == 0 for leaf in leaves):
-            return None  # DenseElementsAttr.get would turn a 0-d input into tensor<1x..>
+        if len(leaves) != self.n_in:
+            return None
         try:
             with self.context:
                 text = self._wrapper(leaves)
@@ -272,9 +301,7 @@ class _Specializer:
                                                 enable_debug_info=False)
         except Exception:
             return None  # e.g. a shape assertion fails: XLA reports it per test as before
-        if not _interpretable(text):
-            return None
-        return _Interpreted(module, self.exp.out_tree, ir, self.stablehlo, self.np, jax)
+        return module, text
 
 
 class _Interpreted:
@@ -303,7 +330,7 @@ def _specializer(exp, text: str, jax, np) -> _Specializer | None:
     try:
         return _Specializer(exp, text, jax, np)
     except Exception:
-        return None  # no interpreter in this jaxlib, or a program shape we do not wrap
+        return None  # not a cpu-only program, or a program shape we do not wrap
 
 
 def _spec_tree_to_structs(spec, jax, np):
@@ -312,6 +339,19 @@ def _spec_tree_to_structs(spec, jax, np):
     if isinstance(spec, dict):
         return {k: _spec_tree_to_structs(v, jax, np) for k, v in spec.items()}
     return [_spec_tree_to_structs(v, jax, np) for v in spec]
+
+
+def _write_profiled(job_dir: str, pid: str, specializer: _Specializer | None, spec_args,
+                    max_bytes: int, entry: dict) -> None:
+    """A symbolic program specialised to one signature (`<pid>.profile.mlir`), for the memory
+    profile: a shape-polymorphic program says "?" where the learner wants bytes. Best effort:
+    without it the report has no byte figures, nothing else changes."""
+    refined = specializer.refined(spec_args) if specializer is not None else None
+    if refined is None or len(refined[1]) > max_bytes:
+        return
+    with open(os.path.join(job_dir, f"{pid}.profile.mlir"), "w", encoding="utf-8") as f:
+        f.write(refined[1])
+    entry["profiled"] = True
 
 
 class Rejected(Exception):
@@ -520,6 +560,15 @@ def main(job_dir: str) -> int:
             program_of[sid] = pid
     timings["verify"] = time.perf_counter() - t1
     result["programs"] = programs
+    specializers: dict[str, _Specializer | None] = {}
+    t_profile = time.perf_counter()
+    for prog in job["programs"]:
+        if prog.get("profile") in specs:  # a symbolic program, sized at that signature
+            pid = prog["id"]
+            specializers[pid] = _specializer(exported[pid], texts[pid], jax, np)
+            _write_profiled(job_dir, pid, specializers[pid], specs[prog["profile"]],
+                            max_bytes, programs[pid])
+    timings["profile"] = time.perf_counter() - t_profile
 
     cache_dir = os.environ.get("JAXJUDGE_RESULTS_CACHE")
     key = ""
@@ -536,7 +585,6 @@ def main(job_dir: str) -> int:
     interpret = _engine(job) == "interpret"
     runners: dict[str, object] = {}  # signature id -> callable
     engines: dict[str, str] = {}
-    specializers: dict[str, _Specializer | None] = {}
     outputs: dict[str, dict] = {}
     for test in job["tests"]:
         sid = test["signature"]
