@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from api_fixtures import PROBLEM, Server
+from api_fixtures import PROBLEM, Server, wait_done
 
 from jaxjudge import load_problem
 from jaxjudge.grading.custom import CustomInputError, custom_cases
+from jaxjudge.service.owner_view import HIDDEN, without_source
 
 MLP = load_problem(PROBLEM)
 PARAMS = {"w1": [[0.5, -0.3], [0.1, 0.4]], "b1": [0.0, 0.1],
@@ -90,3 +91,44 @@ def test_http_refuses_what_crashed_the_checks_with_422(server: Server) -> None:
         r = c.post("/v1/submissions", json={**body, "custom_inputs": [{**GOOD, "x": [[1e39, 1]]}]})
         assert r.status_code == 422 and "finite in float32" in r.json()["message"]
         assert c.get("/v1/submissions").json()["items"] == []  # nothing was stored
+
+
+# -- Ownership: another owner never reads the source, not even the lines a traceback quotes -------
+LEAKY = '''import warnings
+print("printed SECRET_PRINT")
+warnings.warn("careful")  # SECRET_WARN
+def solve(params, x, y):
+    return params["nope"] @ x  # SECRET_TRACE
+'''
+
+
+def test_traceback_source_lines_are_the_owners_only() -> None:
+    text = ('solve raised an error while tracing:\nFile "submission.py", line 5, in solve\n'
+            '    return params["nope"] @ x  # SECRET\n           ~~~~~~^^^^^^^^\n'
+            "KeyError: 'nope'\n"
+            'File "submission.py", line 2\n    def f(:\n          ^\nSyntaxError: invalid syntax')
+    shown = without_source(text)
+    assert "SECRET" not in shown and "def f(:" not in shown
+    assert shown.splitlines() == [
+        "solve raised an error while tracing:", 'File "submission.py", line 5, in solve', HIDDEN,
+        "KeyError: 'nope'", 'File "submission.py", line 2', HIDDEN, "SyntaxError: invalid syntax"]
+    assert without_source("no traceback\n    indented") == "no traceback\n    indented"
+
+
+def test_another_owner_reads_no_source_line_nor_output(server: Server) -> None:
+    with server.client("tok-a") as a, server.client("tok-b") as b:
+        made = a.post("/v1/submissions", json={"problem_id": PROBLEM, "source": LEAKY,
+                                               "mode": "run"})
+        assert made.status_code == 202, made.text
+        own = wait_done(a, made.json()["id"])
+        assert own["verdict"] == "runtime_error", own["report"]["message"]
+        # The owner gets every line back: the quoted source and what the program printed.
+        assert "SECRET_TRACE" in own["report"]["message"]
+        assert "SECRET_PRINT" in own["report"]["output"]
+        theirs = b.get(f"/v1/submissions/{made.json()['id']}")
+        assert theirs.status_code == 200 and "SECRET" not in theirs.text, theirs.text
+        report = theirs.json()["report"]
+        assert report["verdict"] == own["report"]["verdict"] and report["output"] == ""
+        assert 'File "submission.py", line 5' in report["message"] and HIDDEN in report["message"]
+        assert "SECRET" not in b.get("/v1/submissions", params={"problem_id": PROBLEM}).text
+    assert "SECRET" not in server.log()

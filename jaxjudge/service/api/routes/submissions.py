@@ -17,6 +17,7 @@ from jaxjudge.service.api.deps import DispatcherDep, OwnerDep, SettingsDep, Stor
 from jaxjudge.service.api.errors import ApiError
 from jaxjudge.service.api.routes.problems import find_problem
 from jaxjudge.service.config import Settings
+from jaxjudge.service.owner_view import for_others
 from jaxjudge.service.queue import QueueFull, public_report
 from jaxjudge.service.schemas import (
     CallbackPublic,
@@ -64,6 +65,10 @@ def to_public(
         # Stored reports were stripped when written; strip again in case an older writer
         # did not.
         report = public_report(Report.model_validate_json(record.report_json))
+        if viewer != record.owner:
+            # The source lines its tracebacks quote and its output are the owner's (with
+            # auth off, clients without an identity all share "anonymous", as before).
+            report = for_others(report)
     callback = None
     if record.callback_url and record.callback_state:
         owner = viewer == record.owner
