@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from jaxjudge import grade, load_problem
+from jaxjudge import grade, list_problems, load_problem
 from jaxjudge.grading.custom import MAX_ELEMENTS, CustomInputError, custom_cases
 from jaxjudge.grading.report import Verdict
+from jaxjudge.problems.package import Problem
 
 EMA = load_problem("ema-with-scan")
 MLP = load_problem("rematerialized-mlp-block")
@@ -99,3 +100,26 @@ def test_custom_inputs_through_the_http_api(tmp_path: Path) -> None:
             assert mine[0]["details"]["expected"] == {"ema": [[1.0, 2.0], [2.0, 3.0], [3.5, 4.5]]}
     finally:
         srv.stop()
+
+
+def _hidden_input(problem: Problem) -> dict:
+    """The smallest hidden test's inputs: valid by construction, never shown as an example."""
+    shown = {c.name for c in problem.cases("run")}
+    hidden = [c for c in problem.cases("submit") if c.name not in shown]
+    return min(hidden, key=lambda c: len(json.dumps(c.inputs))).inputs
+
+
+@pytest.mark.parametrize("problem_id", sorted(p.id for p in list_problems()))
+def test_every_problem_runs_a_learners_input_against_its_reference(problem_id: str) -> None:
+    """Item 4 on every problem: the reference computes the expected output of an input the
+    learner gives (here a hidden test's, which the examples never show), and the reference
+    itself, graded on it, gets it right, worth no points."""
+    problem = load_problem(problem_id)
+    given = _hidden_input(problem)
+    report = grade(problem, problem.reference_path.read_bytes(), "run", custom_inputs=[given])
+    assert report.verdict is Verdict.ACCEPTED, report.summary
+    mine = [t for t in report.tests if t.custom]
+    assert [t.name for t in mine] == ["custom-1"]
+    t = mine[0]
+    assert t.details is not None and t.details.expected is not None
+    assert t.verdict is Verdict.ACCEPTED and t.max_score == 0.0
