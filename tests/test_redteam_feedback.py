@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 from api_fixtures import PROBLEM, Server, wait_done
 
-from jaxjudge import load_problem
+from jaxjudge import grade, load_problem
+from jaxjudge.grading.compare import non_finite_output
 from jaxjudge.grading.custom import CustomInputError, custom_cases
+from jaxjudge.grading.report import Verdict
 from jaxjudge.service.owner_view import HIDDEN, without_source
 
 MLP = load_problem(PROBLEM)
@@ -64,6 +66,20 @@ def test_hostile_custom_inputs_are_refused_with_a_reason(given: Any, why: str) -
 def test_the_largest_finite_float32_is_still_accepted() -> None:
     edge = {**GOOD, "x": [[3.4028234663852886e38, -3.4028234663852886e38]]}
     assert custom_cases(MLP, [edge])[0].inputs["x"] == edge["x"]
+
+
+def test_an_input_the_reference_overflows_on_is_not_compared() -> None:
+    """3e38 is a finite float32, but the reference's squared error on it is inf and its
+    gradients NaN: compared, the reference itself was a wrong answer on its own output."""
+    huge = {**GOOD, "x": [[3e38, -3e38]]}
+    report = grade(MLP, MLP.reference_path.read_bytes(), "run", custom_inputs=[GOOD, huge])
+    fine, overflowed = (t for t in report.tests if t.custom)
+    assert fine.verdict is Verdict.ACCEPTED
+    assert overflowed.verdict is Verdict.SKIPPED, overflowed.message
+    assert "is not finite" in overflowed.message and "not compared" in overflowed.message
+    assert report.verdict is Verdict.ACCEPTED, report.message
+    assert non_finite_output({"a": [[1.0, 2.0]], "b": {"c": [0.0, float("nan")]}}) == "b.c"
+    assert non_finite_output({"a": [1.0], "b": None}) is None
 
 
 def test_the_cli_refuses_deeply_nested_json_with_exit_2(tmp_path: Path) -> None:

@@ -183,6 +183,24 @@ def _leaves(expected: Any, got: Any, path: str = ""):
         yield path, np.asarray(expected, dtype=np.float64), got
 
 
+def non_finite_output(value: Any, path: str = "") -> str | None:
+    """The path of the first output (plain lists and dicts, as a report holds them) with a NaN
+    or an infinity in it, else None: such an expected output compares with nothing."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            for k in sorted(v):
+                found = non_finite_output(v[k], _join(path, str(k)))
+                if found is not None:
+                    return found
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, float) and not math.isfinite(v):
+            return path or "the output"
+    return None
+
+
 def allowance(expected: Any, rtol: float, atol: float) -> Any:
     """How far an output may be from `expected`, element-wise: atol + rtol * |expected|. The one
     rule `compare` applies (authoring's margin check measures honest errors against it)."""

@@ -80,6 +80,7 @@ class Grading(StageA, StageB):
         self.limits = limits
         self.grader = grader
         self.custom = list(custom or [])  # the learner's own inputs (run mode)
+        self.not_compared: dict[str, str] = {}  # custom input -> why it is not compared
         self.outputs_only = outputs_only  # the reference computing their expected outputs
         self.outputs: dict[str, Any] = {}
         self.plan = plan_for(problem, mode, extra=self.custom)
@@ -255,7 +256,9 @@ class Grading(StageA, StageB):
             if case.name in own and case.expected is None:
                 self.tests.append(TestResult(
                     name=case.name, visible=True, verdict=Verdict.SKIPPED, custom=True,
-                    message="the reference could not compute this input, so it was not compared",
+                    message=self.not_compared.get(
+                        case.name, "the reference could not compute this input, so it was not "
+                        "compared"),
                     details=TestDetails(inputs=dict(case.inputs), expected=None)))
                 continue
             if isinstance(out, OutputOk):
@@ -321,9 +324,18 @@ class Grading(StageA, StageB):
             out = ref.outputs.get(case.name)
             if isinstance(out, OutputOk):
                 try:
-                    case.expected = _plain(cmp.decode_output(out.value))
+                    expected = _plain(cmp.decode_output(out.value))
                 except (cmp.DecodeError, cmp.TooDeep):
-                    case.expected = None
+                    continue
+                # An input that overflows the reference (or divides by zero in it) says
+                # nothing about the learner's answer: compared, a correct one would fail.
+                bad = cmp.non_finite_output(expected)
+                if bad is None:
+                    case.expected = expected
+                else:
+                    self.not_compared[case.name] = (
+                        f"the reference's {bad} is not finite (NaN or infinity) on this input, "
+                        "so it was not compared")
 
     # -- memory, next to the reference's ------------------------------------------------------
     def _memory(self) -> MemoryReport | None:
