@@ -761,8 +761,6 @@ def test_my_attempts_compare_and_restore(server: Server, open_tab: Callable[...,
         assert item.get_attribute("data-verdict") == "compile_error"
         assert section.locator("li.attempt").count() == 1
         replace_code(page, "x = 1\n")
-        item.get_by_role("button", name="Compare").click()
-        item.locator(".attempt-diff", has_text="Differs from the editor").wait_for()
         item.get_by_role("button", name="Restore").click()
         page.get_by_role("dialog").get_by_role("button", name="Restore").click()
         assert editor_text(page) == attempt.rstrip("\n") or editor_text(page) == attempt
@@ -775,6 +773,75 @@ def test_my_attempts_compare_and_restore(server: Server, open_tab: Callable[...,
         rows.first.wait_for()
         assert rows.count() == 1
         assert page.locator("#filter-mine").is_checked()
+
+
+def test_compare_an_attempt_with_the_draft(server: Server, open_tab: Callable[..., Tab]) -> None:
+    """Compare opens a diff of an attempt (left, read-only) against the draft (right): the
+    changed line marked on both sides, the unchanged runs collapsed until asked, keyboard
+    reachable, closed by Escape; at 390 px the unified view. Restore works from the diff."""
+    lines = SOLUTION.split("\n")
+    changed = 6  # 0-based: `return x + h @ params["w2"] + params["b2"]`
+    assert lines[changed].endswith('params["b2"]')
+    first = "\n".join([*lines[:5], lines[5].rstrip(")"), *lines[6:]])  # compile errors:
+    second = "\n".join([*lines[:changed], lines[changed][:-1], *lines[changed + 1:]])  # fast
+    for width, label in ((1280, "wide"), (390, "narrow")):
+        tab = open_tab(server.base_url, viewport={"width": width, "height": 900})
+        page = tab.page
+        page.goto(f"/problems/{PROBLEM}")
+        section = page.locator("section.attempts")
+        for code, button, mode in ((first, "Run examples", "run"), (second, "Submit", "submit")):
+            replace_code(page, code)
+            page.get_by_role("button", name=button).click()
+            wait_report(page, mode)
+        section.locator("li.attempt").nth(1).wait_for()
+        replace_code(page, SOLUTION)
+        compare = section.locator("li.attempt").first.get_by_role("button", name="Compare")
+        compare.click()
+        dialog = page.get_by_role("dialog", name="Compare this attempt with your draft")
+        dialog.wait_for()
+        assert dialog.get_attribute("data-layout") == ("split" if width >= 768 else "unified")
+        summary = f"Differs in 1 place: attempt line {changed + 1} → draft line {changed + 1}."
+        assert dialog.locator(".diff-summary").inner_text() == summary
+        if width >= 768:
+            old = dialog.locator(".cm-merge-a .cm-changedLine")
+            new = dialog.locator(".cm-merge-b .cm-changedLine")
+        else:  # the attempt's line shown inline, above the draft's
+            old = dialog.locator(".cm-deletedChunk .cm-deletedLine")
+            new = dialog.locator(".cm-content > .cm-changedLine")
+        assert old.all_inner_texts() == [lines[changed][:-1]]
+        assert new.all_inner_texts() == [lines[changed]]
+        # Unchanged runs are collapsed (the imports, and everything after remat_block's line).
+        collapsed = dialog.locator(".cm-collapsedLines")
+        assert collapsed.count() >= 2 and "unchanged lines" in collapsed.first.inner_text()
+        assert "def solve" not in dialog.locator(".diff-body").inner_text()
+        if width < 768:
+            box = dialog.bounding_box()
+            assert box is not None and box["width"] <= width
+            assert page.evaluate("document.documentElement.scrollWidth") <= width
+        tab.shot(f"18-compare-{label}", at=".diff-dialog .diff-summary")
+        tab.axe_both_themes(f"compare-{label}")
+        # Keyboard: focus starts on Close; the read-only draft is three Shift+Tabs away.
+        assert page.evaluate("document.activeElement.textContent") == "Close"
+        for _ in range(3):
+            page.keyboard.press("Shift+Tab")
+        focused = page.evaluate("document.activeElement.getAttribute('aria-label')")
+        assert focused.startswith("Your draft")
+        page.keyboard.type("typed")  # read-only: nothing changes
+        assert "typed" not in dialog.locator(".diff-body").inner_text()
+        dialog.get_by_role("button", name="Show all lines").click()
+        assert dialog.locator(".cm-collapsedLines").count() == 0
+        assert "def solve" in dialog.locator(".diff-body").inner_text()
+        page.keyboard.press("Escape")
+        dialog.wait_for(state="detached")
+        assert page.evaluate("document.activeElement.textContent") == "Compare"
+        assert editor_text(page) == SOLUTION
+        # Restore from the diff (after the usual confirmation).
+        compare.click()
+        dialog.get_by_role("button", name="Restore this attempt").click()
+        confirm = page.get_by_role("dialog", name="Restore this attempt?")
+        confirm.get_by_role("button", name="Restore").click()
+        page.locator(".draft-note", has_text="Attempt restored").wait_for()
+        assert draft(page) == second
 
 
 # -- small screens and narrow panes (#23 item 5) ----------------------------------------------

@@ -1,27 +1,12 @@
 // "My attempts" on a problem page: this learner's own submissions (the API's mine=true: the
 // bearer token, or this browser's identity cookie), with verdict, score and time; an attempt's
-// source (which the API returns to its owner only) can be compared with the editor and restored.
+// source (which the API returns to its owner only) can be compared with the draft in a diff
+// (diffview.js, loaded on first use) and restored into the editor.
 import { api } from './api.js';
 import { confirmDialog, h, isAbort } from './dom.js';
-import { formatScore, verdictBadge } from './report.js';
+import { formatScore, verdictBadge, verdictLabel } from './report.js';
 
 const LIMIT = 10;
-
-/** Lines only in `a` and only in `b` (as multisets): a short "how far apart" for a learner. */
-export function lineDiff(a, b) {
-  const count = (text) => {
-    const m = new Map();
-    for (const line of text.split('\n')) m.set(line, (m.get(line) ?? 0) + 1);
-    return m;
-  };
-  const ca = count(a);
-  const cb = count(b);
-  let onlyA = 0;
-  let onlyB = 0;
-  for (const [line, n] of ca) onlyA += Math.max(0, n - (cb.get(line) ?? 0));
-  for (const [line, n] of cb) onlyB += Math.max(0, n - (ca.get(line) ?? 0));
-  return { onlyA, onlyB };
-}
 
 function when(iso) {
   const date = new Date(iso);
@@ -39,40 +24,43 @@ export function attemptsSection({ problemId, signal, editorText, restore }) {
     list,
   );
 
-  async function compare(sub, out) {
+  /** The attempt's source, or null (with a note in `out`) when it is not returned to us. */
+  async function attemptSource(sub, out) {
     const full = await api(`/v1/submissions/${encodeURIComponent(sub.id)}`, { signal });
-    if (typeof full.source !== 'string') {
-      out.textContent = 'Its source is not available to you.';
-      return null;
-    }
-    const { onlyA, onlyB } = lineDiff(full.source, editorText());
-    out.textContent = onlyA || onlyB
-      ? `Differs from the editor: ${onlyA} line(s) only in this attempt, ${onlyB} only in the editor.`
-      : 'Same as the code in the editor.';
-    return full.source;
+    if (typeof full.source === 'string') return full.source;
+    out.textContent = 'Its source is not available to you.';
+    return null;
+  }
+
+  async function confirmRestore(source, focusAfter) {
+    const ok = await confirmDialog({
+      title: 'Restore this attempt?',
+      body: 'The code in the editor, and the draft saved in this browser, will be replaced by this attempt.',
+      confirm: 'Restore',
+      cancel: 'Keep my code',
+    });
+    if (ok) restore(source);
+    else focusAfter.focus();
   }
 
   function item(sub) {
-    const out = h('span', { class: 'muted attempt-diff', 'aria-live': 'polite' });
+    const out = h('span', { class: 'muted attempt-note', 'aria-live': 'polite' });
     const compareButton = h('button', { type: 'button', class: 'secondary' }, 'Compare');
     const restoreButton = h('button', { type: 'button', class: 'secondary' }, 'Restore');
-    compareButton.addEventListener('click', () => compare(sub, out).catch((e) => { if (!isAbort(e)) out.textContent = e.message; }));
-    restoreButton.addEventListener('click', async () => {
-      try {
-        const source = await compare(sub, out);
-        if (source === null) return;
-        const ok = await confirmDialog({
-          title: 'Restore this attempt?',
-          body: 'The code in the editor, and the draft saved in this browser, will be replaced by this attempt.',
-          confirm: 'Restore',
-          cancel: 'Keep my code',
-        });
-        if (ok) restore(source);
-        else restoreButton.focus();
-      } catch (e) {
-        if (!isAbort(e)) out.textContent = e.message;
-      }
-    });
+    const guarded = (action) => () => action().catch((e) => { if (!isAbort(e)) out.textContent = e.message; });
+    compareButton.addEventListener('click', guarded(async () => {
+      const source = await attemptSource(sub, out);
+      if (source === null) return;
+      const { openDiff } = await import('./diffview.js');
+      const verdict = sub.status === 'done' ? verdictLabel(sub.verdict) : sub.status;
+      const choice = await openDiff({ attempt: source, draft: editorText(), about: `Attempt: ${verdict} · ${sub.mode} · ${when(sub.created_at)}.` });
+      if (choice === 'restore') await confirmRestore(source, compareButton);
+      else compareButton.focus();
+    }));
+    restoreButton.addEventListener('click', guarded(async () => {
+      const source = await attemptSource(sub, out);
+      if (source !== null) await confirmRestore(source, restoreButton);
+    }));
     return h(
       'li',
       { class: 'attempt', 'data-submission': sub.id, 'data-verdict': sub.verdict ?? '' },

@@ -68,6 +68,26 @@ const errorLine = StateField.define({
 });
 
 /**
+ * A read-only view of Python source with the editor's look (line numbers, highlighting, theme),
+ * named `label` for assistive tech. Focusable, with the cursor keys, so keyboard users can read
+ * and scroll it; Tab leaves it (no indenting keymap).
+ */
+export function viewerExtensions(label) {
+  return [
+    lineNumbers(),
+    highlightSpecialChars(),
+    drawSelection(),
+    EditorState.readOnly.of(true),
+    EditorState.tabSize.of(4),
+    keymap.of(defaultKeymap),
+    python(),
+    syntaxHighlighting(highlight),
+    theme,
+    EditorView.contentAttributes.of({ tabindex: '0', 'aria-label': label, 'aria-readonly': 'true', translate: 'no' }),
+  ];
+}
+
+/**
  * A new editor in `parent`. `labelledBy`/`describedBy` name the textbox for assistive tech;
  * onChange(text) fires on every edit; onRun/onSubmit on the shortcuts.
  */
