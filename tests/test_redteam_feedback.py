@@ -82,6 +82,20 @@ def test_an_input_the_reference_overflows_on_is_not_compared() -> None:
     assert non_finite_output({"a": [1.0], "b": None}) is None
 
 
+def test_an_input_at_a_probe_shape_leaves_the_growth_check_as_it_was() -> None:
+    """The judge exports per-example clipping at B = 3, 5 and 7 (D = 3) to see whether the
+    program grows with B; a learner's input at B = 5 made that shape "only the learner's", and
+    its program was dropped from the check ("80 and 180 operations for B=3 and 7")."""
+    clip = load_problem("per-example-gradient-clipping")
+    at_probe = {"params": {"w": [0.1, -0.2, 0.3], "b": 0.5}, "x": [[1.0, 2.0, 3.0]] * 5,
+                "y": [0.5] * 5, "max_norm": 1.0}
+    looped = (clip.submissions_dir / "req_python_loop.py").read_bytes()
+    report = grade(clip, looped, "run", custom_inputs=[at_probe])
+    (req,) = report.requirements
+    assert not req.passed and "for B=3, 5 and 7" in req.message, req.message
+    assert [t.verdict for t in report.tests if t.custom] == [Verdict.ACCEPTED]
+
+
 def test_the_cli_refuses_deeply_nested_json_with_exit_2(tmp_path: Path) -> None:
     given = tmp_path / "deep.json"
     given.write_text("[" * 100_000 + "]" * 100_000)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -306,7 +307,10 @@ class Grading(StageA, StageB):
         only = {self.plan.case_sig[n] for n in own} - theirs  # shapes only custom inputs have
         names = {signature_name(s["args"], self.plan.arg_names)
                  for s in self.plan.signatures.values() if s["id"] in only}
-        return [p for p in programs if p.symbolic or p.signature not in names]
+        # A learner's input at one of the judge's probe shapes: that program stays for the
+        # growth check, as the probe it would have been without the input (no test's).
+        return [replace(p, tested=False) if p.signature in names else p for p in programs
+                if p.symbolic or p.signature not in names or p.probe]
 
     # -- the learner's own inputs ---------------------------------------------------------------
     def _expected_by_reference(self) -> None:
