@@ -828,8 +828,17 @@ def test_compare_an_attempt_with_the_draft(server: Server, open_tab: Callable[..
         assert focused.startswith("Your draft")
         page.keyboard.type("typed")  # read-only: nothing changes
         assert "typed" not in dialog.locator(".diff-body").inner_text()
+        before = collapsed.count()
+        collapsed.first.click()  # one run unfolds (on both sides of the split view)
+        assert collapsed.count() == (before - 2 if width >= 768 else before - 1)
         dialog.get_by_role("button", name="Show all lines").click()
         assert dialog.locator(".cm-collapsedLines").count() == 0
+        if width >= 768:  # a window made narrow while open switches to the unified view
+            page.set_viewport_size({"width": 600, "height": 900})
+            page.locator(".diff-dialog[data-layout='unified']").wait_for()
+            assert dialog.locator(".cm-deletedChunk").count() == 1
+            page.set_viewport_size({"width": width, "height": 900})
+            page.locator(".diff-dialog[data-layout='split']").wait_for()
         assert "def solve" in dialog.locator(".diff-body").inner_text()
         page.keyboard.press("Escape")
         dialog.wait_for(state="detached")
