@@ -60,6 +60,7 @@ function buildView(parent, { attempt, draft, split, collapse }) {
     extensions: [
       viewerExtensions('Your draft, with the lines of this attempt it no longer has (read-only)'),
       PHRASES,
+      EditorView.lineWrapping, // a phone: wrap long lines rather than scroll sideways
       unifiedMergeView({ original: attempt, mergeControls: false, collapseUnchanged }),
     ],
   });
