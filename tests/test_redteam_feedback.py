@@ -110,6 +110,7 @@ def test_the_cli_refuses_deeply_nested_json_with_exit_2(tmp_path: Path) -> None:
 def test_http_refuses_what_crashed_the_checks_with_422(server: Server) -> None:
     body = {"problem_id": PROBLEM, "source": "def solve(:\n", "mode": "run"}
     with server.client("tok-a") as c:
+        before = c.get("/v1/submissions").json()["items"]
         # Raw JSON: an integer literal with 400 digits, and lists 900 deep (under the JSON
         # decoder's own limit, over the recursion left for the checks).
         raw = json.dumps({**body, "custom_inputs": [{**GOOD, "x": "X"}]})
@@ -120,7 +121,7 @@ def test_http_refuses_what_crashed_the_checks_with_422(server: Server) -> None:
             assert "custom input 1: x:" in r.json()["message"]
         r = c.post("/v1/submissions", json={**body, "custom_inputs": [{**GOOD, "x": [[1e39, 1]]}]})
         assert r.status_code == 422 and "finite in float32" in r.json()["message"]
-        assert c.get("/v1/submissions").json()["items"] == []  # nothing was stored
+        assert c.get("/v1/submissions").json()["items"] == before  # nothing was stored
 
 
 # -- Ownership: another owner never reads the source, not even the lines a traceback quotes -------
@@ -162,3 +163,23 @@ def test_another_owner_reads_no_source_line_nor_output(server: Server) -> None:
         assert 'File "submission.py", line 5' in report["message"] and HIDDEN in report["message"]
         assert "SECRET" not in b.get("/v1/submissions", params={"problem_id": PROBLEM}).text
     assert "SECRET" not in server.log()
+
+
+def test_an_idempotency_key_replayed_with_other_custom_inputs_is_422(server: Server) -> None:
+    """A retried POST returns the first submission only if it is the same request: another
+    input under the same key was answered with the first input's submission."""
+    body = {"problem_id": PROBLEM, "source": "def solve(:\n", "mode": "run",
+            "custom_inputs": [GOOD]}
+    other = {**GOOD, "x": [[3.0, 4.0]]}
+    with server.client("tok-a") as a:
+        key = {"Idempotency-Key": "redteam23-replay"}
+        first = a.post("/v1/submissions", json=body, headers=key)
+        assert first.status_code == 202, first.text
+        again = a.post("/v1/submissions", json=body, headers=key)
+        assert again.status_code == 202 and again.json()["id"] == first.json()["id"]
+        changed = a.post("/v1/submissions", json={**body, "custom_inputs": [other]},
+                         headers=key)
+        assert changed.status_code == 422, changed.text
+        assert first.json()["id"] in changed.json()["message"]
+        dropped = a.post("/v1/submissions", json={**body, "custom_inputs": None}, headers=key)
+        assert dropped.status_code == 422, dropped.text

@@ -147,6 +147,7 @@ class SubmissionRecord:
     callback_last_error: str | None = None
     callback_next_at: datetime | None = None
     callback_delivered_at: datetime | None = None
+    custom_inputs: str | None = None  # a run's own inputs (JSON), as the request gave them
 
 
 @dataclass(frozen=True)
@@ -164,9 +165,10 @@ class NewSubmission:
 
     def same_request(self, record: SubmissionRecord) -> bool:
         """Whether `record` was made from this very request (a retry, not a new one)."""
-        return (record.problem_id, record.mode, record.source_sha256, record.callback_url) == (
+        return (record.problem_id, record.mode, record.source_sha256, record.callback_url,
+                record.custom_inputs) == (
             self.problem_id, self.mode, hashlib.sha256(self.source).hexdigest(),
-            self.callback_url,
+            self.callback_url, self.custom_inputs,
         )
 
 
@@ -243,6 +245,7 @@ def _record(row: SubmissionRow) -> SubmissionRecord:
         callback_last_error=row.callback_last_error,
         callback_next_at=_utc(row.callback_next_at),
         callback_delivered_at=_utc(row.callback_delivered_at),
+        custom_inputs=row.custom_inputs,
     )
 
 
