@@ -96,15 +96,21 @@ def test_an_input_at_a_probe_shape_leaves_the_growth_check_as_it_was() -> None:
     assert [t.verdict for t in report.tests if t.custom] == [Verdict.ACCEPTED]
 
 
-def test_the_cli_refuses_deeply_nested_json_with_exit_2(tmp_path: Path) -> None:
-    given = tmp_path / "deep.json"
-    given.write_text("[" * 100_000 + "]" * 100_000)
+@pytest.mark.parametrize(("given", "why"), [
+    ("deep.json", "nested too deeply"),  # RecursionError in json.loads: a traceback
+    ("/dev/zero", "larger than 1 MiB"),  # read whole: memory until killed
+])
+def test_the_cli_refuses_a_hostile_input_file_with_exit_2(tmp_path: Path, given: str,
+                                                          why: str) -> None:
+    path = tmp_path / given if given == "deep.json" else Path(given)
+    if given == "deep.json":
+        path.write_text("[" * 100_000 + "]" * 100_000)
     proc = subprocess.run(
         [sys.executable, "-m", "jaxjudge", "grade", "-p", PROBLEM, "--mode", "run",
-         "--input", str(given), str(MLP.reference_path)],
+         "--input", str(path), str(MLP.reference_path)],
         capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 2, proc.stderr
-    assert "nested too deeply" in proc.stderr and "Traceback" not in proc.stderr
+    assert why in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_http_refuses_what_crashed_the_checks_with_422(server: Server) -> None:

@@ -22,6 +22,9 @@ from jaxjudge.isolation import sandbox
 from jaxjudge.isolation.sandbox import protections
 from jaxjudge.problems.package import ProblemError, list_problems, load_problem
 
+# A custom input file (--input): 3 inputs of 4,096 numbers are far below this.
+MAX_INPUT_BYTES = 1 << 20
+
 cli = typer.Typer(
     name="jaxjudge",
     help="An online judge for JAX programming problems.",
@@ -55,7 +58,12 @@ def grade_cmd(
         if mode != "run":
             raise _fail("--input needs --mode run")
         try:
-            loaded = json.loads(inputs.read_text(encoding="utf-8"))
+            with inputs.open("rb") as given:  # bounded: --input /dev/zero must not fill memory
+                raw = given.read(MAX_INPUT_BYTES + 1)
+            if len(raw) > MAX_INPUT_BYTES:
+                raise _fail(f"{inputs} is larger than {MAX_INPUT_BYTES >> 20} MiB: custom "
+                            "inputs hold a few thousand numbers")
+            loaded = json.loads(raw.decode("utf-8"))
         except (OSError, ValueError) as exc:
             raise _fail(f"cannot read {inputs} as JSON: {exc}") from exc
         except RecursionError:  # json's decoder recurses once per nested list
