@@ -65,6 +65,19 @@ def test_check_problem_names_what_is_broken(scaffolded: Path, tmp_path: Path) ->
     assert by_name["statement"].passed
 
 
+def test_a_generated_case_must_have_dimensions_the_constraints_allow() -> None:
+    """T is a multiple of 4 in blockwise attention: a generator writing T = 18 is stopped,
+    naming the case and the constraint, before the reference runs."""
+    import numpy as np
+
+    from jaxjudge.authoring.testgen import Case, build_cases
+
+    problem = next(p for p in list_problems() if p.id == "blockwise-attention-online-softmax")
+    qkv = {n: np.ones((18, 2)) for n in "qkv"}
+    with pytest.raises(SystemExit, match=r"off-block: T = 18 is not a multiple of 4"):
+        build_cases(problem, [Case("off-block", qkv)], seed=0, truth=None)
+
+
 @pytest.mark.parametrize("problem", list_problems(), ids=lambda p: p.id)
 def test_every_problem_passes_check_problem(problem) -> None:  # type: ignore[no-untyped-def]
     failed = [r for r in check_problem(problem.root, samples=False) if not r.passed]

@@ -18,6 +18,7 @@ from jaxjudge.problems.package import Problem
 
 EMA = load_problem("ema-with-scan")
 MLP = load_problem("rematerialized-mlp-block")
+BLOCKS = load_problem("blockwise-attention-online-softmax")
 GOOD = {"x": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], "alpha": 0.5}
 PARAMS = {"w1": [[0.5, -0.3], [0.1, 0.4]], "b1": [0.0, 0.1],
           "w2": [[0.2, -0.5], [0.7, 0.3]], "b2": [0.05, -0.05]}
@@ -33,6 +34,9 @@ PARAMS = {"w1": [[0.5, -0.3], [0.1, 0.4]], "b1": [0.0, 0.1],
     (EMA, {**GOOD, "x": [[float("nan")]]}, "finite"),
     (EMA, {**GOOD, "x": [[0.0] * 7]}, "D = 7 is outside the constraints"),
     (EMA, {**GOOD, "x": [[0.0]] * 49}, "T = 49 is outside the constraints"),
+    (BLOCKS, {"q": [[0.0]] * 18, "k": [[0.0]] * 18, "v": [[0.0]] * 18},
+     r"T = 18 is not a multiple of 4, as the constraints require \(16 <= T <= 32, T a multiple "
+     r"of 4\)"),
     (MLP, {"params": {**PARAMS, "w2": [[0.2, -0.5, 1.0], [0.7, 0.3, 1.0]]},
            "x": [[1.0, 2.0]], "y": [[0.0, 0.0]]}, "D is 3 here but 2 elsewhere"),
     (MLP, {"params": {"w1": [[1.0]]}, "x": [[1.0]], "y": [[1.0]]}, "must be a dict with keys"),

@@ -377,8 +377,43 @@ def test_the_growth_check_needs_ranges_for_its_probe_shapes(tmp_path: Path) -> N
     narrow = _with_requirements(tmp_path / "c", GROWTH.replace('"B"', '"D"'))
     toml = (narrow / "problem.toml").read_text(encoding="utf-8").replace("D = [2, 4]", "D = [2, 3]")
     (narrow / "problem.toml").write_text(toml, encoding="utf-8")
-    with pytest.raises(ProblemError, match="two sizes of D at least 2 apart"):
+    with pytest.raises(ProblemError, match="two allowed sizes of D at least 2 apart"):
         load_problem(narrow)
+
+
+@pytest.mark.parametrize(("declared", "error"), [
+    ("{ range = [2, 4], multiple_of = 0 }", "multiple_of: Input should be greater than or equal"),
+    ("{ range = [2, 4], step = 2 }", "step: Extra inputs are not permitted"),
+    ("{ range = [4, 2] }", "range = [4, 2] needs 0 <= low <= high"),
+    ("{ range = [5, 7], multiple_of = 4 }", "no multiple of 4 lies in [5, 7]"),
+    ("{ range = [2, 4.5] }", "range.1: Input should be a valid integer"),
+    ("{ multiple_of = 2 }", "range: Field required"),
+])
+def test_a_dimension_step_is_checked_at_load_time(
+        tmp_path: Path, declared: str, error: str) -> None:
+    """`D = { range = [low, high], multiple_of = k }` is data every dimension choice honours:
+    a malformed one stops the package from loading, naming the dimension and the key."""
+    folder = _with_requirements(tmp_path, GROWTH)
+    toml = (folder / "problem.toml").read_text(encoding="utf-8")
+    (folder / "problem.toml").write_text(toml.replace("D = [2, 4]", f"D = {declared}"),
+                                         encoding="utf-8")
+    with pytest.raises(ProblemError) as info:
+        load_problem(folder)
+    assert "constraints.D: " in str(info.value) and error in str(info.value)
+
+
+def test_probe_shapes_honour_a_dimension_step(tmp_path: Path) -> None:
+    folder = _with_requirements(tmp_path, GROWTH)
+    toml = (folder / "problem.toml").read_text(encoding="utf-8")
+    toml = toml.replace("D = [2, 4]", "D = { range = [2, 9], multiple_of = 4 }")
+    (folder / "problem.toml").write_text(toml, encoding="utf-8")
+    stepped = load_problem(folder)
+    assert stepped.constraints.dims()["D"].multiple_of == 4
+    assert stepped.constraints.ranges()["D"] == (2, 9)
+    assert list(stepped.probes().values()) == [{"B": 2, "D": 4, "H": 3}, {"B": 4, "D": 4, "H": 3}]
+    assert stepped.constraints.violations({"B": 2, "D": 6}) == [
+        "D = 6 is not a multiple of 4, as the constraints require (2 <= D <= 9, D a multiple "
+        "of 4)"]
 
 
 def test_the_plan_exports_only_the_probe_shapes_no_test_has() -> None:

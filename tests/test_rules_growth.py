@@ -14,26 +14,39 @@ from jax import export
 from test_rules_structure import f32, program
 
 from jaxjudge.rules import RULES, ProgramInfo
+from jaxjudge.rules.dimrange import DimRange
 from jaxjudge.rules.growth import check_independent_of_dim, probe_dims, probe_sizes
 
 # -- probe shapes ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("low", "high", "sizes"), [
-    (1, 8, (3, 5, 7)), (16, 32, (16, 18, 20)), (1, 6, (3, 5)), (1, 4, (2, 4)), (1, 3, (1, 3)),
-    (0, 2, (0, 2)), (1, 2, ()), (5, 5, ()),
+def span(low: int, high: int, step: int = 1) -> DimRange:
+    return DimRange(range=(low, high), multiple_of=step)
+
+
+@pytest.mark.parametrize(("low", "high", "step", "sizes"), [
+    (1, 8, 1, (3, 5, 7)), (16, 32, 1, (16, 18, 20)), (1, 6, 1, (3, 5)), (1, 4, 1, (2, 4)),
+    (1, 3, 1, (1, 3)), (0, 2, 1, (0, 2)), (1, 2, 1, ()), (5, 5, 1, ()),
+    # a step: its multiples only, evenly spaced by the least multiple of it two or more apart
+    (16, 32, 4, (16, 20, 24)), (1, 48, 4, (4, 8, 12)), (17, 31, 4, (20, 24, 28)),
+    (1, 16, 3, (3, 9, 15)), (1, 9, 2, (4, 6, 8)), (16, 19, 4, ()),
 ])
-def test_probe_sizes_are_two_apart_past_the_special_cases(
-        low: int, high: int, sizes: tuple[int, ...]) -> None:
-    assert probe_sizes(low, high) == sizes
+def test_probe_sizes_are_evenly_spaced_past_the_special_cases(
+        low: int, high: int, step: int, sizes: tuple[int, ...]) -> None:
+    assert probe_sizes(span(low, high, step)) == sizes
 
 
 def test_probe_dims_fix_every_other_dimension() -> None:
-    found = probe_dims({"B": (1, 8), "D": (1, 5), "H": (1, 2)}, "B", ["B", "D", "H"])
+    found = probe_dims({"B": span(1, 8), "D": span(1, 5), "H": span(1, 2)}, "B", ["B", "D", "H"])
     assert found == [{"B": b, "D": 3, "H": 2} for b in (3, 5, 7)]
+    stepped = probe_dims({"T": span(16, 32, 4), "d": span(1, 4), "K": span(1, 9, 4)}, "d",
+                         ["K", "T", "d"])
+    assert stepped == [{"T": 16, "K": 4, "d": 2}, {"T": 16, "K": 4, "d": 4}]
     with pytest.raises(ValueError, match="range"):
-        probe_dims({"B": (1, 8)}, "B", ["B", "D"])
-    with pytest.raises(ValueError, match="two sizes of B"):
-        probe_dims({"B": (1, 2)}, "B", ["B"])
+        probe_dims({"B": span(1, 8)}, "B", ["B", "D"])
+    with pytest.raises(ValueError, match="two allowed sizes of B"):
+        probe_dims({"B": span(1, 2)}, "B", ["B"])
+    with pytest.raises(ValueError, match="16 <= T <= 19, T a multiple of 4"):
+        probe_dims({"T": span(16, 19, 4)}, "T", ["T"])
     assert RULES["independent_of_dim"].probe == "dim"
 
 

@@ -223,7 +223,7 @@ def _finish(job: subprocess.Popen[str], out: Path, start: float, timeout: float,
 def _inputs(problem: Problem) -> tuple[list[tuple[str, dict[str, Any]]], int]:
     """(case name, inputs cast to their declared dtypes) for every test and adversarial case,
     and how many of them are tests."""
-    from jaxjudge.authoring.testgen import _cast, _load_module
+    from jaxjudge.authoring.testgen import _cast, _load_module, check_dims
 
     names = [a.name for a in problem.arguments]
     cases = [(c.name, c.inputs) for c in problem.cases("submit")]
@@ -245,7 +245,9 @@ def _inputs(problem: Problem) -> tuple[list[tuple[str, dict[str, Any]]], int]:
         missing = sorted(set(names) - set(inputs))
         if missing:
             raise SystemExit(f"{name}: no value for argument(s) {missing}")
-        out.append((name, {n: _cast(inputs[n], problem, n) for n in names}))
+        cast = {n: _cast(inputs[n], problem, n) for n in names}
+        check_dims(problem, name, cast)
+        out.append((name, cast))
     return out, tests
 
 

@@ -15,9 +15,10 @@ It reads the package's `problem.toml` (argument and output element types, tolera
 every input to its declared type, runs `jax.jit(reference.solve)` on the CPU, casts the outputs
 to their declared types, refuses a case whose float32 result is not within a margin of the
 float64 truth (a rounding knife-edge where two correct programs could disagree), and writes
-`tests/cases.json` one case per line. `--check` regenerates in memory and fails if the stored
-file differs by more than a tenth of the tolerance (another jax/XLA may round the last bits
-differently).
+`tests/cases.json` one case per line. A case whose dimensions the constraints do not allow
+(out of range, or off a declared step such as `multiple_of = 4`) stops it. `--check`
+regenerates in memory and fails if the stored file differs by more than a tenth of the
+tolerance (another jax/XLA may round the last bits differently).
 
 A generator may also define `adversarial(rs)`, yielding `Case`s like `hidden` (`rs` is
 `RandomState(ADVERSARIAL_SEED)` of jaxjudge.authoring.margin): legal inputs where float32
@@ -81,6 +82,23 @@ def to_json(value: Any) -> Any:
     return arr.astype(np.int64).tolist()
 
 
+def check_dims(problem: Problem, name: str, inputs: dict[str, Any]) -> None:
+    """Stop when a case's dimensions are not ones the constraints allow (`T = 18` where T is a
+    multiple of 4): a test the statement does not promise would grade what it does not ask."""
+    found: dict[str, int] = {}
+    for arg in problem.arguments:
+        value = inputs[arg.name]
+        leaves = ([(arg.shape, value)] if arg.shape is not None else
+                  [(shape, value[key]) for key, shape in (arg.shapes or {}).items()])
+        for declared, leaf in leaves:
+            for dim, size in zip(declared, np.shape(leaf), strict=False):
+                if isinstance(dim, str):
+                    found.setdefault(dim, int(size))
+    broken = problem.constraints.violations(found)
+    if broken:
+        raise SystemExit(f"{name}: {broken[0]}")
+
+
 def _leaves(tree: Any, path: str = "") -> list[tuple[str, Any]]:
     if isinstance(tree, dict):
         out = []
@@ -114,6 +132,7 @@ def build_cases(
         if missing:
             raise SystemExit(f"{case.name}: no value for argument(s) {missing}")
         inputs = {n: _cast(case.inputs[n], problem, n) for n in names}
+        check_dims(problem, case.name, inputs)
         got = jax.device_get(solve(*(inputs[n] for n in names)))
         expected = _typed(got, dtypes, case.name)
         if truth is not None:

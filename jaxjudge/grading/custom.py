@@ -5,8 +5,9 @@ A custom input is a test without an expected output: the trusted reference compu
 reference graded like a submission on the same inputs, jaxjudge.grading.pipeline), and the
 report shows got against expected for it, worth no points. The checks here make sure the input
 is one the problem promises to handle: every argument present with its declared keys, ranks and
-element types, named dimensions consistent across arguments and within the constraints'
-ranges, finite numbers, and at most MAX_ELEMENTS numbers in all.
+element types, named dimensions consistent across arguments and allowed by the constraints
+(their ranges and steps: jaxjudge.rules.dimrange), finite numbers, and at most MAX_ELEMENTS
+numbers in all.
 """
 
 from __future__ import annotations
@@ -103,17 +104,6 @@ def _check_leaf(value: Any, declared: list[str | int], dtype: str, where: str,
                                    f"(at most {largest:.4g} in magnitude)")
 
 
-def _check_ranges(problem: Problem, dims: dict[str, int], where: str) -> None:
-    extra = problem.constraints.model_extra or {}
-    for name, size in dims.items():
-        bounds = extra.get(name)
-        if (isinstance(bounds, list) and len(bounds) == 2
-                and all(isinstance(b, int) for b in bounds)
-                and not bounds[0] <= size <= bounds[1]):
-            raise CustomInputError(f"{where}: {name} = {size} is outside the constraints "
-                                   f"({bounds[0]} <= {name} <= {bounds[1]})")
-
-
 def custom_cases(problem: Problem, inputs: list[dict[str, Any]]) -> list[TestCase]:
     """The learner's inputs as visible tests "custom-1", ... (expected filled in later), or
     CustomInputError saying what is wrong with which one."""
@@ -142,7 +132,9 @@ def custom_cases(problem: Problem, inputs: list[dict[str, Any]]) -> list[TestCas
             else:
                 _check_leaf(value, arg.shape or [], arg.leaf_dtype(None, default),
                             f"{where}: {arg.name}", dims, budget)
-        _check_ranges(problem, dims, where)
+        broken = problem.constraints.violations(dims)
+        if broken:
+            raise CustomInputError(f"{where}: {broken[0]}")
         out.append(TestCase(name=f"{CUSTOM_PREFIX}{i}", visible=True, inputs=dict(given),
                             expected=None, note="your own input"))
     return out

@@ -28,6 +28,7 @@ from pydantic import (
 from jaxjudge.problems.roots import ID_RE as _ID_RE
 from jaxjudge.problems.roots import find_problem_dir, iter_problem_dirs, problem_roots
 from jaxjudge.problems.roots import problems_dir as problems_dir  # kept for existing callers
+from jaxjudge.rules.dimrange import DimRange
 from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.growth import probe_dims
 from jaxjudge.rules.registry import RULES, RuleConfigError, RuleOptions
@@ -165,18 +166,41 @@ class TestCase(BaseModel):
 
 
 class Constraints(BaseModel):
+    """The statement's constraints as data: `text` (shown to learners), the default element
+    type, and each named dimension's legal values (`T = [16, 32]`, or `T = { range = [16, 32],
+    multiple_of = 4 }`: jaxjudge.rules.dimrange), validated when the package loads."""
+
     model_config = ConfigDict(extra="allow")
     text: list[str] = Field(default_factory=list)
     dtype: DType = "float32"  # the element type of every input and output not declared otherwise
+    _dims: dict[str, DimRange] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _parse_dims(self) -> Constraints:
+        for name, value in (self.model_extra or {}).items():
+            try:
+                found = DimRange.parse(value)
+            except ValidationError as exc:
+                why = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or name}: {e['msg']}"
+                                for e in exc.errors())
+                raise ValueError(f"constraints.{name}: {why} (write {name} = [low, high] or "
+                                 f"{name} = {{ range = [low, high], multiple_of = k }})") from None
+            if found is not None:
+                self._dims[name] = found
+        return self
+
+    def dims(self) -> dict[str, DimRange]:
+        """Each declared dimension's legal values, by name (other keys are not dimensions)."""
+        return dict(self._dims)
 
     def ranges(self) -> dict[str, tuple[int, int]]:
-        """Each dimension's declared range, `B = [1, 8]` -> {"B": (1, 8)} (other keys ignored)."""
-        out = {}
-        for name, value in (self.model_extra or {}).items():
-            if (isinstance(value, list) and len(value) == 2
-                    and all(type(v) is int for v in value) and 0 <= value[0] <= value[1]):
-                out[name] = (value[0], value[1])
-        return out
+        """Each dimension's declared range, `B = [1, 8]` -> {"B": (1, 8)} (steps left out)."""
+        return {name: found.range for name, found in self._dims.items()}
+
+    def violations(self, dims: dict[str, int]) -> list[str]:
+        """Why these dimension values are not allowed (empty when they are)."""
+        return [why for name, value in dims.items() if name in self._dims
+                and (why := self._dims[name].violation(name, value)) is not None]
 
 
 class Problem(BaseModel):
@@ -275,7 +299,7 @@ class Problem(BaseModel):
                 raise ValueError(f"requirement {req.name!r}: the growth check exports programs "
                                  "at probe shapes, which needs every argument's shape declared")
             try:
-                pair = probe_dims(self.constraints.ranges(), req.options[rule.probe],
+                pair = probe_dims(self.constraints.dims(), req.options[rule.probe],
                                   sorted(names))
             except ValueError as exc:
                 raise ValueError(f"requirement {req.name!r}: {exc}") from None

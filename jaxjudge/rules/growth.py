@@ -10,8 +10,9 @@ program grow; vectorized operations, `jax.vmap` and a rolled lax loop do not.
 The sizes compared are the judge's, never the tests': a vectorized solution with a special case
 for `B == 1` is exported per shape, and comparing its B = 1 program with its B = 4 one would
 measure the special case, not a loop. So the problem's plan names two *probe* sizes of the
-dimension (`probe_sizes`: two apart, past the sizes code special-cases, within the problem's
-constraints) and one value of every other dimension (`probe_dims`); stage A exports the
+dimension (`probe_sizes`: two apart, past the sizes code special-cases, allowed by the
+problem's constraints, a step such as `multiple_of = 4` included) and one value of every other
+dimension (`probe_dims`); stage A exports the
 submission at those abstract shapes (no values: it never sees more than shapes and dtypes)
 whenever it exports per shape, stage B verifies those programs like the others, and the rule
 compares only them. A message names what grows, read from the programs themselves: while loops,
@@ -24,10 +25,12 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from math import lcm
 
 from pydantic import Field
 
 from jaxjudge.rules.dataflow import Budget, TooComplex
+from jaxjudge.rules.dimrange import DimRange
 from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
 from jaxjudge.rules.parsed import Parsed, all_ops, parse_programs
 from jaxjudge.rules.region import noted, region_of
@@ -54,32 +57,33 @@ class DimOptions(RuleOptions):
 
 # -- probe shapes ------------------------------------------------------------------------------
 
-def probe_sizes(low: int, high: int) -> tuple[int, ...]:
-    """The sizes of the dimension to compare: up to PROBES of them, PROBE_GAP apart, as small
-    as possible (cheap to trace) but past the special-cased sizes when the range [low, high]
-    allows; () when the range is narrower than one gap."""
+def probe_sizes(span: DimRange) -> tuple[int, ...]:
+    """The sizes of the dimension to compare: up to PROBES of them, allowed by `span` and
+    evenly spaced (PROBE_GAP apart, or the least multiple of the span's step that is), as
+    small as possible (cheap to trace) but past the special-cased sizes when the range allows;
+    () when the range holds no two such sizes."""
+    gap = lcm(PROBE_GAP, span.multiple_of)
     for floor in (SPECIAL_BELOW, 2, 1, 0):
-        lo = max(low, floor)
-        if lo + PROBE_GAP <= high:
-            return tuple(range(lo, min(high, lo + (PROBES - 1) * PROBE_GAP) + 1, PROBE_GAP))
+        lo = span.first(floor)
+        if lo is not None and lo + gap <= span.high:
+            return tuple(range(lo, min(span.high, lo + (PROBES - 1) * gap) + 1, gap))
     return ()
 
 
-def probe_dims(ranges: Mapping[str, tuple[int, int]], dim: str,
+def probe_dims(spans: Mapping[str, DimRange], dim: str,
                names: Sequence[str]) -> list[dict[str, int]]:
     """The probe shapes' dimension values: `dim` at each of its probe sizes, every other named
-    dimension at one value (past the special-cased sizes if it can be). ValueError (a problem
-    package error) when a dimension has no range or `dim`'s range has no two probe sizes."""
-    missing = sorted(n for n in {dim, *names} if n not in ranges)
+    dimension at one allowed value (past the special-cased sizes if it can be). ValueError (a
+    problem package error) when a dimension has no range or `dim`'s has no two probe sizes."""
+    missing = sorted(n for n in {dim, *names} if n not in spans)
     if missing:
         raise ValueError(f"the growth check exports programs at probe shapes, which needs a "
                          f"range [low, high] in [constraints] for {missing}")
-    sizes = probe_sizes(*ranges[dim])
+    sizes = probe_sizes(spans[dim])
     if not sizes:
-        low, high = ranges[dim]
-        raise ValueError(f"the growth check needs two sizes of {dim} at least {PROBE_GAP} "
-                         f"apart, but its range is [{low}, {high}]")
-    rest = {n: min(max(ranges[n][0], SPECIAL_BELOW), ranges[n][1]) for n in names if n != dim}
+        raise ValueError(f"the growth check needs two allowed sizes of {dim} at least "
+                         f"{PROBE_GAP} apart, but {spans[dim].describe(dim)}")
+    rest = {n: spans[n].pick(SPECIAL_BELOW) for n in names if n != dim}
     return [{**rest, dim: size} for size in sizes]
 
 
