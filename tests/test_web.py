@@ -32,6 +32,8 @@ ARTIFACTS = REPO / "tests" / "artifacts" / "web"
 SUBMISSIONS = REPO / "problems" / PROBLEM / "submissions"
 AXE_COMMITTED = REPO / "tests" / "data" / "axe-core" / "axe.min.js"
 AXE_NODE = WEB / "node_modules" / "axe-core" / "axe.min.js"
+# The report's table of tests (the memory table shares its look, class "tests").
+TEST_TABLE = "table.tests:not(.memory-table)"
 CHROMIUM = Path(os.environ.get("JAXJUDGE_TEST_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -372,7 +374,7 @@ def test_solve_with_the_keyboard(server: Server, open_tab: Callable[..., Tab]) -
     tab.shot("04-run-in-progress", at=".status-row")
     report = wait_report(page, "run")
     assert report.get_attribute("data-verdict") == "accepted"
-    rows = report.locator("table.tests tbody tr")
+    rows = report.locator(f"{TEST_TABLE} tbody tr")
     assert rows.count() == 3
     assert [rows.nth(i).get_attribute("data-verdict") for i in range(3)] == ["accepted"] * 3
     assert report.locator("table.compare mark").count() == 0  # nothing beyond tolerance
@@ -463,9 +465,10 @@ def test_checkpoint_without_policy_fails_its_requirement(
     assert report.locator("pre.message").count() == 0
     assert report.inner_text().count(spec.locator(".req-message").inner_text()) == 1
     # The numbers were right: every test (3 published, the rest hidden) passed.
-    tests = report.locator("table.tests tbody tr")
+    tests = report.locator(f"{TEST_TABLE} tbody tr")
     assert tests.count() > 3
-    assert report.locator("table.tests tbody tr[data-verdict='accepted']").count() == tests.count()
+    accepted = report.locator(f"{TEST_TABLE} tbody tr[data-verdict='accepted']")
+    assert accepted.count() == tests.count()
     tab.shot("10-requirement-failed", at="#result .report .checklist")
     tab.axe("problem-requirement-failed")
 
@@ -486,7 +489,7 @@ def test_syntax_error_shows_the_line(server: Server, open_tab: Callable[..., Tab
     assert active.count() == 1
     assert active.inner_text() == source.splitlines()[5]
     assert page.evaluate("!!document.activeElement.closest('.cm-editor')")
-    assert report.locator("table.tests tbody tr[data-verdict='skipped']").count() == 3
+    assert report.locator(f"{TEST_TABLE} tbody tr[data-verdict='skipped']").count() == 3
     tab.shot("11-syntax-error", at="#result .report")
     tab.axe("problem-syntax-error")
 
@@ -878,7 +881,7 @@ def test_small_screens_and_the_wide_layout(server: Server, open_tab: Callable[..
         if width < 1024:
             width_now = page.evaluate("document.documentElement.scrollWidth")
             assert width_now <= width, f"the page is {width_now} px wide"
-            row = report.locator("table.tests tbody tr").first
+            row = report.locator(f"{TEST_TABLE} tbody tr").first
             box = row.bounding_box()
             assert box is not None and box["width"] <= width
             # Each cell on its own line, labelled (a ::before, so not in inner_text).
@@ -894,7 +897,7 @@ def test_small_screens_and_the_wide_layout(server: Server, open_tab: Callable[..
                     t => `${t.className}: ${t.parentElement.scrollWidth} > `
                          + `${t.parentElement.clientWidth}`)""")
             assert not cut, cut
-        tab.shot(f"16-{label}-wrong-answer", at="#result .report table.tests")
+        tab.shot(f"16-{label}-wrong-answer", at=f"#result .report {TEST_TABLE}")
         tab.axe_both_themes(f"small-screens-{label}")
 
 
@@ -921,12 +924,12 @@ def test_run_on_my_own_input(server: Server, open_tab: Callable[..., Tab]) -> No
     box.fill(json.dumps(mine))
     page.get_by_role("button", name="Run on this input").click()
     report = wait_report(page, "run")
-    row = report.locator("table.tests tbody tr[data-test='custom-1']")
+    row = report.locator(f"{TEST_TABLE} tbody tr[data-test='custom-1']")
     assert row.get_attribute("data-verdict") == "accepted"
     assert "your input" in row.inner_text()
     # Per-test time: a Time column, filled for every test that ran.
-    assert "Time" in report.locator("table.tests thead").inner_text()
-    times = report.locator("table.tests tbody td[data-label='Time']").all_inner_texts()
+    assert "Time" in report.locator(f"{TEST_TABLE} thead").inner_text()
+    times = report.locator(f"{TEST_TABLE} tbody td[data-label='Time']").all_inner_texts()
     assert times and all(re.fullmatch(r"\d+(\.\d+)? (ms|s)", t) for t in times), times
     details = report.locator("details.test-details[data-test='custom-1']")
     assert "within the tolerance" in (details.locator(".compare-summary").text_content() or "")
