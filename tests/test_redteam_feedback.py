@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 from api_fixtures import PROBLEM, Server, wait_done
 
-from jaxjudge import grade, load_problem
+from jaxjudge import Grader, grade, load_problem
 from jaxjudge.grading.compare import non_finite_output
 from jaxjudge.grading.custom import CustomInputError, custom_cases
 from jaxjudge.grading.report import Verdict
 from jaxjudge.service.owner_view import HIDDEN, without_source
+from jaxjudge.service.queue import grading_function, run_grade
 
 MLP = load_problem(PROBLEM)
 PARAMS = {"w1": [[0.5, -0.3], [0.1, 0.4]], "b1": [0.0, 0.1],
@@ -189,3 +190,15 @@ def test_an_idempotency_key_replayed_with_other_custom_inputs_is_422(server: Ser
         assert first.json()["id"] in changed.json()["message"]
         dropped = a.post("/v1/submissions", json={**body, "custom_inputs": None}, headers=key)
         assert dropped.status_code == 422, dropped.text
+
+
+def test_stored_inputs_the_judge_no_longer_accepts_are_not_an_internal_error() -> None:
+    """Inputs are checked when submitted; one accepted then (1e39 before this round's float32
+    check, or before a package narrowed its constraints) reached the worker's grade as a
+    CustomInputError: internal_error, "a bug in the judge"."""
+    stored = json.dumps([{**GOOD, "x": [[1e39, 1.0]]}])
+    report = run_grade(grading_function(Grader()), PROBLEM, b"def solve(:\n", "run", stored)
+    assert report.verdict is Verdict.COMPILE_ERROR, report.message
+    refused = [t for t in report.tests if t.custom]
+    assert [t.verdict for t in refused] == [Verdict.SKIPPED]
+    assert "not run" in refused[0].message and "finite in float32" in refused[0].message

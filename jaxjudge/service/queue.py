@@ -26,7 +26,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from jaxjudge import Grader, Report, Verdict, grade
+from jaxjudge import Grader, Report, TestResult, Verdict, grade
+from jaxjudge.grading.custom import CUSTOM_PREFIX, CustomInputError
 from jaxjudge.service.logs import grading
 from jaxjudge.service.outage import retry_while_unreachable
 from jaxjudge.service.store import ClaimedSubmission, Store
@@ -70,6 +71,16 @@ def public_report(report: Report) -> Report:
     return report.model_copy(update={"tests": tests})
 
 
+def _inputs_refused(report: Report, why: str) -> Report:
+    """`report` (graded without the learner's own inputs, possibly a cached object: copied)
+    with one skipped custom test saying why they did not run."""
+    refused = TestResult(
+        name=f"{CUSTOM_PREFIX}1", visible=True, verdict=Verdict.SKIPPED, custom=True,
+        message=f"your own inputs were not run: {why} (the problem changed after you "
+        "submitted them)")
+    return report.model_copy(update={"tests": [*report.tests, refused]})
+
+
 def internal_error_report(problem_id: str, mode: str, message: str) -> Report:
     return Report(
         verdict=Verdict.INTERNAL_ERROR,
@@ -106,8 +117,13 @@ def run_grade(grade_fn: GradeFn, problem_id: str, source: bytes, mode: str,
     `custom_inputs`: a run's own inputs as stored (JSON), passed only when there are some."""
     try:
         if custom_inputs:
-            return grade_fn(problem_id, source, mode,  # type: ignore[call-arg]
-                            custom_inputs=json.loads(custom_inputs))
+            try:
+                return grade_fn(problem_id, source, mode,  # type: ignore[call-arg]
+                                custom_inputs=json.loads(custom_inputs))
+            except CustomInputError as exc:
+                # Checked when it was submitted: the problem or the judge changed since (an
+                # upgrade, a package edit). The submission is graded; its inputs say why not.
+                return _inputs_refused(grade_fn(problem_id, source, mode), str(exc))
         return grade_fn(problem_id, source, mode)
     except Exception as exc:  # grade() never raises for a bad submission: this is our bug
         log.error("grade() raised for problem %s:\n%s", problem_id, traceback.format_exc())
