@@ -192,6 +192,7 @@ class Graph:
     n_nodes: int = 0
     main_args: list[int] = field(default_factory=list)
     main_results: list[int] = field(default_factory=list)
+    main_arg_types: list[str] = field(default_factory=list)  # printed, as main declares them
     budget: Budget = field(default_factory=Budget)
     ops: list[Op | None] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)
@@ -302,6 +303,7 @@ def build_graph(module: Module) -> Graph:
 
     entry = main.regions[0][0]
     g.main_args = [node(0, a) for a in entry.args]
+    g.main_arg_types = list(entry.arg_types)
     for ret in _region_returns(main.regions[0]):
         g.main_results = [node(0, v) for v in ret.operands]
         break

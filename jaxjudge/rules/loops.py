@@ -52,6 +52,7 @@ from jaxjudge.rules.folding import (
     make_transfer,
 )
 from jaxjudge.rules.stablehlo import Op, tensor_types
+from jaxjudge.rules.stepslices import reads_whole, whole_reads
 
 MAX_TRIP_COUNT = 1 << 31
 MAX_LOOP_PASSES = 32  # passes over one loop's steps until its carried bits settle (nesting depth)
@@ -503,11 +504,15 @@ def _seeds(g: Graph, arg_paths: Sequence[str], names: Sequence[str]) -> dict[int
 
 def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
                   want: int | None = None,
-                  only_through_loop: bool | Sequence[str] = False) -> list[LoopFinding]:
+                  only_through_loop: bool | Sequence[str] = False,
+                  sliced: Sequence[str] = (), text: str = "") -> list[LoopFinding]:
     """Every while loop of the program, in program order, with its trip count; whether it
     carries the work is worked out for the loops that run `want` steps (all if None). With
     `only_through_loop`, a loop that does the work but beside which the named arguments (or
-    the ones it lists: a start vector) also reach the outputs does not count (why: "bypass")."""
+    the ones it lists: a start vector) also reach the outputs does not count (why: "bypass").
+    With `sliced` (and `want`), no loop counts when the outputs are computed from those
+    arguments other than through one step's slice at a time (why: "unsliced"; see
+    `jaxjudge.rules.stepslices`, which reads slices' bounds from the program's `text`)."""
     values = fold_constants(g)
     names = list(depends_on)
     seeds = _seeds(g, arg_paths, names)
@@ -538,6 +543,11 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
         for f in findings:
             if f.works:
                 f.works, f.why = False, "bypass"
+    if sliced and want and any(f.works for f in findings) and reads_whole(
+            whole_reads(g, values, arg_paths, sliced, want, text), g.main_results):
+        for f in findings:
+            if f.works:
+                f.works, f.why = False, "unsliced"
     return findings
 
 

@@ -37,6 +37,7 @@ class ParseError(ValueError):
 class Block:
     args: list[str] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
+    arg_types: list[str] = field(default_factory=list)  # each argument's printed type
 
 
 @dataclass
@@ -386,9 +387,11 @@ class _Parser:
                     raise ParseError(f"unbalanced {t.text!r} at offset {t.pos}")
         return "".join(parts) if size <= MAX_TYPE_CHARS else TYPE_TOO_LONG
 
-    def block_header(self) -> list[str]:
-        """`^bb0(%a: type, %b: type):` -> ["%a", "%b"] (the label token is already consumed)."""
+    def block_header(self) -> tuple[list[str], list[str]]:
+        """`^bb0(%a: type, %b: type):` -> (["%a", "%b"], their types) (the label token is
+        already consumed)."""
         args: list[str] = []
+        types: list[str] = []
         if self.is_punct("("):
             self.next()
             while not self.is_punct(")"):
@@ -399,6 +402,7 @@ class _Parser:
                 args.append(t.text)
                 self.expect(":")
                 depth = 0
+                parts: list[str] = []
                 while True:  # the argument's type (and maybe a loc(...))
                     t = self.peek()
                     if t is None:
@@ -406,17 +410,20 @@ class _Parser:
                     if depth == 0 and t.kind == "punct" and t.text in (",", ")"):
                         break
                     self.next()
+                    if sum(map(len, parts)) < MAX_TYPE_CHARS:
+                        parts.append(t.text)
                     if t.kind == "punct" and t.text in _OPENERS:
                         depth += 1
                         if depth > MAX_BRACKET_DEPTH:
                             raise ParseError("type nested too deeply")
                     elif t.kind == "punct" and t.text in _CLOSERS:
                         depth -= 1
+                types.append("".join(parts))
                 if self.is_punct(","):
                     self.next()
             self.expect(")")
         self.expect(":")
-        return args
+        return args, types
 
     def op_head(self) -> Op:
         results = self.results()
@@ -476,7 +483,8 @@ class _Parser:
             if stack and t is not None and t.kind == "label":
                 self.next()
                 region = stack[-1].regions[-1]
-                new = Block(args=self.block_header())
+                names, types = self.block_header()
+                new = Block(args=names, arg_types=types)
                 if len(region) == 1 and not region[0].ops and not region[0].args:
                     region[0] = new  # the entry block's label
                 else:

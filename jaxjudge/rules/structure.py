@@ -64,6 +64,12 @@ class LoopOptions(RuleOptions):
         description="the outputs depend on the depends_on inputs (true), or on the inputs "
                     "listed (e.g. [u]: a start vector), only through the carried state of the "
                     "loops doing the work: nothing is computed from them beside the loop")
+    sliced: tuple[Annotated[str, Field(pattern=_PATH)], ...] = Field(
+        default=(), max_length=MAX_NAMES,
+        description="input paths the loop reads one step's slice at a time (x[t], a scan's "
+                    "row, a block of keys): the outputs are computed from them, across "
+                    "elements, only through slices of at most their size / trip count "
+                    "elements, never from all of them at once (default: not checked)")
     hint: str = Field(default="", max_length=400,
                       description="what to do instead, appended to a failure's message")
 
@@ -85,7 +91,7 @@ class LoopOptions(RuleOptions):
 def check_loop_over_dim(
     programs: Sequence[ProgramInfo], *, dim: str | None = None, trip_count: Expr | None = None,
     depends_on: Sequence[str] = (), only_through_loop: bool | Sequence[str] = False,
-    hint: str = "",
+    sliced: Sequence[str] = (), hint: str = "",
 ) -> RuleOutcome:
     """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
 
@@ -94,7 +100,11 @@ def check_loop_over_dim(
     (default: the dimension), and that loop carries a value it updates at every step from its
     previous value and from the `depends_on` inputs, which reaches the outputs; with
     `only_through_loop`, the outputs depend on the `depends_on` inputs (or on the inputs it
-    lists) only through the state of such loops (see jaxjudge.rules.loops). Other loops may
+    lists) only through the state of such loops (see jaxjudge.rules.loops); with `sliced`,
+    the outputs are computed from the inputs it lists, across elements, only through slices
+    of one step's share (their elements / trip count: x[t], a block of keys), never from all
+    of them at once, at one step or before or after the loop (see
+    jaxjudge.rules.stepslices). Other loops may
     run beside it or around it. Programs differing only in the dimension, at sizes >= 2, have
     the same size (a size of 1 is never compared: it may be special-cased).
     Without a dimension, the trip count is a fixed one (e.g. "8": a stated number of
@@ -126,7 +136,8 @@ def check_loop_over_dim(
             if len(g.main_args) != len(p.args):
                 return RuleOutcome(False, "The exported program could not be analyzed (its "
                                           "arguments do not match their paths).")
-            loops = analyze_loops(g, p.args, depends_on, want, only_through_loop)
+            loops = analyze_loops(g, p.args, depends_on, want, only_through_loop, sliced,
+                                  p.text)
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
@@ -135,7 +146,8 @@ def check_loop_over_dim(
         where = _loop_region(item, g, (working or right or list(range(len(loops))))[:1], want)
         if not working:
             failures.append((bool(loops), want,
-                             _loop_failure(p, loops, count, want, dim, names, through, hint),
+                             _loop_failure(p, loops, count, want, dim, names, through,
+                                           _and(list(sliced)), hint),
                              where))
         shown = shown or where
     if failures:  # the most telling: a program with loops, the longest one
@@ -208,12 +220,14 @@ _UNKNOWN_FIX = (
 
 
 def _loop_failure(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int,
-                  dim: str | None, names: str, through: str, hint: str = "") -> str:
-    return f"{_loop_finding(p, loops, count, want, dim, names, through)} {hint}".strip()
+                  dim: str | None, names: str, through: str, sliced: str = "",
+                  hint: str = "") -> str:
+    found = _loop_finding(p, loops, count, want, dim, names, through, sliced)
+    return f"{found} {hint}".strip()
 
 
 def _loop_finding(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int,
-                  dim: str | None, names: str, through: str) -> str:
+                  dim: str | None, names: str, through: str, sliced: str) -> str:
     shapes = _shapes(p)
     if dim is None:
         over = f"Run the {_plural(want)}"
@@ -236,6 +250,10 @@ def _loop_finding(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: i
         if "bypass" in whys:
             why = (f"your outputs also depend on {through} outside it (computed beside the "
                    f"loop, or passed through it unchanged), so it does not carry all of the work")
+        elif "unsliced" in whys:
+            why = (f"your outputs are computed from all of {sliced} at once (a product or a sum "
+                   f"over it, before the loop, at one of its steps or after it), not from one "
+                   f"step's slice of it at a time (x[t], a scan's row, a block)")
         elif "not_live" in whys:
             why = (f"what it computes from its previous value and {names} does not reach your "
                    f"outputs (it is discarded, or multiplied by 0)")

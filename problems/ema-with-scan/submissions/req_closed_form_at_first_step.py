@@ -1,8 +1,7 @@
-# A stated limit (accepted although it breaks the requirement's intent): a T-step fori_loop
-# whose first step computes the whole average from x (closed over) with the weight matrix and
-# whose later steps carry it along times 1. The rule sees a loop of T steps whose carried value
-# is computed from itself and x and reaches the output; it does not check how the work is
-# spread over the steps.
+# Right numbers, but a T-step fori_loop whose first step computes the whole average from x
+# (closed over) with the weight matrix and whose later steps carry it along times 1: the loop's
+# carried value is computed from all of x at one step, not from one row of it per step
+# (`sliced = ["x"]`), so the loop does not carry the recurrence.
 import jax
 import jax.numpy as jnp
 

@@ -1,0 +1,184 @@
+"""Whether a loop reads an input one step's slice at a time (`loop_over_dim`'s `sliced`).
+
+A loop that does the work reads its input a step's share at a time: a scan's row, `x[t]`, a
+block of keys. One that computes the whole result at one step from all of the input (`w @ x`
+under `jnp.where(t == 0, ...)`) and carries it along reads the input whole. So, over the
+inlined dataflow, each named argument has two bits:
+
+- *copy*: the argument's values re-laid-out (reshape, transpose, concatenation, a loop's
+  links) or transformed elementwise (`alpha * x`): every element still is one of its own;
+- *whole*: computed from it otherwise (a product, a reduction, a cumulative sum, a slice of
+  something already whole).
+
+A slice (`slice`, `dynamic_slice`, `gather`) of a copy that holds at most one step's share of
+the arguments it copies (their elements divided by the trip count, summed; a static slice of a
+concatenation copies only the parts it overlaps) reads nothing whole: its result carries no
+bit. A larger slice is still a copy. The program's outputs must then hold no whole bit: what
+they are computed from the named arguments, across elements, is computed from step-sized
+slices of them, taken at the counter (`x[t]`) or at a constant (`jnp.where(t == 0, x[0],
+...)`): in a loop that reads one step's share per step, with `only_through_loop`. A copy may
+reach them (an output buffer that starts as `x` and is overwritten row by row), and so may
+anything elementwise (`alpha * x` scanned over). What is whole: the average computed from
+all of `x` at one step and carried along, or before the loop as its starting carry, or after
+it from a copy of `x` the loop carried. A value folded to a constant carries nothing (see
+`jaxjudge.rules.folding`). The number of slices is bounded by the program's size, which the
+growth check keeps from growing with the dimension.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from jaxjudge.rules.dataflow import Graph, Kind, Step, TooComplex, propagate
+from jaxjudge.rules.folding import Bits, Value
+from jaxjudge.rules.stablehlo import Op, tensor_types
+
+MAX_SLICED = 16  # arguments tracked
+MAX_ATTR_CHARS = 4096  # attribute text read from a slice or a concatenation
+SLICES = frozenset({"stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.real_dynamic_slice",
+                    "stablehlo.gather", "stablehlo.dynamic_gather"})
+# Elementwise ops (every result element from the same element of each operand) that are not
+# linear: they keep an argument's values one element each, like ADD or MULTIPLY do.
+ELEMENTWISE = frozenset({
+    "stablehlo.abs", "stablehlo.atan2", "stablehlo.cbrt", "stablehlo.ceil", "stablehlo.clamp",
+    "stablehlo.compare", "stablehlo.cosine", "stablehlo.exponential",
+    "stablehlo.exponential_minus_one", "stablehlo.floor", "stablehlo.is_finite",
+    "stablehlo.log", "stablehlo.log_plus_one", "stablehlo.logistic", "stablehlo.maximum",
+    "stablehlo.minimum", "stablehlo.not", "stablehlo.and", "stablehlo.or", "stablehlo.xor",
+    "stablehlo.power", "stablehlo.remainder", "stablehlo.round_nearest_afz",
+    "stablehlo.round_nearest_even", "stablehlo.rsqrt", "stablehlo.sign", "stablehlo.sine",
+    "stablehlo.sqrt", "stablehlo.tan", "stablehlo.tanh",
+})
+_LINEAR = frozenset({Kind.ADD, Kind.NEGATE, Kind.MULTIPLY, Kind.DIVIDE})
+
+
+def _elements(type_: str) -> int | None:
+    """The element count of a step's first result (None: unknown)."""
+    _, arrow, results = type_.rpartition("->")
+    found = tensor_types(results) if arrow else []
+    return found[0].elements() if found else None
+
+
+def _attr_text(op: Op, text: str) -> str:
+    return " ".join(text[a:b] for a, b in op.spans if b - a <= MAX_ATTR_CHARS)
+
+
+def _ints(attrs: str, key: str) -> list[int] | None:
+    found = re.search(key + r" = array<i64(?::([-0-9, ]*))?>", attrs)
+    return [int(v) for v in found.group(1).split(",")] if found and found.group(1) else None
+
+
+def _parts_sliced(g: Graph, text: str) -> dict[int, list[int]]:
+    """Static slices of a concatenation (`jnp.stack([q, k, v])[1]`): the slice's result ->
+    the concatenated operands it overlaps, so that it copies only those."""
+    producers = g.producers()
+    out: dict[int, list[int]] = {}
+    for step, op in zip(g.steps, g.ops, strict=True):
+        if op is None or step.name != "stablehlo.slice" or len(step.results) != 1:
+            continue
+        found = producers[step.operands[0]] if step.operands else []
+        concat = g.ops[found[0][0]] if len(found) == 1 and found[0][1] < 0 else None
+        if concat is None or concat.name != "stablehlo.concatenate":
+            continue
+        g.budget.spend(len(concat.operands))
+        dim = re.search(r"dimension = (\d+)", _attr_text(concat, text))
+        attrs = _attr_text(op, text)
+        start, limit = _ints(attrs, "start_indices"), _ints(attrs, "limit_indices")
+        types = concat.operand_types()
+        if dim is None or start is None or limit is None or len(types) != len(
+                g.steps[found[0][0]].operands):
+            continue
+        d, at, parts = int(dim.group(1)), 0, []
+        for node, t in zip(g.steps[found[0][0]].operands, types, strict=True):
+            size = t.dims[d] if d < len(t.dims) else None
+            if size is None or d >= len(start):
+                break
+            if at < limit[d] and start[d] < at + size:
+                parts.append(node)
+            at += size
+        else:
+            out[step.results[0]] = parts
+    return out
+
+
+def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: Sequence[str],
+                trip: int, text: str) -> list[int]:
+    """Per node, the copy (even) and whole (odd) bits of the named arguments (see the module
+    docstring), for a loop of `trip` steps; `text` is the program's (its ops' attributes)."""
+    parts = _parts_sliced(g, text)
+    shares: list[int] = []
+    seeds: dict[int, int] = {}
+    for node, path, type_ in zip(g.main_args, arg_paths, g.main_arg_types, strict=False):
+        if any(path == n or path.startswith(n + ".") for n in names):
+            if len(shares) == MAX_SLICED:
+                raise TooComplex(f"more than {MAX_SLICED} sliced arguments to track")
+            found = tensor_types(type_)
+            size = found[0].elements() if found else None
+            seeds[node] = 1 << (2 * len(shares))
+            shares.append((size or 0) // max(trip, 1))
+    copies = sum(1 << (2 * i) for i in range(len(shares)))
+
+    def wholly(b: int) -> int:
+        return (b & ~copies) | ((b & copies) << 1)
+
+    def share(b: int) -> int:
+        return sum(s for i, s in enumerate(shares) if b >> (2 * i) & 1)
+
+    def transfer(step: Step, bits: Bits) -> list[int] | None:
+        if step.kind is not Kind.TUPLE and step.results and all(
+                values[r] is not None for r in step.results):
+            return None
+        ops, n = step.operands, len(step.results)
+        if step.name == "stablehlo.select" and len(ops) == 3 and values[ops[0]] is not None:
+            return [bits[ops[1] if values[ops[0]] else ops[2]]] * n
+        if step.name in SLICES and ops:
+            src = bits[ops[0]]
+            if step.results and step.results[0] in parts:
+                src = 0
+                for o in parts[step.results[0]]:
+                    src |= bits[o]
+            size = _elements(step.type)
+            out = src & ~copies if size is not None and size <= share(src) else src
+            for o in ops[1:]:
+                out |= wholly(bits[o])
+            return [out] * n if out else None
+        if step.name == "stablehlo.scatter" and len(ops) >= 3 and step.kind is not Kind.OTHER:
+            # (inputs..., indices, updates...): each result holds its input and its updates,
+            # written or combined element by element (`.at[t].set`, `.at[t].add`).
+            k = (len(ops) - 1) // 2
+            index = wholly(bits[ops[k]])
+            return [bits[a] | bits[u] | index for a, u in zip(ops[:k], ops[k + 1:], strict=False)]
+        if step.kind in _LINEAR or step.name in ELEMENTWISE:
+            acc = 0
+            for o in ops:
+                acc |= bits[o]
+            return [acc] * n if acc else None
+        pairs = step.pass_sources()
+        if pairs:
+            index = {r: i for i, r in enumerate(step.results)}
+            out = [0] * n
+            passed = set()
+            for o, r in pairs:
+                out[index[r]] |= bits[o]
+                passed.add(o)
+            rest = 0
+            for o in ops:
+                if o not in passed:
+                    rest |= wholly(bits[o])
+            return [b | rest for b in out]
+        acc = 0
+        for o in ops:
+            acc |= bits[o]
+        return [wholly(acc)] * n if acc else None
+
+    return propagate(g, seeds, transfer)
+
+
+_WHOLE = sum(2 << (2 * i) for i in range(MAX_SLICED))
+
+
+def reads_whole(bits: list[int], nodes: Sequence[int]) -> bool:
+    """Whether one of the nodes (the program's outputs) is computed from a named argument read
+    whole."""
+    return any(bits[n] & _WHOLE for n in nodes)

@@ -1,0 +1,167 @@
+"""`loop_over_dim`'s `sliced` (jaxjudge.rules.stepslices) on real exported programs: the honest
+loops a learner writes read the input one step's slice at a time and pass; the decoys that
+compute the result from all of it at once (at one step, before the loop, after it) fail."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+from test_rules_structure import f32, program
+
+from jaxjudge.rules.dataflow import build_graph
+from jaxjudge.rules.expr import Expr
+from jaxjudge.rules.folding import fold_constants
+from jaxjudge.rules.loops import analyze_loops
+from jaxjudge.rules.registry import RuleConfigError, validate
+from jaxjudge.rules.stablehlo import parse_module
+from jaxjudge.rules.stepslices import reads_whole, whole_reads
+from jaxjudge.rules.structure import check_loop_over_dim
+
+T, D = 8, 3
+
+
+def works(fn: Callable[..., Any], *args: Any, want: int = T,
+          sliced: tuple[str, ...] = ("a0",)) -> list[tuple[bool, str]]:
+    """(does the work, why) of the loops of `want` steps, with `sliced`."""
+    p = program(fn, {"T": T}, *(args or (f32(T, D),)))
+    g = build_graph(parse_module(p.text))
+    found = analyze_loops(g, p.args, ("a0",), want, True, sliced, p.text)
+    return [(f.works, f.why) for f in found if f.count == want]
+
+
+def weights(t: int) -> jax.Array:
+    """The EMA's T x T weight matrix (alpha = 0.5): the closed form is weights @ x."""
+    s = jnp.arange(t)
+    lag = s[:, None] - s[None, :]
+    w = jnp.where(lag >= 0, 0.5 * 0.5 ** jnp.maximum(lag, 0).astype(jnp.float32), 0.0)
+    return w.at[:, 0].set(0.5 ** s.astype(jnp.float32))
+
+
+# -- honest: one step's slice at a time --------------------------------------------------------
+
+def scan_rows(x: jax.Array) -> jax.Array:
+    return jax.lax.scan(lambda c, r: (0.5 * c + 0.5 * r, 0.5 * c + 0.5 * r), x[0], x)[1]
+
+
+def fori_first_row(x: jax.Array) -> jax.Array:
+    def body(t: jax.Array, s: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        out, c = s
+        c = jnp.where(t == 0, x[0], 0.5 * x[t] + 0.5 * c)
+        return out.at[t].set(c), c
+
+    return jax.lax.fori_loop(0, x.shape[0], body, (jnp.zeros_like(x), jnp.zeros_like(x[0])))[0]
+
+
+def fori_transposed(x: jax.Array) -> jax.Array:
+    xt = x.T
+    return jax.lax.fori_loop(0, x.shape[0], lambda t, c: 0.5 * c + xt[:, t], xt[:, 0])
+
+
+def scan_scaled(x: jax.Array) -> jax.Array:
+    return jax.lax.scan(lambda c, r: (r[0] + 0.5 * c, c), x[0], 0.5 * x.reshape(T, 1, D))[1]
+
+
+def buffer_from_x(x: jax.Array) -> jax.Array:
+    def body(t: jax.Array, out: jax.Array) -> jax.Array:
+        prev = jax.lax.dynamic_slice(out, (jnp.maximum(t - 1, 0), 0), (1, D))
+        row = jax.lax.dynamic_slice(x, (t, 0), (1, D))
+        return jax.lax.dynamic_update_slice(out, 0.5 * row + 0.5 * prev, (t, 0))
+
+    return jax.lax.fori_loop(0, x.shape[0], body, x)
+
+
+@pytest.mark.parametrize("fn", [scan_rows, fori_first_row, fori_transposed, scan_scaled,
+                                buffer_from_x])
+def test_a_loop_reading_a_row_per_step_passes(fn: Callable[..., Any]) -> None:
+    assert works(fn) == [(True, "")]
+
+
+def stacked_blocks(q: jax.Array, k: jax.Array) -> jax.Array:
+    both = jnp.stack([q, k])
+    qs, kb = both[0], both[1].reshape(T // 4, 4, D)
+    return jax.lax.fori_loop(0, T // 4, lambda j, c: c + qs @ kb[j].T @ kb[j], jnp.zeros((T, D)))
+
+
+def test_a_static_slice_of_a_stack_copies_only_its_part() -> None:
+    # q (not sliced) read whole from a stack with k: only kb[j], a block of k, is read of k.
+    assert works(stacked_blocks, f32(T, D), f32(T, D), want=T // 4, sliced=("a1",)) == [
+        (True, "")]
+
+
+# -- decoys: all of x at once ------------------------------------------------------------------
+
+def closed_form_at_first_step(x: jax.Array) -> jax.Array:
+    return jax.lax.fori_loop(0, x.shape[0], lambda t, c: jnp.where(t == 0, weights(T) @ x, c)
+                             * 1.0, jnp.zeros_like(x))
+
+
+def closed_form_as_start(x: jax.Array) -> jax.Array:
+    return jax.lax.fori_loop(0, x.shape[0], lambda t, c: c + 1e-30 * x[t], weights(T) @ x)
+
+
+def closed_form_after(x: jax.Array) -> jax.Array:
+    return weights(T) @ jax.lax.fori_loop(0, x.shape[0], lambda t, c: x + 1e-30 * c,
+                                          jnp.zeros_like(x))
+
+
+def cumsum_rows_scanned(x: jax.Array) -> jax.Array:
+    return jax.lax.scan(lambda c, r: (r + 1e-30 * c, c), x[0], jnp.cumsum(x, axis=0))[1]
+
+
+def broadcast_rows(x: jax.Array) -> jax.Array:
+    # Each "row" of the broadcast holds all of x: more than one step's share, still a copy,
+    # and the product with it is computed from all of x.
+    xb = jnp.broadcast_to(x, (T, T, D))
+    return jax.lax.fori_loop(0, T, lambda t, c: 0.5 * c + (weights(T) @ xb[t])[0],
+                             jnp.zeros(D))
+
+
+@pytest.mark.parametrize("fn", [closed_form_at_first_step, closed_form_as_start,
+                                closed_form_after, cumsum_rows_scanned, broadcast_rows])
+def test_a_result_computed_from_all_of_x_fails(fn: Callable[..., Any]) -> None:
+    assert works(fn) == [(False, "unsliced")]
+    assert works(fn, sliced=()) == [(True, "")]  # what `sliced` adds
+
+
+def test_the_message_says_what_was_read_whole() -> None:
+    p = program(closed_form_at_first_step, {"T": T}, f32(T, D))
+    outcome = check_loop_over_dim([p], trip_count=Expr("8"), depends_on=["a0"],
+                                  only_through_loop=True, sliced=["a0"])
+    assert not outcome.passed
+    assert "computed from all of a0 at once" in outcome.message
+
+
+def test_bits_mark_copies_and_whole_reads() -> None:
+    p = program(closed_form_after, {"T": T}, f32(T, D))
+    g = build_graph(parse_module(p.text))
+    assert g.main_arg_types == [f"tensor<{T}x{D}xf32>"]  # what one step's share is taken of
+    bits = whole_reads(g, fold_constants(g), p.args, ["a0"], T, p.text)
+    assert bits[g.main_args[0]] == 1  # the argument itself: a copy
+    assert reads_whole(bits, g.main_results)
+
+
+def test_sliced_is_validated() -> None:
+    opts = validate("loop_over_dim", "program", {"dim": "T", "sliced": ["x", "params.k"]})
+    assert opts.sliced == ("x", "params.k")  # type: ignore[attr-defined]
+    with pytest.raises(RuleConfigError):
+        validate("loop_over_dim", "program", {"dim": "T", "sliced": ["1x"]})
+
+
+def test_a_single_row_is_a_copy_and_a_scatter_keeps_it_one() -> None:
+    # At T = 1, x[0] is a reshape of all of x (one step's share), written with .at[t].set.
+    def fori_at_set(x: jax.Array) -> jax.Array:
+        def body(t: jax.Array, s: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+            out, c = s
+            c = 0.5 * c + 0.5 * x[t]
+            return out.at[t].set(c), c
+
+        return jax.lax.fori_loop(0, x.shape[0], body, (jnp.zeros_like(x), x[0]))[0]
+
+    p = program(fori_at_set, {"T": 1}, f32(1, D))
+    g = build_graph(parse_module(p.text))
+    found = analyze_loops(g, p.args, ("a0",), 1, True, ("a0",), p.text)
+    assert [(f.works, f.why) for f in found] == [(True, "")]
