@@ -3,7 +3,7 @@
 `independent_of_dim` only sees Python loops (they grow the program); a `lax.map`, `scan` or
 `fori_loop` over the dimension keeps the program the same size. This rule also reads every
 while loop's trip count (worked out from its counter, as `loop_over_dim` does, in
-jaxjudge.rules.loops) and compares them between programs that differ only in the dimension: a
+jaxjudge.rules.tripcount) and compares them between programs that differ only in the dimension: a
 loop whose count changes with it runs over it (or over chunks of it). Loops over other
 dimensions (a `fori_loop` over the features inside a `vmap` over the points) keep their count
 and pass. Trip counts need static shapes: a problem using the rule is exported per shape.
@@ -23,12 +23,12 @@ from pydantic import Field
 
 from jaxjudge.rules.dataflow import Budget, Graph, TooComplex, build_graph
 from jaxjudge.rules.folding import fold_constants
-from jaxjudge.rules.loops import trip_count
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import Module, ParseError
 from jaxjudge.rules.structure import _DIM as DIM_PATTERN
 from jaxjudge.rules.structure import _growth, _loop_region, _parse, _Parsed, _shapes
+from jaxjudge.rules.tripcount import trip_count
 
 _FIX = ("compute every slice at once: jax.vmap, or array operations (broadcasting, matmul, "
         "einsum) over the whole axis")
