@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from api_fixtures import PROBLEM, Server, wait_done
 
@@ -62,6 +63,21 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def test_hostile_custom_inputs_are_refused_with_a_reason(given: Any, why: str) -> None:
     with pytest.raises(CustomInputError, match=why):
         custom_cases(MLP, [given])
+
+
+def test_library_callers_may_pass_numpy_and_jax_arrays() -> None:
+    """grade(custom_inputs=) from Python: arrays were refused as "ndarray is not a number" (and
+    np.float32 scalars as "float32 is not a number"); they are taken as the lists they hold."""
+    import jax.numpy as jnp
+
+    given = {"params": {**PARAMS, "b1": np.asarray([0.0, 0.5], np.float32)},
+             "x": jnp.asarray([[1.0, 2.0]]), "y": np.float32(0.5) * np.ones((1, 2), np.float32)}
+    (case,) = custom_cases(MLP, [given])
+    assert case.inputs == {"params": {**PARAMS, "b1": [0.0, 0.5]}, "x": [[1.0, 2.0]],
+                           "y": [[0.5, 0.5]]}
+    assert json.dumps(case.inputs)  # what the plan hands stage B
+    with pytest.raises(CustomInputError, match="bool is not a number"):
+        custom_cases(MLP, [{**GOOD, "x": np.ones((1, 2), bool)}])
 
 
 def test_the_largest_finite_float32_is_still_accepted() -> None:

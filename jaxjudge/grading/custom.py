@@ -104,6 +104,15 @@ def _check_leaf(value: Any, declared: list[str | int], dtype: str, where: str,
                                    f"(at most {largest:.4g} in magnitude)")
 
 
+def _as_lists(value: Any) -> Any:
+    """A numpy or JAX array or scalar (what a library caller has at hand) as the nested lists
+    and numbers JSON gives; anything else as it is, for the checks to judge."""
+    if isinstance(value, list | int | float):
+        return value
+    tolist = getattr(value, "tolist", None)
+    return tolist() if callable(tolist) else value
+
+
 def custom_cases(problem: Problem, inputs: list[dict[str, Any]]) -> list[TestCase]:
     """The learner's inputs as visible tests "custom-1", ... (expected filled in later), or
     CustomInputError saying what is wrong with which one."""
@@ -119,6 +128,7 @@ def custom_cases(problem: Problem, inputs: list[dict[str, Any]]) -> list[TestCas
             raise CustomInputError(f"{where}: give exactly the arguments {', '.join(names)}")
         dims: dict[str, int] = {}
         budget = [0]
+        plain: dict[str, Any] = {}
         for arg in problem.arguments:
             value = given[arg.name]
             if arg.shapes is not None:
@@ -126,15 +136,17 @@ def custom_cases(problem: Problem, inputs: list[dict[str, Any]]) -> list[TestCas
                         or sorted(value) != sorted(arg.shapes)):
                     raise CustomInputError(f"{where}: {arg.name} must be a dict with keys "
                                            f"{', '.join(sorted(arg.shapes))}")
+                plain[arg.name] = {key: _as_lists(v) for key, v in value.items()}
                 for key, declared in arg.shapes.items():
-                    _check_leaf(value[key], declared, arg.leaf_dtype(key, default),
+                    _check_leaf(plain[arg.name][key], declared, arg.leaf_dtype(key, default),
                                 f"{where}: {arg.name}[{key!r}]", dims, budget)
             else:
-                _check_leaf(value, arg.shape or [], arg.leaf_dtype(None, default),
+                plain[arg.name] = _as_lists(value)
+                _check_leaf(plain[arg.name], arg.shape or [], arg.leaf_dtype(None, default),
                             f"{where}: {arg.name}", dims, budget)
         broken = problem.constraints.violations(dims)
         if broken:
             raise CustomInputError(f"{where}: {broken[0]}")
-        out.append(TestCase(name=f"{CUSTOM_PREFIX}{i}", visible=True, inputs=dict(given),
+        out.append(TestCase(name=f"{CUSTOM_PREFIX}{i}", visible=True, inputs=plain,
                             expected=None, note="your own input"))
     return out
