@@ -525,3 +525,57 @@ def test_only_through_loop_may_name_a_start_vector() -> None:
     for bad in ([], ["1u"], "u"):
         with pytest.raises(RuleConfigError):
             validate("loop_over_dim", "program", {"trip_count": "8", "only_through_loop": bad})
+
+
+# -- every_step: the update runs at every step ---------------------------------------------------
+
+def iteration(w: jax.Array, u: jax.Array) -> jax.Array:
+    v = w.T @ u
+    return w @ (v / jnp.linalg.norm(v))
+
+
+def all_at_first_step(w: jax.Array, u: jax.Array) -> jax.Array:
+    return jax.lax.fori_loop(0, 8, lambda i, u: jax.lax.cond(
+        i == 0, lambda: power_iteration(8, unroll=True)(w, u), lambda: u), u)
+
+
+def one_at_last_step(w: jax.Array, u: jax.Array) -> jax.Array:
+    return jax.lax.fori_loop(0, 8, lambda i, u: jnp.where(i == 7, iteration(w, u), u), u)
+
+
+def masked_by_counter(w: jax.Array, u: jax.Array) -> jax.Array:
+    def body(i: jax.Array, u: jax.Array) -> jax.Array:
+        first = (i == 0).astype(u.dtype)
+        return first * power_iteration(8, unroll=True)(w, u) + (1 - first) * u
+
+    return jax.lax.fori_loop(0, 8, body, u)
+
+
+def guarded_on_data(w: jax.Array, u: jax.Array) -> jax.Array:
+    def body(i: jax.Array, u: jax.Array) -> jax.Array:
+        v = w.T @ u
+        norm = jnp.linalg.norm(v)
+        return w @ jnp.where(norm > 0, v / jnp.where(norm > 0, norm, 1.0), v)
+
+    return jax.lax.fori_loop(0, 8, body, u)
+
+
+def alternating(w: jax.Array, u: jax.Array) -> jax.Array:
+    # Both branches of the counter's where run an update: it runs at every step.
+    return jax.lax.fori_loop(0, 8, lambda i, u: jnp.where(i % 2 == 0, iteration(w, u),
+                                                          iteration(w, -u)), u)
+
+
+@pytest.mark.parametrize("fn", [all_at_first_step, one_at_last_step, masked_by_counter])
+def test_an_update_at_some_steps_only_is_skipped(fn: Callable[..., Any]) -> None:
+    opts = {"trip_count": Expr("8"), "depends_on": ("a0",)}
+    assert fixed(fn, **opts).passed  # what every_step adds
+    outcome = fixed(fn, **opts, every_step=True)
+    assert not outcome.passed
+    assert "runs only at some of its steps" in outcome.message
+
+
+@pytest.mark.parametrize("fn", [power_iteration(8), guarded_on_data, alternating])
+def test_an_update_at_every_step_passes(fn: Callable[..., Any]) -> None:
+    outcome = fixed(fn, trip_count=Expr("8"), depends_on=("a0",), every_step=True)
+    assert outcome.passed, outcome.message

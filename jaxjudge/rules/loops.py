@@ -100,10 +100,11 @@ def _state(g: Graph, values: list[Value], loop: Loop) -> tuple[list[bool], list[
 
 
 def _carries_work(g: Graph, values: list[Value], loop: Loop, data: list[int], n_names: int,
-                  live: set[int]) -> tuple[bool, str]:
+                  live: set[int], every_step: bool = False) -> tuple[bool, str]:
     """Whether the loop computes, at some step of its body, a value from its own previous
     value of some carried state and from the named arguments (bits 0..n_names-1 of `data`),
-    and that computed value reaches the program's outputs through what the loop returns."""
+    and that computed value reaches the program's outputs through what the loop returns.
+    With `every_step`, it must be computed at every step (why "skipped": not so)."""
     if not loop.body_args or not loop.body_returns or loop.end < loop.first:
         return False, "counts"
     unchanged, carried = _state(g, values, loop)
@@ -189,13 +190,71 @@ def _carries_work(g: Graph, values: list[Value], loop: Loop, data: list[int], n_
                     grew = True
         if not grew:
             break
+    fresh: _Local | None = None
+    if every_step:
+        counters = [p for p in range(len(loop.body_args))
+                    if p not in bit and not (p < len(unchanged) and unchanged[p])]
+        fresh = _every_step(g, loop, _Local(data, seeds, owned), counters, mixing,
+                            1 << (mixed_shift + k))
     why = "no_data" if any(direct[p] & bit[p] for p in carried) else "counts"
     for p in carried:
         if returned(second, p) >> mixed_shift:
-            if p < len(loop.results) and loop.results[p] in live:
+            if p >= len(loop.results) or loop.results[p] not in live:
+                why = why if why == "skipped" else "not_live"
+            elif fresh is None or returned(fresh, p) & mixed_mask:
                 return True, ""
-            why = "not_live"
+            else:
+                why = "skipped"
     return False, why
+
+
+def _every_step(g: Graph, loop: Loop, local: _Local, counters: list[int], mixing: Transfer,
+                gate: int) -> _Local:
+    """The recurrence's marks (`mixing`) as computed at every step: a `select` or a `case`
+    (`jnp.where`, `lax.cond`) whose predicate depends on the counter keeps only what all of its
+    branches hold, and a product with a value of the counter alone (`(i == 0) * update`, 0 at
+    some steps) only the counter. So an update run at one step, or at some of them, and
+    skipped (the value passed along) at the others leaves no mark on what the step returns."""
+    for heads in (loop.body_args, loop.cond_args):
+        for p in counters:
+            if p < len(heads):
+                local.bits[heads[p]] = local.bits.get(heads[p], 0) | gate
+    branches: dict[int, list[tuple[int, ...]]] = {}  # a conditional -> its branches' returns
+    links: dict[int, Step] = {}  # a branch's link -> its conditional
+    for i in range(loop.first, loop.end):
+        step = g.steps[i]
+        if step.name in ("stablehlo.case", "stablehlo.if") and step.operands:
+            rets = []
+            for j in range(i + 1, loop.end):
+                link = g.steps[j]
+                if link.name != "link" or link.results != step.results[:len(link.results)]:
+                    break
+                rets.append(link.operands)
+                links[id(link)] = step
+            branches[id(step)] = rets
+
+    def every(step: Step, bits: Bits) -> list[int] | None:
+        ops, n = step.operands, len(step.results)
+        if step.name == "stablehlo.select" and len(ops) == 3 and bits[ops[0]] & gate:
+            return [(bits[ops[1]] & bits[ops[2]]) | gate] * n
+        held = links.get(id(step))
+        if held is not None and bits[held.operands[0]] & gate:
+            return None  # what the conditional holds is what all of its branches hold
+        rets = branches.get(id(step))
+        if rets and bits[ops[0]] & gate:
+            out = []
+            for j in range(n):
+                acc = -1
+                for r in rets:
+                    acc &= bits[r[j]] if j < len(r) else 0
+                out.append(acc | gate)
+            return out
+        if step.kind is Kind.MULTIPLY and any(bits[o] == gate for o in ops):
+            return [gate] * n
+        return mixing(step, bits)
+
+    _settle(g, loop, local, every)
+    return local
 
 
 def _seeds(g: Graph, arg_paths: Sequence[str], names: Sequence[str]) -> dict[int, int]:
@@ -215,14 +274,17 @@ def _seeds(g: Graph, arg_paths: Sequence[str], names: Sequence[str]) -> dict[int
 def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
                   want: int | None = None,
                   only_through_loop: bool | Sequence[str] = False,
-                  sliced: Sequence[str] = (), text: str = "") -> list[LoopFinding]:
+                  sliced: Sequence[str] = (), text: str = "",
+                  every_step: bool = False) -> list[LoopFinding]:
     """Every while loop of the program, in program order, with its trip count; whether it
     carries the work is worked out for the loops that run `want` steps (all if None). With
     `only_through_loop`, a loop that does the work but beside which the named arguments (or
     the ones it lists: a start vector) also reach the outputs does not count (why: "bypass").
     With `sliced` (and `want`), no loop counts when the outputs are computed from those
     arguments other than through one step's slice at a time (why: "unsliced"; see
-    `jaxjudge.rules.stepslices`, which reads slices' bounds from the program's `text`)."""
+    `jaxjudge.rules.stepslices`, which reads slices' bounds from the program's `text`).
+    With `every_step`, the update must run at every step, not under a branch on the counter
+    that passes the value along at other steps (why: "skipped")."""
     values = fold_constants(g)
     names = list(depends_on)
     seeds = _seeds(g, arg_paths, names)
@@ -242,7 +304,7 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
                 live = live_nodes(g, values, g.main_results)
             assert live is not None
             finding.works, finding.why = _carries_work(
-                g, values, loop, data, max(1, len(names)), live)
+                g, values, loop, data, max(1, len(names)), live, every_step)
         findings.append(finding)
     working = [loop for loop, f in zip(g.loops, findings, strict=True) if f.works]
     if isinstance(only_through_loop, bool):

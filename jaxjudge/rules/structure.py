@@ -70,6 +70,11 @@ class LoopOptions(RuleOptions):
                     "row, a block of keys): the outputs are computed from them, across "
                     "elements, only through slices of at most their size / trip count "
                     "elements, never from all of them at once (default: not checked)")
+    every_step: bool = Field(
+        default=False,
+        description="the update runs at every step: not only under a jnp.where or lax.cond on "
+                    "the loop counter (or scaled by a function of the counter alone) that "
+                    "passes the carried value along at the other steps")
     hint: str = Field(default="", max_length=400,
                       description="what to do instead, appended to a failure's message")
 
@@ -91,7 +96,7 @@ class LoopOptions(RuleOptions):
 def check_loop_over_dim(
     programs: Sequence[ProgramInfo], *, dim: str | None = None, trip_count: Expr | None = None,
     depends_on: Sequence[str] = (), only_through_loop: bool | Sequence[str] = False,
-    sliced: Sequence[str] = (), hint: str = "",
+    sliced: Sequence[str] = (), every_step: bool = False, hint: str = "",
 ) -> RuleOutcome:
     """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
 
@@ -104,7 +109,9 @@ def check_loop_over_dim(
     the outputs are computed from the inputs it lists, across elements, only through slices
     of one step's share (their elements / trip count: x[t], a block of keys), never from all
     of them at once, at one step or before or after the loop (see
-    jaxjudge.rules.stepslices). Other loops may
+    jaxjudge.rules.stepslices); with `every_step`, that update runs at every step, not under
+    a jnp.where or lax.cond on the counter (or scaled by a function of the counter alone)
+    that passes the value along at other steps. Other loops may
     run beside it or around it. Programs differing only in the dimension, at sizes >= 2, have
     the same size (a size of 1 is never compared: it may be special-cased).
     Without a dimension, the trip count is a fixed one (e.g. "8": a stated number of
@@ -137,7 +144,7 @@ def check_loop_over_dim(
                 return RuleOutcome(False, "The exported program could not be analyzed (its "
                                           "arguments do not match their paths).")
             loops = analyze_loops(g, p.args, depends_on, want, only_through_loop, sliced,
-                                  p.text)
+                                  p.text, every_step)
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
@@ -254,6 +261,11 @@ def _loop_finding(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: i
             why = (f"your outputs are computed from all of {sliced} at once (a product or a sum "
                    f"over it, before the loop, at one of its steps or after it), not from one "
                    f"step's slice of it at a time (x[t], a scan's row, a block)")
+        elif "skipped" in whys:
+            why = (f"the update of what it carries from its previous value and {names} runs "
+                   f"only at some of its steps (under a jnp.where or jax.lax.cond on the loop "
+                   f"counter, or scaled by a function of the counter), and the value is passed "
+                   f"along unchanged at the others")
         elif "not_live" in whys:
             why = (f"what it computes from its previous value and {names} does not reach your "
                    f"outputs (it is discarded, or multiplied by 0)")

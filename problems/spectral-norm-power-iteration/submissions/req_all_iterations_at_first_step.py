@@ -1,0 +1,24 @@
+# Right numbers, but the 8-step fori_loop runs all 8 iterations at its first step
+# (jax.lax.cond(i == 0, ...), an inner loop of 8 iterations) and passes the pair (u, v) along
+# unchanged at the other 7: the update runs at one step, not at every step.
+import jax
+import jax.numpy as jnp
+
+NUM_ITERS = 8
+
+
+def solve(w, u):
+    def normalize(x):
+        return x / jnp.maximum(jnp.linalg.norm(x), 1e-12)
+
+    def iterate(_, uv):
+        v = normalize(w.T @ uv[0])
+        return normalize(w @ v), v
+
+    def step(i, uv):
+        return jax.lax.cond(i == 0, lambda: jax.lax.fori_loop(0, NUM_ITERS, iterate, uv),
+                            lambda: uv)
+
+    u, v = jax.lax.fori_loop(0, NUM_ITERS, step, (u, jnp.zeros_like(w[0])))
+    sigma = u @ (w @ v)
+    return {"sigma": sigma, "u": u, "w_sn": w / jnp.where(sigma > 0, sigma, 1)}
