@@ -101,7 +101,8 @@ def check_loop_over_dim(
     """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
 
     Every program (one per input shape) has a while loop (scan, fori_loop, while_loop or map)
-    whose trip count, worked out from its counter's start, step and bound, is the trip count
+    whose trip count, worked out from its counter's start, step and bound (or by running an
+    integer condition on the counter alone, see jaxjudge.rules.tripcount), is the trip count
     (default: the dimension), and that loop carries a value it updates at every step from its
     previous value and from the `depends_on` inputs, which reaches the outputs; with
     `only_through_loop`, the outputs depend on the `depends_on` inputs (or on the inputs it
@@ -222,8 +223,9 @@ def _steps(n: int, count: Expr, want: int, dim: str | None, dims: dict[str, int]
 _UNKNOWN_FIX = (
     "A loop's trip count is worked out from its counter: write the loop as jax.lax.scan, or "
     "jax.lax.fori_loop with integer bounds (Python ints, or int32 values computed from them), "
-    "or a jax.lax.while_loop whose condition is only `i < n` on an integer counter that the "
-    "body advances by a constant step (i + 1, i + 4), with n computed from constants.")
+    "or a jax.lax.while_loop whose condition reads only an integer counter that the body "
+    "advances by a constant step (i + 1, i + 4) and constants (`i < n`, `i // 4 < n // 4`), "
+    "not a carried value or a float.")
 
 
 def _loop_failure(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int,
