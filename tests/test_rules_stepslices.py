@@ -165,3 +165,20 @@ def test_a_single_row_is_a_copy_and_a_scatter_keeps_it_one() -> None:
     g = build_graph(parse_module(p.text))
     found = analyze_loops(g, p.args, ("a0",), 1, True, ("a0",), p.text)
     assert [(f.works, f.why) for f in found] == [(True, "")]
+
+
+def rows_one_by_one(x: jax.Array) -> jax.Array:
+    # A fixed number of single rows (12, the largest T here), combined at the first step.
+    rows = jnp.stack([x[min(i, x.shape[0] - 1)] for i in range(12)])
+    closed = (weights(12) @ rows)[: x.shape[0]]
+    return jax.lax.fori_loop(0, x.shape[0], lambda t, c: jnp.where(t == 0, closed, c) * 1.0
+                             + 1e-30 * x[t], jnp.zeros_like(x))
+
+
+def test_more_single_rows_than_a_loop_takes_are_a_whole_read() -> None:
+    p = program(rows_one_by_one, {"T": 12}, f32(12, D))
+    g = build_graph(parse_module(p.text))
+    found = analyze_loops(g, p.args, ("a0",), 12, True, ("a0",), p.text)
+    assert [(f.works, f.why) for f in found] == [(False, "unsliced")]
+    found = analyze_loops(g, p.args, ("a0",), 12, True, (), p.text)
+    assert [(f.works, f.why) for f in found] == [(True, "")]

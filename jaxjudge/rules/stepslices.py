@@ -21,8 +21,9 @@ reach them (an output buffer that starts as `x` and is overwritten row by row), 
 anything elementwise (`alpha * x` scanned over). What is whole: the average computed from
 all of `x` at one step and carried along, or before the loop as its starting carry, or after
 it from a copy of `x` the loop carried. A value folded to a constant carries nothing (see
-`jaxjudge.rules.folding`). The number of slices is bounded by the program's size, which the
-growth check keeps from growing with the dimension.
+`jaxjudge.rules.folding`). An argument sliced to one step's share at more than
+MAX_STEP_SLICES places of the program (rows read one by one, as many as the largest test has,
+and combined at one step) is read whole: its slices stay copies.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ from jaxjudge.rules.folding import Bits, Value
 from jaxjudge.rules.stablehlo import Op, tensor_types
 
 MAX_SLICED = 16  # arguments tracked
+# One-step slices of one argument, anywhere in the program: honest loops take one to three
+# (`x[t]`, `x[0]`); a fixed number of rows read apart, as many as the largest test has, and
+# combined at one step would otherwise read all of it. More count as reading it whole.
+MAX_STEP_SLICES = 8
 MAX_ATTR_CHARS = 4096  # attribute text read from a slice or a concatenation
 SLICES = frozenset({"stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.real_dynamic_slice",
                     "stablehlo.gather", "stablehlo.dynamic_gather"})
@@ -122,8 +127,11 @@ def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: 
     def wholly(b: int) -> int:
         return (b & ~copies) | ((b & copies) << 1)
 
+    capped: set[int] = set()  # arguments sliced at more than MAX_STEP_SLICES places
+    places: list[set[int]] = [set() for _ in shares]
+
     def share(b: int) -> int:
-        return sum(s for i, s in enumerate(shares) if b >> (2 * i) & 1)
+        return sum(s for i, s in enumerate(shares) if b >> (2 * i) & 1 and i not in capped)
 
     def transfer(step: Step, bits: Bits) -> list[int] | None:
         if step.kind is not Kind.TUPLE and step.results and all(
@@ -139,7 +147,13 @@ def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: 
                 for o in parts[step.results[0]]:
                     src |= bits[o]
             size = _elements(step.type)
-            out = src & ~copies if size is not None and size <= share(src) else src
+            if size is None or size > share(src):
+                out = src
+            else:
+                out = src & ~copies
+                for i in range(len(shares)):
+                    if src >> (2 * i) & 1:
+                        places[i].add(step.results[0])
             for o in ops[1:]:
                 out |= wholly(bits[o])
             return [out] * n if out else None
@@ -172,7 +186,9 @@ def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: 
             acc |= bits[o]
         return [wholly(acc)] * n if acc else None
 
-    return propagate(g, seeds, transfer)
+    bits = propagate(g, seeds, transfer)
+    capped.update(i for i, found in enumerate(places) if len(found) > MAX_STEP_SLICES)
+    return propagate(g, seeds, transfer) if capped else bits
 
 
 _WHOLE = sum(2 << (2 * i) for i in range(MAX_SLICED))

@@ -34,6 +34,7 @@ from jaxjudge.rules.stablehlo import (
     Op,
     ParseError,
 )
+from jaxjudge.rules.stepslices import MAX_STEP_SLICES
 
 _DIM = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -69,7 +70,8 @@ class LoopOptions(RuleOptions):
         description="input paths the loop reads one step's slice at a time (x[t], a scan's "
                     "row, a block of keys): the outputs are computed from them, across "
                     "elements, only through slices of at most their size / trip count "
-                    "elements, never from all of them at once (default: not checked)")
+                    f"elements, taken at no more than {MAX_STEP_SLICES} places, never from all "
+                    "of them at once (default: not checked)")
     every_step: bool = Field(
         default=False,
         description="the update runs at every step: not only under a jnp.where or lax.cond on "
