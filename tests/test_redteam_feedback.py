@@ -218,3 +218,60 @@ def test_stored_inputs_the_judge_no_longer_accepts_are_not_an_internal_error() -
     refused = [t for t in report.tests if t.custom]
     assert [t.verdict for t in refused] == [Verdict.SKIPPED]
     assert "not run" in refused[0].message and "finite in float32" in refused[0].message
+
+
+# -- Value constraints: the statement's bounds as data, checked on a learner's own inputs --------
+@pytest.mark.parametrize(("problem", "change", "why"), [
+    ("ema-with-scan", {"alpha": 0.99},
+     r"alpha holds 0.99, outside the constraints \(0.05 <= alpha <= 0.95\)"),
+    ("pad-and-mask-to-bucket", {"lengths": "L+1"}, r"lengths <= L\)"),
+    ("per-example-gradient-clipping", {"max_norm": 0.0}, r"0.0001 <= max_norm <= 1000"),
+    ("traced-learning-rate-schedule", {"step": -1}, r"0 <= step <= 2000"),
+])
+def test_values_outside_the_statements_bounds_are_refused(problem: str, change: dict[str, Any],
+                                                          why: str) -> None:
+    """Out of contract, the reference computes what the statement does not promise (a NaN for
+    max_norm = 0), and a correct program may differ from it: such an input is refused."""
+    prob = load_problem(problem)
+    example = {k: (v.tolist() if hasattr(v, "tolist") else v)
+               for k, v in prob.cases("run")[0].inputs.items()}
+    assert custom_cases(prob, [example])  # the example itself is within every bound
+    if change.get("lengths") == "L+1":
+        change = {"lengths": [len(example["x"][0]) + 1] * len(example["lengths"])}
+    with pytest.raises(CustomInputError, match=why):
+        custom_cases(prob, [{**example, **change}])
+
+
+def test_every_test_input_is_within_its_problems_declared_values() -> None:
+    """The bounds are the statements' own: every test of every problem satisfies them (the
+    ones over the 4,096 numbers a custom input may hold are not checked here)."""
+    checked = 0
+    for root in sorted(p for p in (Path(MLP.root).parent).iterdir() if p.is_dir()):
+        prob = load_problem(root.name)
+        for case in prob.cases("submit"):
+            given = {k: (v.tolist() if hasattr(v, "tolist") else v)
+                     for k, v in case.inputs.items()}
+            try:
+                custom_cases(prob, [given])
+            except CustomInputError as exc:
+                assert "more than" in str(exc), (prob.id, case.name, str(exc))
+            else:
+                checked += 1
+    assert checked > 400
+
+
+def test_declared_values_must_name_inputs_and_dimensions(tmp_path: Path) -> None:
+    import shutil
+
+    from jaxjudge.problems.package import ProblemError
+
+    src = Path(MLP.root).parent / "ema-with-scan"
+    for values, why in (("nope = [0, 1]", "'nope' is not an input"),
+                        ('x = [0, "Q"]', "'Q' is not a declared dimension"),
+                        ("alpha = [1, 0]", "low 1.0 > high 0.0")):
+        dst = tmp_path / str(len(list(tmp_path.iterdir()))) / src.name
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("submissions"))
+        toml = dst / "problem.toml"
+        toml.write_text(toml.read_text().replace("alpha = [0.05, 0.95]", values))
+        with pytest.raises(ProblemError, match=why):
+            load_problem(dst)

@@ -22,6 +22,7 @@ from jaxjudge.problems.package import Problem, TestCase
 MAX_CUSTOM = 3
 MAX_ELEMENTS = 4096
 CUSTOM_PREFIX = "custom-"
+_SLACK = 2.0**-20  # relative: declared value bounds hold at float32's precision
 _FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
 _INT_RANGE = {"int8": 2**7, "int16": 2**15, "int32": 2**31, "int64": 2**63, "uint8": 2**8,
               "uint16": 2**16, "uint32": 2**32}
@@ -113,6 +114,26 @@ def _as_lists(value: Any) -> Any:
     return tolist() if callable(tolist) else value
 
 
+def _check_values(problem: Problem, plain: dict[str, Any], dims: dict[str, int],
+                  where: str) -> None:
+    """Every number within its input's declared values (`constraints.values`): outside them
+    the reference computes what the statement does not promise, and a correct program may
+    differ."""
+    for path, (low, high) in problem.constraints.values.items():
+        name, _, key = path.partition(".")
+        lo, hi = (dims.get(b) if isinstance(b, str) else b for b in (low, high))
+        if lo is None or hi is None:  # a dimension this input does not have
+            continue
+        value = plain[name][key] if key else plain[name]
+        # At float32's precision: 1e-6 given for a scale bounded by 1e-6 is 9.99999997e-07.
+        lo, hi = lo - abs(lo) * _SLACK, hi + abs(hi) * _SLACK
+        bad = next((v for v in _leaves(value) if not lo <= v <= hi), None)
+        if bad is not None:
+            shown = " <= ".join(b if isinstance(b, str) else f"{b:g}" for b in (low, path, high))
+            raise CustomInputError(f"{where}: {path} holds {bad:g}, outside the constraints "
+                                   f"({shown})")
+
+
 def custom_cases(problem: Problem, inputs: list[dict[str, Any]]) -> list[TestCase]:
     """The learner's inputs as visible tests "custom-1", ... (expected filled in later), or
     CustomInputError saying what is wrong with which one."""
@@ -147,6 +168,7 @@ def custom_cases(problem: Problem, inputs: list[dict[str, Any]]) -> list[TestCas
         broken = problem.constraints.violations(dims)
         if broken:
             raise CustomInputError(f"{where}: {broken[0]}")
+        _check_values(problem, plain, dims, where)
         out.append(TestCase(name=f"{CUSTOM_PREFIX}{i}", visible=True, inputs=plain,
                             expected=None, note="your own input"))
     return out

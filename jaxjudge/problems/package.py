@@ -173,6 +173,10 @@ class Constraints(BaseModel):
     model_config = ConfigDict(extra="allow")
     text: list[str] = Field(default_factory=list)
     dtype: DType = "float32"  # the element type of every input and output not declared otherwise
+    # Each input's legal values, by path ("x", "params.w"): [low, high], a bound a number or a
+    # dimension's name (`lengths = [1, "L"]`). Checked on a learner's own inputs (the tests
+    # are checked against them by the package tests); what text alone can say stays in `text`.
+    values: dict[str, tuple[float | str, float | str]] = Field(default_factory=dict)
     _dims: dict[str, DimRange] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
@@ -250,6 +254,24 @@ class Problem(BaseModel):
             if unknown:
                 raise ValueError(f"requirement {req.name!r}: corroborated_by names {unknown}, "
                                  "which are not program-level requirements of this problem")
+        return self
+
+    @model_validator(mode="after")
+    def _check_values(self) -> Problem:
+        """`constraints.values` names inputs this problem has, and dimensions it declares."""
+        paths = {arg.name for arg in self.arguments if arg.shapes is None} | {
+            f"{arg.name}.{key}" for arg in self.arguments for key in (arg.shapes or {})}
+        dims = set(self.constraints.dims())
+        for path, bounds in self.constraints.values.items():
+            if path not in paths:
+                raise ValueError(f"constraints.values: {path!r} is not an input (one of "
+                                 f"{sorted(paths)})")
+            unknown = [b for b in bounds if isinstance(b, str) and b not in dims]
+            if unknown:
+                raise ValueError(f"constraints.values.{path}: {unknown[0]!r} is not a declared "
+                                 "dimension")
+            if all(isinstance(b, float | int) for b in bounds) and bounds[0] > bounds[1]:
+                raise ValueError(f"constraints.values.{path}: low {bounds[0]} > high {bounds[1]}")
         return self
 
     @model_validator(mode="after")
