@@ -19,6 +19,9 @@ MAX_LINES = 650
 LONG_MODULES: dict[str, str] = {
     "stages/trace.py": "stage A is one script the sandbox runs by path beside user code; it stays "
                        "self-contained",
+    "stages/execute.py": "stage B is one script the sandbox runs by path (stdlib, jax, numpy "
+                         "only): verifying, printing, reading back locations and running stay "
+                         "in it",
 }
 
 

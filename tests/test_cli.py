@@ -34,6 +34,25 @@ def test_grade_json_accepted_exit_0() -> None:
     assert report["verdict"] == "accepted" and report["mode"] == "run"
     assert {"name", "visible", "verdict", "message"} <= set(report["tests"][0])
     assert {"name", "passed", "message"} <= set(report["requirements"][0])
+    # The submission's line the decided-on ops came from: the reference's tanh.
+    tanh_line = _line_of(REFERENCE, "jnp.tanh(")
+    by_name = {r["name"]: r for r in report["requirements"]}
+    evidence = by_name["tanh-rematerialized"]["evidence"]
+    assert evidence["source_file"] == "reference.py"
+    assert evidence["source_lines"] == [tanh_line]
+
+
+def _line_of(path: Path, needle: str) -> int:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return next(i for i, line in enumerate(lines, 1) if needle in line)
+
+
+def test_grade_text_names_the_source_line(tmp_path: Path) -> None:
+    solution = tmp_path / "solution.py"
+    solution.write_text("# my attempt\n\n" + REFERENCE.read_text(encoding="utf-8"))
+    proc = run("grade", "-p", "rematerialized-mlp-block", str(solution), "--mode", "run")
+    assert proc.returncode == 0, proc.stderr
+    assert f"solution.py:{_line_of(solution, 'jnp.tanh(')}" in proc.stdout
 
 
 def test_grade_non_accepted_exit_1_and_human_output(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ the program's text holds.
 from __future__ import annotations
 
 import functools
+import json
 import tomllib
 
 import pytest
@@ -20,6 +21,7 @@ from jaxjudge import Grader, grade, list_problems
 from jaxjudge.grading.evidence import MAX_EVIDENCE_CHARS, MAX_LINE_CHARS, excerpt
 from jaxjudge.grading.memory import compare, profile
 from jaxjudge.grading.report import Report, Verdict
+from jaxjudge.grading.srclines import located, source_line_count
 from jaxjudge.rules.outcome import ProgramInfo, Region
 from jaxjudge.rules.region import MAX_REGION_OPS, region_of
 from jaxjudge.rules.stablehlo import Op, parse_module
@@ -78,11 +80,27 @@ def _check_evidence(problem_id: str, report: Report) -> None:
                 assert res.evidence is None, "a spec-level requirement's own excerpt"
 
 
+def _check_source_lines(problem_id: str, report: Report) -> None:
+    """Every requirement whose excerpt marks ops names the reference's lines they came from,
+    each a line of the file (the spec-level ones lend theirs)."""
+    path = PROBLEMS[problem_id].reference_path
+    n_lines = len(path.read_text(encoding="utf-8").splitlines())
+    for res in report.requirements:
+        ev = res.evidence
+        if ev is None or not ev.focus:
+            assert ev is None or not ev.source_lines
+            continue
+        assert ev.source_lines, f"{problem_id}/{res.name}: no source line for its marked ops"
+        assert ev.source_file == path.name
+        assert all(1 <= n <= n_lines for n in ev.source_lines)
+
+
 @pytest.mark.parametrize("problem_id", sorted(PROBLEMS))
 def test_every_program_requirement_shows_its_program_part(problem_id: str) -> None:
     report = graded(problem_id, None)
     assert report.verdict is Verdict.ACCEPTED, report.summary
     _check_evidence(problem_id, report)
+    _check_source_lines(problem_id, report)
     sample = _failing_sample(problem_id)
     if sample is None:
         assert not any(r.level == "program" for r in PROBLEMS[problem_id].requirements)
@@ -237,3 +255,62 @@ def test_the_profiled_shape_is_the_problems_not_a_learners_input() -> None:
     mine = plan_for(problem, "run", [TestCase(name="custom-1", visible=True, inputs=big,
                                               expected=None)])
     assert plan.profile_sig is not None and mine.profile_sig == plan.profile_sig
+
+
+def test_forged_source_locations_show_no_line() -> None:
+    """Locations past the end of the file, under a 200 KB file name or another file's path:
+    the honest verdict, and none of them reaches the report."""
+    report = graded("rematerialized-mlp-block", "forge_source_locations.py")
+    assert report.verdict is Verdict.ACCEPTED, report.summary
+    for res in report.requirements:
+        assert res.evidence is not None and res.evidence.focus
+        assert res.evidence.source_lines == [] and res.evidence.source_file == ""
+
+
+def test_a_location_table_is_read_never_believed() -> None:
+    """Only entries that name the file, at a line inside it, for an op index: anything else in
+    the table (not JSON, other shapes, huge numbers, a megabyte file name) is skipped."""
+    good = [3, "stablehlo.tanh", "solution.py", 7]
+    tanh = "stablehlo.tanh"
+    table = [good, [4, tanh, "solution.py", 10**12], [5, tanh, "x" * 1_000_000, 2],
+             [6, tanh, "/usr/lib/jax/core.py", 2], [7, "a", "solution.py", 0],
+             [-1, "a", "solution.py", 1], [8, "a", "solution.py", True], "junk", [9], {}]
+    assert located(json.dumps(table), "solution.py", 20) == {3: ("stablehlo.tanh", 7)}
+    assert located(json.dumps([good]), "solution.py", 6) == {}  # past the end of the file
+    for raw in ("", "not json", "{}", "[" * 100_000, json.dumps([good] * 10) + "x"):
+        assert located(raw, "solution.py", 20) == {}
+    assert source_line_count(b"a\nb") == source_line_count(b"a\r\nb\n") == 2
+
+
+def test_a_line_counts_only_for_the_op_it_names() -> None:
+    """A table that does not match the program (another op at that index) gives no line."""
+    text = (
+        '"builtin.module"() ({\n  "func.func"() <{function_type = (tensor<2xf32>) -> tensor<2xf32>,'
+        ' sym_name = "main"}> ({\n  ^bb0(%arg0: tensor<2xf32>):\n'
+        '    %0 = "stablehlo.tanh"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>\n'
+        '    "func.return"(%0) : (tensor<2xf32>) -> ()\n  }) : () -> ()\n}) : () -> ()\n'
+    )
+    module = parse_module(text)
+    tanh = next(op for op in _walk_all(module) if op.name == "stablehlo.tanh")
+    assert tanh.index == 2  # the module, main, then the tanh: stage B's numbering
+
+    def lines(table: dict[int, tuple[str, int]]) -> tuple[int, ...]:
+        program = ProgramInfo(signature="B=2", text=text, args=["x"], outs=["y"],
+                              located=table)
+        region = region_of(module, [tanh], program)
+        assert region is not None
+        return region.lines
+
+    assert lines({2: ("stablehlo.tanh", 4)}) == (4,)
+    assert lines({2: ("stablehlo.exponential", 4)}) == ()
+    assert lines({3: ("stablehlo.tanh", 4)}) == ()
+
+
+def _walk_all(module) -> list[Op]:
+    out, stack = [], list(reversed(module.ops))
+    while stack:
+        op = stack.pop()
+        out.append(op)
+        stack.extend(o for region in reversed(op.regions) for block in reversed(region)
+                     for o in reversed(block.ops))
+    return out

@@ -18,7 +18,7 @@ import pytest
 from helpers import grade_through
 from jax import export
 
-from jaxjudge import Grader, Verdict, load_problem
+from jaxjudge import Grader, Report, Verdict, load_problem
 from jaxjudge.grading.grader import engine_from_env
 from jaxjudge.grading.stage_common import STAGES_DIR
 from jaxjudge.isolation import sandbox
@@ -224,12 +224,15 @@ def test_zygote_warm_up_leaves_the_process_fork_safe() -> None:
 
 
 def test_one_program_from_different_sources_runs_stage_b_once() -> None:
-    """The parent's cache of stage B results is keyed by the exported bytes, which carry no
-    source locations: renamed helpers, comments and layout share one stage B run."""
+    """The parent's cache of stage B results is keyed by the exported bytes, which carry one
+    source location per op: the same code with other comments after it shares one stage B run;
+    moved code (renamed helpers, lines added above) runs its own, so its report names its own
+    lines, never those of the source that filled the cache."""
     unique = f"** 2 + jnp.float32({os.getpid()}{len(REFERENCE)}.0) * 0)"
     source = REFERENCE.replace("** 2)", unique)
     assert source != REFERENCE
-    renamed = "# my own solution\n\n\n" + source.replace("_block", "_my_block").replace(
+    commented = source + "\n# checked against the statement's examples\n"
+    moved = "# my own solution\n\n\n" + source.replace("_block", "_my_block").replace(
         "_loss", "_objective")
     wrong = source.replace("** 2 +", "** 3 +")
     runs: list[str] = []
@@ -238,10 +241,18 @@ def test_one_program_from_different_sources_runs_stage_b_once() -> None:
         runs.append(script.name)
         return sandbox.run_stage(script, job_dir, limits, env=env, untrusted=untrusted)
 
-    first, again, other = grade_through(runner, PROBLEM, [source, renamed, wrong])
-    assert first.verdict is again.verdict is Verdict.ACCEPTED, (first.message, again.message)
-    assert runs == ["trace.py", "execute.py", "trace.py", "trace.py", "execute.py"]
+    first, again, elsewhere, other = grade_through(runner, PROBLEM,
+                                                   [source, commented, moved, wrong])
+    assert first.verdict is again.verdict is elsewhere.verdict is Verdict.ACCEPTED, (
+        first.message, again.message, elsewhere.message)
+    assert runs == ["trace.py", "execute.py", "trace.py", "trace.py", "execute.py",
+                    "trace.py", "execute.py"]
     assert "stage_b.cached" in again.timings and "stage_b.cached" not in first.timings
     assert [t.model_dump() for t in again.tests] == [t.model_dump() for t in first.tests]
     assert again.requirements == first.requirements
+
+    def lines(report: Report) -> list[int]:
+        return [n for r in report.requirements if r.evidence for n in r.evidence.source_lines]
+
+    assert lines(first) and lines(elsewhere) == [n + 3 for n in lines(first)]
     assert other.verdict is Verdict.WRONG_ANSWER  # a different program runs for real

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from jaxjudge.grading.render import plain, repeats_details, summary_line
+from jaxjudge.grading.render import plain, repeats_details, source_ref, summary_line
 from jaxjudge.grading.report import Report, Verdict
 
 out = Console()
@@ -45,8 +45,10 @@ def print_report(report: Report) -> None:
         for col in ("requirement", "level", "passed", "message"):
             table.add_column(col)
         for r in report.requirements:
+            where = source_ref(r)
+            message = plain(r.message) + (f" (at {plain(where)})" if where else "")
             table.add_row(r.name, r.level, "[green]yes[/]" if r.passed else "[red]no[/]",
-                          Text(plain(r.message)))
+                          Text(message))
         out.print(table)
         for r in report.requirements:
             if r.evidence is not None and not r.passed:

@@ -93,8 +93,10 @@ class ProgramCache(LRU):
 
     Stage B is a function of (exported program bytes, job, engine, XLA flags, grader version),
     so a hit is the result of running exactly those bytes in the trusted stage: as good as a
-    fresh run, minus the whole stage. Stage A leaves source locations out of its exports, so
-    different sources of one program (names, comments, layout) share an entry."""
+    fresh run, minus the whole stage. The exports carry one source location per op (the report's
+    source lines), so sources that differ only in layout or comments get entries of their own;
+    stage B's results cache (keyed by the verified text, without locations) still spares them
+    the run of the tests."""
 
     def __init__(self, size: int = PROGRAM_CACHE_SIZE) -> None:
         super().__init__(size)

@@ -63,8 +63,9 @@ def op_line(op: Op) -> str:
     return line
 
 
-def excerpt(region: Region) -> Evidence:
-    """The bounded, inert text of one region."""
+def excerpt(region: Region, source_file: str = "") -> Evidence:
+    """The bounded, inert text of one region, and the submission's lines its marked ops came
+    from (named by `source_file`)."""
     lines: list[str] = []
     used_args = [a for a in region.args if any(a in op.operands for op in region.ops)]
     if region.note:
@@ -85,8 +86,9 @@ def excerpt(region: Region) -> Evidence:
         lines.append(line)
         total += len(line) + 1
     lines = [_cut(plain(line).replace("\n", " ")) for line in lines]
+    shown = list(region.lines) if source_file else []
     return Evidence(program=_cut(plain(region.signature), 120), text="\n".join(lines),
-                    focus=focus)
+                    focus=focus, source_lines=shown, source_file=source_file if shown else "")
 
 
 _OP_NAME = re.compile(r'"([a-z_]+\.[a-z_0-9]+)"\(')

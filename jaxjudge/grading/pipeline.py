@@ -205,20 +205,21 @@ class Grading(StageA, StageB):
             self.requirements.append(
                 RequirementResult(
                     name=req.name, level=req.level, passed=outcome.passed, message=outcome.message,
-                    evidence=self._evidence(level, outcome, data),
+                    evidence=self._evidence(level, outcome, data, self.display_name),
                 )
             )
         if key:
             self.grader.rules.put(key, self.requirements[before:])
 
     @staticmethod
-    def _evidence(level: str, outcome: RuleOutcome, data: Any) -> Evidence | None:
+    def _evidence(level: str, outcome: RuleOutcome, data: Any, filename: str
+                  ) -> Evidence | None:
         """Only the program level's regions are shown: they come from the verified program. A
         rule that names no operation gets what the (first) program is made of."""
         if level != "program":
             return None
         if outcome.region is not None:
-            return excerpt(outcome.region)
+            return excerpt(outcome.region, filename)
         first = data[0] if isinstance(data, list) and data else None
         return census(first) if isinstance(first, ProgramInfo) else None
 

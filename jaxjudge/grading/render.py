@@ -77,7 +77,17 @@ def _test_line(test: TestResult) -> str:
 
 
 def _requirement_line(req: RequirementResult) -> str:
-    return req.message or ("satisfied" if req.passed else "not satisfied")
+    line = req.message or ("satisfied" if req.passed else "not satisfied")
+    where = source_ref(req)
+    return f"{line} (at {where})" if where else line
+
+
+def source_ref(req: RequirementResult) -> str:
+    """`solution.py:14, 21`: the submission's lines the requirement's marked ops came from."""
+    ev = req.evidence
+    if ev is None or not ev.source_lines or not ev.source_file:
+        return ""
+    return f"{ev.source_file}:" + ", ".join(str(n) for n in ev.source_lines)
 
 
 def summary_line(report: Report) -> str:

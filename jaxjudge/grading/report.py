@@ -72,8 +72,11 @@ class Evidence(BaseModel):
     text: str = Field(description="a few StableHLO ops, one a line; '>' marks the ones decided on")
     focus: list[int] = Field(default_factory=list, description="0-based lines of `text` marked")
     source_lines: list[int] = Field(
-        default_factory=list, description="lines of the submission these ops came from, if known"
+        default_factory=list,
+        description="lines of the submission the marked ops came from, if its trace recorded "
+        "them (a pointer into the learner's own file: checked to lie within it, not evidence)",
     )
+    source_file: str = Field(default="", description="the submission's file name they refer to")
 
 
 class RequirementResult(BaseModel):

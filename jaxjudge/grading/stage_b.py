@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from jaxjudge.grading.caches import ProgramCache
 from jaxjudge.grading.plan import signature_name
 from jaxjudge.grading.report import RequirementResult, Verdict
+from jaxjudge.grading.srclines import LINES_SUFFIX, MAX_LINES_BYTES, located, source_line_count
 from jaxjudge.grading.stage_common import (
     EXECUTE_SCRIPT,
     MALFORMED_B,
@@ -48,6 +49,8 @@ class StageB(StageBase):
     plan: Plan
     problem: Problem
     program_key: str
+    display_name: str  # the name stage A compiled the submission under (its locations name it)
+    source: bytes
     requirements: list[RequirementResult]
     timings: dict[str, float]
     versions: dict[str, str]
@@ -166,7 +169,7 @@ class StageB(StageBase):
             else:
                 flags = ""
             for stale in ("result.json", *(f"{p['id']}{ext}" for p in spec["programs"]
-                                           for ext in (".mlir", PROFILED))):
+                                           for ext in (".mlir", PROFILED, LINES_SUFFIX))):
                 (job / stale).unlink(missing_ok=True)  # nothing of the crashed run is read
         self.timings["stage_b"] = round(time.perf_counter() - t, 4)
         decided = self._stage_failure(res, "Your exported program")
@@ -213,6 +216,9 @@ class StageB(StageBase):
                 profiled = read_regular(job / f"{pid}{PROFILED}", MAX_PROGRAM_TEXT)
                 if entry.profiled and profiled is not None:  # optional: no figures without
                     texts[pid + PROFILED] = profiled.decode("utf-8", "replace")
+                table = read_regular(job / f"{pid}{LINES_SUFFIX}", MAX_LINES_BYTES)
+                if table is not None:  # optional: no source lines without
+                    texts[pid + LINES_SUFFIX] = table.decode("utf-8", "replace")
         return result, texts
 
     def _stage_b_outcome(
@@ -240,6 +246,7 @@ class StageB(StageBase):
             raise Decided(Verdict.RUNTIME_ERROR, MALFORMED_B)
         programs: list[ProgramInfo] = []
         probes_only = {p["id"] for p in self.plan.probes}  # exported for no test
+        n_lines = source_line_count(self.source)
         for prog in progs:
             entry = (result.programs or {}).get(prog["id"])
             poly = prog["id"] == "poly" and self.plan.symbolic is not None
@@ -253,6 +260,8 @@ class StageB(StageBase):
                     symbolic=tuple(self.plan.symbolic["dims"]) if poly else (),
                     probe=prog["id"] in self.plan.probe_ids,
                     tested=prog["id"] not in probes_only,
+                    located=located(texts.get(prog["id"] + LINES_SUFFIX), self.display_name,
+                                    n_lines),
                 )
             )
             sid = prog.get("profile")

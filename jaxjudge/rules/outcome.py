@@ -18,6 +18,7 @@ class Region:
     focus: frozenset[int] = frozenset()  # indices into ops decided on (the others: context)
     args: dict[str, str] = field(default_factory=dict)  # "%arg0" -> "params.w1" (main only)
     note: str = ""  # a remark printed above the ops ("B=2: 41 ops; B=8: 83 ops")
+    lines: tuple[int, ...] = ()  # the submission's lines the focus ops came from, if known
 
 
 @dataclass(frozen=True)
@@ -43,3 +44,7 @@ class ProgramInfo:
     # probe shape no test has is exported for the growth check alone: tested is False).
     probe: bool = False
     tested: bool = True
+    # Op index (`Op.index`) -> (op name, line of the submission) for the ops whose recorded
+    # location names the submission file, checked by jaxjudge.grading.srclines: a pointer the
+    # submission chose, shown beside an op the trusted side picked, never evidence itself.
+    located: dict[int, tuple[str, int]] = field(default_factory=dict)

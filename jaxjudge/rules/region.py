@@ -75,8 +75,20 @@ def region_of(module: Module, targets: Iterable[Op | None], program: ProgramInfo
             focus=frozenset(k for k, i in enumerate(picked) if i in hits),
             args=args,
             note=note or f"in func @{name}",
+            lines=source_lines([order[i] for i in hits], program),
         )
     return None
+
+
+def source_lines(ops: Sequence[Op], program: ProgramInfo) -> tuple[int, ...]:
+    """The submission's lines the ops came from (sorted, at most MAX_FOCUS): an op counts only
+    if the location table names this very op (same index, same op name)."""
+    lines = set()
+    for op in ops:
+        entry = program.located.get(op.index)
+        if entry is not None and entry[0] == op.name:
+            lines.add(entry[1])
+    return tuple(sorted(lines)[:MAX_FOCUS])
 
 
 def _arg_names(fn: Op, program: ProgramInfo) -> dict[str, str]:

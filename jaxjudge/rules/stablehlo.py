@@ -55,6 +55,9 @@ class Op:
     # Where the op's attribute dicts (`<{props}>`, `{attrs}`) lie in the text, as (start, end)
     # offsets: rules that compare programs op by op read every attribute from there.
     spans: list[tuple[int, int]] = field(default_factory=list)
+    # The op's place in the module, in printed (pre-)order: 0 is the module op itself. Stage B
+    # numbers its source-location table the same way (jaxjudge.grading.srclines).
+    index: int = field(default=-1, compare=False)
 
     def scalar_int(self) -> int | None:
         """A `stablehlo.constant`'s value when it is one integer (`dense<5>`), else None."""
@@ -433,7 +436,8 @@ class _Parser:
         self.n_ops += 1
         if self.n_ops > MAX_OPS:
             raise ParseError(f"more than {MAX_OPS} ops")
-        op = Op(name=t.text[1:-1], results=results, operands=self.operands())
+        op = Op(name=t.text[1:-1], results=results, operands=self.operands(),
+                index=self.n_ops - 1)
         if self.is_punct("["):
             self.skip_balanced()  # successors
         if self.is_punct("<") and self.is_punct("{", 1):
