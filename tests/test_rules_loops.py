@@ -579,3 +579,12 @@ def test_an_update_at_some_steps_only_is_skipped(fn: Callable[..., Any]) -> None
 def test_an_update_at_every_step_passes(fn: Callable[..., Any]) -> None:
     outcome = fixed(fn, trip_count=Expr("8"), depends_on=("a0",), every_step=True)
     assert outcome.passed, outcome.message
+
+
+def test_running_a_condition_spends_the_budget() -> None:
+    # 16,384 runs of a 3-op condition with no closed form: a bounded, charged amount of work.
+    p = program(while_forever, {"T": 8, "D": 3}, f32(8, 3))
+    g = build_graph(parse_module(p.text))
+    g.budget = Budget(50_000)
+    with pytest.raises(TooComplex):
+        analyze_loops(g, p.args, ("a0",))

@@ -11,6 +11,7 @@ multiplied by 0 is not live. Every evaluation spends from the graph's `Budget`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -68,13 +69,22 @@ def _is_float(element: str) -> bool:
 
 def fits(value: int, element: str) -> bool:
     """Whether an integer is held exactly by the element type (no wrap-around)."""
+    low, high = _range(element)
+    return low <= value < high
+
+
+@functools.lru_cache(maxsize=64)
+def _range(element: str) -> tuple[int, int]:
+    """[low, high) of an integer element type (empty for anything else)."""
     digits = element.removeprefix("ui").removeprefix("i")
-    if element == "i1" or not digits.isdigit():
-        return element == "i1" and value in (0, 1)
+    if element == "i1":
+        return 0, 2
+    if not digits.isdigit() or not element.startswith(("i", "ui")):
+        return 0, 0
     bits = int(digits)
     if element.startswith("ui"):
-        return 0 <= value < 1 << bits
-    return -(1 << (bits - 1)) <= value < 1 << (bits - 1)
+        return 0, 1 << bits
+    return -(1 << (bits - 1)), 1 << (bits - 1)
 
 
 def _cast(value: int | float, element: str) -> int | float | None:
@@ -162,12 +172,14 @@ def _unary(name: str, a: int | float, element: str) -> int | float | None:
     return _cast(out, element)
 
 
-def evaluate(op: Op, args: list[Value], exact: bool = False) -> Value:
-    """One op's result from its operands' values (UNSET: wait for them; None: not constant)."""
+def evaluate(op: Op, args: list[Value], exact: bool = False, element: str | None = None
+             ) -> Value:
+    """One op's result from its operands' values (UNSET: wait for them; None: not constant);
+    `element` is the op's result element type, when the caller has it already."""
     name = op.name
     if name == "stablehlo.constant":
         return _literal(op)
-    element = element_of(op)
+    element = element_of(op) if element is None else element
     known = [a for a in args if a is not None and not isinstance(a, _Unset)]
     if name in _ZERO_ABSORBS and 0 in known and not (exact and _is_float(element)):
         return _cast(0, element)  # 0 * v, and(false, v), a product with a zero matrix

@@ -86,9 +86,9 @@ def _parts_sliced(g: Graph, text: str) -> dict[int, list[int]]:
         concat = g.ops[found[0][0]] if len(found) == 1 and found[0][1] < 0 else None
         if concat is None or concat.name != "stablehlo.concatenate":
             continue
-        g.budget.spend(len(concat.operands))
-        dim = re.search(r"dimension = (\d+)", _attr_text(concat, text))
-        attrs = _attr_text(op, text)
+        concat_attrs, attrs = _attr_text(concat, text), _attr_text(op, text)
+        g.budget.spend(len(concat.operands) + (len(concat_attrs) + len(attrs)) // 64)
+        dim = re.search(r"dimension = (\d+)", concat_attrs)
         start, limit = _ints(attrs, "start_indices"), _ints(attrs, "limit_indices")
         types = concat.operand_types()
         if dim is None or start is None or limit is None or len(types) != len(

@@ -26,6 +26,7 @@ from jaxjudge.rules.stablehlo import Op, tensor_types
 MAX_TRIP_COUNT = 1 << 31
 MAX_SIMULATED = 1 << 14  # steps a condition is run for when its count has no closed form
 MAX_CONDITION_NODES = 64  # values computing a condition that is run
+SIMULATED_COST = 2  # budget units per op of a condition run (an op costs ~2 step evaluations)
 _SWAPPED = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "EQ": "EQ", "NE": "NE"}
 
 
@@ -203,21 +204,25 @@ def _simulated(g: Graph, values: list[Value], loop: Loop) -> tuple[int, int] | N
         return None
     head = loop.cond_args[p]
 
+    def resolve(o: int) -> int:
+        while o in alias:
+            o = alias[o]
+        return o
+
+    # Each op with its operands (a node computed this step, or a constant) and element type.
+    plan = [(n, op, [(resolve(o), values[resolve(o)]) for o in operands], element_of(op))
+            for n, op, operands in order]
+    result = resolve(loop.cond_returns[0][0])
+
     def holds(iv: int) -> bool | None:
         env: dict[int, int] = {head: iv}
-
-        def read(o: int) -> Value:
-            while o in alias:
-                o = alias[o]
-            return env[o] if o in env else values[o]
-
-        g.budget.spend(len(order))
-        for n, op, operands in order:
-            v = evaluate(op, [read(o) for o in operands], exact=True)
-            if not isinstance(v, int) or not fits(v, element_of(op)):
+        g.budget.spend(SIMULATED_COST * len(plan))
+        for n, op, operands, elem in plan:
+            v = evaluate(op, [env.get(o, c) for o, c in operands], True, elem)
+            if not isinstance(v, int) or not fits(v, elem):
                 return None
             env[n] = v
-        out = read(loop.cond_returns[0][0])
+        out = env.get(result, values[result])
         return bool(out) if isinstance(out, int) else None
 
     iv = start
