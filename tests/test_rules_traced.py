@@ -56,6 +56,10 @@ def test_every_branch_form_passes(name: str) -> None:
     assert outcome.passed, outcome.message
     assert outcome.message == ("a0 is an input of the one exported program, read when it runs: "
                                "o0 and o1 depend on it, so one program serves every a0.")
+    # The report's excerpt marks where the program reads it (through jax.export's main).
+    assert outcome.region is not None and outcome.region.focus
+    marked = [op for k, op in enumerate(outcome.region.ops) if k in outcome.region.focus]
+    assert all(op.name != "func.call" for op in marked)
 
 
 def test_an_unused_step_fails() -> None:

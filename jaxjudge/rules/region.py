@@ -80,6 +80,36 @@ def region_of(module: Module, targets: Iterable[Op | None], program: ProgramInfo
     return None
 
 
+def readers_of(module: Module, program: ProgramInfo, argument: str) -> list[Op]:
+    """The first ops (at most MAX_FOCUS) that read input `argument` of the entry function,
+    followed through calls into the callee's parameter (jax.export's `main` only forwards its
+    arguments to the function that computes)."""
+    functions = module.functions()
+    entry = functions.get("main")
+    if entry is None or argument not in program.args or not entry.regions or not entry.regions[0]:
+        return []
+    params = entry.regions[0][0].args
+    position = program.args.index(argument)
+    todo = [(entry, params[position])] if position < len(params) else []
+    found: list[Op] = []
+    seen: set[tuple[int, str]] = set()
+    while todo and len(found) < MAX_FOCUS and len(seen) < 16:
+        fn, value = todo.pop(0)
+        seen.add((id(fn), value))
+        for op in _walk(fn):
+            if value not in op.operands:
+                continue
+            callee = functions.get(op.attrs.get("callee", "")) if op.name == "func.call" else None
+            if callee is None:
+                found.append(op)
+                continue
+            args = callee.regions[0][0].args if callee.regions and callee.regions[0] else []
+            k = op.operands.index(value)
+            if k < len(args) and (id(callee), args[k]) not in seen:
+                todo.append((callee, args[k]))
+    return found[:MAX_FOCUS]
+
+
 def source_lines(ops: Sequence[Op], program: ProgramInfo) -> tuple[int, ...]:
     """The submission's lines the ops came from (sorted, at most MAX_FOCUS): an op counts only
     if the location table names this very op (same index, same op name)."""

@@ -28,8 +28,9 @@ from jaxjudge.rules.dataflow import Budget, TooComplex, build_graph
 from jaxjudge.rules.folding import fold_constants, live_nodes
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.program import MAX_TOTAL_CHARS
+from jaxjudge.rules.region import readers_of, region_of
 from jaxjudge.rules.registry import RuleOptions, register
-from jaxjudge.rules.stablehlo import ParseError, parse_module
+from jaxjudge.rules.stablehlo import Module, ParseError, parse_module
 
 _PATH = r"^[A-Za-z_][A-Za-z0-9_.]*$"
 MAX_OUTPUTS = 16
@@ -80,6 +81,7 @@ def check_traced_input(programs: Sequence[ProgramInfo], *, argument: str,
         return RuleOutcome(False, "The exported programs are too large to verify: remove dead "
                                   "computations from solve.")
     budget = Budget()  # one for all of this grade's programs
+    first: Module | None = None
     for p in programs:
         if argument not in p.args:
             return RuleOutcome(False, (
@@ -87,7 +89,10 @@ def check_traced_input(programs: Sequence[ProgramInfo], *, argument: str,
                 f"{p.signature}): your outputs cannot depend on it. {_fix(argument)}"))
         wanted = list(outputs) or list(p.outs)
         try:
-            g = build_graph(parse_module(p.text))
+            module = parse_module(p.text)
+            if first is None:
+                first = module
+            g = build_graph(module)
             g.budget = budget
             budget.spend(len(g.steps))
             if len(g.main_args) != len(p.args) or len(g.main_results) != len(p.outs):
@@ -110,6 +115,9 @@ def check_traced_input(programs: Sequence[ProgramInfo], *, argument: str,
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
     names = " and ".join(outputs) if outputs else "your outputs"
+    region = None
+    if first is not None:  # where the program reads it: the ops that take it as an operand
+        region = region_of(first, readers_of(first, programs[0], argument), programs[0], depth=0)
     return RuleOutcome(True, f"{argument} is an input of the one exported program, read when "
                              f"it runs: {names} depend on it, so one program serves every "
-                             f"{argument}.")
+                             f"{argument}.", region)
