@@ -185,6 +185,12 @@ def test_another_owner_reads_no_source_line_nor_output(server: Server) -> None:
         assert report["verdict"] == own["report"]["verdict"] and report["output"] == ""
         assert 'File "submission.py", line 5' in report["message"] and HIDDEN in report["message"]
         assert "SECRET" not in b.get("/v1/submissions", params={"problem_id": PROBLEM}).text
+        # Each reader's answer is its own: no shared cache may hand a's (source and all) to b.
+        for reader, path in ((a, f"/v1/submissions/{made.json()['id']}"),
+                             (b, "/v1/submissions?mine=true")):
+            headers = reader.get(path).headers
+            assert headers["cache-control"] == "private, no-store"
+            assert headers["vary"] == "Authorization, Cookie"
     assert "SECRET" not in server.log()
 
 

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from typing import Annotated
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Depends, Header, Query, Response
 
 from jaxjudge.grading.custom import CustomInputError, custom_cases
 from jaxjudge.grading.report import Report, Verdict
@@ -38,7 +38,16 @@ from jaxjudge.service.store import (
 )
 from jaxjudge.service.webhooks import CallbackPolicy, CallbackRejected, check_callback_url
 
-router = APIRouter(prefix="/submissions", tags=["submissions"])
+
+def _per_reader(response: Response) -> None:
+    """What a submission says depends on who asks (its source, `mine`, `worker`, the callback
+    URL): no shared cache (a proxy, a CDN) may keep one reader's answer for another."""
+    response.headers["Cache-Control"] = "private, no-store"
+    response.headers["Vary"] = "Authorization, Cookie"
+
+
+router = APIRouter(prefix="/submissions", tags=["submissions"],
+                   dependencies=[Depends(_per_reader)])
 
 MAX_PAGE = 100
 
