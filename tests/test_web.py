@@ -459,6 +459,18 @@ def test_checkpoint_without_policy_fails_its_requirement(
     marked = part.locator("pre.evidence-code mark.focus").all_inner_texts()
     assert marked and all("stablehlo.tanh" in line for line in marked)
     assert spec.locator("details.evidence pre").inner_text() == part.locator("pre").inner_text()
+    # The submission's line those ops came from: a button that moves the editor's cursor there.
+    source = (SUBMISSIONS / "req_no_policy.py").read_text()
+    tanh_line = next(i for i, t in enumerate(source.splitlines(), 1) if "jnp.tanh(" in t)
+    button = program.locator("button.source-line")
+    assert button.all_inner_texts() == [f"submission.py:{tanh_line}"]
+    button.click()
+    assert page.locator(".cm-errorLine").inner_text() == source.splitlines()[tanh_line - 1]
+    assert page.evaluate("!!document.activeElement.closest('.cm-editor')")
+    cursor_line = page.evaluate(
+        "(n => (n.nodeType === 1 ? n : n.parentElement).closest('.cm-line').textContent)"
+        "(document.getSelection().anchorNode)")
+    assert cursor_line == source.splitlines()[tanh_line - 1]
     # One summary line above the details instead of the paragraph repeating both messages.
     summary = report.locator(".summary-line").inner_text()
     assert summary.startswith("0 of 2 requirements hold; tanh-rematerialized failed:"), summary

@@ -61,7 +61,7 @@ export function repeatsDetails(report) {
  * The requirement checklist. `spec` is the problem's list (name, level, description); `results`
  * the report's (name, passed, message, optional evidence), or null before any grade.
  */
-export function renderChecklist(spec, results) {
+export function renderChecklist(spec, results, onShowLine = null) {
   const byName = new Map((results ?? []).map((r) => [r.name, r]));
   const names = [...spec.map((r) => r.name), ...(results ?? []).map((r) => r.name)];
   const items = [...new Set(names)].map((name) => {
@@ -94,11 +94,33 @@ export function renderChecklist(spec, results) {
         ),
         req?.description ? h('p', { class: 'muted req-desc' }, req.description) : null,
         result ? h('p', { class: `req-message${state === 'pending' ? ' muted' : ''}` }, result.message) : null,
+        result?.evidence ? renderSourceLines(result.evidence, onShowLine) : null,
         result?.evidence ? renderEvidence(name, result.evidence, state === 'fail') : null,
       ),
     );
   });
   return h('ul', { class: 'checklist' }, items);
+}
+
+/**
+ * The submission's lines the marked ops came from ("solution.py:14"): each a button that puts
+ * the editor's cursor there when the page has an editor (onShowLine), else plain text.
+ */
+export function renderSourceLines(evidence, onShowLine) {
+  const lines = (evidence.source_lines ?? []).filter((n) => Number.isInteger(n) && n > 0);
+  if (!lines.length) return null;
+  const file = String(evidence.source_file ?? '');
+  return h(
+    'p',
+    { class: 'source-lines' },
+    'From your code: ',
+    lines.map((n, i) => [
+      i ? ', ' : null,
+      onShowLine
+        ? h('button', { type: 'button', class: 'link-button source-line', 'data-line': String(n), title: `Show line ${n} in the editor`, onclick: () => onShowLine(n) }, `${file}:${n}`)
+        : h('code', { class: 'source-line' }, `${file}:${n}`),
+    ]),
+  );
 }
 
 /**
@@ -325,7 +347,7 @@ export function renderReport(report, { tolerance, requirementsSpec = [], onShowL
       ? h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => onShowLine(line) }, `Show line ${line} in the editor`))
       : null,
     report.requirements.length
-      ? [h(hy, {}, 'Requirements'), renderChecklist(requirementsSpec, report.requirements)]
+      ? [h(hy, {}, 'Requirements'), renderChecklist(requirementsSpec, report.requirements, onShowLine)]
       : null,
     report.memory ? renderMemory(report.memory, hy) : null,
     h(hy, {}, 'Tests'),
