@@ -4,6 +4,7 @@ CLI and HTTP on a real server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -281,3 +282,23 @@ def test_declared_values_must_name_inputs_and_dimensions(tmp_path: Path) -> None
         toml.write_text(toml.read_text().replace("alpha = [0.05, 0.95]", values))
         with pytest.raises(ProblemError, match=why):
             load_problem(dst)
+
+
+def test_a_nul_in_an_id_or_a_filter_is_a_4xx_on_postgresql(tmp_path: Path) -> None:
+    """PostgreSQL refuses NUL in any text parameter: `GET /v1/submissions/%00x` and
+    `?mine=true&problem_id=a%00b` were 500s there (SQLite simply found nothing)."""
+    from api_fixtures import postgres_server
+
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(postgres_server())
+        except LookupError as exc:
+            pytest.skip(str(exc))
+        srv = Server(tmp_path, database_url=url, workers=1)
+        stack.callback(srv.stop)
+        with srv.client() as c:
+            assert c.get("/v1/submissions/%00x").status_code == 404
+            for query in ("problem_id=%00", "mine=true&problem_id=a%00b"):
+                r = c.get(f"/v1/submissions?{query}")
+                assert r.status_code == 422 and "problem_id" in r.json()["message"], r.text
+    assert "Traceback" not in srv.log()

@@ -128,7 +128,9 @@ def checked_custom_inputs(problem: Problem, body: SubmissionCreate) -> str | Non
 
 
 def _get_or_404(store: Store, submission_id: str) -> SubmissionRecord:
-    record = store.get(submission_id) if len(submission_id) <= 64 else None
+    # No id holds a NUL, which PostgreSQL refuses in any text parameter (a 500, not a 404).
+    found = len(submission_id) <= 64 and "\x00" not in submission_id
+    record = store.get(submission_id) if found else None
     if record is None:
         raise ApiError(404, f"unknown submission {submission_id!r}")
     return record
@@ -247,7 +249,7 @@ async def get_submission(
 def list_submissions(
     store: StoreDep,
     owner: OwnerDep,
-    problem_id: Annotated[str | None, Query(max_length=64)] = None,
+    problem_id: Annotated[str | None, Query(max_length=64, pattern=r"^[^\x00]*$")] = None,
     verdict: Verdict | None = None,
     status: Status | None = None,
     mine: Annotated[bool, Query(description="Only this token's (or this browser's) "
