@@ -251,3 +251,19 @@ def test_hostile_exception_from_a_real_submission(tmp_path: Path) -> None:
     assert "![x](http://evil/)" in done.stdout  # printed, as text
     assert "\x1b[2J" not in done.stdout and "\x1b]0;" not in done.stdout
     assert "\x1b]8;" not in done.stdout  # no terminal hyperlink either
+
+
+def test_source_lines_follow_the_requirement_line() -> None:
+    """`(at solution.py:8, 21)` after the requirement's message, in text and Markdown; lines
+    without a file name (or none) add nothing."""
+    from jaxjudge.grading.report import Evidence
+
+    report = accepted()
+    req = report.requirements[0]
+    req.evidence = Evidence(program="x(B, D)", text="> %1 = stablehlo.tanh(%0)", focus=[0],
+                            source_lines=[8, 21], source_file="solution.py")
+    assert render.source_ref(req) == "solution.py:8, 21"
+    assert f"{req.message} (at solution.py:8, 21)" in render.to_text(report)
+    assert "(at solution\\.py:8, 21\\)" in render.to_markdown(report)  # escaped in a cell
+    req.evidence = req.evidence.model_copy(update={"source_file": ""})
+    assert render.source_ref(req) == "" and "(at " not in render.to_text(report)
