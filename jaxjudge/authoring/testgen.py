@@ -17,8 +17,10 @@ to their declared types, refuses a case whose float32 result is not within a mar
 float64 truth (a rounding knife-edge where two correct programs could disagree), and writes
 `tests/cases.json` one case per line. A case whose dimensions the constraints do not allow
 (out of range, or off a declared step such as `multiple_of = 4`) stops it. `--check`
-regenerates in memory and fails if the stored file differs by more than a tenth of the
-tolerance (another jax/XLA may round the last bits differently).
+regenerates in memory and fails if the stored file differs by more than half the tolerance
+(another jax/XLA, or another CPU, may round the last bits differently, and a square root near
+zero magnifies that: pairwise distances' `d` of identical points, stored on one machine, came
+out 0.011 away on an AMD EPYC, with atol 0.1).
 
 A generator may also define `adversarial(rs)`, yielding `Case`s like `hidden` (`rs` is
 `RandomState(ADVERSARIAL_SEED)` of jaxjudge.authoring.margin): legal inputs where float32
@@ -194,8 +196,8 @@ def differences(
     fresh: dict[str, Any], stored: dict[str, Any], problem: Problem | None = None
 ) -> list[str]:
     """What differs between a regenerated and a stored cases.json (empty when they agree).
-    Expected outputs may differ by a tenth of the problem's tolerance (at least 1e-6): JAX
-    releases round the last bits differently (fused multiply-adds, say)."""
+    Expected outputs may differ by half the problem's tolerance (at least 1e-6): JAX releases
+    and CPUs round the last bits differently (fused multiply-adds, say)."""
     problems = []
     for key in ("generator", "seed"):
         if fresh[key] != stored.get(key):
@@ -210,10 +212,10 @@ def differences(
         old_leaves = dict(_leaves(old.get("expected", {})))
         for path, value in _leaves(new["expected"]):
             rtol, atol = problem.tolerance.for_output(path) if problem else (0.0, 0.0)
-            rtol, atol = max(CHECK_RTOL, rtol / 10), max(CHECK_ATOL, atol / 10)
+            rtol, atol = max(CHECK_RTOL, rtol / 2), max(CHECK_ATOL, atol / 2)
             if path not in old_leaves or not _close(value, old_leaves[path], rtol, atol):
-                problems.append(f"{new['name']}: expected {path} differs beyond a tenth of "
-                                "the tolerance")
+                problems.append(f"{new['name']}: expected {path} differs beyond half the "
+                                "tolerance")
     return problems
 
 
