@@ -314,3 +314,25 @@ def _walk_all(module) -> list[Op]:
         stack.extend(o for region in reversed(op.regions) for block in reversed(region)
                      for o in reversed(block.ops))
     return out
+
+
+def test_a_memory_shape_is_bounded_whatever_the_rank() -> None:
+    """A rank-600 intermediate must not flood the report (red team of #23)."""
+    from jaxjudge.grading.memory import MAX_SHAPE_CHARS
+
+    dims = "x".join(["1"] * 600)
+    t = f"tensor<{dims}xf32>"
+    text = f"""
+"builtin.module"() ({{
+  "func.func"() <{{function_type = ({t}) -> {t}, sym_name = "main"}}> ({{
+  ^bb0(%arg0: {t}):
+    %0 = "stablehlo.tanh"(%arg0) : ({t}) -> {t}
+    %1 = "stablehlo.add"(%0, %arg0) : ({t}, {t}) -> {t}
+    "func.return"(%1) : ({t}) -> ()
+  }}) : () -> ()
+}}) : () -> ()
+"""
+    mem = profile(ProgramInfo(signature="x", text=text, args=[], outs=[], dims={}))
+    assert mem is not None and mem.largest is not None
+    assert len(mem.largest.shape) <= MAX_SHAPE_CHARS and "600 dims" in mem.largest.shape
+    assert len(compare(mem, mem).summary) < 400

@@ -49,8 +49,15 @@ def _bookkeeping(t: TensorType) -> bool:
     return t.element.startswith(("i", "ui")) and len(t.dims) <= 1
 
 
+MAX_SHAPE_CHARS = 48
+
+
 def _shape(t: TensorType) -> str:
-    return "x".join(["?" if d is None else str(d) for d in t.dims] + [t.element])
+    """"4x5xf32"; a rank or element type built to flood the report is cut ("1x1x…(600 dims)")."""
+    text = "x".join(["?" if d is None else str(d) for d in t.dims] + [t.element])
+    if len(text) <= MAX_SHAPE_CHARS:
+        return text
+    return text[: MAX_SHAPE_CHARS - 16].rstrip("x") + f"x…({len(t.dims)} dims)"
 
 
 def _same_type_convert(op: Op) -> bool:
