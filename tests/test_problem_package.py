@@ -414,6 +414,8 @@ def test_probe_shapes_honour_a_dimension_step(tmp_path: Path) -> None:
     assert stepped.constraints.violations({"B": 2, "D": 6}) == [
         "D = 6 is not a multiple of 4, as the constraints require (2 <= D <= 9, D a multiple "
         "of 4)"]
+    blocks = load_problem("blockwise-attention-online-softmax")
+    assert sorted(d["T"] for d in blocks.probes().values()) == [16, 20, 24]
 
 
 def test_the_plan_exports_only_the_probe_shapes_no_test_has() -> None:

@@ -20,8 +20,9 @@ from jaxjudge.rules.registry import RuleConfigError, validate
 SHAPES = [(1, 4), (3, 4), (8, 4), (8, 2)]  # (N, D): N varies at D = 4, D varies at N = 8
 
 
-def programs(fn: Callable[..., Any], shapes: list[tuple[int, int]] = SHAPES) -> list:
-    return [program(fn, {"N": n, "D": d}, f32(n, d)) for n, d in shapes]
+def programs(fn: Callable[..., Any], shapes: list[tuple[int, int]] = SHAPES,
+             probe: bool = True) -> list:
+    return [program(fn, {"N": n, "D": d}, f32(n, d), probe=probe) for n, d in shapes]
 
 
 def norms_vmap(x: jax.Array) -> jax.Array:
@@ -112,22 +113,32 @@ def test_chunks_of_the_dim_are_a_loop_over_it() -> None:
     assert not outcome.passed and "2 steps" in outcome.message and "4 steps" in outcome.message
 
 
-def test_growth_needs_two_shapes_differing_only_in_the_dim() -> None:
-    outcome = check_no_loop_over_dim(programs(norms_vmap, [(1, 4), (3, 2)]), dims=("N",))
-    assert outcome.passed and "was not compared" in outcome.message
+def test_the_tests_shapes_alone_decide_no_growth() -> None:
+    """Growth is compared at the judge's probe shapes only (run mode's examples may have no two
+    sizes that differ only in N): without them the rule cannot pass."""
+    outcome = check_no_loop_over_dim(programs(norms_vmap, [(1, 4), (3, 4)], probe=False),
+                                     dims=("N",))
+    assert not outcome.passed and "probe sizes of N" in outcome.message
 
 
-def test_a_size_of_one_is_never_compared() -> None:
-    """A special case at N = 1 (no loop there) beside a lax.map at N = 2 decides nothing: run
-    mode may have only those sizes, and the verdict must not name a loop from them."""
+def test_a_special_case_at_a_tested_size_is_not_a_loop() -> None:
+    """A special case at N = 1 (a test's shape, no loop there) decides nothing: growth is
+    compared at the probe sizes and trip counts at sizes >= 2, where a lax.map still shows."""
     def special(x: jax.Array) -> jax.Array:
+        return jnp.sum(x * x, axis=1) if x.shape[0] == 1 else norms_vmap(x)
+
+    def mapped(x: jax.Array) -> jax.Array:
         if x.shape[0] == 1:
             return jnp.sum(x * x, axis=1)
         return jax.lax.map(lambda r: jnp.sum(r * r), x)
-    outcome = check_no_loop_over_dim(programs(special, [(1, 4), (2, 4)]), dims=("N",))
-    assert outcome.passed and "was not compared" in outcome.message
-    outcome = check_no_loop_over_dim(programs(special, [(1, 4), (2, 4), (4, 4)]), dims=("N",))
-    assert not outcome.passed and "N=2" in outcome.message and "N=4" in outcome.message
+
+    def graded(fn: Callable[..., Any]) -> Any:
+        tests = programs(fn, [(1, 4), (2, 4)], probe=False)
+        return check_no_loop_over_dim(tests + programs(fn, [(3, 4), (5, 4)]), dims=("N",))
+
+    assert graded(special).passed, graded(special).message
+    outcome = graded(mapped)
+    assert not outcome.passed and "for N=2 it has 1 loop of 2 steps" in outcome.message
 
 
 def test_options_are_typed_and_need_static_shapes() -> None:

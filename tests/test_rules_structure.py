@@ -23,15 +23,16 @@ from jaxjudge.rules.structure import (
 
 
 def program(fn: Callable[..., Any], dims: dict[str, int], *args: Any,
-            symbolic: tuple[str, ...] = ()) -> ProgramInfo:
-    """Export `fn` at `args` and describe it as stage B does (generic form, no debug info)."""
+            symbolic: tuple[str, ...] = (), probe: bool = True) -> ProgramInfo:
+    """Export `fn` at `args` and describe it as stage B does (generic form, no debug info);
+    `probe`: at a probe shape the judge chose for the growth check, or at a test's own."""
     exp = export.deserialize(export.export(jax.jit(fn))(*args).serialize())
     with mlir.make_ir_context():
         module = ir.Module.parse(exp.mlir_module())
         text = module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
     sig = ",".join(f"{k}={v}" for k, v in dims.items())
     return ProgramInfo(sig, text, [f"a{i}" for i in sorted(exp.module_kept_var_idx)],
-                       [f"o{i}" for i in range(len(exp.out_avals))], dims, symbolic)
+                       [f"o{i}" for i in range(len(exp.out_avals))], dims, symbolic, probe)
 
 
 def f32(*shape: int) -> np.ndarray:
@@ -63,7 +64,7 @@ def ema_closed_form(x: jax.Array) -> jax.Array:
 
 
 def ema_programs(fn: Callable[..., Any]) -> list[ProgramInfo]:
-    return [program(fn, {"T": t, "D": d}, f32(t, d)) for t, d in [(1, 2), (6, 2), (6, 3)]]
+    return [program(fn, {"T": t, "D": d}, f32(t, d)) for t, d in [(3, 2), (5, 2), (5, 3)]]
 
 
 def test_one_loop_over_time() -> None:
@@ -81,6 +82,35 @@ def test_trip_count_expression() -> None:
     progs = [program(blocks, {"T": t, "D": 3}, f32(t, 3)) for t in (2, 8)]
     assert check_loop_over_dim(progs, dim="T", trip_count=Expr("T // 2")).passed
     assert not check_loop_over_dim(progs, dim="T").passed
+
+
+def block_sums(blocks: jax.Array) -> jax.Array:
+    return jax.lax.scan(lambda c, b: (c + b.sum(0), None), blocks[0, 0] * 0, blocks)[0]
+
+
+def test_growth_is_counted_in_steps_of_the_trip_count() -> None:
+    """A scan over blocks of 4 rows, fed by a Python loop slicing them out, adds a few ops per
+    block: fewer than T grew by, but at least one per step of T // 4, at every probe size."""
+    def reshaped(x: jax.Array) -> jax.Array:
+        return block_sums(x.reshape(-1, 4, x.shape[1]))
+
+    def sliced(x: jax.Array) -> jax.Array:
+        return block_sums(jnp.stack([x[j:j + 4] for j in range(0, x.shape[0], 4)]))
+
+    def graded(fn: Callable[..., Any]) -> Any:
+        progs = [program(fn, {"T": t, "D": 3}, f32(t, 3)) for t in (16, 20, 24)]
+        return check_loop_over_dim(progs, dim="T", trip_count=Expr("T // 4"))
+
+    assert graded(reshaped).passed, graded(reshaped).message
+    outcome = graded(sliced)
+    assert not outcome.passed and "grows with T" in outcome.message, outcome.message
+    assert "for T=16, 20 and 24" in outcome.message
+
+
+def test_the_tests_shapes_alone_decide_no_growth() -> None:
+    progs = [program(ema_scan, {"T": t, "D": 2}, f32(t, 2), probe=False) for t in (2, 4)]
+    outcome = check_loop_over_dim(progs, dim="T")
+    assert not outcome.passed and "probe sizes of T" in outcome.message
 
 
 def test_hostile_text_fails_cleanly() -> None:

@@ -305,7 +305,7 @@ class Problem(BaseModel):
 
     def probes(self) -> dict[str, dict[str, int]]:
         """The judge's probe shapes, as each named dimension's value, by probe id ("p0", ...):
-        two per dimension whose growth a requirement measures ({} when none does)."""
+        up to three per dimension whose growth a requirement measures ({} when none does)."""
         names: set[str] = set()
         for arg in self.arguments:
             shapes = ([arg.shape] if arg.shape is not None else []) + list(
@@ -320,12 +320,13 @@ class Problem(BaseModel):
             if any(a.shape is None and a.shapes is None for a in self.arguments):
                 raise ValueError(f"requirement {req.name!r}: the growth check exports programs "
                                  "at probe shapes, which needs every argument's shape declared")
-            try:
-                pair = probe_dims(self.constraints.dims(), req.options[rule.probe],
-                                  sorted(names))
-            except ValueError as exc:
-                raise ValueError(f"requirement {req.name!r}: {exc}") from None
-            found.extend(d for d in pair if d not in found)
+            value = req.options[rule.probe]  # a dimension, several, or none (a fixed count)
+            for dim in [] if value is None else [value] if isinstance(value, str) else value:
+                try:
+                    shapes = probe_dims(self.constraints.dims(), dim, sorted(names))
+                except ValueError as exc:
+                    raise ValueError(f"requirement {req.name!r}: {exc}") from None
+                found.extend(d for d in shapes if d not in found)
         return {f"p{i}": dims for i, dims in enumerate(found)}
 
     @model_validator(mode="after")

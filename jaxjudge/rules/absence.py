@@ -23,11 +23,12 @@ from pydantic import Field
 
 from jaxjudge.rules.dataflow import Budget, Graph, TooComplex, build_graph
 from jaxjudge.rules.folding import fold_constants
+from jaxjudge.rules.growth import growth
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import Module, ParseError
 from jaxjudge.rules.structure import _DIM as DIM_PATTERN
-from jaxjudge.rules.structure import _growth, _loop_region, _parse, _Parsed, _shapes
+from jaxjudge.rules.structure import _loop_region, _parse, _Parsed, _shapes
 from jaxjudge.rules.tripcount import trip_count
 
 _FIX = ("compute every slice at once: jax.vmap, or array operations (broadcasting, matmul, "
@@ -61,15 +62,17 @@ class NoLoopOptions(RuleOptions):
                                                 "[N, M]")
 
 
-@register("no_loop_over_dim", "program", NoLoopOptions, static_shapes=True)
+@register("no_loop_over_dim", "program", NoLoopOptions, static_shapes=True, probe="dims")
 def check_no_loop_over_dim(programs: Sequence[ProgramInfo], *, dims: Sequence[str]
                            ) -> RuleOutcome:
     """No loop runs over the dimensions (Python, lax.map, scan, fori or while loop).
 
-    For each dimension, the program does not grow with it (no Python loop), and every program
+    For each dimension, the program does not grow with it (no Python loop: compared as
+    `independent_of_dim` does, at the judge's probe sizes, in run mode too), and every program
     has the same while loops, by trip count, as the programs that differ from it only in that
-    dimension (no lax.map, scan, fori_loop or while_loop whose steps follow it). A loop whose
-    trip count cannot be worked out from its counter fails: it could be running over one."""
+    dimension, at sizes >= 2 (the tests' and the probe shapes: no lax.map, scan, fori_loop or
+    while_loop whose steps follow it). A loop whose trip count cannot be worked out from its
+    counter fails: it could be running over one."""
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
@@ -92,7 +95,7 @@ def check_no_loop_over_dim(programs: Sequence[ProgramInfo], *, dims: Sequence[st
         counts.append(_Loops(item, g, found))
     grown: list[str] = []
     for dim in dims:
-        outcome = _growth(parsed, dim)
+        outcome = growth(parsed, dim)
         grown.append(outcome.message)
         if outcome.passed:
             outcome = _same_loops(counts, dim)

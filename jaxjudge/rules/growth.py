@@ -1,4 +1,4 @@
-"""Growth with a dimension: `independent_of_dim`, and the growth half of `loop_over_dim`.
+"""Growth with a dimension: `independent_of_dim`, and the growth half of the loop rules.
 
 "The program is independent of B" means: one program serves every B (it was exported with B
 symbolic), or the programs exported at two batch sizes the judge chooses, every other dimension
@@ -9,13 +9,15 @@ program grow; vectorized operations, `jax.vmap` and a rolled lax loop do not.
 
 The sizes compared are the judge's, never the tests': a vectorized solution with a special case
 for `B == 1` is exported per shape, and comparing its B = 1 program with its B = 4 one would
-measure the special case, not a loop. So the problem's plan names two *probe* sizes of the
+measure the special case, not a loop. So the problem's plan names up to three *probe* sizes of the
 dimension (`probe_sizes`: two apart, past the sizes code special-cases, allowed by the
 problem's constraints, a step such as `multiple_of = 4` included) and one value of every other
 dimension (`probe_dims`); stage A exports the
 submission at those abstract shapes (no values: it never sees more than shapes and dtypes)
 whenever it exports per shape, stage B verifies those programs like the others, and the rule
-compares only them. A message names what grows, read from the programs themselves: while loops,
+compares only them: `loop_over_dim` and `no_loop_over_dim` as `independent_of_dim`, in run mode
+as in submit mode, `loop_over_dim` counting the growth in steps of its trip count (one op per
+block of `T // 4`). A message names what grows, read from the programs themselves: while loops,
 copies of a lax loop's body, calls to one function, a loop body, or plain operations.
 """
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from math import lcm
 
@@ -187,16 +189,18 @@ def footprint(module: Module, budget: Budget) -> Footprint:
 
 # -- the rule ----------------------------------------------------------------------------------
 
-def _cause(dim: str, lo: int, hi: int, a: Footprint, b: Footprint) -> str:
-    """What grows from the program at dim = lo to the one at dim = hi, named from the programs
-    alone: never a loop that is not there."""
+def _cause(dim: str, lo: int, hi: int, steps: int, a: Footprint, b: Footprint,
+           each: str) -> str:
+    """What grows from the program at dim = lo to the one at dim = hi (`steps` more steps of
+    per-step code apart, one per `each`), named from the programs alone: never a loop that is
+    not there."""
     at = f"for {dim}={lo} and {dim}={hi}"
-    if b.whiles - a.whiles >= hi - lo:
+    if b.whiles - a.whiles >= steps:
         return (f"It holds {a.whiles} and {b.whiles} while loops {at}: a lax loop (scan, "
-                f"fori_loop, while_loop or map) is started once per element of {dim}, as when "
+                f"fori_loop, while_loop or map) is started once per {each}, as when "
                 f"a Python loop over {dim} calls one. Vectorize over {dim} (jax.vmap) and run "
                 f"one loop for the whole batch.")
-    if b.copies - a.copies >= hi - lo:
+    if b.copies - a.copies >= steps:
         if b.whiles == 0:
             how = f"unrolled completely: unroll=True, or an unroll factor of at least {dim}"
         elif b.whiles == 1 and b.looped_copies > 1:
@@ -210,7 +214,7 @@ def _cause(dim: str, lo: int, hi: int, a: Footprint, b: Footprint) -> str:
                 f"jax.vmap.")
     if b.whiles and 2 * (b.in_loops - a.in_loops) >= b.ops - a.ops:
         return (f"The body of a lax loop grows: {a.in_loops} and {b.in_loops} operations "
-                f"inside while loops {at}, so something in it runs once per element of {dim} "
+                f"inside while loops {at}, so something in it runs once per {each} "
                 f"while JAX traces (a Python loop or comprehension over {dim}). Vectorize it "
                 f"over {dim}.")
     grown = sorted((n for n in b.calls if b.calls[n] > a.calls.get(n, 0)),
@@ -218,25 +222,31 @@ def _cause(dim: str, lo: int, hi: int, a: Footprint, b: Footprint) -> str:
     calls = ", ".join(f"{n} is called {a.calls.get(n, 0)} and {b.calls[n]} times"
                       for n in grown)
     calls = f" ({calls} {at})" if calls else ""
-    return (f"Operations are repeated for each element of {dim}{calls}: code that runs once "
-            f"per element while JAX traces (a Python loop or comprehension over {dim}, or "
+    return (f"Operations are repeated for each {each}{calls}: code that runs once per "
+            f"{each.split()[0]} while JAX traces (a Python loop or comprehension over {dim}, or "
             f"splitting an array into its {dim} rows) is unrolled into the program. Use "
             f"vectorized operations or jax.vmap over {dim}.")
 
 
-def growth(parsed: Sequence[Parsed], dim: str, *, probes: bool) -> RuleOutcome:
-    """Whether the program stays the same size as `dim` grows, other dims equal: between the
-    probe programs (`probes`), or else between the tests' programs at sizes >= 2 only (passes,
-    deciding nothing, when the tests have no two such sizes)."""
+def growth(parsed: Sequence[Parsed], dim: str,
+           steps: Callable[[dict[str, int]], int] | None = None, each: str = "") -> RuleOutcome:
+    """Whether the program stays the same size as `dim` grows, other dims equal, between the
+    programs exported at the judge's probe shapes (the tests' own shapes are never compared).
+    `steps(dims)` is how many steps per-step code runs at those dimensions (default: dim's
+    value; a loop over blocks of 4 passes `T // 4`, and `each` names one step: "step (T // 4
+    in all)"): it fails when the program grows by at least one operation per step over every
+    interval between probe sizes."""
     if all(dim in item.program.symbolic for item in parsed):
         return RuleOutcome(True, f"One program serves every {dim}: it was exported with {dim} "
                                  f"symbolic, so it does not grow with {dim}.",
                            region=noted(parsed[0].program, f"{dim} is symbolic in this program"))
-    pool = [item for item in parsed if item.program.probe] if probes else list(parsed)
+    count = steps or (lambda dims: dims[dim])
     groups: dict[tuple[tuple[str, int], ...], dict[int, tuple[Footprint, Parsed]]] = {}
     budget = Budget()  # every program of the grade: bounded together
-    for item in pool:
+    for item in parsed:
         p = item.program
+        if not p.probe:
+            continue
         if dim not in p.dims:
             return RuleOutcome(False, f"The program for input shapes {p.signature} has no "
                                       f"value for {dim}, so its growth cannot be checked.")
@@ -250,15 +260,11 @@ def growth(parsed: Sequence[Parsed], dim: str, *, probes: bool) -> RuleOutcome:
     compared: list[str] = []
     shown: Region | None = None
     for rest, sizes in groups.items():
-        # Without probes, a size of 1 lowers a little differently (squeezed dims, one-step
-        # loops, or a learner's `if T == 1` special case): it is never compared, and a group
-        # without two sizes >= 2 decides nothing (a mode's tests may have only T = 1 and 2).
-        values = sorted(sizes) if probes else sorted(v for v in sizes if v >= 2)
+        values = sorted(sizes)
         if len(values) < 2:
             continue
-        if not probes:
-            values = [values[0], values[-1]]
         fps = [sizes[v][0] for v in values]
+        runs = [count(sizes[v][1].program.dims) for v in values]
         others = ", ".join(f"{k}={v}" for k, v in rest)
         where = f" ({others})" if others else ""
         counts = _and([str(fp.ops) for fp in fps])
@@ -266,23 +272,19 @@ def growth(parsed: Sequence[Parsed], dim: str, *, probes: bool) -> RuleOutcome:
         note = "; ".join(f"{dim}={v}: {fp.ops} ops" for v, fp in zip(values, fps, strict=True))
         note += " once inlined (constants aside)"
         # An unrolled loop adds at least one op per step, at every size: growing by fewer ops
-        # than the dimension did, or over only some of the intervals, is not per-element code.
-        if all(b.ops - a.ops >= hi - lo for a, b, lo, hi in
-               zip(fps, fps[1:], values, values[1:], strict=False)):
+        # than the steps did, or over only some of the intervals, is not per-step code.
+        if all(b.ops - a.ops >= max(1, m - n) for a, b, n, m in
+               zip(fps, fps[1:], runs, runs[1:], strict=False)):
             return RuleOutcome(False, (
                 f"Your program grows with {dim}: {counts} operations for {at}{where}. "
-                + _cause(dim, values[0], values[-1], fps[0], fps[-1])),
+                + _cause(dim, values[0], values[-1], max(1, runs[-1] - runs[0]), fps[0],
+                         fps[-1], each or f"element of {dim}")),
                 region=_grown(sizes[values[0]][1], sizes[values[-1]][1], note))
         compared.append(f"{counts} operations for {at}{where}")
         shown = shown or noted(sizes[values[-1]][1].program, note)
     if not compared:
-        if probes:
-            return RuleOutcome(False, f"No programs exported at two probe sizes of {dim} were "
-                                      f"available, so growth with {dim} cannot be checked.")
-        # Which tests a mode includes must not turn an honest program into a failure: the
-        # loop rules' own checks still decide, only the growth comparison is left out.
-        return RuleOutcome(True, f"Growth with {dim} was not compared: these tests have no two "
-                                 f"input shapes that differ only in {dim}, both at least 2.")
+        return RuleOutcome(False, f"No programs exported at two probe sizes of {dim} were "
+                                  f"available, so growth with {dim} cannot be checked.")
     return RuleOutcome(True, f"The program does not grow with {dim}: {'; '.join(compared)}.",
                        region=shown)
 
@@ -321,4 +323,4 @@ def check_independent_of_dim(programs: Sequence[ProgramInfo], *, dim: str) -> Ru
     splitting into rows) fails, with a message naming what grows; a structure that changes once
     between two sizes passes. The tests' own shapes are never compared."""
     parsed = parse_programs(programs)
-    return parsed if isinstance(parsed, RuleOutcome) else growth(parsed, dim, probes=True)
+    return parsed if isinstance(parsed, RuleOutcome) else growth(parsed, dim)

@@ -41,9 +41,10 @@ class Rule:
     # value in Python (`if x > 0`, int(x)): `untraceable(message, **options)` returns a failed
     # outcome when the requirement is about that (a traced step counter), else None.
     untraceable: Callable[..., Any] | None = None
-    # The option naming a dimension whose growth the rule measures (e.g. "dim"): whenever a
-    # grade exports per shape, it also exports the submission at the judge's probe shapes of
-    # that dimension (jaxjudge.rules.growth.probe_dims), and the rule gets those programs.
+    # The option naming the dimension (e.g. "dim"), or the list of them ("dims"), whose growth
+    # the rule measures: whenever a grade exports per shape, it also exports the submission at
+    # the judge's probe shapes of each (jaxjudge.rules.growth.probe_dims), and the rule gets
+    # those programs beside the tests'. An option left empty (None) names none.
     probe: str | None = None
 
 

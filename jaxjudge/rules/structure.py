@@ -41,11 +41,6 @@ _DIM = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 # -- loop_over_dim (independent_of_dim: jaxjudge.rules.growth) -------------------------------
 
-def _growth(parsed: list[_Parsed], dim: str) -> RuleOutcome:
-    """Whether the program stays the same size as `dim` grows, between the tests' programs."""
-    return growth(parsed, dim, probes=False)
-
-
 _PATH = r"^[A-Za-z_][A-Za-z0-9_.]*$"
 
 
@@ -94,7 +89,7 @@ class LoopOptions(RuleOptions):
         return self
 
 
-@register("loop_over_dim", "program", LoopOptions, static_shapes=True)
+@register("loop_over_dim", "program", LoopOptions, static_shapes=True, probe="dim")
 def check_loop_over_dim(
     programs: Sequence[ProgramInfo], *, dim: str | None = None, trip_count: Expr | None = None,
     depends_on: Sequence[str] = (), only_through_loop: bool | Sequence[str] = False,
@@ -102,21 +97,23 @@ def check_loop_over_dim(
 ) -> RuleOutcome:
     """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
 
-    Every program (one per input shape) has a while loop (scan, fori_loop, while_loop or map)
-    whose trip count, worked out from its counter's start, step and bound (or by running an
-    integer condition on the counter alone, see jaxjudge.rules.tripcount), is the trip count
-    (default: the dimension), and that loop carries a value it updates at every step from its
-    previous value and from the `depends_on` inputs, which reaches the outputs; with
-    `only_through_loop`, the outputs depend on the `depends_on` inputs (or on the inputs it
-    lists) only through the state of such loops (see jaxjudge.rules.loops); with `sliced`,
-    the outputs are computed from the inputs it lists, across elements, only through slices
-    of one step's share (their elements / trip count: x[t], a block of keys), never from all
-    of them at once, at one step or before or after the loop (see
-    jaxjudge.rules.stepslices); with `every_step`, that update runs at every step, not under
-    a jnp.where or lax.cond on the counter (or scaled by a function of the counter alone)
-    that passes the value along at other steps. Other loops may
-    run beside it or around it. Programs differing only in the dimension, at sizes >= 2, have
-    the same size (a size of 1 is never compared: it may be special-cased).
+    Every program (one per input shape: the tests' and the judge's probe shapes) has a while
+    loop (scan, fori_loop, while_loop or map) whose trip count, worked out from its counter's
+    start, step and bound (or by running an integer condition on the counter alone, see
+    jaxjudge.rules.tripcount), is the trip count (default: the dimension), and that loop
+    carries a value it updates at every step from its previous value and from the `depends_on`
+    inputs, which reaches the outputs; with `only_through_loop`, the outputs depend on the
+    `depends_on` inputs (or on the inputs it lists) only through the state of such loops (see
+    jaxjudge.rules.loops); with `sliced`, the outputs are computed from the inputs it lists,
+    across elements, only through slices of one step's share (their elements / trip count:
+    x[t], a block of keys), never from all of them at once, at one step or before or after the
+    loop (see jaxjudge.rules.stepslices); with `every_step`, that update runs at every step,
+    not under a jnp.where or lax.cond on the counter (or scaled by a function of the counter
+    alone) that passes the value along at other steps. Other loops may run beside it or
+    around it. The program does not grow with the dimension, compared as `independent_of_dim`
+    does at the judge's probe sizes (in run mode too), in units of the trip count: a Python
+    loop unrolling one copy of its body per step (per row, or per block of T // 4) fails; a
+    special case at one size passes.
     Without a dimension, the trip count is a fixed one (e.g. "8": a stated number of
     iterations) and growth is not compared."""
     parsed = _parse(programs)
@@ -168,10 +165,11 @@ def check_loop_over_dim(
             f"outputs)")
     if dim is None:
         return RuleOutcome(True, done + ".", region=shown)
-    growth = _growth(parsed, dim)
-    if not growth.passed:
-        return growth
-    return RuleOutcome(True, f"{done}. {growth.message}", region=shown)
+    each = "" if str(count) == dim else f"step ({count} in all)"
+    grown = growth(parsed, dim, count.value, each)
+    if not grown.passed:
+        return grown
+    return RuleOutcome(True, f"{done}. {grown.message}", region=shown)
 
 
 def _loop_region(item: _Parsed, g: Graph, which: list[int], want: int) -> Region:
