@@ -1,13 +1,13 @@
-"""Attack: forge the source locations the exported program records, hoping the report points
-(or breaks) somewhere the grader did not choose.
-
-The block is computed correctly, but by helpers compiled under forged locations: the tanh one
-at line numbers a billion lines past the end of this file (under this file's own name), the dot
-one under a 200 KB file name (a megabyte one makes the export itself
-larger than the files a submission may write: a runtime_error), the bias one under another file's path. The locations are
-pointers the submission chose; the grader keeps only lines within this file, so the report
-shows no forged line, and the verdict is the honest one (accepted).
-"""
+# Attack: forge the source locations the exported program records, hoping the report points
+# (or breaks) somewhere the grader did not choose.
+#
+# The block is computed correctly, but by helpers compiled under forged locations: the tanh one
+# at line numbers a billion lines past the end of this file (under this file's own name), the dot
+# one under a 200 KB file name (a megabyte one makes the export itself larger than the files a
+# submission may write: a runtime_error), the bias one under another file's path. The locations
+# are
+# pointers the submission chose; the grader keeps only lines within this file, so the report
+# shows no forged line, and the verdict is the honest one (accepted).
 
 import ast
 
