@@ -204,6 +204,17 @@ def test_excerpt_is_bounded_and_inert_whatever_the_program_holds() -> None:
     assert MAX_REGION_OPS <= 16  # what a rule hands over stays a few lines
 
 
+def test_a_long_function_name_leaves_room_for_the_ops() -> None:
+    """Red team of #23: a jitted function named with 3,000 characters made the `// in func @…`
+    header use up the budget, and every op became "… more ops"."""
+    op = Op(name="stablehlo.tanh", results=["%0"], operands=["%arg0"], attrs={},
+            type="(tensor<2xf32>) -> tensor<2xf32>")
+    ev = excerpt(Region(signature="s", ops=(op,) * 4, focus=frozenset({0}),
+                        note="in func @" + "f" * 3000))
+    assert sum("stablehlo.tanh" in line for line in ev.text.splitlines()) == 4
+    assert "more ops" not in ev.text
+
+
 def test_the_reference_profile_is_kept_for_later_processes(tmp_path, monkeypatch) -> None:
     """Profiling the reference costs a second grade (~1.7 s of a one-off `jaxjudge grade`), so
     the trusted parent keeps it in its private state directory: a later Grader reads it

@@ -72,6 +72,9 @@ def excerpt(region: Region, source_file: str = "") -> Evidence:
         lines.append("  // " + region.note)
     if used_args:
         lines.append("  // " + ", ".join(f"{a} = {region.args[a]}" for a in used_args))
+    # Cut before they are counted: a function named with 3,000 characters must not use up
+    # the budget the ops need.
+    lines = [_cut(plain(line).replace("\n", " ")) for line in lines]
     focus: list[int] = []
     total = sum(len(line) + 1 for line in lines)
     for k, op in enumerate(region.ops):
