@@ -11,6 +11,7 @@ import http.server
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 import threading
@@ -108,8 +109,14 @@ def home(tmp_path: Path) -> Path:
     return path
 
 
+# A source line names the file: the local grade's own name, "submission.py" on a server (the
+# HTTP API takes source, not a file name).
+_SOURCE_AT = re.compile(r"[\w.-]+\.py:(\d+)\)\s*")
+
+
 def without_timing(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if not line.startswith("graded in"))
+    lines = (line for line in text.splitlines() if not line.startswith("graded in"))
+    return "\n".join(_SOURCE_AT.sub(r"FILE:\1) ", line) for line in lines)
 
 
 def assert_clean_failure(proc: subprocess.CompletedProcess[str], *needles: str) -> None:
