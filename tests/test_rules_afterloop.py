@@ -1,0 +1,139 @@
+"""loop_over_dim's after_loop_products (jaxjudge/rules/afterloop.py): the work after the loop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_rules_structure import program
+
+from jaxjudge.rules.afterloop import MAX_COUNTED, products_after
+from jaxjudge.rules.dataflow import Budget, TooComplex, build_graph
+from jaxjudge.rules.expr import Expr
+from jaxjudge.rules.folding import fold_constants
+from jaxjudge.rules.loops import analyze_loops
+from jaxjudge.rules.registry import RuleConfigError, validate
+from jaxjudge.rules.stablehlo import parse_module
+from jaxjudge.rules.structure import check_loop_over_dim
+
+W = np.arange(12, dtype=np.float32).reshape(4, 3) / 7 - 0.5
+U = np.ones(4, np.float32)
+
+
+def normalize(x: jax.Array) -> jax.Array:
+    return x / jnp.maximum(jnp.linalg.norm(x), 1e-12)
+
+
+def iterate(w: jax.Array, uv: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+    v = normalize(w.T @ uv[0])
+    return normalize(w @ v), v
+
+
+def in_loop(w: jax.Array, u: jax.Array) -> tuple[jax.Array, jax.Array]:
+    return jax.lax.fori_loop(0, 8, lambda _, uv: iterate(w, uv), (u, jnp.zeros_like(w[0])))
+
+
+def token_loop(w: jax.Array, u: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """An 8-step loop that mixes w in at every step and changes nothing."""
+    u = jax.lax.fori_loop(0, 8, lambda _, c: c + 1e-30 * (w @ (w.T @ c)), u)
+    return u, jnp.zeros_like(w[0])
+
+
+def honest(w: jax.Array, u: jax.Array) -> jax.Array:
+    u, v = in_loop(w, u)
+    return u @ (w @ v)  # w @ v, then u @ (w v): 2
+
+
+def gram_form(w: jax.Array, u: jax.Array) -> jax.Array:
+    u, v = in_loop(w, u)
+    return jnp.sqrt(v @ (w.T @ (w @ v)))  # 3
+
+
+def norm_of_product(w: jax.Array, u: jax.Array) -> jax.Array:
+    u, v = in_loop(w, u)
+    return jnp.linalg.norm(w @ v) + u @ u  # the norm's sum and u @ u read no w: 1
+
+
+def unrolled_after(iterations: int, loop: Callable[..., Any] = token_loop,
+                   spelled: bool = False) -> Callable[..., jax.Array]:
+    def fn(w: jax.Array, u: jax.Array) -> jax.Array:
+        uv = loop(w, u)
+        for _ in range(iterations):
+            if spelled:  # the products as multiply-and-sum
+                v = normalize(jnp.sum(w * uv[0][:, None], axis=0))
+                uv = normalize(jnp.sum(w * v[None, :], axis=1)), v
+            else:
+                uv = iterate(w, uv)
+        return uv[0] @ (w @ uv[1])
+
+    return fn
+
+
+def half_steps(w: jax.Array, u: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """8 steps updating u and v at once from each other: 4 power iterations."""
+    return jax.lax.fori_loop(0, 8, lambda _, uv: (normalize(w @ uv[1]), normalize(w.T @ uv[0])),
+                             (u, jnp.zeros_like(w[0])))
+
+
+def second_loop(w: jax.Array, u: jax.Array) -> jax.Array:
+    uv = jax.lax.fori_loop(0, 4, lambda _, uv: iterate(w, uv), half_steps(w, u))
+    return uv[0] @ (w @ uv[1])
+
+
+def after(fn: Callable[..., Any]) -> int:
+    """The products after the working loop, as analyze_loops finds them."""
+    p = program(fn, {"M": 4, "N": 3}, W, U)
+    g = build_graph(parse_module(p.text))
+    found = analyze_loops(g, p.args, ("a0",), 8, ("a1",), every_step=True,
+                          after_loop_products=MAX_COUNTED - 1)
+    return max(f.after for f in found if f.count == 8)
+
+
+@pytest.mark.parametrize(("fn", "count"), [
+    (honest, 2), (gram_form, 3), (norm_of_product, 1),
+    (unrolled_after(8), 17), (unrolled_after(8, spelled=True), 17),
+    (unrolled_after(4, half_steps), 9), (second_loop, MAX_COUNTED),
+])
+def test_successive_products_with_the_inputs_are_counted(fn: Callable[..., Any],
+                                                        count: int) -> None:
+    assert after(fn) == count
+
+
+def check(fn: Callable[..., Any]) -> Any:
+    p = program(fn, {"M": 4, "N": 3}, W, U)
+    return check_loop_over_dim([p], trip_count=Expr("8"), depends_on=("a0",),
+                               only_through_loop=("a1",), every_step=True,
+                               after_loop_products=5)
+
+
+def test_an_honest_loop_passes_and_the_iterations_after_a_token_loop_fail() -> None:
+    assert check(gram_form).passed
+    cheat = check(unrolled_after(8))
+    assert not cheat.passed
+    assert ("after it, your outputs are computed from what it carries through 17 successive "
+            "products with a0 (at most 5, to compute the result from what the loop returns): "
+            "the iterations run after the loop, not in it. Run them in the loop.") in cheat.message
+    many = check(second_loop)
+    assert not many.passed and f"through {MAX_COUNTED} or more successive" in many.message
+
+
+def test_the_count_is_bounded_by_the_budget() -> None:
+    p = program(unrolled_after(8), {"M": 4, "N": 3}, W, U)
+    g = build_graph(parse_module(p.text))
+    values = fold_constants(g)
+    loop = g.loops[0]
+    g.budget = Budget(len(g.steps) // 2)
+    with pytest.raises(TooComplex):
+        products_after(g, values, [g.main_args[0]], [loop.results[0]], loop.body_args)
+
+
+def test_after_loop_products_is_a_typed_option() -> None:
+    opts = validate("loop_over_dim", "program", {"trip_count": "8", "after_loop_products": 5})
+    assert opts.after_loop_products == 5  # type: ignore[attr-defined]
+    for bad in (-1, MAX_COUNTED, "five", 2.5):
+        with pytest.raises(RuleConfigError):
+            validate("loop_over_dim", "program", {"trip_count": "8", "after_loop_products": bad})
