@@ -1,7 +1,7 @@
-# KNOWN LIMIT (accepted today; should fail): the 8-step loop only adds 1e-30 * W W^T u to u
-# (mixes w, every step, negligible); the 8 power iterations are then Python-unrolled AFTER the
-# loop, from the loop's output: u reaches the outputs only through the loop, yet the loop
-# does not iterate.
+# Right numbers, but the 8-step loop only adds 1e-30 * W W^T u to u (it mixes w, at every
+# step, negligibly) and the 8 power iterations are Python-unrolled AFTER the loop, from what it
+# returns: u reaches the outputs only through the loop, yet 17 successive products with w
+# follow it (after_loop_products = 5).
 import jax
 import jax.numpy as jnp
 
