@@ -182,3 +182,90 @@ def test_more_single_rows_than_a_loop_takes_are_a_whole_read() -> None:
     assert [(f.works, f.why) for f in found] == [(False, "unsliced")]
     found = analyze_loops(g, p.args, ("a0",), 12, True, (), p.text)
     assert [(f.works, f.why) for f in found] == [(True, "")]
+
+
+# -- an input rebuilt by the loop, then read whole after it -------------------------------------
+
+def rebuilt_then_product(x: jax.Array) -> jax.Array:
+    # Row t copied into a buffer at step t (mixing in 1e-30 of the row before), then the weight
+    # matrix applied to the buffer after the loop: x reassembled, then read whole.
+    buf = jax.lax.fori_loop(0, T, lambda t, b: b.at[t].set(x[t] + 1e-30 * b[t - 1]),
+                            jnp.zeros_like(x))
+    return weights(T) @ buf
+
+
+def rebuilt_then_product_at_last_step(x: jax.Array) -> jax.Array:
+    def body(t: jax.Array, s: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        b, out = s
+        b = b.at[t].set(jnp.exp(x[t]) + 1e-30 * b[t - 1])  # elementwise: still x's values
+        return b, jnp.where(t == T - 1, weights(T) @ jnp.log(b), out)
+
+    return jax.lax.fori_loop(0, T, body, (jnp.zeros_like(x), jnp.zeros_like(x)))[1]
+
+
+def blocks_copied_then_softmax(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+    # [k | v] copied into a buffer one block of 4 rows per step, a plain softmax after it.
+    kv = jnp.concatenate([k, v], axis=1)
+    t = q.shape[0]
+
+    def body(j: jax.Array, b: jax.Array) -> jax.Array:
+        old = jax.lax.dynamic_slice_in_dim(b, j * 4, 4)
+        mix = jax.lax.dynamic_slice_in_dim(q, j * 4, 4)[:, :1]
+        new = jax.lax.dynamic_slice_in_dim(kv, j * 4, 4) + 1e-30 * old * mix
+        return jax.lax.dynamic_update_slice_in_dim(b, new, j * 4, 0)
+
+    buf = jax.lax.fori_loop(0, t // 4, body, jnp.zeros_like(kv))
+    return jax.nn.softmax(q @ buf[:, :D].T) @ buf[:, D:]
+
+
+def blocks_online_softmax(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+    # The honest loop: acc is a product with v's block, divided by l after the loop.
+    t = q.shape[0]
+    kb, vb = k.reshape(t // 4, 4, D), v.reshape(t // 4, 4, D)
+
+    def step(c: tuple[jax.Array, ...], kv: tuple[jax.Array, jax.Array]) -> tuple[Any, None]:
+        m, total, acc = c
+        s = q @ kv[0].T
+        mn = jnp.maximum(m, s.max(1))
+        p, a = jnp.exp(s - mn[:, None]), jnp.exp(m - mn)
+        return (mn, a * total + p.sum(1), a[:, None] * acc + p @ kv[1]), None
+
+    init = (jnp.full((t,), -jnp.inf), jnp.zeros(t), jnp.zeros((t, D)))
+    _, total, acc = jax.lax.scan(step, init, (kb, vb))[0]
+    return acc / total[:, None]
+
+
+def scan_transposed_back(x: jax.Array) -> jax.Array:
+    # The average stacked, re-laid-out and shifted after the loop: still one row per step.
+    last, ys = jax.lax.scan(lambda c, r: (0.5 * c + 0.5 * r, c), x[0], x)
+    return jnp.concatenate([ys[1:], last[None]]).T.reshape(D, T).T * 1.0
+
+
+def map_over_channels(x: jax.Array) -> jax.Array:
+    def one(col: jax.Array) -> jax.Array:
+        return jax.lax.scan(lambda c, r: (0.5 * c + 0.5 * r,) * 2, col[0], col)[1]
+
+    return jax.lax.map(one, x.T).T
+
+
+@pytest.mark.parametrize("fn", [rebuilt_then_product, rebuilt_then_product_at_last_step])
+def test_an_input_rebuilt_by_the_loop_then_read_whole_fails(fn: Callable[..., Any]) -> None:
+    assert works(fn) == [(False, "unsliced")]
+    assert works(fn, sliced=()) == [(True, "")]
+
+
+def test_blocks_copied_by_the_loop_then_a_plain_softmax_fail() -> None:
+    # At T = 16, 4 steps: half of the buffer is more than a step's share of k and v.
+    def blocks(fn: Callable[..., Any]) -> list[tuple[bool, str]]:
+        p = program(fn, {"T": 16}, f32(16, D), f32(16, D), f32(16, D))
+        g = build_graph(parse_module(p.text))
+        found = analyze_loops(g, p.args, ("a1", "a2"), 4, True, ("a1", "a2"), p.text)
+        return [(f.works, f.why) for f in found]
+
+    assert blocks(blocks_copied_then_softmax) == [(False, "unsliced")]
+    assert blocks(blocks_online_softmax) == [(True, "")]
+
+
+@pytest.mark.parametrize("fn", [scan_transposed_back, map_over_channels])
+def test_the_loop_result_re_laid_out_after_it_passes(fn: Callable[..., Any]) -> None:
+    assert works(fn) == [(True, "")]

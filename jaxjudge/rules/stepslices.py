@@ -3,27 +3,37 @@
 A loop that does the work reads its input a step's share at a time: a scan's row, `x[t]`, a
 block of keys. One that computes the whole result at one step from all of the input (`w @ x`
 under `jnp.where(t == 0, ...)`) and carries it along reads the input whole. So, over the
-inlined dataflow, each named argument has two bits:
+inlined dataflow, each named argument has three bits:
 
 - *copy*: the argument's values re-laid-out (reshape, transpose, concatenation, a loop's
   links) or transformed elementwise (`alpha * x`): every element still is one of its own;
 - *whole*: computed from it otherwise (a product, a reduction, a cumulative sum, a slice of
-  something already whole).
+  something already whole);
+- *piece*: one step's slice of a copy, kept through the same layout and elementwise work.
 
 A slice (`slice`, `dynamic_slice`, `gather`) of a copy that holds at most one step's share of
-the arguments it copies (their elements divided by the trip count, summed; a static slice of a
-concatenation copies only the parts it overlaps) reads nothing whole: its result carries no
-bit. A larger slice is still a copy. The program's outputs must then hold no whole bit: what
-they are computed from the named arguments, across elements, is computed from step-sized
-slices of them, taken at the counter (`x[t]`) or at a constant (`jnp.where(t == 0, x[0],
-...)`): in a loop that reads one step's share per step, with `only_through_loop`. A copy may
-reach them (an output buffer that starts as `x` and is overwritten row by row), and so may
-anything elementwise (`alpha * x` scanned over). What is whole: the average computed from
-all of `x` at one step and carried along, or before the loop as its starting carry, or after
-it from a copy of `x` the loop carried. A value folded to a constant carries nothing (see
-`jaxjudge.rules.folding`). An argument sliced to one step's share at more than
-MAX_STEP_SLICES places of the program (rows read one by one, as many as the largest test has,
-and combined at one step) is read whole: its slices stay copies.
+the arguments it copies (their elements divided by the trip count, summed; a static slice of
+a concatenation copies only the parts it overlaps) is a piece: what is computed from it across
+elements (`q @ kj.T`, `p @ vj`) reads nothing whole. A larger slice is still a copy. The
+pieces a loop carries around to its next step and out as its results (not the values it
+passes along unchanged, a scan's `xs`) are the input reassembled, one step's slice after
+another: a copy again. So the running average `alpha * x[t] + (1 - alpha) * m` a loop carries
+and stacks is a copy of `x`, which may reach the outputs as it is, transposed, concatenated or
+scaled; a product or a sum over it, after the loop or at a later step, reads `x` whole
+(`x` copied row by row into a buffer, the weight matrix applied to it after the loop). A
+product with a piece ends it: blockwise attention's `acc`, a sum of `p @ vj`, holds no piece.
+
+The program's outputs must then hold no whole bit: what they are computed from the named
+arguments, across elements, is computed from step-sized slices of them, taken at the counter
+(`x[t]`) or at a constant (`jnp.where(t == 0, x[0], ...)`): in a loop that reads one step's
+share per step, with `only_through_loop`. A copy may reach them (an output buffer that starts
+as `x` and is overwritten row by row), and so may anything elementwise (`alpha * x` scanned
+over). What is whole: the average computed from all of `x` at one step and carried along, or
+before the loop as its starting carry, or after it from a copy of `x` the loop carried or
+rebuilt. A value folded to a constant carries nothing (see `jaxjudge.rules.folding`). An
+argument sliced to one step's share at more than MAX_STEP_SLICES places of the program (rows
+read one by one, as many as the largest test has, and combined at one step) is read whole:
+its slices stay copies.
 """
 
 from __future__ import annotations
@@ -34,8 +44,10 @@ from collections.abc import Sequence
 from jaxjudge.rules.dataflow import Graph, Kind, Step, TooComplex, propagate
 from jaxjudge.rules.folding import Bits, Value
 from jaxjudge.rules.stablehlo import Op, tensor_types
+from jaxjudge.rules.tripcount import origin
 
 MAX_SLICED = 16  # arguments tracked
+_BITS = 3  # per tracked argument: copy, whole, piece (see the module docstring)
 # One-step slices of one argument, anywhere in the program: honest loops take one to three
 # (`x[t]`, `x[0]`); a fixed number of rows read apart, as many as the largest test has, and
 # combined at one step would otherwise read all of it. More count as reading it whole.
@@ -107,11 +119,31 @@ def _parts_sliced(g: Graph, text: str) -> dict[int, list[int]]:
     return out
 
 
+def _back_edges(g: Graph) -> dict[int, frozenset[int]]:
+    """The link steps that carry a loop's body results around (to its next step and to its
+    results; `build_graph` emits them right after the loop's steps), by id: the positions they
+    pass along unchanged (a scan's `xs`, closed-over inputs), which the loop did not build."""
+    out: dict[int, frozenset[int]] = {}
+    for loop in g.loops:
+        kept = frozenset(p for p, a in enumerate(loop.body_args) if all(
+            p < len(ret) and origin(g, ret[p]) == a for ret in loop.body_returns))
+        for i in range(max(loop.end, 0), len(g.steps)):
+            step = g.steps[i]
+            g.budget.spend(max(1, len(step.operands)) * max(1, len(loop.body_returns)))
+            if step.name != "link" or not any(
+                    step.operands == back[:len(step.operands)] for back in loop.body_returns):
+                break
+            out[id(step)] = kept
+    return out
+
+
 def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: Sequence[str],
                 trip: int, text: str) -> list[int]:
-    """Per node, the copy (even) and whole (odd) bits of the named arguments (see the module
-    docstring), for a loop of `trip` steps; `text` is the program's (its ops' attributes)."""
+    """Per node, the copy, whole and piece bits (3i, 3i + 1, 3i + 2) of the named arguments
+    (see the module docstring), for a loop of `trip` steps; `text` is the program's (its ops'
+    attributes)."""
     parts = _parts_sliced(g, text)
+    backs = _back_edges(g)
     shares: list[int] = []
     seeds: dict[int, int] = {}
     for node, path, type_ in zip(g.main_args, arg_paths, g.main_arg_types, strict=False):
@@ -120,24 +152,29 @@ def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: 
                 raise TooComplex(f"more than {MAX_SLICED} sliced arguments to track")
             found = tensor_types(type_)
             size = found[0].elements() if found else None
-            seeds[node] = 1 << (2 * len(shares))
+            seeds[node] = 1 << (_BITS * len(shares))
             shares.append((size or 0) // max(trip, 1))
-    copies = sum(1 << (2 * i) for i in range(len(shares)))
+    copies = sum(1 << (_BITS * i) for i in range(len(shares)))
+    wholes, pieces = copies << 1, copies << 2
 
     def wholly(b: int) -> int:
-        return (b & ~copies) | ((b & copies) << 1)
+        return (b & wholes) | ((b & copies) << 1)
 
     capped: set[int] = set()  # arguments sliced at more than MAX_STEP_SLICES places
     places: list[set[int]] = [set() for _ in shares]
 
     def share(b: int) -> int:
-        return sum(s for i, s in enumerate(shares) if b >> (2 * i) & 1 and i not in capped)
+        return sum(s for i, s in enumerate(shares) if b >> (_BITS * i) & 1 and i not in capped)
 
     def transfer(step: Step, bits: Bits) -> list[int] | None:
         if step.kind is not Kind.TUPLE and step.results and all(
                 values[r] is not None for r in step.results):
             return None
         ops, n = step.operands, len(step.results)
+        kept = backs.get(id(step))
+        if kept is not None:  # what the loop reassembled from its steps' slices: a copy
+            return [bits[o] if p in kept else (bits[o] & ~pieces) | ((bits[o] & pieces) >> 2)
+                    for p, o in enumerate(ops[:n])]
         if step.name == "stablehlo.select" and len(ops) == 3 and values[ops[0]] is not None:
             return [bits[ops[1] if values[ops[0]] else ops[2]]] * n
         if step.name in SLICES and ops:
@@ -150,9 +187,9 @@ def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: 
             if size is None or size > share(src):
                 out = src
             else:
-                out = src & ~copies
+                out = (src & ~copies) | ((src & copies) << 2)
                 for i in range(len(shares)):
-                    if src >> (2 * i) & 1:
+                    if src >> (_BITS * i) & 1:
                         places[i].add(step.results[0])
             for o in ops[1:]:
                 out |= wholly(bits[o])
@@ -191,7 +228,7 @@ def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: 
     return propagate(g, seeds, transfer) if capped else bits
 
 
-_WHOLE = sum(2 << (2 * i) for i in range(MAX_SLICED))
+_WHOLE = sum(2 << (_BITS * i) for i in range(MAX_SLICED))
 
 
 def reads_whole(bits: list[int], nodes: Sequence[int]) -> bool:

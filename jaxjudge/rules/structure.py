@@ -67,7 +67,8 @@ class LoopOptions(RuleOptions):
                     "row, a block of keys): the outputs are computed from them, across "
                     "elements, only through slices of at most their size / trip count "
                     f"elements, taken at no more than {MAX_STEP_SLICES} places, never from all "
-                    "of them at once (default: not checked)")
+                    "of them at once, nor from a copy of them the loop rebuilt from its slices "
+                    "(default: not checked)")
     every_step: bool = Field(
         default=False,
         description="the update runs at every step: not only under a jnp.where or lax.cond on "
@@ -278,7 +279,8 @@ def _loop_finding(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: i
                    f"loop, or passed through it unchanged), so it does not carry all of the work")
         elif "unsliced" in whys:
             why = (f"your outputs are computed from all of {sliced} at once (a product or a sum "
-                   f"over it, before the loop, at one of its steps or after it), not from one "
+                   f"over it, before the loop, at one of its steps or after it, or over a copy "
+                   f"of it rebuilt by the loop and then read whole after it), not from one "
                    f"step's slice of it at a time (x[t], a scan's row, a block)")
         elif "after" in whys:
             why = after_loop(max(loop.after for loop in right), after or 0, names)

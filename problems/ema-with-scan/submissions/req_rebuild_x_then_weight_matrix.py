@@ -1,6 +1,7 @@
-# KNOWN LIMIT (accepted today; should fail): a T-step fori_loop copies x into a buffer row by row,
-# mixing in a 1e-30 multiple of the buffer's previous row (so it "combines" the carry); the
-# average is the T x T weight matrix applied AFTER the loop to the rebuilt x: no recurrence.
+# Right numbers, no recurrence: a T-step fori_loop copies x into a buffer row by row, mixing in a
+# 1e-30 multiple of the buffer's previous row (so it "combines" the carry); the average is the
+# T x T weight matrix applied AFTER the loop to the rebuilt x. The buffer holds x's rows, one per
+# step: x reassembled by the loop, and the product after it reads all of x at once.
 import jax
 import jax.numpy as jnp
 

@@ -1,7 +1,8 @@
-# KNOWN LIMIT (accepted today; should fail): a T/4-step fori_loop only copies [k | v] and q into
-# two buffers one 4-row block at a time (mixing in 1e-30 x the buffer's old block); after the
-# loop the plain softmax is computed per query with lax.map (T scores at a time, under the
-# size bound): no online softmax at all, all of k and v combined at once after the loop.
+# Right numbers, no online softmax: a T/4-step fori_loop only copies [k | v] and q into two
+# buffers one 4-row block at a time (mixing in 1e-30 x the buffer's old block); after the loop
+# the plain softmax is computed per query with lax.map (T scores at a time, under the size
+# bound). The buffer holds k's and v's blocks, one per step: k and v reassembled by the loop,
+# and the scores after it read all of k at once.
 import jax
 import jax.numpy as jnp
 
