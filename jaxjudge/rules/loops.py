@@ -18,9 +18,9 @@ matches a lowering: it reads the inlined dataflow (`jaxjudge.rules.dataflow`).
   results cut, no output depends on them. A closed form beside a token loop, or passed
   through the loop unchanged, fails; so does a row of the input copied into the output beside
   the loop.
-- **Little after it** (`after_loop_products`): at most that many successive products with the
-  named arguments follow the working loops (`jaxjudge.rules.afterloop`): not a token loop with
-  the iterations unrolled after it.
+- **Little outside it** (`outside_loop_products`): at most that many successive products with
+  the named arguments before and after the working loops (`jaxjudge.rules.outsideloop`): not a
+  token loop with the iterations unrolled after it, or before it.
 - **Not checked**: how the work is spread over the steps. A loop that computes everything at
   one step from the whole input (closed over) and carries it along passes.
 
@@ -31,11 +31,11 @@ other program-level rules: a program built to be slow fails the rule instead of 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from jaxjudge.rules.afterloop import products_after
 from jaxjudge.rules.dataflow import Graph, Kind, Loop, Step, TooComplex, propagate
 from jaxjudge.rules.folding import Bits, Transfer, Value, fold_constants, live_nodes, make_transfer
+from jaxjudge.rules.outsideloop import Outside, products_outside
 from jaxjudge.rules.stepslices import reads_whole, whole_reads
 from jaxjudge.rules.tripcount import counter_step, origin, trip_count
 
@@ -53,7 +53,7 @@ class LoopFinding:
     count: int | None
     works: bool = False
     why: str = ""
-    after: int = 0  # the most successive products with the named arguments after it
+    outside: Outside = field(default_factory=Outside)  # products with the names outside it
 
 
 class _Local:
@@ -281,7 +281,7 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
                   only_through_loop: bool | Sequence[str] = False,
                   sliced: Sequence[str] = (), text: str = "",
                   every_step: bool = False,
-                  after_loop_products: int | None = None) -> list[LoopFinding]:
+                  outside_loop_products: int | None = None) -> list[LoopFinding]:
     """Every while loop of the program, in program order, with its trip count; whether it
     carries the work is worked out for the loops that run `want` steps (all if None). With
     `only_through_loop`, a loop that does the work but beside which the named arguments (or
@@ -290,9 +290,9 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
     arguments other than through one step's slice at a time (why: "unsliced"; see
     `jaxjudge.rules.stepslices`, which reads slices' bounds from the program's `text`).
     With `every_step`, the update must run at every step, not under a branch on the counter
-    that passes the value along at other steps (why: "skipped"). With `after_loop_products`,
-    no loop counts when more successive products with the named arguments than that follow
-    the working loops (why: "after"; see `jaxjudge.rules.afterloop`)."""
+    that passes the value along at other steps (why: "skipped"). With `outside_loop_products`,
+    no loop counts when more successive products with the named arguments than that run
+    before and after the working loops (why: "outside"; see `jaxjudge.rules.outsideloop`)."""
     values = fold_constants(g)
     names = list(depends_on)
     seeds = _seeds(g, arg_paths, names)
@@ -324,14 +324,13 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
             if f.works:
                 f.works, f.why = False, "bypass"
     working = [loop for loop, f in zip(g.loops, findings, strict=True) if f.works]
-    if after_loop_products is not None and working:
-        longest = products_after(g, values, seeds, _carried_results(g, values, working),
-                                 [a for loop in working for a in loop.body_args + loop.cond_args])
+    if outside_loop_products is not None and working:
+        outside = products_outside(g, values, seeds, _carried(g, values, working))
         for f in findings:
             if f.works:
-                f.after = longest
-                if longest > after_loop_products:
-                    f.works, f.why = False, "after"
+                f.outside = outside
+                if outside.total > outside_loop_products:
+                    f.works, f.why = False, "outside"
     if sliced and want and any(f.works for f in findings) and reads_whole(
             whole_reads(g, values, arg_paths, sliced, want, text), g.main_results):
         for f in findings:
@@ -340,20 +339,18 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
     return findings
 
 
-def _carried_results(g: Graph, values: list[Value], working: list[Loop]) -> list[int]:
-    """The results of the loops' carried state (not their counters, nor values passed along)."""
-    out: list[int] = []
-    for loop in working:
-        _, carried = _state(g, values, loop)
-        out.extend(loop.results[p] for p in carried if p < len(loop.results))
-    return out
+def _carried(g: Graph, values: list[Value], working: list[Loop]) -> list[tuple[Loop, list[int]]]:
+    """Each loop with the positions of its carried state (not its counters, nor values passed
+    along unchanged)."""
+    return [(loop, _state(g, values, loop)[1]) for loop in working]
 
 
 def _bypassed(g: Graph, values: list[Value], seeds: dict[int, int], working: list[Loop]) -> bool:
     """Whether some output depends on a named argument other than through the carried state of
     the loops that do the work: computed beside them (a closed form plus a token loop), or
     passed through one of them unchanged. Their carried results are cut, the names propagated."""
-    cut = set(_carried_results(g, values, working))
+    cut = {loop.results[p] for loop, carried in _carried(g, values, working) for p in carried
+           if p < len(loop.results)}
     base = make_transfer(values)
 
     def transfer(step: Step, bits: Bits) -> list[int] | None:

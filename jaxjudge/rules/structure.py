@@ -14,7 +14,6 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from jaxjudge.rules.afterloop import MAX_COUNTED, after_loop
 from jaxjudge.rules.dataflow import (
     Budget,
     Graph,
@@ -25,6 +24,7 @@ from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.growth import growth
 from jaxjudge.rules.loops import MAX_NAMES, LoopFinding, analyze_loops
 from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
+from jaxjudge.rules.outsideloop import MAX_COUNTED, outside_loop
 from jaxjudge.rules.parsed import Parsed as _Parsed
 from jaxjudge.rules.parsed import all_ops as _all_ops
 from jaxjudge.rules.parsed import parse_programs as _parse
@@ -74,12 +74,13 @@ class LoopOptions(RuleOptions):
         description="the update runs at every step: not only under a jnp.where or lax.cond on "
                     "the loop counter (or scaled by a function of the counter alone) that "
                     "passes the carried value along at the other steps")
-    after_loop_products: int | None = Field(
+    outside_loop_products: int | None = Field(
         default=None, ge=0, lt=MAX_COUNTED,
-        description="at most this many successive products with the depends_on inputs after "
-                    "the loop, on any path from what it carries to the outputs (w @ v, then "
-                    "u @ (w @ v): 2), so that the iterations are not unrolled after a token "
-                    "loop (default: not checked)")
+        description="at most this many successive products with the depends_on inputs "
+                    "outside the loop: on a path from the inputs to what it starts from, "
+                    "plus on a path from what it carries to the outputs (w @ v, then "
+                    "u @ (w @ v): 2), so that the iterations are not unrolled before or after "
+                    "a token loop (default: not checked)")
     hint: str = Field(default="", max_length=400,
                       description="what to do instead, appended to a failure's message")
 
@@ -102,7 +103,7 @@ def check_loop_over_dim(
     programs: Sequence[ProgramInfo], *, dim: str | None = None, trip_count: Expr | None = None,
     depends_on: Sequence[str] = (), only_through_loop: bool | Sequence[str] = False,
     sliced: Sequence[str] = (), every_step: bool = False,
-    after_loop_products: int | None = None, hint: str = "",
+    outside_loop_products: int | None = None, hint: str = "",
 ) -> RuleOutcome:
     """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
 
@@ -127,9 +128,9 @@ def check_loop_over_dim(
     Without a dimension, the trip count is a fixed one (e.g. "8": a stated number of
     iterations) and growth is not compared.
 
-    With `after_loop_products`, at most that many successive products with the `depends_on`
-    inputs follow the working loops on any path from what they carry to the outputs (see
-    jaxjudge.rules.afterloop): a token loop with the iterations unrolled after it fails."""
+    With `outside_loop_products`, at most that many successive products with the `depends_on`
+    inputs run outside the working loops, before them plus after them (see
+    jaxjudge.rules.outsideloop): a token loop with the iterations unrolled after it fails."""
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
@@ -161,7 +162,7 @@ def check_loop_over_dim(
                 return RuleOutcome(False, "The exported program could not be analyzed (its "
                                           "arguments do not match their paths).")
             loops = analyze_loops(g, p.args, depends_on, want, only_through_loop, sliced,
-                                  p.text, every_step, after_loop_products)
+                                  p.text, every_step, outside_loop_products)
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
@@ -171,7 +172,7 @@ def check_loop_over_dim(
         if not working:
             failures.append((bool(loops), want,
                              _loop_failure(p, loops, count, want, dim, names, through,
-                                           _and(list(sliced)), hint, after_loop_products),
+                                           _and(list(sliced)), hint, outside_loop_products),
                              where))
         shown = shown or where
     if failures:  # the most telling: a program with loops, the longest one
@@ -247,14 +248,14 @@ _UNKNOWN_FIX = (
 
 def _loop_failure(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int,
                   dim: str | None, names: str, through: str, sliced: str = "",
-                  hint: str = "", after: int | None = None) -> str:
-    found = _loop_finding(p, loops, count, want, dim, names, through, sliced, after)
+                  hint: str = "", outside: int | None = None) -> str:
+    found = _loop_finding(p, loops, count, want, dim, names, through, sliced, outside)
     return f"{found} {hint}".strip()
 
 
 def _loop_finding(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int,
                   dim: str | None, names: str, through: str, sliced: str,
-                  after: int | None = None) -> str:
+                  outside: int | None = None) -> str:
     shapes = _shapes(p)
     if dim is None:
         over = f"Run the {_plural(want)}"
@@ -282,8 +283,9 @@ def _loop_finding(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: i
                    f"over it, before the loop, at one of its steps or after it, or over a copy "
                    f"of it rebuilt by the loop and then read whole after it), not from one "
                    f"step's slice of it at a time (x[t], a scan's row, a block)")
-        elif "after" in whys:
-            why = after_loop(max(loop.after for loop in right), after or 0, names)
+        elif "outside" in whys:
+            why = outside_loop(max((loop.outside for loop in right), key=lambda o: o.total),
+                               outside or 0, names)
         elif "skipped" in whys:
             why = (f"the update of what it carries from its previous value and {names} runs "
                    f"only at some of its steps (under a jnp.where or jax.lax.cond on the loop "

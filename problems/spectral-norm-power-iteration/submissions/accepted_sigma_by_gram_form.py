@@ -1,6 +1,6 @@
 # Accepted: the loop carries (u, v); after it, sigma is written as sqrt(v^T W^T W v) (= ||W v||,
 # the longest honest chain measured: 3 successive products with w after the loop, within
-# after_loop_products = 5).
+# outside_loop_products = 5).
 import jax
 import jax.numpy as jnp
 

@@ -1,7 +1,7 @@
 # Right numbers, but only half of the work in the loop: its 8 steps update u and v at once
 # from each other's previous values (u from w v, v from w^T u), so u holds a real iterate only
 # every other step: 4 power iterations. The other 4 are Python-unrolled after the loop, from
-# what it returns: 9 successive products with w follow it (after_loop_products = 5).
+# what it returns: 9 successive products with w follow it (outside_loop_products = 5).
 import jax
 import jax.numpy as jnp
 

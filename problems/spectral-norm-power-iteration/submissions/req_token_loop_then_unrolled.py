@@ -1,7 +1,7 @@
 # Right numbers, but the 8-step loop only adds 1e-30 * W W^T u to u (it mixes w, at every
 # step, negligibly) and the 8 power iterations are Python-unrolled AFTER the loop, from what it
 # returns: u reaches the outputs only through the loop, yet 17 successive products with w
-# follow it (after_loop_products = 5).
+# follow it (outside_loop_products = 5).
 import jax
 import jax.numpy as jnp
 

@@ -1,7 +1,7 @@
 # Wrong numbers, structure fine: the loop carries u only; after it, v is recomputed from the
 # final u and sigma = u^T (W v). That v is a 9th right update, so sigma is ||W^T u||, off where
 # convergence is slow. The 3 successive products with w after the loop (W^T u, W v, u^T (W v))
-# are within after_loop_products = 5: power-iteration-loop holds.
+# are within outside_loop_products = 5: power-iteration-loop holds.
 import jax
 import jax.numpy as jnp
 

@@ -1,4 +1,4 @@
-"""loop_over_dim's after_loop_products (jaxjudge/rules/afterloop.py): the work after the loop."""
+"""loop_over_dim's outside_loop_products (jaxjudge/rules/outsideloop.py): work outside the loop."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from test_rules_structure import program
 
-from jaxjudge.rules.afterloop import MAX_COUNTED, products_after
 from jaxjudge.rules.dataflow import Budget, TooComplex, build_graph
 from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.folding import fold_constants
 from jaxjudge.rules.loops import analyze_loops
+from jaxjudge.rules.outsideloop import MAX_COUNTED, Outside, products_outside
 from jaxjudge.rules.registry import RuleConfigError, validate
 from jaxjudge.rules.stablehlo import parse_module
 from jaxjudge.rules.structure import check_loop_over_dim
@@ -84,39 +84,54 @@ def second_loop(w: jax.Array, u: jax.Array) -> jax.Array:
     return uv[0] @ (w @ uv[1])
 
 
-def after(fn: Callable[..., Any]) -> int:
-    """The products after the working loop, as analyze_loops finds them."""
+def unrolled_before(w: jax.Array, u: jax.Array) -> jax.Array:
+    """The 8 iterations unrolled from u, then a loop that nudges u and v and changes nothing."""
+    uv = (u, jnp.zeros_like(w[0]))
+    for _ in range(8):
+        uv = iterate(w, uv)
+    uv = jax.lax.fori_loop(0, 8, lambda _, c: (c[0] + 1e-30 * (w @ c[1]),
+                                               c[1] + 1e-30 * (w.T @ c[0])), uv)
+    return uv[0] @ (w @ uv[1])
+
+
+def outside(fn: Callable[..., Any]) -> Outside:
+    """The products outside the working loop, as analyze_loops finds them."""
     p = program(fn, {"M": 4, "N": 3}, W, U)
     g = build_graph(parse_module(p.text))
     found = analyze_loops(g, p.args, ("a0",), 8, ("a1",), every_step=True,
-                          after_loop_products=MAX_COUNTED - 1)
-    return max(f.after for f in found if f.count == 8)
+                          outside_loop_products=MAX_COUNTED - 1)
+    return max((f.outside for f in found if f.count == 8), key=lambda o: o.total)
 
 
-@pytest.mark.parametrize(("fn", "count"), [
-    (honest, 2), (gram_form, 3), (norm_of_product, 1),
-    (unrolled_after(8), 17), (unrolled_after(8, spelled=True), 17),
-    (unrolled_after(4, half_steps), 9), (second_loop, MAX_COUNTED),
+@pytest.mark.parametrize(("fn", "before", "after"), [
+    (honest, 0, 2), (gram_form, 0, 3), (norm_of_product, 0, 1),
+    (unrolled_after(8), 0, 17), (unrolled_after(8, spelled=True), 0, 17),
+    (unrolled_after(4, half_steps), 0, 9), (second_loop, 0, MAX_COUNTED),
+    (unrolled_before, 16, 2),
 ])
-def test_successive_products_with_the_inputs_are_counted(fn: Callable[..., Any],
-                                                        count: int) -> None:
-    assert after(fn) == count
+def test_successive_products_with_the_inputs_are_counted(fn: Callable[..., Any], before: int,
+                                                        after: int) -> None:
+    assert outside(fn) == Outside(before, after)
 
 
 def check(fn: Callable[..., Any]) -> Any:
     p = program(fn, {"M": 4, "N": 3}, W, U)
     return check_loop_over_dim([p], trip_count=Expr("8"), depends_on=("a0",),
                                only_through_loop=("a1",), every_step=True,
-                               after_loop_products=5)
+                               outside_loop_products=5)
 
 
-def test_an_honest_loop_passes_and_the_iterations_after_a_token_loop_fail() -> None:
+def test_an_honest_loop_passes_and_the_iterations_outside_a_token_loop_fail() -> None:
     assert check(gram_form).passed
     cheat = check(unrolled_after(8))
     assert not cheat.passed
     assert ("after it, your outputs are computed from what it carries through 17 successive "
-            "products with a0 (at most 5, to compute the result from what the loop returns): "
-            "the iterations run after the loop, not in it. Run them in the loop.") in cheat.message
+            "products with a0 (at most 5 in all, to compute the result from what the loop "
+            "returns): the iterations run outside the loop, not in it. Run them in the "
+            "loop.") in cheat.message
+    before = check(unrolled_before)
+    assert not before.passed and "before it and after it, your outputs are computed through " \
+        "16 and 2 successive products with a0" in before.message
     many = check(second_loop)
     assert not many.passed and f"through {MAX_COUNTED} or more successive" in many.message
 
@@ -125,15 +140,14 @@ def test_the_count_is_bounded_by_the_budget() -> None:
     p = program(unrolled_after(8), {"M": 4, "N": 3}, W, U)
     g = build_graph(parse_module(p.text))
     values = fold_constants(g)
-    loop = g.loops[0]
     g.budget = Budget(len(g.steps) // 2)
     with pytest.raises(TooComplex):
-        products_after(g, values, [g.main_args[0]], [loop.results[0]], loop.body_args)
+        products_outside(g, values, [g.main_args[0]], [(g.loops[0], [0])])
 
 
-def test_after_loop_products_is_a_typed_option() -> None:
-    opts = validate("loop_over_dim", "program", {"trip_count": "8", "after_loop_products": 5})
-    assert opts.after_loop_products == 5  # type: ignore[attr-defined]
+def test_outside_loop_products_is_a_typed_option() -> None:
+    opts = validate("loop_over_dim", "program", {"trip_count": "8", "outside_loop_products": 5})
+    assert opts.outside_loop_products == 5  # type: ignore[attr-defined]
     for bad in (-1, MAX_COUNTED, "five", 2.5):
         with pytest.raises(RuleConfigError):
-            validate("loop_over_dim", "program", {"trip_count": "8", "after_loop_products": bad})
+            validate("loop_over_dim", "program", {"trip_count": "8", "outside_loop_products": bad})
