@@ -55,7 +55,19 @@ def gram_form(w: jax.Array, u: jax.Array) -> jax.Array:
 
 def norm_of_product(w: jax.Array, u: jax.Array) -> jax.Array:
     u, v = in_loop(w, u)
-    return jnp.linalg.norm(w @ v) + u @ u  # the norm's sum and u @ u read no w: 1
+    return jnp.linalg.norm(w @ v)  # the norm's sum holds no element of w: 1
+
+
+def carried_copy_of_w(w: jax.Array, u: jax.Array) -> jax.Array:
+    """A token loop that carries a nudged copy of w, the iterations unrolled after it on it."""
+    def body(_: Any, c: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        return c[0] + 1e-30 * (w @ (w.T @ c[0])), c[1] - 1e-30 * c[1]
+
+    u, w2 = jax.lax.fori_loop(0, 8, body, (u, w))
+    uv = (u, jnp.zeros_like(w[0]))
+    for _ in range(8):
+        uv = iterate(w2, uv)
+    return uv[0] @ (w2 @ uv[1])
 
 
 def unrolled_after(iterations: int, loop: Callable[..., Any] = token_loop,
@@ -107,7 +119,7 @@ def outside(fn: Callable[..., Any]) -> Outside:
     (honest, 0, 2), (gram_form, 0, 3), (norm_of_product, 0, 1),
     (unrolled_after(8), 0, 17), (unrolled_after(8, spelled=True), 0, 17),
     (unrolled_after(4, half_steps), 0, 9), (second_loop, 0, MAX_COUNTED),
-    (unrolled_before, 16, 2),
+    (unrolled_before, 16, 2), (carried_copy_of_w, 0, 17),
 ])
 def test_successive_products_with_the_inputs_are_counted(fn: Callable[..., Any], before: int,
                                                         after: int) -> None:

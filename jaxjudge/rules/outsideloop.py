@@ -8,8 +8,9 @@ has two products outside it per iteration it skipped (17 for 8 power iterations 
 So this module counts the *successive products with the named arguments*:
 
 - a matrix product (`dot_general`, `dot`, `convolution`) one of whose operands is computed
-  from a named argument (`w`, `w.T`, `w * 2`, `w @ v`) other than through the working loops'
-  carried results: `u @ u` is not one, `u @ (w @ v)` is;
+  from a named argument (`w`, `w.T`, `w * 2`, `w @ v`, or a value a loop computed from it):
+  before the loop `u @ u` is not one, `w.T @ u` is; after it, every product of what the loop
+  carries is one (a copy of `w` the loop carries along, nudged, is still `w`);
 - a sum over an axis (`reduce`, `reduce_window`: `jnp.sum(w * u, axis=1)`, a cumulative sum)
   of a value that holds a named argument's elements (re-laid-out or combined elementwise, as
   the product `w * u[None, :]` spelled out does): a norm of `w @ v` is not one.
@@ -38,7 +39,7 @@ MAX_COUNTED = 32  # successive products counted along a path (more read as MAX_C
 PRODUCTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
 SUMS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
 
-_FRESH = 1  # computed from a named argument, other than through the loops' carried results
+_FRESH = 1  # computed from a named argument (through loops too)
 _ELEMENTS = 2  # holds a named argument's elements (re-laid-out, or combined elementwise)
 _DEPTH0 = 4  # bit _DEPTH0 << d: a path with d products on it
 _DEPTHS = ((1 << (MAX_COUNTED + 1)) - 1) * _DEPTH0
@@ -73,8 +74,8 @@ def _longest(bits: list[int], nodes: Iterable[int]) -> int:
 
 def _counting(values: list[Value], cut: set[int], heads: set[int]) -> Transfer:
     """Dependence (constants folded) carrying the named arguments' bits and the depth sets of
-    paths, one deeper at each product with them; `cut` results hold only their seeds and
-    `heads` no depth."""
+    paths, one deeper at each product with them; `cut` results and `heads` hold no depth but
+    their seeds."""
     base = make_transfer(values)
 
     def transfer(step: Step, bits: Bits) -> list[int] | None:
@@ -82,7 +83,7 @@ def _counting(values: list[Value], cut: set[int], heads: set[int]) -> Transfer:
         if out is None:
             return None
         if step.kind is Kind.TUPLE:
-            return [0 if r in cut else (b & ~_DEPTHS if r in heads else b)
+            return [b & ~_DEPTHS if r in cut or r in heads else b
                     for r, b in zip(step.results, out, strict=False)]
         union = out[0]
         if step.name in PRODUCTS:
