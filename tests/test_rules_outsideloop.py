@@ -85,6 +85,23 @@ def unrolled_after(iterations: int, loop: Callable[..., Any] = token_loop,
     return fn
 
 
+def segment_sums_after(w: jax.Array, u: jax.Array) -> jax.Array:
+    """The token loop, then the iterations with every product and norm a `segment_sum` (a
+    scatter that adds)."""
+    u, v = token_loop(w, u)
+    m, n = w.shape
+    rows, cols = jnp.repeat(jnp.arange(m), n), jnp.tile(jnp.arange(n), m)
+
+    def norm(x: jax.Array) -> jax.Array:
+        total = jax.ops.segment_sum(x * x, jnp.zeros(x.shape[0], jnp.int32), num_segments=1)
+        return x / jnp.maximum(jnp.sqrt(total[0]), 1e-12)
+
+    for _ in range(8):
+        v = norm(jax.ops.segment_sum((w * u[:, None]).reshape(-1), cols, num_segments=n))
+        u = norm(jax.ops.segment_sum((w * v[None, :]).reshape(-1), rows, num_segments=m))
+    return u @ (w @ v)
+
+
 def half_steps(w: jax.Array, u: jax.Array) -> tuple[jax.Array, jax.Array]:
     """8 steps updating u and v at once from each other: 4 power iterations."""
     return jax.lax.fori_loop(0, 8, lambda _, uv: (normalize(w @ uv[1]), normalize(w.T @ uv[0])),
@@ -119,7 +136,7 @@ def outside(fn: Callable[..., Any]) -> Outside:
     (honest, 0, 2), (gram_form, 0, 3), (norm_of_product, 0, 1),
     (unrolled_after(8), 0, 17), (unrolled_after(8, spelled=True), 0, 17),
     (unrolled_after(4, half_steps), 0, 9), (second_loop, 0, MAX_COUNTED),
-    (unrolled_before, 16, 2), (carried_copy_of_w, 0, 17),
+    (unrolled_before, 16, 2), (carried_copy_of_w, 0, 17), (segment_sums_after, 0, 17),
 ])
 def test_successive_products_with_the_inputs_are_counted(fn: Callable[..., Any], before: int,
                                                         after: int) -> None:

@@ -11,9 +11,10 @@ So this module counts the *successive products with the named arguments*:
   from a named argument (`w`, `w.T`, `w * 2`, `w @ v`, or a value a loop computed from it):
   before the loop `u @ u` is not one, `w.T @ u` is; after it, every product of what the loop
   carries is one (a copy of `w` the loop carries along, nudged, is still `w`);
-- a sum over an axis (`reduce`, `reduce_window`: `jnp.sum(w * u, axis=1)`, a cumulative sum)
-  of a value that holds a named argument's elements (re-laid-out or combined elementwise, as
-  the product `w * u[None, :]` spelled out does): a norm of `w @ v` is not one.
+- a sum over an axis (`reduce`, `reduce_window`, a `scatter` that combines: `jnp.sum(w * u,
+  axis=1)`, a cumulative sum, `jax.ops.segment_sum`) of a value that holds a named argument's
+  elements (re-laid-out or combined elementwise, as the product `w * u[None, :]` spelled out
+  does): a norm of `w @ v` is not one.
 
 *Before*: the most on a path from the program's arguments to the values the working loops'
 carried state starts from; *after*: the most on a path from their carried results to the
@@ -38,6 +39,7 @@ from jaxjudge.rules.folding import Bits, Transfer, Value, make_transfer
 MAX_COUNTED = 32  # successive products counted along a path (more read as MAX_COUNTED)
 PRODUCTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
 SUMS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
+SCATTER = "stablehlo.scatter"
 
 _FRESH = 1  # computed from a named argument (through loops too)
 _ELEMENTS = 2  # holds a named argument's elements (re-laid-out, or combined elementwise)
@@ -72,10 +74,29 @@ def _longest(bits: list[int], nodes: Iterable[int]) -> int:
     return depths.bit_length() - _DEPTH0.bit_length() if depths else 0
 
 
-def _counting(values: list[Value], cut: set[int], heads: set[int]) -> Transfer:
+def _combining(g: Graph) -> set[int]:
+    """The `id`s of the scatter steps whose update region computes (`.at[i].add`,
+    `segment_sum`), as opposed to one that returns the new value (`.at[i].set`): its region's
+    returned value has a producer."""
+    producers = g.producers()
+    g.budget.spend(len(g.steps))
+    out: set[int] = set()
+    for i, step in enumerate(g.steps):
+        if step.name != SCATTER or step.kind is Kind.OTHER:
+            continue
+        for ret in g.steps[i + 1:]:
+            if ret.name != SCATTER or ret.kind is not Kind.OTHER or ret.results != step.results:
+                break
+            if any(producers[o] for o in ret.operands):
+                out.add(id(step))
+    return out
+
+
+def _counting(values: list[Value], cut: set[int], heads: set[int], sums: set[int]
+              ) -> Transfer:
     """Dependence (constants folded) carrying the named arguments' bits and the depth sets of
     paths, one deeper at each product with them; `cut` results and `heads` hold no depth but
-    their seeds."""
+    their seeds; `sums`: the ids of the combining scatters."""
     base = make_transfer(values)
 
     def transfer(step: Step, bits: Bits) -> list[int] | None:
@@ -88,7 +109,7 @@ def _counting(values: list[Value], cut: set[int], heads: set[int]) -> Transfer:
         union = out[0]
         if step.name in PRODUCTS:
             counted = union & _FRESH
-        elif step.name in SUMS:
+        elif step.name in SUMS or id(step) in sums:
             counted = union & _ELEMENTS
         elif step.kind in (Kind.CONTRACT, Kind.REDUCE, Kind.STRUCTURAL):
             return [union & ~_ELEMENTS] * len(out)
@@ -111,12 +132,14 @@ def products_outside(g: Graph, values: list[Value], named: Iterable[int],
               if p < len(loop.operands)}
     results = {loop.results[p] for loop, carried in working for p in carried
                if p < len(loop.results)}
+    sums = _combining(g)
     seeds = {n: marks.get(n, 0) | _DEPTH0 for n in g.main_args}
-    before = _longest(propagate(g, seeds, _counting(values, set(), heads)), starts)
+    before = _longest(propagate(g, seeds, _counting(values, set(), heads, sums)), starts)
     seeds = dict(marks)
     for n in results:
         seeds[n] = seeds.get(n, 0) | _DEPTH0
-    after = _longest(propagate(g, seeds, _counting(values, results, heads)), g.main_results)
+    after = _longest(propagate(g, seeds, _counting(values, results, heads, sums)),
+                     g.main_results)
     return Outside(before, after)
 
 
