@@ -141,6 +141,100 @@ def test_a_special_case_at_a_tested_size_is_not_a_loop() -> None:
     assert not outcome.passed and "for N=2 it has 1 loop of 2 steps" in outcome.message
 
 
+# -- a loop of a constant number of steps that indexes the dimension (jaxjudge.rules.dimindex) --
+
+N_MAX = 8  # the largest N of SHAPES: a loop padded to it keeps its trip count
+
+
+def norms_fixed_fori_over_rows(x: jax.Array) -> jax.Array:
+    def one(i: jax.Array, acc: jax.Array) -> jax.Array:
+        r = jnp.minimum(i, x.shape[0] - 1)
+        return acc.at[r].set(jnp.dot(x[r], x[r]))
+    return jax.lax.fori_loop(0, N_MAX, one, jnp.zeros(x.shape[0], x.dtype))
+
+
+def norms_fixed_scan_over_padded_rows(x: jax.Array) -> jax.Array:
+    padded = jnp.pad(x, ((0, N_MAX - x.shape[0]), (0, 0)))
+    return jax.lax.scan(lambda c, r: (c, jnp.dot(r, r)), 0.0, padded)[1][:x.shape[0]]
+
+
+def norms_fixed_take_of_transposed(x: jax.Array) -> jax.Array:
+    def one(i: jax.Array, acc: jax.Array) -> jax.Array:
+        col = jnp.take(x.T, jnp.minimum(i, x.shape[0] - 1), axis=1)  # a gather along N
+        return acc + jnp.where(jnp.arange(x.shape[0]) == i, jnp.dot(col, col), 0.0)
+    return jax.lax.fori_loop(0, N_MAX, one, jnp.zeros(x.shape[0], x.dtype))
+
+
+def norms_fixed_write_into_a_copy(x: jax.Array) -> jax.Array:
+    """Rows picked by a one-hot product (no indexing op), written one per step into a buffer
+    computed from x: the write at the counter shows the loop."""
+    def one(i: jax.Array, buf: jax.Array) -> jax.Array:
+        r = jnp.minimum(i, x.shape[0] - 1)
+        row = (jnp.arange(x.shape[0]) == r).astype(x.dtype) @ x
+        return jax.lax.dynamic_update_slice(buf, (row * row)[None, :], (r, 0))
+    return jnp.sum(jax.lax.fori_loop(0, N_MAX, one, 0.0 * x), axis=1)
+
+
+def norms_fixed_one_hot(x: jax.Array) -> jax.Array:
+    """The stated limit: a row picked by a one-hot product, summed under a mask."""
+    def one(i: jax.Array, acc: jax.Array) -> jax.Array:
+        pick = (jnp.arange(x.shape[0]) == i).astype(x.dtype)
+        row = pick @ x
+        return acc + pick * jnp.dot(row, row)
+    return jax.lax.fori_loop(0, N_MAX, one, jnp.zeros(x.shape[0], x.dtype))
+
+
+def norms_map_over_features(x: jax.Array) -> jax.Array:
+    return jnp.sum(jax.lax.map(lambda col: col * col, x.T), axis=0)
+
+
+def norms_fori_take_constant_rows(x: jax.Array) -> jax.Array:
+    order = jnp.arange(x.shape[0])[::-1]
+
+    def add(k: jax.Array, acc: jax.Array) -> jax.Array:
+        col = jnp.take(jnp.take(x, order, axis=0), k, axis=1)  # every row, one feature
+        return acc + col * col
+    return jax.lax.fori_loop(0, x.shape[1], add, jnp.zeros(x.shape[0], x.dtype))[::-1]
+
+
+@pytest.mark.parametrize(("fn", "op"), [
+    (norms_fixed_fori_over_rows, "dynamic_slice"),
+    (norms_fixed_scan_over_padded_rows, "dynamic_slice"),
+    (norms_fixed_take_of_transposed, "gather"),
+    (norms_fixed_write_into_a_copy, "dynamic_update_slice"),
+])
+def test_a_fixed_count_loop_indexing_the_dim_fails(fn: Callable[..., Any], op: str) -> None:
+    outcome = check_no_loop_over_dim(programs(fn), dims=("N",))
+    assert not outcome.passed, outcome.message
+    assert f"a loop of {N_MAX} steps" in outcome.message and f"(a {op})" in outcome.message
+    assert "for D=4, N=3 a loop" in outcome.message  # a size >= 2 is shown first
+    assert "one slice along N per step (1 of " in outcome.message
+    assert outcome.region is not None
+    assert f"stablehlo.{op}" in {o.name for o in outcome.region.ops}
+
+
+@pytest.mark.parametrize("fn", [norms_map_over_features, norms_fori_take_constant_rows,
+                                norms_fixed_one_hot])
+def test_loops_indexing_other_axes_pass(fn: Callable[..., Any]) -> None:
+    """Loops over the features, constant index arrays, and (the stated limit) a one-hot pick."""
+    outcome = check_no_loop_over_dim(programs(fn), dims=("N",))
+    assert outcome.passed, outcome.message
+    assert "no loop indexes N at its counter" in outcome.message
+
+
+def test_the_dim_axis_needs_two_sizes() -> None:
+    """With N at one size only, an axis of that size could be any dimension's: none is
+    read as N's, and the loop over the features (D = N = 4) is not taken for one over N."""
+    from jaxjudge.rules.dimindex import dim_axes
+
+    one = programs(norms_fori_over_features, [(4, 4), (4, 2)])
+    types = [[f"tensor<{n}x{d}xf32>"] for n, d in [(4, 4), (4, 2)]]
+    assert dim_axes(one, types, ("N", "D")) == {("a0", "D"): {1}}
+    types = [[f"tensor<{n}x{d}xf32>"] for n, d in SHAPES]
+    assert dim_axes(programs(norms_vmap), types, ("N", "D")) == {("a0", "N"): {0},
+                                                                 ("a0", "D"): {1}}
+
+
 def test_options_are_typed_and_need_static_shapes() -> None:
     assert RULES["no_loop_over_dim"].static_shapes
     assert validate("no_loop_over_dim", "program", {"dims": ["N", "M"]}).dims == ("N", "M")

@@ -7,24 +7,29 @@ jaxjudge.rules.tripcount) and compares them between programs that differ only in
 loop whose count changes with it runs over it (or over chunks of it). Loops over other
 dimensions (a `fori_loop` over the features inside a `vmap` over the points) keep their count
 and pass. Trip counts need static shapes: a problem using the rule is exported per shape.
-The rule compares counts, not what a loop indexes: a loop of a constant number of steps over
-slices padded to the constraint's maximum keeps its count whatever the dimension, and passes.
+A loop of a constant number of steps over slices padded to the constraint's maximum keeps its
+count whatever the dimension: it is found by what it indexes instead (jaxjudge.rules.dimindex:
+an input, or a copy of it, read along the dimension's axis at the loop's counter, a slice of
+at most half of the axis per step). A row selected with no indexing op (a one-hot product, a
+mask and a sum) is not seen.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Annotated
 
 from pydantic import Field
 
 from jaxjudge.rules.dataflow import Budget, Graph, TooComplex, build_graph
-from jaxjudge.rules.folding import fold_constants
+from jaxjudge.rules.dimindex import Visit, dim_axes, visits
+from jaxjudge.rules.folding import Value, fold_constants
 from jaxjudge.rules.growth import growth
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
+from jaxjudge.rules.region import region_of
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import Module, ParseError
 from jaxjudge.rules.structure import _DIM as DIM_PATTERN
@@ -35,8 +40,9 @@ _FIX = ("compute every slice at once: jax.vmap, or array operations (broadcastin
         "einsum) over the whole axis")
 
 
-def _counts(module: Module, budget: Budget) -> tuple[Graph, list[int | None]]:
-    """The inlined program and every while loop's trip count in its order (None: not proven)."""
+def _counts(module: Module, budget: Budget) -> tuple[Graph, list[Value], list[int | None]]:
+    """The inlined program, its folded constants and every while loop's trip count in its
+    order (None: not proven)."""
     g = build_graph(module)
     g.budget = budget
     budget.spend(len(g.steps))
@@ -45,7 +51,7 @@ def _counts(module: Module, budget: Budget) -> tuple[Graph, list[int | None]]:
     for loop in g.loops:
         counted = trip_count(g, values, loop)
         out.append(None if counted is None else counted[0])
-    return g, out
+    return g, values, out
 
 
 def _describe(counts: Counter[int | None]) -> str:
@@ -72,7 +78,19 @@ def check_no_loop_over_dim(programs: Sequence[ProgramInfo], *, dims: Sequence[st
     has the same while loops, by trip count, as the programs that differ from it only in that
     dimension, at sizes >= 2 (the tests' and the probe shapes: no lax.map, scan, fori_loop or
     while_loop whose steps follow it). A loop whose trip count cannot be worked out from its
-    counter fails: it could be running over one."""
+    counter fails: it could be running over one.
+
+    Whatever its trip count (a constant one over slices padded to the largest size too), a
+    loop of two or more steps also runs over a dimension when, inside it, a dynamic_slice,
+    gather, dynamic_update_slice or scatter indexes an input (or a copy of it: padded,
+    reshaped, transposed, broadcast, converted, computed from it elementwise or by a
+    dot_general that keeps the axis) along that dimension's axis, at an index computed from
+    one of the loop's counters, and takes at most half of the axis per step (one row, one
+    example, one head). An input's axis runs along a dimension when its size is that
+    dimension's value in every program and the dimension takes two values or more among them
+    (the probe sizes). A loop over another axis (the features, the positions) reads whole
+    slices of the dimension and passes; a row picked with no indexing op (a one-hot product,
+    a mask and a sum, a roll) is not seen (see jaxjudge.rules.dimindex)."""
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
@@ -81,7 +99,7 @@ def check_no_loop_over_dim(programs: Sequence[ProgramInfo], *, dims: Sequence[st
     for item in parsed:
         p = item.program
         try:
-            g, found = _counts(item.module, budget)
+            g, values, found = _counts(item.module, budget)
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
@@ -92,17 +110,27 @@ def check_no_loop_over_dim(programs: Sequence[ProgramInfo], *, dims: Sequence[st
                 f"dimensions are allowed as jax.lax.scan or jax.lax.fori_loop with integer "
                 f"bounds; over {_or(dims)}, {_FIX}."),
                 region=_loop_region(item, g, [found.index(None)], 0))
-        counts.append(_Loops(item, g, found))
+        counts.append(_Loops(item, g, found, values))
+    axes = dim_axes([c.item.program for c in counts], [c.g.main_arg_types for c in counts], dims)
+    try:
+        for c in counts:
+            c.visits = visits(c.g, c.values, c.found, c.item.program.args, axes, dims,
+                              c.item.program.text) if axes else []
+    except TooComplex as exc:
+        return RuleOutcome(False, f"The exported programs could not be analyzed ({exc}).")
     grown: list[str] = []
     for dim in dims:
         outcome = growth(parsed, dim)
         grown.append(outcome.message)
         if outcome.passed:
             outcome = _same_loops(counts, dim)
+        if outcome.passed:
+            outcome = _no_visits(counts, dim)
         if not outcome.passed:
             return outcome
     return RuleOutcome(True, f"No loop over {_or(dims)} was found: the programs that differ "
-                             f"only in {' or '.join(dims)} (sizes >= 2) have the same loops. "
+                             f"only in {' or '.join(dims)} (sizes >= 2) have the same loops, "
+                             f"and no loop indexes {_or(dims)} at its counter. "
                              + " ".join(grown))
 
 
@@ -113,6 +141,8 @@ class _Loops:
     item: _Parsed
     g: Graph
     found: list[int | None]
+    values: list[Value]
+    visits: list[Visit] = field(default_factory=list)  # loops indexing a dimension's axis
 
     def counter(self) -> Counter[int | None]:
         return Counter(self.found)
@@ -149,6 +179,27 @@ def _same_loops(counts: list[_Loops], dim: str) -> RuleOutcome:
                     f"over {dim} (or over chunks of it) works one slice at a time; {_FIX}."),
                     region=_loop_region(shown.item, shown.g, [shown.extra(other)], 0))
     return RuleOutcome(True, f"No loop runs over {dim}.")
+
+
+def _no_visits(counts: list[_Loops], dim: str) -> RuleOutcome:
+    """No loop of any program reads an input along `dim`'s axis one slice at a time (shown
+    first at a size >= 2, where a learner reads the slice as a row of several)."""
+    for c in sorted(counts, key=lambda c: c.item.program.dims.get(dim, 0) < 2):
+        for v in c.visits:
+            if v.dim != dim:
+                continue
+            what = v.op.name.removeprefix("stablehlo.")
+            return RuleOutcome(False, (
+                f"Your program loops over {dim}: for {_shapes(c.item.program)} a loop of "
+                f"{v.count} steps {'writes' if 'update' in what or what == 'scatter' else 'reads'}"
+                f" {v.path} (or a copy of it) one slice along {dim} per step ({v.taken} of "
+                f"{v.size}), at an index computed from the loop's counter (a {what}). A loop "
+                f"that visits {dim} one "
+                f"slice at a time is a loop over {dim}, whatever its number of steps (padded "
+                f"to the largest size too); {_FIX}."),
+                region=region_of(c.item.module, [v.op], c.item.program)
+                or _loop_region(c.item, c.g, [v.loop], 0))
+    return RuleOutcome(True, f"No loop visits {dim} one slice at a time.")
 
 
 def _or(items: Sequence[str]) -> str:

@@ -1,0 +1,326 @@
+"""Which loops visit a dimension one slice at a time (`no_loop_over_dim`).
+
+Comparing trip counts between programs misses a loop of a constant number of steps that reads
+the dimension slice by slice: `fori_loop(0, 16, ...)` reading row `min(i, N - 1)` of `x`, a
+`scan` over the heads padded to the largest H. Such a loop reads an input along the
+dimension's axis at an index computed from its counter. So, over the inlined dataflow:
+
+- **Which axis is the dimension**: axis a of an argument runs along dimension X when, in every
+  program, its size is X's value there, X takes at least two values among the programs (the
+  judge's probe sizes), and no other dimension fits the axis as well (`dim_axes`).
+- **Copies keep their axes**: the tags (X, axis) follow the values through layout ops
+  (transpose, broadcast, a reshape that keeps the axis in one group, pad, slices, concatenate,
+  convert), elementwise ops, dot_general's batch and free dimensions, gathers' offset
+  dimensions and the links of calls, loops and conditionals. Any other op drops them (a
+  reduction, a sort), so an input summed first and indexed after is not seen.
+- **At the counter**: a `dynamic_slice`, `gather` or `dynamic_update_slice` (or `scatter`)
+  inside a loop of at least two steps, on a value whose axis a is tagged with X, whose index
+  along a depends on one of that loop's counters (a carried integer advanced by a constant) and
+  which takes at most half of the axis per step (one row, one example, one head), visits X one
+  slice at a time, whatever the trip count.
+
+An index counts as the counter's whatever it is computed through (`min(i, N - 1)`, a table
+looked up at `i`, a value the loop carries beside the counter). What is not seen: a row
+selected with no indexing op (a one-hot matmul, a mask and a sum, a roll). Work is counted
+against the graph's `Budget` (two propagations over the program, and one attribute read per
+op that moves axes).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from jaxjudge.rules.dataflow import Graph, Kind, Step, full_transfer, propagate
+from jaxjudge.rules.folding import Value
+from jaxjudge.rules.outcome import ProgramInfo
+from jaxjudge.rules.stablehlo import Op, TensorType, tensor_types
+from jaxjudge.rules.stepslices import ELEMENTWISE
+from jaxjudge.rules.tripcount import counter_step
+
+MAX_RANK = 16  # axes tagged per value (a higher axis is never tagged)
+MAX_ATTR_CHARS = 4096  # attribute text read from one op
+MAX_SHARE = 0.5  # the largest share of the axis one step may take and still be "a slice"
+_INDEXING = frozenset({"stablehlo.dynamic_slice", "stablehlo.gather",
+                       "stablehlo.dynamic_update_slice", "stablehlo.scatter"})
+_SAME_AXES = frozenset({"stablehlo.convert", "stablehlo.copy", "stablehlo.reduce_precision",
+                        "stablehlo.pad", "stablehlo.slice", "stablehlo.dynamic_slice",
+                        "stablehlo.concatenate", "stablehlo.select", "stablehlo.bitcast_convert",
+                        "stablehlo.dynamic_update_slice", "mhlo.copy"}) | ELEMENTWISE
+_SAME_KINDS = frozenset({Kind.ADD, Kind.NEGATE, Kind.MULTIPLY, Kind.DIVIDE})
+
+
+def dim_axes(programs: Sequence[ProgramInfo], arg_types: Sequence[Sequence[str]],
+             dims: Sequence[str]) -> dict[tuple[str, str], set[int]]:
+    """(argument path, dimension) -> the argument's axes that run along it (see the module
+    docstring): `arg_types[i]` are program i's main argument types, in `args` order."""
+    sizes: dict[tuple[str, int], list[tuple[dict[str, int], int | None]]] = {}
+    for p, types in zip(programs, arg_types, strict=True):
+        for path, type_ in zip(p.args, types, strict=False):
+            found = tensor_types(type_)
+            for a, size in enumerate(found[0].dims[:MAX_RANK] if found else ()):
+                sizes.setdefault((path, a), []).append((p.dims, size))
+    out: dict[tuple[str, str], set[int]] = {}
+    for (path, a), seen in sizes.items():
+        fits = [x for x in dims
+                if len({d.get(x) for d, _ in seen}) >= 2
+                and all(x in d and d[x] == size for d, size in seen)]
+        if len(fits) == 1:
+            out.setdefault((path, fits[0]), set()).add(a)
+    return out
+
+
+@dataclass(frozen=True)
+class Visit:
+    """A loop (its index in `g.loops`, its trip count) indexing argument `path`'s copy along
+    dimension `dim` at its counter: `op` takes `taken` of the axis's `size` per step."""
+
+    loop: int
+    count: int
+    dim: str
+    path: str
+    op: Op
+    taken: int
+    size: int
+
+
+def visits(g: Graph, values: list[Value], counts: Sequence[int | None],
+           arg_paths: Sequence[str], axes: Mapping[tuple[str, str], set[int]],
+           dims: Sequence[str], text: str) -> list[Visit]:
+    """Every indexing op that makes a loop visit a dimension one slice at a time, in program
+    order (see the module docstring): `counts` are the loops' trip counts (None: unknown),
+    `text` is the program's (its ops' attributes)."""
+    seeds: dict[int, int] = {}
+    for ai, (node, path) in enumerate(zip(g.main_args, arg_paths, strict=False)):
+        for xi, x in enumerate(dims):
+            for a in axes.get((path, x), ()):
+                seeds[node] = seeds.get(node, 0) | 1 << _bit(ai, xi, a, len(dims))
+    if not seeds or not g.loops:
+        return []
+    tags = _tag(g, seeds, text)
+    counter_seeds: dict[int, int] = {}
+    for k, loop in enumerate(g.loops):
+        for p in range(len(loop.body_args)):
+            if all(counter_step(g, values, loop, ret, p) is not None
+                   for ret in loop.body_returns):
+                for heads in (loop.body_args, loop.cond_args):
+                    if p < len(heads):
+                        counter_seeds[heads[p]] = counter_seeds.get(heads[p], 0) | 1 << k
+    if not counter_seeds:
+        return []
+    counters = propagate(g, counter_seeds, full_transfer)
+    found: list[Visit] = []
+    for i, step in enumerate(g.steps):
+        op = g.ops[i]
+        if step.name not in _INDEXING or op is None or not step.operands or not tags[
+                step.operands[0]]:
+            continue
+        inside = [k for k, loop in enumerate(g.loops) if loop.first <= i < loop.end
+                  and (counts[k] or 0) >= 2]
+        if not inside:
+            continue
+        g.budget.spend(len(step.operands) + len(g.loops))
+        for a, index, taken, size in _indexed_axes(step, op, text, counters):
+            hit = [k for k in inside if index >> k & 1]
+            if not hit or taken > MAX_SHARE * size:
+                continue
+            for ai, path in enumerate(arg_paths[:len(g.main_args)]):
+                for xi, x in enumerate(dims):
+                    if tags[step.operands[0]] >> _bit(ai, xi, a, len(dims)) & 1:
+                        found.extend(Visit(k, counts[k] or 0, x, path, op, taken, size)
+                                     for k in hit)
+    return found
+
+
+def _bit(arg: int, dim: int, axis: int, n_dims: int) -> int:
+    """The tag "axis `axis` of this value runs along dimension `dim` of argument `arg`"."""
+    return (arg * n_dims + dim) * MAX_RANK + axis
+
+
+def _indexed_axes(step: Step, op: Op, text: str, counters: list[int]
+                  ) -> list[tuple[int, int, int, int]]:
+    """(axis, the counters its index depends on, elements of the axis taken per step, the
+    axis's size) for each axis of the indexed operand that the op indexes."""
+    types = op.operand_types()
+    if not types or any(d is None for d in types[0].dims):
+        return []
+    shape = types[0].dims
+    ops = step.operands
+    out: list[tuple[int, int, int, int]] = []
+    if step.name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice"):
+        first = 1 if step.name == "stablehlo.dynamic_slice" else 2
+        if step.name == "stablehlo.dynamic_slice":
+            taken = _ints(_attrs(op, text), "slice_sizes")
+        else:
+            taken = list(types[1].dims) if len(types) > 1 else None
+        if taken is None or len(taken) != len(shape) or len(ops) < first + len(shape):
+            return []
+        for a, size in enumerate(shape[:MAX_RANK]):
+            out.append((a, counters[ops[first + a]], taken[a] or 0, size or 0))
+        return out
+    attrs = _attrs(op, text)
+    if step.name == "stablehlo.gather" and len(types) > 1:
+        sizes = _ints(attrs, "slice_sizes")
+        mapped = _list(attrs, "start_index_map")
+        if sizes is None or mapped is None or len(sizes) != len(shape):
+            return []
+        batch = _batch(types[1], _int(attrs, "index_vector_dim"))
+        return [(a, counters[ops[1]], sizes[a] * batch, shape[a] or 0)
+                for a in mapped if a < min(len(shape), MAX_RANK)]
+    if step.name == "stablehlo.scatter" and len(ops) >= 3:
+        inserted = _list(attrs, "inserted_window_dims") or []
+        mapped = _list(attrs, "scatter_dims_to_operand_dims") or []
+        index_type = tensor_types(op.type.rpartition("->")[0])
+        k = (len(ops) - 1) // 2
+        batch = _batch(index_type[k], _int(attrs, "index_vector_dim")) if len(
+            index_type) > k else 0
+        return [(a, counters[ops[k]], batch, shape[a] or 0)
+                for a in mapped if a in inserted and a < min(len(shape), MAX_RANK)]
+    return []
+
+
+def _batch(indices: TensorType, vector_dim: int | None) -> int:
+    """How many index vectors a gather's or scatter's indices hold (0: unknown)."""
+    n = 1
+    at = len(indices.dims) if vector_dim is None else vector_dim
+    for j, d in enumerate(indices.dims):
+        if d is None:
+            return 0
+        n *= d if j != at else 1
+    return n
+
+
+# -- the axes' tags through the program -------------------------------------------------------
+
+def _tag(g: Graph, seeds: dict[int, int], text: str) -> list[int]:
+    """Per node, its (dimension, axis) tags: bit `dim index * MAX_RANK + axis`."""
+    op_of = {id(s): o for s, o in zip(g.steps, g.ops, strict=True) if o is not None}
+    moves: dict[int, dict[int, dict[int, int]] | None] = {}  # read once per op
+
+    def transfer(step: Step, bits: list[int]) -> list[int] | None:
+        ops, n = step.operands, len(step.results)
+        if step.kind is Kind.TUPLE:
+            return [bits[o] for o in ops[:n]]
+        op = op_of.get(id(step))
+        if op is None or not any(bits[o] for o in ops):
+            return None
+        types, res = op.operand_types(), op.result_types()
+        if not res or len(types) != len(ops):
+            return None
+        if step.name in _SAME_AXES or step.kind in _SAME_KINDS:
+            acc = 0
+            for o, t in zip(ops, types, strict=True):
+                if len(t.dims) == len(res[0].dims):
+                    acc |= bits[o]
+            return [acc] * n if acc else None
+        if id(step) not in moves:
+            g.budget.spend(len(op.spans))
+            moves[id(step)] = _moves(step.name, _attrs(op, text), types, res[0])
+        mapping = moves[id(step)]
+        if mapping is None:
+            return None
+        out = 0
+        for j, o in enumerate(ops):
+            if j in mapping:
+                out |= _remap(bits[o], mapping[j])
+        return [out] * n if out else None
+
+    return propagate(g, seeds, transfer)
+
+
+def _moves(name: str, attrs: str, types: list[TensorType], res: TensorType
+           ) -> dict[int, dict[int, int]] | None:
+    """Operand -> (its axis -> the result's axis) for ops that move axes, else None."""
+    if name == "stablehlo.transpose":
+        perm = _ints(attrs, "permutation") or []
+        return {0: {a: j for j, a in enumerate(perm)}}
+    if name == "stablehlo.broadcast_in_dim":
+        return {0: dict(enumerate(_ints(attrs, "broadcast_dimensions") or []))}
+    if name == "stablehlo.reshape":
+        return {0: _reshaped(types[0].dims, res.dims)}
+    if name == "stablehlo.dot_general" and len(types) == 2:
+        lb, rb = _list(attrs, "lhs_batching_dimensions") or [], _list(
+            attrs, "rhs_batching_dimensions") or []
+        lc, rc = _list(attrs, "lhs_contracting_dimensions") or [], _list(
+            attrs, "rhs_contracting_dimensions") or []
+        lhs = {a: j for j, a in enumerate(lb)}
+        rhs = {a: j for j, a in enumerate(rb)}
+        at = len(lb)
+        for a in range(len(types[0].dims)):
+            if a not in lb and a not in lc:
+                lhs[a], at = at, at + 1
+        for a in range(len(types[1].dims)):
+            if a not in rb and a not in rc:
+                rhs[a], at = at, at + 1
+        return {0: lhs, 1: rhs}
+    if name == "stablehlo.gather":
+        dropped = set(_list(attrs, "collapsed_slice_dims") or []) | set(
+            _list(attrs, "operand_batching_dims") or [])
+        kept = [a for a in range(len(types[0].dims)) if a not in dropped]
+        return {0: dict(zip(kept, _list(attrs, "offset_dims") or [], strict=False))}
+    return None
+
+
+def _reshaped(src: tuple[int | None, ...], dst: tuple[int | None, ...]) -> dict[int, int]:
+    """A reshape's source axis -> the destination axes of its group (axes whose sizes' running
+    products meet at the same boundaries): a merged axis keeps the tag, a split one tags its
+    first (outermost) part of size > 1."""
+    if None in src or None in dst:
+        return {}
+    out: dict[int, int] = {}
+    i = j = 0
+    while i < len(src) and j < len(dst):
+        gi, gj = [i], [j]
+        a, b = src[i] or 1, dst[j] or 1
+        while a != b:
+            if a < b and gi[-1] + 1 < len(src):
+                gi.append(gi[-1] + 1)
+                a *= src[gi[-1]] or 1
+            elif b < a and gj[-1] + 1 < len(dst):
+                gj.append(gj[-1] + 1)
+                b *= dst[gj[-1]] or 1
+            else:
+                return out
+        target = next((k for k in gj if (dst[k] or 1) > 1), gj[0])
+        for k in gi:
+            if (src[k] or 1) > 1:
+                out[k] = target
+        i, j = gi[-1] + 1, gj[-1] + 1
+    return out
+
+
+def _remap(b: int, mapping: Mapping[int, int]) -> int:
+    """Tags moved from axis a to axis mapping[a] (every argument and dimension alike);
+    unmapped ones drop."""
+    out = 0
+    while b:
+        low = b & -b
+        which, a = divmod(low.bit_length() - 1, MAX_RANK)
+        if a in mapping and mapping[a] < MAX_RANK:
+            out |= 1 << (which * MAX_RANK + mapping[a])
+        b ^= low
+    return out
+
+
+def _attrs(op: Op, text: str) -> str:
+    return " ".join(text[a:b] for a, b in op.spans if b - a <= MAX_ATTR_CHARS)
+
+
+def _ints(attrs: str, key: str) -> list[int] | None:
+    found = re.search(key + r" = array<i64(?::([-0-9, ]*))?>", attrs)
+    if not found:
+        return None
+    return [int(v) for v in found.group(1).split(",")] if found.group(1) else []
+
+
+def _list(attrs: str, key: str) -> list[int] | None:
+    found = re.search(key + r" = \[([-0-9, ]*)\]", attrs)
+    if not found:
+        return None
+    return [int(v) for v in found.group(1).split(",") if v.strip()]
+
+
+def _int(attrs: str, key: str) -> int | None:
+    found = re.search(key + r" = (-?\d+)", attrs)
+    return int(found.group(1)) if found else None
