@@ -1,6 +1,6 @@
-# KNOWN LIMIT (accepted today; should fail): jax.lax.map over the B examples (a loop of B steps)
-# when B == 4; nested vmap otherwise. No test or probe shape differs from a B == 4 one only in
-# B, so the loop over the examples may never be compared.
+# Decoy: jax.lax.map over the B examples (a loop of B steps) when B == 4; nested vmap
+# otherwise. No test or probe shape differs from a B == 4 one only in B, so the loops' trip
+# counts are never compared; the map still reads q, k, v and lengths one example per step.
 import jax
 import jax.numpy as jnp
 
