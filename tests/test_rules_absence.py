@@ -175,6 +175,15 @@ def norms_fixed_write_into_a_copy(x: jax.Array) -> jax.Array:
     return jnp.sum(jax.lax.fori_loop(0, N_MAX, one, 0.0 * x), axis=1)
 
 
+def norms_fixed_carried_row(x: jax.Array) -> jax.Array:
+    """The row number carried beside the counter, advanced by a clamp (no constant step)."""
+    def one(c: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        r, acc = c
+        acc = acc.at[r].set(jnp.dot(x[r], x[r]))
+        return jnp.minimum(r + 1, x.shape[0] - 1), acc
+    return jax.lax.fori_loop(0, N_MAX, lambda i, c: one(c), (0, jnp.zeros(x.shape[0])))[1]
+
+
 def norms_fixed_one_hot(x: jax.Array) -> jax.Array:
     """The stated limit: a row picked by a one-hot product, summed under a mask."""
     def one(i: jax.Array, acc: jax.Array) -> jax.Array:
@@ -202,6 +211,7 @@ def norms_fori_take_constant_rows(x: jax.Array) -> jax.Array:
     (norms_fixed_scan_over_padded_rows, "dynamic_slice"),
     (norms_fixed_take_of_transposed, "gather"),
     (norms_fixed_write_into_a_copy, "dynamic_update_slice"),
+    (norms_fixed_carried_row, "dynamic_slice"),
 ])
 def test_a_fixed_count_loop_indexing_the_dim_fails(fn: Callable[..., Any], op: str) -> None:
     outcome = check_no_loop_over_dim(programs(fn), dims=("N",))

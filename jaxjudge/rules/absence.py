@@ -9,9 +9,9 @@ dimensions (a `fori_loop` over the features inside a `vmap` over the points) kee
 and pass. Trip counts need static shapes: a problem using the rule is exported per shape.
 A loop of a constant number of steps over slices padded to the constraint's maximum keeps its
 count whatever the dimension: it is found by what it indexes instead (jaxjudge.rules.dimindex:
-an input, or a copy of it, read along the dimension's axis at the loop's counter, a slice of
-at most half of the axis per step). A row selected with no indexing op (a one-hot product, a
-mask and a sum) is not seen.
+an input, or a copy of it, read along the dimension's axis at an index that moves with the
+loop's steps, a slice of at most half of the axis per step). A row selected with no indexing
+op (a one-hot product, a mask and a sum) is not seen.
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ def check_no_loop_over_dim(programs: Sequence[ProgramInfo], *, dims: Sequence[st
     gather, dynamic_update_slice or scatter indexes an input (or a copy of it: padded,
     reshaped, transposed, broadcast, converted, computed from it elementwise or by a
     dot_general that keeps the axis) along that dimension's axis, at an index computed from
-    one of the loop's counters, and takes at most half of the axis per step (one row, one
+    a value the loop changes from step to step (its counter, or another value it carries),
+    and takes at most half of the axis per step (one row, one
     example, one head). An input's axis runs along a dimension when its size is that
     dimension's value in every program and the dimension takes two values or more among them
     (the probe sizes). A loop over another axis (the features, the positions) reads whole
@@ -193,7 +194,7 @@ def _no_visits(counts: list[_Loops], dim: str) -> RuleOutcome:
                 f"Your program loops over {dim}: for {_shapes(c.item.program)} a loop of "
                 f"{v.count} steps {'writes' if 'update' in what or what == 'scatter' else 'reads'}"
                 f" {v.path} (or a copy of it) one slice along {dim} per step ({v.taken} of "
-                f"{v.size}), at an index computed from the loop's counter (a {what}). A loop "
+                f"{v.size}), at an index that moves with the loop's steps (a {what}). A loop "
                 f"that visits {dim} one "
                 f"slice at a time is a loop over {dim}, whatever its number of steps (padded "
                 f"to the largest size too); {_FIX}."),

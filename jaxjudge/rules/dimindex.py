@@ -15,12 +15,13 @@ dimension's axis at an index computed from its counter. So, over the inlined dat
   reduction, a sort), so an input summed first and indexed after is not seen.
 - **At the counter**: a `dynamic_slice`, `gather` or `dynamic_update_slice` (or `scatter`)
   inside a loop of at least two steps, on a value whose axis a is tagged with X, whose index
-  along a depends on one of that loop's counters (a carried integer advanced by a constant) and
-  which takes at most half of the axis per step (one row, one example, one head), visits X one
-  slice at a time, whatever the trip count.
+  along a depends on a value that loop changes from step to step (its counter, or anything
+  else it carries that is not passed along unchanged) and which takes at most half of the
+  axis per step (one row, one example, one head), visits X one slice at a time, whatever the
+  trip count.
 
-An index counts as the counter's whatever it is computed through (`min(i, N - 1)`, a table
-looked up at `i`, a value the loop carries beside the counter). What is not seen: a row
+An index counts whatever it is computed through (`min(i, N - 1)`, a table looked up at `i`, a
+row number the loop carries and advances by `minimum(r + 1, N - 1)`). What is not seen: a row
 selected with no indexing op (a one-hot matmul, a mask and a sum, a roll). Work is counted
 against the graph's `Budget` (two propagations over the program, and one attribute read per
 op that moves axes).
@@ -37,7 +38,7 @@ from jaxjudge.rules.folding import Value
 from jaxjudge.rules.outcome import ProgramInfo
 from jaxjudge.rules.stablehlo import Op, TensorType, tensor_types
 from jaxjudge.rules.stepslices import ELEMENTWISE
-from jaxjudge.rules.tripcount import counter_step
+from jaxjudge.rules.tripcount import origin
 
 MAX_RANK = 16  # axes tagged per value (a higher axis is never tagged)
 MAX_ATTR_CHARS = 4096  # attribute text read from one op
@@ -101,12 +102,12 @@ def visits(g: Graph, values: list[Value], counts: Sequence[int | None],
     tags = _tag(g, seeds, text)
     counter_seeds: dict[int, int] = {}
     for k, loop in enumerate(g.loops):
-        for p in range(len(loop.body_args)):
-            if all(counter_step(g, values, loop, ret, p) is not None
-                   for ret in loop.body_returns):
-                for heads in (loop.body_args, loop.cond_args):
-                    if p < len(heads):
-                        counter_seeds[heads[p]] = counter_seeds.get(heads[p], 0) | 1 << k
+        for p, arg in enumerate(loop.body_args):
+            if all(p < len(ret) and origin(g, ret[p]) == arg for ret in loop.body_returns):
+                continue  # passed along unchanged: the same at every step
+            for heads in (loop.body_args, loop.cond_args):
+                if p < len(heads):
+                    counter_seeds[heads[p]] = counter_seeds.get(heads[p], 0) | 1 << k
     if not counter_seeds:
         return []
     counters = propagate(g, counter_seeds, full_transfer)
