@@ -175,6 +175,25 @@ def norms_fixed_write_into_a_copy(x: jax.Array) -> jax.Array:
     return jnp.sum(jax.lax.fori_loop(0, N_MAX, one, 0.0 * x), axis=1)
 
 
+def norms_fixed_scatter_into_a_copy(x: jax.Array) -> jax.Array:
+    """The same write as `.at[r].set` (a scatter, an op with a region)."""
+    def one(i: jax.Array, buf: jax.Array) -> jax.Array:
+        r = jnp.minimum(i, x.shape[0] - 1)
+        row = (jnp.arange(x.shape[0]) == r).astype(x.dtype) @ x
+        return buf.at[r].set(row * row)
+    return jnp.sum(jax.lax.fori_loop(0, N_MAX, one, 0.0 * x), axis=1)
+
+
+def norms_fixed_after_a_reduction(x: jax.Array) -> jax.Array:
+    """Rows read from a sum over a new axis (a reduce keeps the others) at the counter."""
+    same = jnp.sum(jnp.stack([x, 0.0 * x]), axis=0)
+
+    def one(i: jax.Array, acc: jax.Array) -> jax.Array:
+        r = jnp.minimum(i, x.shape[0] - 1)
+        return acc.at[r].set(jnp.dot(same[r], same[r]))
+    return jax.lax.fori_loop(0, N_MAX, one, jnp.zeros(x.shape[0], x.dtype))
+
+
 def norms_fixed_carried_row(x: jax.Array) -> jax.Array:
     """The row number carried beside the counter, advanced by a clamp (no constant step)."""
     def one(c: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
@@ -212,6 +231,8 @@ def norms_fori_take_constant_rows(x: jax.Array) -> jax.Array:
     (norms_fixed_take_of_transposed, "gather"),
     (norms_fixed_write_into_a_copy, "dynamic_update_slice"),
     (norms_fixed_carried_row, "dynamic_slice"),
+    (norms_fixed_scatter_into_a_copy, "scatter"),
+    (norms_fixed_after_a_reduction, "dynamic_slice"),
 ])
 def test_a_fixed_count_loop_indexing_the_dim_fails(fn: Callable[..., Any], op: str) -> None:
     outcome = check_no_loop_over_dim(programs(fn), dims=("N",))

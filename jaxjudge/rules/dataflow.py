@@ -196,6 +196,9 @@ class Graph:
     budget: Budget = field(default_factory=Budget)
     ops: list[Op | None] = field(default_factory=list)
     loops: list[Loop] = field(default_factory=list)
+    # A region op's step (reduce, sort, scatter, ...; `ops` holds None there, as its regions'
+    # values are linked separately) -> the op, for rules that read its type and attributes.
+    region_ops: dict[int, Op] = field(default_factory=dict)
     _consumers: list[list[int]] | None = None
     _producers: list[list[tuple[int, int]]] | None = None
 
@@ -381,7 +384,9 @@ def build_graph(module: Module) -> Graph:
             kind = _KIND_BY_NAME.get(name, Kind.STRUCTURAL if name in _CONDITIONALS else Kind.OTHER)
 
             def after_regions(rets: list[list[int]] = rets, res: list[int] = res,
-                              opd: list[int] = opd, kind: Kind = kind, name: str = name) -> None:
+                              opd: list[int] = opd, kind: Kind = kind, name: str = name,
+                              op: Op = op) -> None:
+                g.region_ops[len(g.steps)] = op
                 emit(kind, name, opd, res)
                 for r in rets:
                     if name in _CONDITIONALS:

@@ -10,9 +10,9 @@ dimension's axis at an index computed from its counter. So, over the inlined dat
   judge's probe sizes), and no other dimension fits the axis as well (`dim_axes`).
 - **Copies keep their axes**: the tags (X, axis) follow the values through layout ops
   (transpose, broadcast, a reshape that keeps the axis in one group, pad, slices, concatenate,
-  convert), elementwise ops, dot_general's batch and free dimensions, gathers' offset
-  dimensions and the links of calls, loops and conditionals. Any other op drops them (a
-  reduction, a sort), so an input summed first and indexed after is not seen.
+  convert, reverse, sort, scatter, a windowed reduction), elementwise ops, dot_general's batch
+  and free dimensions, a reduction's kept dimensions, gathers' offset dimensions and the links
+  of calls, loops and conditionals. Any other op drops them (a convolution, a custom op).
 - **At the counter**: a `dynamic_slice`, `gather` or `dynamic_update_slice` (or `scatter`)
   inside a loop of at least two steps, on a value whose axis a is tagged with X, whose index
   along a depends on a value that loop changes from step to step (its counter, or anything
@@ -48,7 +48,9 @@ _INDEXING = frozenset({"stablehlo.dynamic_slice", "stablehlo.gather",
 _SAME_AXES = frozenset({"stablehlo.convert", "stablehlo.copy", "stablehlo.reduce_precision",
                         "stablehlo.pad", "stablehlo.slice", "stablehlo.dynamic_slice",
                         "stablehlo.concatenate", "stablehlo.select", "stablehlo.bitcast_convert",
-                        "stablehlo.dynamic_update_slice", "mhlo.copy"}) | ELEMENTWISE
+                        "stablehlo.dynamic_update_slice", "stablehlo.scatter",
+                        "stablehlo.reverse", "stablehlo.sort", "stablehlo.reduce_window",
+                        "mhlo.copy"}) | ELEMENTWISE
 _SAME_KINDS = frozenset({Kind.ADD, Kind.NEGATE, Kind.MULTIPLY, Kind.DIVIDE})
 
 
@@ -113,7 +115,7 @@ def visits(g: Graph, values: list[Value], counts: Sequence[int | None],
     counters = propagate(g, counter_seeds, full_transfer)
     found: list[Visit] = []
     for i, step in enumerate(g.steps):
-        op = g.ops[i]
+        op = g.ops[i] or g.region_ops.get(i)
         if step.name not in _INDEXING or op is None or not step.operands or not tags[
                 step.operands[0]]:
             continue
@@ -197,6 +199,7 @@ def _batch(indices: TensorType, vector_dim: int | None) -> int:
 def _tag(g: Graph, seeds: dict[int, int], text: str) -> list[int]:
     """Per node, its (dimension, axis) tags: bit `dim index * MAX_RANK + axis`."""
     op_of = {id(s): o for s, o in zip(g.steps, g.ops, strict=True) if o is not None}
+    op_of.update((id(g.steps[i]), o) for i, o in g.region_ops.items())
     moves: dict[int, dict[int, dict[int, int]] | None] = {}  # read once per op
 
     def transfer(step: Step, bits: list[int]) -> list[int] | None:
@@ -255,6 +258,10 @@ def _moves(name: str, attrs: str, types: list[TensorType], res: TensorType
             if a not in rb and a not in rc:
                 rhs[a], at = at, at + 1
         return {0: lhs, 1: rhs}
+    if name == "stablehlo.reduce":
+        reduced = _ints(attrs, "dimensions") or []
+        kept = [a for a in range(len(types[0].dims)) if a not in reduced]
+        return {j: {a: r for r, a in enumerate(kept)} for j in range(len(types) // 2)}
     if name == "stablehlo.gather":
         dropped = set(_list(attrs, "collapsed_slice_dims") or []) | set(
             _list(attrs, "operand_batching_dims") or [])
