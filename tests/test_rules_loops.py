@@ -572,7 +572,7 @@ def test_an_update_at_some_steps_only_is_skipped(fn: Callable[..., Any]) -> None
     assert fixed(fn, **opts).passed  # what every_step adds
     outcome = fixed(fn, **opts, every_step=True)
     assert not outcome.passed
-    assert "runs only at some of its steps" in outcome.message
+    assert "is left out at 7 of its 8 steps" in outcome.message
 
 
 @pytest.mark.parametrize("fn", [power_iteration(8), guarded_on_data, alternating])
@@ -588,3 +588,132 @@ def test_running_a_condition_spends_the_budget() -> None:
     g.budget = Budget(50_000)
     with pytest.raises(TooComplex):
         analyze_loops(g, p.args, ("a0",))
+
+
+# -- every_step: gates run step by step (jaxjudge.rules.stepgates) -----------------------------
+
+def at_every_step(fn: Callable[..., Any], t: int = 12) -> list[tuple[int | None, bool, str, int]]:
+    """(trip count, does the work, why, steps left out) of fn's loops, with every_step."""
+    p = program(fn, {"T": t, "D": 3}, f32(t, 3))
+    g = build_graph(parse_module(p.text))
+    return [(f.count, f.works, f.why, f.idle)
+            for f in analyze_loops(g, p.args, ("a0",), want=t, every_step=True)]
+
+
+def ema_where_first_row(x: jax.Array) -> jax.Array:
+    def body(t: jax.Array, c: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        m = jnp.where(t == 0, x[t], 0.5 * x[t] + 0.5 * c[0])
+        return m, c[1].at[t].set(m)
+
+    return jax.lax.fori_loop(0, x.shape[0], body, (x[0] * 0, jnp.zeros_like(x)))[1]
+
+
+def ema_pass_first_step(x: jax.Array) -> jax.Array:
+    # Starts from x[0] and leaves step 0 out: one step passes the carry along, honestly.
+    def body(c: jax.Array, t_row: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        t, row = t_row
+        m = jnp.where(t == 0, c, 0.5 * row + 0.5 * c)
+        return m, m
+
+    return jax.lax.scan(body, x[0], (jnp.arange(x.shape[0]), x))[1]
+
+
+def ema_records_previous(x: jax.Array) -> jax.Array:
+    # ys records the carry before the update: the work reaches it one step later.
+    return jax.lax.scan(lambda c, row: (step(c, row), c), x[0], x)[1]
+
+
+def ema_masked_block(x: jax.Array) -> jax.Array:
+    # A mask computed from the counter that does not pass the carry along: not a gate.
+    def body(t: jax.Array, c: jax.Array) -> jax.Array:
+        keep = (jnp.arange(x.shape[1]) + t) >= 0
+        return jnp.where(keep, 0.5 * x[t] + 0.5 * c, -c)
+
+    return jax.lax.fori_loop(0, x.shape[0], body, x[0])
+
+
+def two_rows_then_idle(x: jax.Array) -> jax.Array:
+    n = x.shape[0]
+
+    def body(t: jax.Array, c: jax.Array) -> jax.Array:
+        two = step(step(c, x[(2 * t) % n]), x[(2 * t + 1) % n])
+        return jnp.where(2 * t < n, two, c)
+
+    return jax.lax.fori_loop(0, n, body, x[0])
+
+
+def under_carried_flag(x: jax.Array) -> jax.Array:
+    def body(t: jax.Array, c: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        m, done = c
+        return jnp.where(done, m, step(m, x.sum(0))), jnp.array(True)
+
+    return jax.lax.fori_loop(0, x.shape[0], body, (x[0], jnp.array(False)))[0]
+
+
+def under_counted_flag(x: jax.Array) -> jax.Array:
+    # A flag counting down beside the counter: idle once it reaches 0.
+    def body(t: jax.Array, c: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        m, left = c
+        return jnp.where(left > 0, step(m, x[t]), m), left - 1
+
+    return jax.lax.fori_loop(0, x.shape[0], body, (x[0], jnp.int32(3)))[0]
+
+
+def cond_at_first_step(x: jax.Array) -> jax.Array:
+    def all_rows(m: jax.Array) -> jax.Array:  # T - 1 steps: not itself the loop over T
+        return jax.lax.scan(lambda c, r: (step(c, r), None), m, x[1:])[0]
+
+    return jax.lax.fori_loop(0, x.shape[0], lambda t, m: jax.lax.cond(
+        t == 0, all_rows, lambda m: m, m), x[0])
+
+
+def under_unrunnable_mask(x: jax.Array) -> jax.Array:
+    # A data-free mask array the analysis does not run: read conservatively, it gates.
+    def body(t: jax.Array, c: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        m, mask = c
+        return jnp.where(mask[0] > 0, m, step(m, x[t])), mask.at[t].set(1.0)
+
+    return jax.lax.fori_loop(0, x.shape[0], body, (x[0], jnp.zeros(x.shape[0])))[0]
+
+
+def counter_or_nan_check(x: jax.Array) -> jax.Array:
+    # A gate on the counter that also reads data (never true) is read conservatively.
+    n = x.shape[0]
+
+    def body(t: jax.Array, c: jax.Array) -> jax.Array:
+        two = step(step(c, x[(2 * t) % n]), x[(2 * t + 1) % n])
+        return jnp.where((2 * t < n) | jnp.isnan(x[0, 0]), two, c)
+
+    return jax.lax.fori_loop(0, n, body, x[0])
+
+
+@pytest.mark.parametrize("fn", [scan_rows, ema_where_first_row, ema_pass_first_step,
+                                ema_records_previous, ema_masked_block])
+def test_an_update_left_out_at_most_at_the_first_step_passes(fn: Callable[..., Any]) -> None:
+    found = at_every_step(fn)
+    assert [w for c, w, _, _ in found if c == 12] == [True], found
+
+
+@pytest.mark.parametrize(("fn", "idle"), [(two_rows_then_idle, 6), (under_carried_flag, 11),
+                                          (under_counted_flag, 9), (cond_at_first_step, 11),
+                                          (under_unrunnable_mask, 12),
+                                          (counter_or_nan_check, 6)])
+def test_an_update_left_out_at_more_steps_fails(fn: Callable[..., Any], idle: int) -> None:
+    outer = [f for f in at_every_step(fn) if f[0] == 12]
+    assert outer and not any(w for _, w, _, _ in outer)
+    assert outer[0][2:] == ("skipped", idle), outer
+    assert [w for c, w, _ in loops(fn, 12) if c == 12] == [True]  # what every_step adds
+
+
+def test_gates_decided_at_every_step_spend_the_budget() -> None:
+    # A switch on the counter: one branch, so one group of steps, per step.
+    def switch(x: jax.Array) -> jax.Array:
+        branches = [lambda m, k=k: step(m, x[k]) for k in range(12)]
+        return jax.lax.fori_loop(0, 12, lambda t, m: jax.lax.switch(t, branches, m), x[0])
+
+    assert [w for c, w, _, _ in at_every_step(switch) if c == 12] == [True]
+    p = program(switch, {"T": 12, "D": 3}, f32(12, 3))
+    g = build_graph(parse_module(p.text))
+    g.budget = Budget(2_000)
+    with pytest.raises(TooComplex):
+        analyze_loops(g, p.args, ("a0",), want=12, every_step=True)

@@ -269,10 +269,16 @@ class Bits(Protocol):
     def __getitem__(self, n: int, /) -> int: ...
 
 
+class Values(Protocol):
+    """Node values: `fold_constants`' list, or a view of it (`jaxjudge.rules.stepgates`)."""
+
+    def __getitem__(self, n: int, /) -> Value: ...
+
+
 Transfer = Callable[[Step, Bits], "list[int] | None"]
 
 
-def make_transfer(values: list[Value]) -> Transfer:
+def make_transfer(values: Values) -> Transfer:
     """Dependence (`full_transfer`) without the dependences constant folding removes: a step
     whose result is a constant depends on nothing, and a select on a constant predicate only
     on the branch it takes."""

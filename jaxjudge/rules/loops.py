@@ -21,8 +21,12 @@ matches a lowering: it reads the inlined dataflow (`jaxjudge.rules.dataflow`).
 - **Little outside it** (`outside_loop_products`): at most that many successive products with
   the named arguments before and after the working loops (`jaxjudge.rules.outsideloop`): not a
   token loop with the iterations unrolled after it, or before it.
-- **Not checked**: how the work is spread over the steps. A loop that computes everything at
-  one step from the whole input (closed over) and carries it along passes.
+- **At every step** (`every_step`): the update runs at every step but one (a first step
+  that only sets the starting value). The gates a step decides on its own progress (the
+  counter, a flag carried beside it) are run step by step (`jaxjudge.rules.stepgates`), so an
+  update run at half of the steps, or at one of them, and the carried value passed along at
+  the others, is counted step by step. Without it, how the work is spread over the steps is
+  not checked.
 
 All work is counted against the grade's `Budget` (one for all of a grade's programs), like the
 other program-level rules: a program built to be slow fails the rule instead of stalling it.
@@ -36,11 +40,15 @@ from dataclasses import dataclass, field
 from jaxjudge.rules.dataflow import Graph, Kind, Loop, Step, TooComplex, propagate
 from jaxjudge.rules.folding import Bits, Transfer, Value, fold_constants, live_nodes, make_transfer
 from jaxjudge.rules.outsideloop import Outside, products_outside
+from jaxjudge.rules.stepgates import branch_transfer, control_groups
 from jaxjudge.rules.stepslices import reads_whole, whole_reads
 from jaxjudge.rules.tripcount import counter_step, origin, trip_count
 
 MAX_LOOP_PASSES = 32  # passes over one loop's steps until its carried bits settle (nesting depth)
 MAX_NAMES = 16  # arguments a carried value must depend on
+# Steps at which a loop with `every_step` may leave its update out: a first step that only sets
+# the starting value (`jnp.where(t == 0, x[0], update)`).
+MAX_IDLE_STEPS = 1
 
 
 # -- what a loop carries ----------------------------------------------------------------------
@@ -54,6 +62,7 @@ class LoopFinding:
     works: bool = False
     why: str = ""
     outside: Outside = field(default_factory=Outside)  # products with the names outside it
+    idle: int = 0  # with every_step: the most steps at which the update is left out
 
 
 class _Local:
@@ -104,17 +113,19 @@ def _state(g: Graph, values: list[Value], loop: Loop) -> tuple[list[bool], list[
     return unchanged, carried
 
 
-def _carries_work(g: Graph, values: list[Value], loop: Loop, data: list[int], n_names: int,
-                  live: set[int], every_step: bool = False) -> tuple[bool, str]:
+def _carries_work(g: Graph, values: list[Value], loop: Loop, n: int, data: list[int],
+                  n_names: int, live: set[int], every_step: bool = False
+                  ) -> tuple[bool, str, int]:
     """Whether the loop computes, at some step of its body, a value from its own previous
     value of some carried state and from the named arguments (bits 0..n_names-1 of `data`),
     and that computed value reaches the program's outputs through what the loop returns.
-    With `every_step`, it must be computed at every step (why "skipped": not so)."""
+    With `every_step`, it must be computed at every step but MAX_IDLE_STEPS (why "skipped":
+    not so; the third value is then the fewest steps left out, see `jaxjudge.rules.stepgates`)."""
     if not loop.body_args or not loop.body_returns or loop.end < loop.first:
-        return False, "counts"
+        return False, "counts", 0
     unchanged, carried = _state(g, values, loop)
     if not carried:
-        return False, "counts"
+        return False, "counts", 0
     k = len(carried)
     names_mask = (1 << n_names) - 1
     bit = {p: 1 << (n_names + j) for j, p in enumerate(carried)}
@@ -163,103 +174,93 @@ def _carries_work(g: Graph, values: list[Value], loop: Loop, data: list[int], n_
     #    another carried value they reach) marks its result: the recurrence at work.
     mixed_shift = n_names + k
 
-    def mixing(step: Step, bits: Bits) -> list[int] | None:
-        out = base(step, bits)
-        if out is None or step.kind not in _COMPUTES:
-            return out
-        union = out[0]
-        mark = 0
-        for j, p in enumerate(carried):
-            if not union & bit[p]:
-                continue
-            names = union & names_mask
-            for q in carried:
-                if q != p and union & bit[q]:
-                    names |= reach[q]
-            if names == names_mask:
-                mark |= 1 << (mixed_shift + j)
-        return [b | mark for b in out] if mark else out
+    def mixing_for(base: Transfer) -> Transfer:
+        def mixing(step: Step, bits: Bits) -> list[int] | None:
+            out = base(step, bits)
+            if out is None or step.kind not in _COMPUTES:
+                return out
+            union = out[0]
+            mark = 0
+            for j, p in enumerate(carried):
+                if not union & bit[p]:
+                    continue
+                names = union & names_mask
+                for q in carried:
+                    if q != p and union & bit[q]:
+                        names |= reach[q]
+                if names == names_mask:
+                    mark |= 1 << (mixed_shift + j)
+            return [b | mark for b in out] if mark else out
+
+        return mixing
 
     # What the recurrence computed also comes back around the loop (a scan's `ys` recording
     # the previous carry): its marks follow the back edges until they settle.
-    second = _Local(data, seeds, owned)
     mixed_mask = ((1 << k) - 1) << mixed_shift
-    for _ in range(k + 1):
-        _settle(g, loop, second, mixing)
-        grew = False
-        for p in carried:
-            back = returned(second, p) & mixed_mask
-            for heads in (loop.body_args, loop.cond_args):
-                if p < len(heads) and back & ~second.bits.get(heads[p], 0):
-                    second.bits[heads[p]] = second.bits.get(heads[p], 0) | back
-                    grew = True
-        if not grew:
-            break
-    fresh: _Local | None = None
+
+    def marked(local: _Local, transfer: Transfer) -> _Local:
+        for _ in range(k + 1):
+            _settle(g, loop, local, transfer)
+            grew = False
+            for p in carried:
+                back = returned(local, p) & mixed_mask
+                for heads in (loop.body_args, loop.cond_args):
+                    if p < len(heads) and back & ~local.bits.get(heads[p], 0):
+                        local.bits[heads[p]] = local.bits.get(heads[p], 0) | back
+                        grew = True
+            if not grew:
+                break
+        return local
+
+    second = marked(_Local(data, seeds, owned), mixing_for(base))
+    idle: dict[int, int] = {}
     if every_step:
-        counters = [p for p in range(len(loop.body_args))
-                    if p not in bit and not (p < len(unchanged) and unchanged[p])]
-        fresh = _every_step(g, loop, _Local(data, seeds, owned), counters, mixing,
-                            1 << (mixed_shift + k))
+        free = _data_free(carried, direct, bit, names_mask)
+        groups, control = control_groups(g, values, loop, n)
+        gate = 1 << (mixed_shift + k)
+        # Every control value carries the gate: where it is known at these steps the branch
+        # taken is read, and where a gate also reads data (or cannot be run) conservatively.
+        gates = [p for p in range(len(loop.body_args)) if p in control or p in free or (
+            p not in bit and not (p < len(unchanged) and unchanged[p]))]
+        quiet = 0
+        for p in free:
+            quiet |= bit[p]
+        for group in groups:
+            local = _Local(data, seeds, owned)
+            for heads in (loop.body_args, loop.cond_args):
+                for p in gates:
+                    if p < len(heads):
+                        local.bits[heads[p]] = local.bits.get(heads[p], 0) | gate
+            # Marks come back around only from steps like these: a step of a group that
+            # passes the value along does not inherit the work of the steps before it.
+            marked(local, branch_transfer(g, loop, group.values, gate, quiet,
+                                          mixing_for(make_transfer(group.values))))
+            for p in carried:
+                if not returned(local, p) & mixed_mask:
+                    idle[p] = idle.get(p, 0) + group.steps
     why = "no_data" if any(direct[p] & bit[p] for p in carried) else "counts"
+    fewest = n
     for p in carried:
         if returned(second, p) >> mixed_shift:
             if p >= len(loop.results) or loop.results[p] not in live:
                 why = why if why == "skipped" else "not_live"
-            elif fresh is None or returned(fresh, p) & mixed_mask:
-                return True, ""
+            elif idle.get(p, 0) <= MAX_IDLE_STEPS:
+                return True, "", 0
             else:
-                why = "skipped"
-    return False, why
+                why, fewest = "skipped", min(fewest, idle[p])
+    return False, why, fewest if why == "skipped" else 0
 
 
-def _every_step(g: Graph, loop: Loop, local: _Local, counters: list[int], mixing: Transfer,
-                gate: int) -> _Local:
-    """The recurrence's marks (`mixing`) as computed at every step: a `select` or a `case`
-    (`jnp.where`, `lax.cond`) whose predicate depends on the counter keeps only what all of its
-    branches hold, and a product with a value of the counter alone (`(i == 0) * update`, 0 at
-    some steps) only the counter. So an update run at one step, or at some of them, and
-    skipped (the value passed along) at the others leaves no mark on what the step returns."""
-    for heads in (loop.body_args, loop.cond_args):
-        for p in counters:
-            if p < len(heads):
-                local.bits[heads[p]] = local.bits.get(heads[p], 0) | gate
-    branches: dict[int, list[tuple[int, ...]]] = {}  # a conditional -> its branches' returns
-    links: dict[int, Step] = {}  # a branch's link -> its conditional
-    for i in range(loop.first, loop.end):
-        step = g.steps[i]
-        if step.name in ("stablehlo.case", "stablehlo.if") and step.operands:
-            rets = []
-            for j in range(i + 1, loop.end):
-                link = g.steps[j]
-                if link.name != "link" or link.results != step.results[:len(link.results)]:
-                    break
-                rets.append(link.operands)
-                links[id(link)] = step
-            branches[id(step)] = rets
-
-    def every(step: Step, bits: Bits) -> list[int] | None:
-        ops, n = step.operands, len(step.results)
-        if step.name == "stablehlo.select" and len(ops) == 3 and bits[ops[0]] & gate:
-            return [(bits[ops[1]] & bits[ops[2]]) | gate] * n
-        held = links.get(id(step))
-        if held is not None and bits[held.operands[0]] & gate:
-            return None  # what the conditional holds is what all of its branches hold
-        rets = branches.get(id(step))
-        if rets and bits[ops[0]] & gate:
-            out = []
-            for j in range(n):
-                acc = -1
-                for r in rets:
-                    acc &= bits[r[j]] if j < len(r) else 0
-                out.append(acc | gate)
-            return out
-        if step.kind is Kind.MULTIPLY and any(bits[o] == gate for o in ops):
-            return [gate] * n
-        return mixing(step, bits)
-
-    _settle(g, loop, local, every)
-    return local
+def _data_free(carried: list[int], direct: dict[int, int], bit: dict[int, int],
+               names_mask: int) -> set[int]:
+    """Carried positions computed from no argument, even through other carried values (a
+    flag, a step counter kept as a float)."""
+    free = {p for p in carried if not direct[p] & names_mask}
+    while True:
+        out = {p for p in free if any(direct[p] & bit[q] for q in carried if q not in free)}
+        if not out:
+            return free
+        free -= out
 
 
 def _seeds(g: Graph, arg_paths: Sequence[str], names: Sequence[str]) -> dict[int, int]:
@@ -311,8 +312,8 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
                 data = propagate(g, seeds, make_transfer(values))
                 live = live_nodes(g, values, g.main_results)
             assert live is not None
-            finding.works, finding.why = _carries_work(
-                g, values, loop, data, max(1, len(names)), live, every_step)
+            finding.works, finding.why, finding.idle = _carries_work(
+                g, values, loop, n, data, max(1, len(names)), live, every_step)
         findings.append(finding)
     working = [loop for loop, f in zip(g.loops, findings, strict=True) if f.works]
     if isinstance(only_through_loop, bool):

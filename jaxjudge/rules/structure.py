@@ -71,9 +71,10 @@ class LoopOptions(RuleOptions):
                     "(default: not checked)")
     every_step: bool = Field(
         default=False,
-        description="the update runs at every step: not only under a jnp.where or lax.cond on "
-                    "the loop counter (or scaled by a function of the counter alone) that "
-                    "passes the carried value along at the other steps")
+        description="the update runs at every step but one (a first step that only sets the "
+                    "starting value): a jnp.where or lax.cond on the loop counter or a flag "
+                    "carried beside it (or a factor computed from them) that passes the "
+                    "carried value along at more steps fails; the gates are run step by step")
     outside_loop_products: int | None = Field(
         default=None, ge=0, lt=MAX_COUNTED,
         description="at most this many successive products with the depends_on inputs "
@@ -117,9 +118,11 @@ def check_loop_over_dim(
     jaxjudge.rules.loops); with `sliced`, the outputs are computed from the inputs it lists,
     across elements, only through slices of one step's share (their elements / trip count:
     x[t], a block of keys), never from all of them at once, at one step or before or after the
-    loop (see jaxjudge.rules.stepslices); with `every_step`, that update runs at every step,
-    not under a jnp.where or lax.cond on the counter (or scaled by a function of the counter
-    alone) that passes the value along at other steps. Other loops may run beside it or
+    loop (see jaxjudge.rules.stepslices); with `every_step`, that update runs at every step
+    but one (a first step that only sets the starting value), not under a jnp.where or
+    lax.cond on the counter or on a flag carried beside it (or scaled by a function of them)
+    that passes the value along at more steps: the gates are run step by step (see
+    jaxjudge.rules.stepgates). Other loops may run beside it or
     around it. The program does not grow with the dimension, compared as `independent_of_dim`
     does at the judge's probe sizes (in run mode too), in units of the trip count: a Python
     loop unrolling one copy of its body per step (per row, or per block of T // 4) fails; a
@@ -287,10 +290,12 @@ def _loop_finding(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: i
             why = outside_loop(max((loop.outside for loop in right), key=lambda o: o.total),
                                outside or 0, names)
         elif "skipped" in whys:
-            why = (f"the update of what it carries from its previous value and {names} runs "
-                   f"only at some of its steps (under a jnp.where or jax.lax.cond on the loop "
-                   f"counter, or scaled by a function of the counter), and the value is passed "
-                   f"along unchanged at the others")
+            idle = min(loop.idle for loop in right if loop.why == "skipped")
+            why = (f"the update of what it carries from its previous value and {names} is "
+                   f"left out at {idle} of its {want} steps (under a jnp.where or "
+                   f"jax.lax.cond on the loop counter or on a flag carried beside it, or "
+                   f"scaled by a function of them), where the value is passed along unchanged; "
+                   f"only a first step that sets the starting value may do so")
         elif "not_live" in whys:
             why = (f"what it computes from its previous value and {names} does not reach your "
                    f"outputs (it is discarded, or multiplied by 0)")

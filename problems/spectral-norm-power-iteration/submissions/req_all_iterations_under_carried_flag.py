@@ -1,4 +1,4 @@
-# KNOWN LIMIT (accepted today; should fail): an 8-step fori_loop runs all 8 iterations (Python-
+# Fails power-iteration-loop: an 8-step fori_loop runs all 8 iterations (Python-
 # unrolled) at its first step and passes (u, v) along after; the gate is a boolean flag in the
 # carry (False at the start, True after step 0), not the counter.
 import jax

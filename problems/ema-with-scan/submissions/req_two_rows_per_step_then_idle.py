@@ -1,4 +1,4 @@
-# KNOWN LIMIT (accepted today; should fail): a T-step fori_loop whose first ceil(T/2) steps each
+# Fails one-loop-over-time: a T-step fori_loop whose first ceil(T/2) steps each
 # do TWO rows (2t and 2t+1, two one-row slices) and whose other steps idle (jnp.where on the
 # counter): unroll=2 padded with idle steps to the right count.
 import jax

@@ -1,4 +1,4 @@
-# KNOWN LIMIT (accepted today; should fail): a T/4-step fori_loop whose first T/8 steps each fold
+# Fails loop-over-key-blocks: a T/4-step fori_loop whose first T/8 steps each fold
 # TWO 4-key blocks (two separate 4-row slices) and whose last T/8 steps idle (jnp.where on the
 # counter passes the state along): unroll=2 padded to the right count.
 import jax

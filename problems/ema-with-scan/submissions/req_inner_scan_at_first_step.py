@@ -1,4 +1,4 @@
-# KNOWN LIMIT (accepted today; should fail): a T-step fori_loop whose FIRST step (lax.cond on
+# Fails one-loop-over-time: a T-step fori_loop whose FIRST step (lax.cond on
 # t == 0) computes the whole average with an inner scan over x[1:] (T-1 steps, reading rows),
 # and whose other steps pass it along: all the work at one step, the statement's "first step
 # computes the whole average" case with the weight matrix swapped for an inner scan.
