@@ -8,6 +8,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from test_rules_structure import f32, program
 
@@ -687,8 +688,67 @@ def counter_or_nan_check(x: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, n, body, x[0])
 
 
+def ema_pass_first_np_arange(x: jax.Array) -> jax.Array:
+    # The step index from np.arange(T): a literal table the grader reads its rows from.
+    def body(c: jax.Array, t_row: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        t, row = t_row
+        m = jnp.where(t == 0, c, 0.5 * row + 0.5 * c)
+        return m, m
+
+    return jax.lax.scan(body, x[0], (np.arange(x.shape[0]), x))[1]
+
+
+def stack_index_select(x: jax.Array) -> jax.Array:
+    n = x.shape[0]
+
+    def body(t: jax.Array, c: jax.Array) -> jax.Array:
+        two = step(step(c, x[(2 * t) % n]), x[(2 * t + 1) % n])
+        return jnp.stack([c, two])[(2 * t < n) * 1]
+
+    return jax.lax.fori_loop(0, n, body, x[0])
+
+
+def table_gate_copy_branch(x: jax.Array) -> jax.Array:
+    # A float table read at the counter; the idle branch passes along c * 1.0.
+    n = x.shape[0]
+    table = jnp.asarray(np.arange(n) < n // 2, jnp.float32)
+
+    def body(t: jax.Array, c: jax.Array) -> jax.Array:
+        two = step(step(c, x[(2 * t) % n]), x[(2 * t + 1) % n])
+        return jnp.where(table[t] > 0.5, two, c * 1.0)
+
+    return jax.lax.fori_loop(0, n, body, x[0])
+
+
+def inner_loop_at_first_step(x: jax.Array) -> jax.Array:
+    def body(t: jax.Array, c: jax.Array) -> jax.Array:
+        return jax.lax.fori_loop(0, jnp.where(t == 0, 12, 0), lambda k, m: step(m, x[k]), c)
+
+    return jax.lax.fori_loop(0, x.shape[0], body, x[0])
+
+
+def zero_times_inf_gate(x: jax.Array) -> jax.Array:
+    # f * 0.0 == 0.0 holds at step 0 only: f overflows to inf after it (0 * inf is NaN).
+    def body(t: jax.Array, c: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        m, f = c
+        return jnp.where(f * 0.0 == 0.0, step(m, x.sum(0)), m), f * jnp.float32(1e20)
+
+    return jax.lax.fori_loop(0, x.shape[0], body, (x[0], jnp.float32(1e20)))[0]
+
+
+def f32_rounding_gate(x: jax.Array) -> jax.Array:
+    # 1 + 1e-8 is 1 in float32: the gate is t == 0.
+    def body(t: jax.Array, c: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        m, f = c
+        on = (t == 0) | (f > 1.0)
+        return jnp.where(on, step(m, x.sum(0)), m), f + jnp.float32(1e-8)
+
+    return jax.lax.fori_loop(0, x.shape[0], body, (x[0], jnp.float32(1.0)))[0]
+
+
 @pytest.mark.parametrize("fn", [scan_rows, ema_where_first_row, ema_pass_first_step,
-                                ema_records_previous, ema_masked_block])
+                                ema_records_previous, ema_masked_block,
+                                ema_pass_first_np_arange])
 def test_an_update_left_out_at_most_at_the_first_step_passes(fn: Callable[..., Any]) -> None:
     found = at_every_step(fn)
     assert [w for c, w, _, _ in found if c == 12] == [True], found
@@ -697,7 +757,12 @@ def test_an_update_left_out_at_most_at_the_first_step_passes(fn: Callable[..., A
 @pytest.mark.parametrize(("fn", "idle"), [(two_rows_then_idle, 6), (under_carried_flag, 11),
                                           (under_counted_flag, 9), (cond_at_first_step, 11),
                                           (under_unrunnable_mask, 12),
-                                          (counter_or_nan_check, 6)])
+                                          (counter_or_nan_check, 6),
+                                          (stack_index_select, 12),
+                                          (table_gate_copy_branch, 6),
+                                          (inner_loop_at_first_step, 11),
+                                          (zero_times_inf_gate, 11),
+                                          (f32_rounding_gate, 11)])
 def test_an_update_left_out_at_more_steps_fails(fn: Callable[..., Any], idle: int) -> None:
     outer = [f for f in at_every_step(fn) if f[0] == 12]
     assert outer and not any(w for _, w, _, _ in outer)

@@ -114,12 +114,13 @@ def _state(g: Graph, values: list[Value], loop: Loop) -> tuple[list[bool], list[
 
 
 def _carries_work(g: Graph, values: list[Value], loop: Loop, n: int, data: list[int],
-                  n_names: int, live: set[int], every_step: bool = False
+                  n_names: int, live: set[int], exact: list[Value] | None = None
                   ) -> tuple[bool, str, int]:
     """Whether the loop computes, at some step of its body, a value from its own previous
     value of some carried state and from the named arguments (bits 0..n_names-1 of `data`),
     and that computed value reaches the program's outputs through what the loop returns.
-    With `every_step`, it must be computed at every step but MAX_IDLE_STEPS (why "skipped":
+    With `exact` (the program folded exactly: `every_step`), it must be computed at every
+    step but MAX_IDLE_STEPS (why "skipped":
     not so; the third value is then the fewest steps left out, see `jaxjudge.rules.stepgates`)."""
     if not loop.body_args or not loop.body_returns or loop.end < loop.first:
         return False, "counts", 0
@@ -214,9 +215,9 @@ def _carries_work(g: Graph, values: list[Value], loop: Loop, n: int, data: list[
 
     second = marked(_Local(data, seeds, owned), mixing_for(base))
     idle: dict[int, int] = {}
-    if every_step:
+    if exact is not None:
         free = _data_free(carried, direct, bit, names_mask)
-        groups, control = control_groups(g, values, loop, n)
+        groups, control = control_groups(g, exact, loop, n)
         gate = 1 << (mixed_shift + k)
         # Every control value carries the gate: where it is known at these steps the branch
         # taken is read, and where a gate also reads data (or cannot be run) conservatively.
@@ -300,6 +301,7 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
     findings: list[LoopFinding] = []
     data: list[int] | None = None
     live: set[int] | None = None
+    exact: list[Value] | None = None
     for loop in g.loops:
         counted = trip_count(g, values, loop)
         if counted is None:
@@ -311,9 +313,10 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
             if data is None:
                 data = propagate(g, seeds, make_transfer(values))
                 live = live_nodes(g, values, g.main_results)
+                exact = fold_constants(g, exact=True) if every_step else None
             assert live is not None
             finding.works, finding.why, finding.idle = _carries_work(
-                g, values, loop, n, data, max(1, len(names)), live, every_step)
+                g, values, loop, n, data, max(1, len(names)), live, exact)
         findings.append(finding)
     working = [loop for loop, f in zip(g.loops, findings, strict=True) if f.works]
     if isinstance(only_through_loop, bool):

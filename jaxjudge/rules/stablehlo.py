@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 MAX_TEXT_CHARS = 8 * 1024 * 1024  # what stage B lets through (grade.MAX_PROGRAM_TEXT)
 MAX_ATTR_TOKENS = 4096  # tokens of one attribute dict kept for reading sym_name/callee
+MAX_DENSE_TOKENS = 2 * 1024 + 2  # tokens of a constant's payload kept: a list of 1,024 numbers
 MAX_OPS = 200_000
 MAX_VALUES = 1_000_000
 MAX_REGION_DEPTH = 128
@@ -353,8 +354,10 @@ class _Parser:
                 and toks[j + 2].text == "dense"
                 and toks[j + 3].text == "<"
             ):
-                # A constant's payload, e.g. "dense<5>" (loop bounds); small ones only.
-                end = next((k for k in range(j + 4, min(len(toks), j + 36))
+                # A constant's payload, e.g. "dense<5>" (loop bounds), or a short list such
+                # as `np.arange(T)` (a table a loop reads its step index from); no larger
+                # than the program text that printed it.
+                end = next((k for k in range(j + 4, min(len(toks), j + 5 + MAX_DENSE_TOKENS))
                             if toks[k].text == ">"), None)
                 if end is not None:
                     payload = "".join(x.text for x in toks[j + 4 : end])
