@@ -38,6 +38,7 @@ from jaxjudge.rules.stablehlo import Op, tensor_types
 from jaxjudge.rules.tripcount import origin, trip_count
 
 MAX_TABLE = 1024  # elements of a constant table a step index is read from (as parsed)
+MAX_TABLE_DEPTH = 16  # converts and constant shifts a table is followed through
 _FLOATS = {"f64": np.float64, "f32": np.float32, "f16": np.float16,
            "bf16": ml_dtypes.bfloat16}
 _COPIES = frozenset({"stablehlo.reshape", "stablehlo.broadcast_in_dim", "stablehlo.convert",
@@ -141,13 +142,16 @@ def _plan(g: Graph, values: list[Value], loop: Loop) -> _Plan:
     return plan
 
 
-def _table(g: Graph, plan: _Plan, loop: Loop, n: int) -> tuple[int | float, ...] | None:
+def _table(g: Graph, plan: _Plan, loop: Loop, n: int,
+           depth: int = 0) -> tuple[int | float, ...] | None:
     """The values of a 1-D constant the body reads a step's entry of (`jnp.arange(T)` as an
     iota, `np.arange(T)` or any literal list, shifted or scaled by a constant), through copies
     and the loop's values passed along unchanged; None when not such a table."""
     n = origin(g, n)
     if n in plan.tables:
         return plan.tables[n]
+    if depth > MAX_TABLE_DEPTH:
+        return None
     plan.tables[n] = None
     g.budget.spend()
     out: tuple[int | float, ...] | None = None
@@ -156,7 +160,7 @@ def _table(g: Graph, plan: _Plan, loop: Loop, n: int) -> tuple[int | float, ...]
         p = heads[n]
         if p < len(loop.operands) and all(p < len(r) and origin(g, r[p]) == n
                                           for r in loop.body_returns):
-            out = _table(g, plan, loop, loop.operands[p])
+            out = _table(g, plan, loop, loop.operands[p], depth + 1)
     else:
         found = g.producers()[n]
         op = g.ops[found[0][0]] if len(found) == 1 and found[0][1] < 0 else None
@@ -170,13 +174,15 @@ def _table(g: Graph, plan: _Plan, loop: Loop, n: int) -> tuple[int | float, ...]
         elif op.name == "stablehlo.constant":
             out = _literal_list(op)
         elif op.name == "stablehlo.convert" and step.operands:
-            inner = _table(g, plan, loop, step.operands[0])
+            inner = _table(g, plan, loop, step.operands[0], depth + 1)
             cast = _FLOATS.get(types[0].element)
             if inner is not None and (cast or is_int(types[0].element)):
                 out = tuple(float(cast(v)) if cast else int(v) for v in inner)
         elif op.name in ("stablehlo.add", "stablehlo.subtract", "stablehlo.multiply") and len(
                 step.operands) == 2:
-            out = _table_arith(g, plan, loop, op, step.operands)
+            out = _table_arith(g, plan, loop, op, step.operands, depth + 1)
+    if out is not None:
+        g.budget.spend(len(out))
     plan.tables[n] = out
     return out
 
@@ -194,12 +200,12 @@ def _literal_list(op: Op) -> tuple[int | float, ...] | None:
     return tuple(items) if 0 < len(items) <= MAX_TABLE else None
 
 
-def _table_arith(g: Graph, plan: _Plan, loop: Loop, op: Op,
-                 operands: tuple[int, ...]) -> tuple[int | float, ...] | None:
+def _table_arith(g: Graph, plan: _Plan, loop: Loop, op: Op, operands: tuple[int, ...],
+                 depth: int) -> tuple[int | float, ...] | None:
     """A table shifted or scaled by a folded constant (`iota + 1`)."""
     values = plan.values
     a, b = operands
-    ta, tb = _table(g, plan, loop, a), _table(g, plan, loop, b)
+    ta, tb = _table(g, plan, loop, a, depth), _table(g, plan, loop, b, depth)
     element = element_of(op)
     out = []
     if ta is not None and isinstance(values[b], (int, float)):
