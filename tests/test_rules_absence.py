@@ -266,6 +266,28 @@ def test_the_dim_axis_needs_two_sizes() -> None:
                                                                  ("a0", "D"): {1}}
 
 
+def test_reading_what_a_loop_indexes_spends_the_budget() -> None:
+    """The tags and the loops' changing values are propagated against the graph's Budget: a
+    budget too small for them stops the analysis instead of running it unbounded."""
+    from jaxjudge.rules.dataflow import Budget, TooComplex, build_graph
+    from jaxjudge.rules.dimindex import dim_axes, visits
+    from jaxjudge.rules.folding import fold_constants
+    from jaxjudge.rules.stablehlo import parse_module
+
+    ps = programs(norms_fixed_fori_over_rows)
+    graphs = [build_graph(parse_module(p.text)) for p in ps]
+    axes = dim_axes(ps, [g.main_arg_types for g in graphs], ("N",))
+    g, p = graphs[1], ps[1]
+    values = fold_constants(g)
+    g.budget = Budget()
+    found = visits(g, values, [N_MAX], p.args, axes, ("N",), p.text)
+    assert {(v.dim, v.count, v.taken, v.size) for v in found} == {("N", N_MAX, 1, 3)}  # x[r]
+    spent = Budget().left - g.budget.left
+    g.budget = Budget(spent // 2)
+    with pytest.raises(TooComplex):
+        visits(g, values, [N_MAX], p.args, axes, ("N",), p.text)
+
+
 def test_options_are_typed_and_need_static_shapes() -> None:
     assert RULES["no_loop_over_dim"].static_shapes
     assert validate("no_loop_over_dim", "program", {"dims": ["N", "M"]}).dims == ("N", "M")

@@ -227,6 +227,7 @@ def _tag(g: Graph, seeds: dict[int, int], text: str) -> list[int]:
         out = 0
         for j, o in enumerate(ops):
             if j in mapping:
+                g.budget.spend(bits[o].bit_count())  # one unit per tag moved
                 out |= _remap(bits[o], mapping[j])
         return [out] * n if out else None
 
