@@ -22,9 +22,10 @@ dimension's axis at an index computed from its counter. So, over the inlined dat
 
 An index counts whatever it is computed through (`min(i, N - 1)`, a table looked up at `i`, a
 row number the loop carries and advances by `minimum(r + 1, N - 1)`). What is not seen: a row
-selected with no indexing op (a one-hot matmul, a mask and a sum, a roll). Work is counted
-against the graph's `Budget` (two propagations over the program, and one attribute read per
-op that moves axes).
+selected with no indexing op (a one-hot matmul, a mask and a sum, a roll, a `lax.switch`
+on the counter among a fixed number of static slices). Work is counted against the graph's
+`Budget` (two propagations over the program, one attribute read per op that moves axes and
+one unit per tag moved).
 """
 
 from __future__ import annotations
