@@ -225,6 +225,19 @@ def norms_fori_take_constant_rows(x: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, x.shape[1], add, jnp.zeros(x.shape[0], x.dtype))[::-1]
 
 
+def norms_vmap_of_a_feature_loop(x: jax.Array) -> jax.Array:
+    """vmap over the rows of a loop over the features that reads each row at an index of its
+    own moving with the counter (`r[(argmax + k) % D]`): batched, one step indexes all N rows
+    at once (a gather batched over N, or of N index vectors on jax 0.4), never one row."""
+    def one(r: jax.Array) -> jax.Array:
+        top = jnp.argmax(r)
+
+        def add(k: jax.Array, acc: jax.Array) -> jax.Array:
+            return acc + r[k] * r[(top + k) % r.shape[0]]
+        return jax.lax.fori_loop(0, r.shape[0], add, 0.0)
+    return jax.vmap(one)(x)
+
+
 @pytest.mark.parametrize(("fn", "op"), [
     (norms_fixed_fori_over_rows, "dynamic_slice"),
     (norms_fixed_scan_over_padded_rows, "dynamic_slice"),
@@ -245,7 +258,7 @@ def test_a_fixed_count_loop_indexing_the_dim_fails(fn: Callable[..., Any], op: s
 
 
 @pytest.mark.parametrize("fn", [norms_map_over_features, norms_fori_take_constant_rows,
-                                norms_fixed_one_hot])
+                                norms_vmap_of_a_feature_loop, norms_fixed_one_hot])
 def test_loops_indexing_other_axes_pass(fn: Callable[..., Any]) -> None:
     """Loops over the features, constant index arrays, and (the stated limit) a one-hot pick."""
     outcome = check_no_loop_over_dim(programs(fn), dims=("N",))
