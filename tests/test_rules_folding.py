@@ -15,12 +15,24 @@ from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 
 from jaxjudge.rules.dataflow import Graph, build_graph, propagate
-from jaxjudge.rules.folding import fold_constants, live_nodes, make_value_transfer
+from jaxjudge.rules.folding import (
+    fold_constants,
+    live_nodes,
+    make_transfer,
+    make_value_transfer,
+)
+from jaxjudge.rules.identity import copies_of, passes
 from jaxjudge.rules.stablehlo import parse_module
 
 
 def graph(fn: Callable[..., Any], symbolic: bool, dtype: Any = jnp.float32) -> Graph:
     """`fn(x, y)`, both (M, N), exported with M, N symbolic or at 3 x 4."""
+    return graph_and_text(fn, symbolic, dtype)[0]
+
+
+def graph_and_text(fn: Callable[..., Any], symbolic: bool, dtype: Any = jnp.float32
+                   ) -> tuple[Graph, str]:
+    """The graph of `graph`, and the program's text (its ops' attributes)."""
     shape = export.symbolic_shape("M, N") if symbolic else (3, 4)
     specs = [jax.ShapeDtypeStruct(shape, dtype)] * 2
     exp = export.export(jax.jit(fn))(*specs)
@@ -28,7 +40,7 @@ def graph(fn: Callable[..., Any], symbolic: bool, dtype: Any = jnp.float32) -> G
     with mlir.make_ir_context():
         module = ir.Module.parse(exp.mlir_module())
         text = module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
-    return build_graph(parse_module(text))
+    return build_graph(parse_module(text)), text
 
 
 def reads(g: Graph, exact: bool = False) -> set[int]:
@@ -66,3 +78,27 @@ def test_values_pass_only_the_branch_a_constant_select_takes(symbolic: bool) -> 
     held = propagate(g, {g.main_args[0]: 1, g.main_args[1]: 2},
                      make_value_transfer(fold_constants(g)))
     assert held[g.main_results[0]] == 1
+
+
+def through_identity_masked_out_of_y(x, y):  # type: ignore[no-untyped-def]
+    """x times an identity matrix built from y with every entry of y masked out, plus 0."""
+    n = x.shape[1]
+    i = jax.lax.broadcasted_iota(jnp.int32, (n, n), 0)
+    j = jax.lax.broadcasted_iota(jnp.int32, (n, n), 1)
+    y00 = jnp.broadcast_to(y[:1, :1], (n, n))
+    return x @ jnp.where(i == j, 1.0, jnp.where(i != j, 0.0, y00)) + 0.0
+
+
+@pytest.mark.parametrize("symbolic", [True, False], ids=["symbolic", "per_shape"])
+def test_a_step_that_gives_its_operand_back_depends_only_on_it(symbolic: bool) -> None:
+    g, text = graph_and_text(through_identity_masked_out_of_y, symbolic)
+    values = fold_constants(g)
+    seeds = {g.main_args[0]: 1, g.main_args[1]: 2}
+    out = g.main_results[0]
+    assert reads(g) == {0, 1}  # without it, the identity's where reads y
+    gives = copies_of(passes(g, values, text))
+    assert {i for i, a in enumerate(g.main_args) if a in live_nodes(g, values, [out], gives)
+            } == {0}
+    assert propagate(g, seeds, make_transfer(values, gives))[out] == 1
+    assert propagate(g, seeds, make_value_transfer(values))[out] == 0  # a product, no copy
+    assert propagate(g, seeds, make_value_transfer(values, gives))[out] == 1  # x's values

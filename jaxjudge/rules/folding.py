@@ -6,7 +6,10 @@ loop-carried value that changes is not constant. `0 * v`, `and(false, v)` and a 
 constant predicate fold without `v`, so a value multiplied by zero, or left out by a `where` on
 a constant, depends on nothing. The program-level rules that ask "does this reach the outputs?"
 (`jaxjudge.rules.loops`, `jaxjudge.rules.products`) read dependence through it, so a decoy
-multiplied by 0 is not live. Every evaluation spends from the graph's `Budget`.
+multiplied by 0 is not live. The transfers also take the steps that give an operand back (a
+product with the identity, `x * 1`: `jaxjudge.rules.identity`, which reads them from these
+folds): such a step holds that operand's values and depends on it alone. Every evaluation
+spends from the graph's `Budget`.
 """
 
 from __future__ import annotations
@@ -221,15 +224,23 @@ def evaluate(op: Op, args: list[Value], exact: bool = False, element: str | None
 
 
 def fold_constants(g: Graph, *, exact: bool = False) -> list[Value]:
-    """Every node's constant value (None: not a constant), by a worklist over the inlined
-    steps: a node's value only ever goes from UNSET to a value to None, so each step is
-    evaluated a bounded number of times.
+    """Every node's constant value (None: not a constant), by `fixpoint`.
 
     A float `0 * v` is 0 only while v is finite (`0 * inf` is NaN), so a value multiplied by
     0.0 can still reach the outputs, one bit at a time. Rules that require a value to reach the
     outputs fold it anyway (a decoy times 0.0 does not count); `exact=True`, for rules that
     forbid a value from reaching them, folds only what is 0 for every input (integers)."""
-    values: list[Value] = [UNSET] * g.n_nodes
+    return fixpoint(g, lambda op, step, values: evaluate(
+        op, [values[o] for o in step.operands], exact))  # type: ignore[return-value]
+
+
+def fixpoint(g: Graph, one: Callable[[Op, Step, list], object]) -> list:
+    """Every node's abstract value (None: none), by an optimistic worklist over the inlined
+    steps: `one(op, step, values)` is a one-result op's value from its operands' (UNSET: wait
+    for them); links pass theirs along. A node's value only ever goes from UNSET to a value to
+    None (two steps giving it different ones, as a loop-carried value that changes), so each
+    step is evaluated a bounded number of times, each time spent from the graph's `Budget`."""
+    values: list = [UNSET] * g.n_nodes
     for a in g.main_args:
         values[a] = None
     steps, ops, consumers, budget = g.steps, g.ops, g.consumers(), g.budget
@@ -247,22 +258,17 @@ def fold_constants(g: Graph, *, exact: bool = False) -> list[Value]:
             if op is None or len(step.results) != 1:
                 outs = [None] * len(step.results)
             else:
-                outs = [evaluate(op, [values[o] for o in step.operands], exact)]
+                outs = [one(op, step, values)]
         for r, v in zip(step.results, outs, strict=False):
             old = values[r]
-            if isinstance(v, _Unset) or old is None:
+            if v is UNSET or old is None or (v is not None and v == old):
                 continue
-            if isinstance(old, _Unset):
-                values[r] = v
-            elif v is not None and v == old:
-                continue
-            else:
-                values[r] = None  # two different values: not a constant
+            values[r] = v if old is UNSET else None  # two different values: not one
             for j in consumers[r]:
                 if not queued[j]:
                     queued[j] = 1
                     queue.append(j)
-    return [None if isinstance(v, _Unset) else v for v in values]
+    return [None if v is UNSET else v for v in values]
 
 
 class Bits(Protocol):
@@ -278,19 +284,19 @@ class Values(Protocol):
 Transfer = Callable[[Step, Bits], "list[int] | None"]
 
 
-def make_transfer(values: Values) -> Transfer:
+def make_transfer(values: Values, gives: dict[int, int] | None = None) -> Transfer:
     """Dependence (`full_transfer`) without the dependences constant folding removes: a step
     whose result is a constant depends on nothing, and a select on a constant predicate only
-    on the branch it takes."""
+    on the branch it takes; `gives` (id() of a step -> the operand it gives back, see
+    `jaxjudge.rules.identity`) depends only on that operand."""
+    gives = gives or {}
 
     def transfer(step: Step, bits: Bits) -> list[int] | None:
         if step.kind is Kind.TUPLE:
             return [bits[o] for o in step.operands[: len(step.results)]]
         if step.results and all(values[r] is not None for r in step.results):
             return None
-        ops = step.operands
-        if step.name == "stablehlo.select" and len(ops) == 3 and values[ops[0]] is not None:
-            ops = (ops[1],) if values[ops[0]] else (ops[2],)
+        ops = _read(step, values, gives)
         acc = 0
         for o in ops:
             acc |= bits[o]
@@ -299,16 +305,22 @@ def make_transfer(values: Values) -> Transfer:
     return transfer
 
 
-def make_value_transfer(values: list[Value]) -> Transfer:
+def make_value_transfer(values: list[Value], gives: dict[int, int] | None = None
+                        ) -> Transfer:
     """Same values (`pass_transfer`: re-laid-out, converted, sliced, concatenated, selected)
     without what constant folding removes: a constant holds no argument's values, and a select
-    on a constant predicate holds only the branch it takes."""
+    on a constant predicate holds only the branch it takes; a step in `gives` (a product with
+    the identity, `x * 1`: see `make_transfer`) holds the operand it gives back."""
+    gives = gives or {}
 
     def transfer(step: Step, bits: Bits) -> list[int] | None:
         if step.kind is not Kind.TUPLE and step.results and all(
                 values[r] is not None for r in step.results):
             return None
         ops = step.operands
+        given = gives.get(id(step))
+        if given is not None:
+            return [bits[given]] * len(step.results)
         if step.name == "stablehlo.select" and len(ops) == 3 and values[ops[0]] is not None:
             return [bits[ops[1] if values[ops[0]] else ops[2]]] * len(step.results)
         return pass_transfer(step, bits)
@@ -316,8 +328,22 @@ def make_value_transfer(values: list[Value]) -> Transfer:
     return transfer
 
 
-def live_nodes(g: Graph, values: list[Value], targets: Sequence[int]) -> set[int]:
-    """Every node the targets depend on, except through constants (see `make_transfer`)."""
+def _read(step: Step, values: Values, gives: dict[int, int]) -> Sequence[int]:
+    """The operands a (non-link) step's result depends on, once folding and `gives` cut."""
+    given = gives.get(id(step))
+    if given is not None:
+        return (given,)
+    ops = step.operands
+    if step.name == "stablehlo.select" and len(ops) == 3 and values[ops[0]] is not None:
+        return (ops[1],) if values[ops[0]] else (ops[2],)
+    return ops
+
+
+def live_nodes(g: Graph, values: list[Value], targets: Sequence[int],
+               gives: dict[int, int] | None = None) -> set[int]:
+    """Every node the targets depend on, except through constants and what `gives` cuts (see
+    `make_transfer`)."""
+    gives = gives or {}
     seen = set(targets)
     stack = list(seen)
     producers, budget = g.producers(), g.budget
@@ -332,10 +358,7 @@ def live_nodes(g: Graph, values: list[Value], targets: Sequence[int]) -> set[int
                 found: Sequence[int] = [step.operands[pos]] if pos < len(step.operands) else []
             else:
                 budget.spend(max(1, len(step.operands)))
-                found = step.operands
-                if step.name == "stablehlo.select" and len(found) == 3 and (
-                        values[found[0]] is not None):
-                    found = (found[1],) if values[found[0]] else (found[2],)
+                found = _read(step, values, gives)
             for o in found:
                 if o not in seen:
                     seen.add(o)
