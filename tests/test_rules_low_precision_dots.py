@@ -78,8 +78,14 @@ def f32_loss_dot(p: dict, x: jax.Array) -> jax.Array:
     return pred + 0.0 * (pred @ pred)  # a float32 product of values, not of the inputs
 
 
-@pytest.mark.parametrize("forward", [lambda p, x: mlp(p, x, BF), f16_forward, f32_loss_dot],
-                         ids=["bf16", "f16", "f32-product-of-values"])
+def through_identity_then_bf16(p: dict, x: jax.Array) -> jax.Array:
+    # Copies of x through the identity and * 1, then bfloat16 products: still bfloat16 ones.
+    return mlp(p, x.astype(BF) @ jnp.eye(x.shape[1], dtype=BF) * BF(1), BF)
+
+
+@pytest.mark.parametrize("forward", [lambda p, x: mlp(p, x, BF), f16_forward, f32_loss_dot,
+                                     through_identity_then_bf16],
+                         ids=["bf16", "f16", "f32-product-of-values", "identity-then-bf16"])
 @pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
 def test_low_precision_steps_pass(forward: Callable, symbolic: bool) -> None:
     outcome = check(step(forward), symbolic)
@@ -118,6 +124,20 @@ def multiply_and_sum_beside_live_bf16(p: dict, x: jax.Array) -> jax.Array:
     return multiply_and_sum(p, x) + 1e-30 * mlp(p, x, BF).astype(jnp.float32)
 
 
+def through_identity_then_f32(p: dict, x: jax.Array) -> jax.Array:
+    # A bfloat16 product with the identity gives its operand back: a copy, not a product.
+    def copy(a: jax.Array) -> jax.Array:
+        return (a.astype(BF) @ jnp.eye(a.shape[-1], dtype=BF)).astype(jnp.float32)
+
+    return mlp(jax.tree.map(copy, p), copy(x), jnp.float32)
+
+
+def times_one_then_f32(p: dict, x: jax.Array) -> jax.Array:
+    # A bfloat16 multiplication by 1 is a copy too, not bfloat16 arithmetic.
+    r = jax.tree.map(lambda a: (a.astype(BF) * BF(1)).astype(jnp.float32), p)
+    return mlp(r, (x.astype(BF) * BF(1)).astype(jnp.float32), jnp.float32)
+
+
 def mixed_second_layer(p: dict, x: jax.Array) -> jax.Array:
     h = jnp.tanh(x.astype(BF) @ p["w1"].astype(BF) + p["b1"].astype(BF))
     return h.astype(jnp.float32) @ p["w2"]
@@ -127,6 +147,8 @@ def mixed_second_layer(p: dict, x: jax.Array) -> jax.Array:
     (lambda p, x: mlp(p, x, jnp.float32), "takes (float32, float32) operands"),
     (cast_down_after, "(float32, float32)"),
     (rounded_then_f32, "(float32, float32)"),
+    (through_identity_then_f32, "(float32, float32)"),
+    (times_one_then_f32, "(float32, float32)"),
     (mixed_second_layer, "(float32, float32)"),
     # jax.grad transposes a product with preferred_element_type=float32 into float32 products
     (accumulate_f32, "(float32, float32)"),
@@ -134,7 +156,8 @@ def mixed_second_layer(p: dict, x: jax.Array) -> jax.Array:
     (rounded_then_multiply_and_sum, "No matrix product"),
     (multiply_and_sum_beside_idle_bf16, "No matrix product"),
     (multiply_and_sum_beside_live_bf16, "without a bfloat16 or float16 matrix product or"),
-], ids=["all-f32", "cast-down-after", "rounded-then-f32", "f32-second-layer",
+], ids=["all-f32", "cast-down-after", "rounded-then-f32", "through-identity-then-f32",
+        "times-one-then-f32", "f32-second-layer",
         "f32-accumulation-backward", "multiply-and-sum", "rounded-then-multiply-and-sum",
         "multiply-and-sum-beside-zeroed-bf16",
         "multiply-and-sum-beside-live-bf16"])

@@ -3,7 +3,9 @@
 Which values are plain copies of an input (converted, transposed, reshaped, sliced: no
 arithmetic), which values are computed from an input, which matrix products reach the outputs.
 Dependence is read as in `jaxjudge.rules.loops`: constants are folded over the inlined program,
-so a value multiplied by zero, or left out by a `where` on a constant, depends on nothing. A
+so a value multiplied by zero, or left out by a `where` on a constant, depends on nothing. A step
+that gives its operand back (a product with the identity matrix, `x * 1`, `x + 0`: see
+`jaxjudge.rules.identity`) is a copy of it, not a product nor arithmetic, and depends only on it. A
 dimension's size read from an input (`get_dimension_size`, how a shape-polymorphic program sees
 B) is the input's shape, not its values, so it carries no dependence.
 """
@@ -23,6 +25,7 @@ from jaxjudge.rules.dataflow import (
     propagate,
 )
 from jaxjudge.rules.folding import Value, fold_constants, live_nodes, make_transfer
+from jaxjudge.rules.identity import copies_of, passes
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.program import MAX_TOTAL_CHARS
 from jaxjudge.rules.stablehlo import Module, Op, ParseError, parse_module, tensor_types
@@ -46,6 +49,7 @@ class Flow:
     graph: Graph
     values: list[Value]
     module: Module
+    gives: dict[int, int]  # id() of a step that gives an operand back -> that operand
 
     def ops_of(self, steps: Iterable[Step]) -> list[Op | None]:
         """The ops the steps came from (for the report's excerpt)."""
@@ -68,13 +72,24 @@ class Flow:
                 if not prefixes or matches(path, prefixes)]
 
     def copies(self, seeds: dict[int, int]) -> list[int]:
-        """Bits of the values that are an input's own values re-laid-out (no arithmetic)."""
-        return propagate(self.graph, seeds, pass_transfer)
+        """Bits of the values that are an input's own values re-laid-out (no arithmetic, or
+        only arithmetic that gives them back)."""
+        gives = self.gives
+
+        def transfer(step: Step, bits: list[int]) -> list[int] | None:
+            given = gives.get(id(step))
+            return [bits[given]] if given is not None else pass_transfer(step, bits)
+
+        return propagate(self.graph, seeds, transfer)
+
+    def is_copy(self, step: Step) -> bool:
+        """A step that gives an operand back (see `jaxjudge.rules.identity`)."""
+        return id(step) in self.gives
 
     def computed_from(self, seeds: dict[int, int],
                       cut: Callable[[Step], bool] = lambda _s: False) -> list[int]:
         """Bits of the values computed from the seeded inputs, not through the `cut` steps."""
-        folded = make_transfer(self.values)
+        folded = make_transfer(self.values, self.gives)
 
         def transfer(step: Step, bits: list[int]) -> list[int] | None:
             if step.name in SHAPE_ONLY or cut(step):
@@ -84,12 +99,14 @@ class Flow:
         return propagate(self.graph, seeds, transfer)
 
     def live(self, nodes: Iterable[int]) -> set[int]:
-        return live_nodes(self.graph, self.values, list(nodes))
+        return live_nodes(self.graph, self.values, list(nodes), self.gives)
 
     def live_dots(self, live: set[int]) -> list[Step]:
-        """Matrix products whose result reaches `live` and is not a folded constant."""
+        """Matrix products whose result reaches `live` and is not a folded constant, nor a copy
+        (a product with the identity matrix)."""
         return [s for s in self.graph.steps if s.name in DOTS and len(s.operands) >= 2
-                and s.results and s.results[0] in live and self.values[s.results[0]] is None]
+                and s.results and s.results[0] in live and self.values[s.results[0]] is None
+                and id(s) not in self.gives]
 
 
 def operand_elements(step: Step) -> list[str]:
@@ -120,7 +137,8 @@ def flows(programs: Sequence[ProgramInfo], budget: Budget) -> list[Flow] | RuleO
             if len(g.main_args) != len(p.args) or len(g.main_results) != len(p.outs):
                 return RuleOutcome(False, "The exported program could not be analyzed (its "
                                           "arguments or results do not match their paths).")
-            out.append(Flow(p, g, fold_constants(g), module))
+            values = fold_constants(g)
+            out.append(Flow(p, g, values, module, copies_of(passes(g, values, p.text))))
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")

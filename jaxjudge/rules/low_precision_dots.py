@@ -5,9 +5,11 @@ backward) on bfloat16 or float16 copies. From the exported program alone, over i
 (jaxjudge.rules.flowpaths):
 
 1. every matrix product reaching the outputs that reads a copy of one of the inputs (the input
-   converted, transposed or reshaped, no arithmetic) takes operands of the allowed element
-   types: an all-float32 model, a float32 product whose result is cast down afterwards, or
-   values rounded through bfloat16 and converted back before a float32 product all fail;
+   converted, transposed or reshaped, no arithmetic; a product with the identity matrix or a
+   multiplication by 1 is a copy, not a product nor arithmetic: jaxjudge.rules.identity)
+   takes operands of the allowed element types: an all-float32 model, a float32 product whose
+   result is cast down afterwards, or values rounded through bfloat16 (directly, or through a
+   bfloat16 `@ jnp.eye(n)` or `* 1`) and converted back before a float32 product all fail;
 2. at least one such product exists;
 3. every way the inputs reach the outputs passes through an allowed product or through
    arithmetic on the allowed types (a hand-written backward pass takes outer products as
@@ -126,7 +128,7 @@ def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequen
                 noted(p, f"no {kinds} matrix product of {names} reaches the outputs"))
     cut = {id(s) for s in flow.live_dots(live) if _allowed(s, allowed)}
     reached = flow.computed_from(
-        seeds, lambda s: id(s) in cut or _low_arithmetic(s, allowed))
+        seeds, lambda s: id(s) in cut or (_low_arithmetic(s, allowed) and not flow.is_copy(s)))
     leaks = [path for path, node in outs if reached[node]]
     if leaks:
         return (f"{leaks[0]} is computed from {names} without a {kinds} matrix product or "
