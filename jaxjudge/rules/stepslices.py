@@ -6,7 +6,9 @@ under `jnp.where(t == 0, ...)`) and carries it along reads the input whole. So, 
 inlined dataflow, each named argument has three bits:
 
 - *copy*: the argument's values re-laid-out (reshape, transpose, concatenation, a loop's
-  links) or transformed elementwise (`alpha * x`): every element still is one of its own;
+  links) or transformed elementwise (`alpha * x`), or given back by a product with a (scaled)
+  identity matrix (`x[t] @ jnp.eye(D)`, `jnp.eye(4) @ block`: see `jaxjudge.rules.identity`):
+  every element still is one of its own;
 - *whole*: computed from it otherwise (a product, a reduction, a cumulative sum, a slice of
   something already whole);
 - *piece*: one step's slice of a copy, kept through the same layout and elementwise work.
@@ -43,6 +45,7 @@ from collections.abc import Sequence
 
 from jaxjudge.rules.dataflow import Graph, Kind, Step, TooComplex, propagate
 from jaxjudge.rules.folding import Bits, Value
+from jaxjudge.rules.identity import passes
 from jaxjudge.rules.stablehlo import Op, tensor_types
 from jaxjudge.rules.tripcount import origin
 
@@ -144,6 +147,7 @@ def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: 
     attributes)."""
     parts = _parts_sliced(g, text)
     backs = _back_edges(g)
+    gives = {k: found.node for k, found in passes(g, values, text).items()}
     shares: list[int] = []
     seeds: dict[int, int] = {}
     for node, path, type_ in zip(g.main_args, arg_paths, g.main_arg_types, strict=False):
@@ -175,6 +179,9 @@ def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: 
         if kept is not None:  # what the loop reassembled from its steps' slices: a copy
             return [bits[o] if p in kept else (bits[o] & ~pieces) | ((bits[o] & pieces) >> 2)
                     for p, o in enumerate(ops[:n])]
+        given = gives.get(id(step))
+        if given is not None:  # a product with the identity, `x * 1`: its operand, scaled
+            return [bits[given]] * n
         if step.name == "stablehlo.select" and len(ops) == 3 and values[ops[0]] is not None:
             return [bits[ops[1] if values[ops[0]] else ops[2]]] * n
         if step.name in SLICES and ops:

@@ -1,7 +1,7 @@
-# KNOWN LIMIT (accepted today; should fail): a T-step fori_loop copies x into a buffer row by row,
-# each row passed through a product with the identity matrix (which gives it back: the grader
-# takes a product for a computation, not a copy) and mixed with 1e-30 x the buffer's previous
-# row; the average is the T x T weight matrix applied AFTER the loop to the rebuilt x.
+# Requirement failed (a former known limit): a T-step fori_loop copies x into a buffer row by
+# row, each row passed through a product with the identity matrix (which gives it back: a
+# copy, not a computation) and mixed with 1e-30 x the buffer's previous row; the average is the
+# T x T weight matrix applied AFTER the loop to the rebuilt x.
 import jax
 import jax.numpy as jnp
 

@@ -1,6 +1,6 @@
-# KNOWN LIMIT (accepted today; should fail): a T/4-step fori_loop copies the blocks of q, k and v
+# Requirement failed (a former known limit): a T/4-step fori_loop copies the blocks of q, k and v
 # into three buffers, each block passed through a product with the 4 x 4 identity matrix (which
-# gives it back: the grader takes a product for a computation, not a copy), the k buffer mixing
+# gives it back: a copy, not a computation), the k buffer mixing
 # in 1e-30 x its old block times q's and v's; after the loop, a plain softmax over all keys per
 # query (lax.map, T scores at a time).
 import jax
