@@ -183,7 +183,8 @@ def float_laundered_through_a_sum(a, a_scale, b, b_scale):
 
 
 def masked_identity(x, rows, cols):
-    """An identity matrix that "holds x's values": every entry of x masked out by a where."""
+    """An identity matrix built from x by masking every entry of it out with a where: the
+    identity all the same (jaxjudge.rules.identity), so a dot with it copies the other side."""
     i = lax.broadcasted_iota(jnp.int32, (rows, cols), 0)
     j = lax.broadcasted_iota(jnp.int32, (rows, cols), 1)
     x = jnp.broadcast_to(x.reshape(-1)[:1].reshape(1, 1), (rows, cols))
@@ -192,25 +193,34 @@ def masked_identity(x, rows, cols):
 
 def masked_identity_dot(a, a_scale, b, b_scale):
     """a copied through an int8 dot with an identity masked out of b, then multiplied with b
-    elementwise: the dot's result combined with b again."""
+    elementwise: a copy of a meets b (the dot is no product of a and b)."""
     a_again = int8_dot(a, masked_identity(b, a.shape[1], a.shape[1]))
     acc = jnp.sum(a_again[:, :, None] * b.astype(jnp.int32)[None, :, :], axis=1)
     return acc.astype(jnp.float32) * jnp.outer(a_scale, b_scale)
 
 
+def stacked_identity(x, n):
+    """An identity matrix that "holds x's values": constant rows and a last row with every
+    entry of x masked out, concatenated (which the forms do not evaluate)."""
+    j = lax.broadcasted_iota(jnp.int32, (1, n), 1)
+    x00 = jnp.broadcast_to(x.reshape(-1)[:1].reshape(1, 1), (1, n))
+    last = jnp.where(j == n - 1, jnp.int8(1), jnp.where(j != n - 1, jnp.int8(0), x00))
+    return jnp.concatenate([jnp.eye(n - 1, n, dtype=jnp.int8), last])
+
+
 def two_masked_identity_dots(a, a_scale, b, b_scale):
     """Copies of a and of b through two such dots, multiplied together elementwise."""
-    a_again = int8_dot(a, masked_identity(b, a.shape[1], a.shape[1]))
-    b_again = int8_dot(masked_identity(a, b.shape[0], b.shape[0]), b)
+    a_again = int8_dot(a, stacked_identity(b, a.shape[1]))
+    b_again = int8_dot(stacked_identity(a, b.shape[0]), b)
     acc = jnp.sum(a_again[:, :, None] * b_again[None, :, :], axis=1)
     return acc.astype(jnp.float32) * jnp.outer(a_scale, b_scale)
 
 
 def quarter_squares(a, a_scale, b, b_scale):
-    """Copies of a and b through two masked-identity dots, multiplied as ((x+y)^2 - (x-y)^2)/4
+    """Copies of a and b through two stacked-identity dots, multiplied as ((x+y)^2 - (x-y)^2)/4
     with a power (no multiply of the two; exact in float32 for small K)."""
-    a_again = int8_dot(a, masked_identity(b, a.shape[1], a.shape[1])).astype(jnp.float32)
-    b_again = int8_dot(masked_identity(a, b.shape[0], b.shape[0]), b).astype(jnp.float32)
+    a_again = int8_dot(a, stacked_identity(b, a.shape[1])).astype(jnp.float32)
+    b_again = int8_dot(stacked_identity(a, b.shape[0]), b).astype(jnp.float32)
     s = a_again[:, :, None] + b_again[None, :, :]
     d = a_again[:, :, None] - b_again[None, :, :]
     acc = jnp.sum(lax.pow(s, 2.0) - lax.pow(d, 2.0), axis=1) / 4
@@ -265,8 +275,8 @@ def scales_only(a, a_scale, b, b_scale):
     (float_laundered_through_a_sum, "(f32, f32) -> f32"),
     (identity_dot, "A matrix product (i8, i8) -> i32 multiplies values computed from a and b "
                    "(not the matrices themselves"),
-    (masked_identity_dot, "combines the product (the result of the i8 x i8 -> i32 dot) with "
-                          "values computed from a or b again"),
+    (masked_identity_dot, "A multiply ((i32, i32) -> i32) combines values computed from a and "
+                          "from b"),
     (two_masked_identity_dots, "multiplies the product (the result of the i8 x i8 -> i32 dot) "
                                "by itself or by another such result"),
     (product_plus_a, "combines the product"),

@@ -11,7 +11,9 @@ constants folded (`jaxjudge.rules.folding`). Over it:
 - a dot *of the arguments* is a `dot_general`, `dot` or `convolution` whose one operand holds
   the first argument's values and whose other holds the second's (the arguments re-laid-out:
   reshaped, transposed, sliced, converted, concatenated, padded or masked by a `where`, not
-  computed from);
+  computed from); a dot with an identity matrix is none: it gives its other operand back and
+  depends on it alone (`jaxjudge.rules.identity`), even an identity masked out of b
+  (`where(i == j, 1, where(i != j, 0, b))`);
 - such a dot with the required element types *is* the product: its result counts as derived
   from neither argument, but from "the product". No other value reaching the outputs may be
   derived from both arguments (a float or int32 matmul, an elementwise multiply-and-sum,
@@ -22,14 +24,13 @@ constants folded (`jaxjudge.rules.folding`). Over it:
 
 So an honest program computes `a @ b` in the required types and then only scales, converts or
 rearranges its result. Known limits: the analysis follows which values are computed from which,
-not what they equal. A dot operand built from b by masking every one of its entries
-(`where(eye_mask, 1, where(other_mask, 0, b))`, an identity) still holds "b's values", so such
-a dot turns a copy of a into "the product"; combining it with a or b again fails, and so does
-multiplying two values of the product together (a multiply, divide or dot with the product on
-two operands, or a power of it), but such copies added and passed through exp or log are not
-caught (and not exact either). An operand assembled from constants and masked-out entries of b
-by concatenation holds b's values in the same way. A value a
-`while_loop` condition reads only through its trip count is not followed.
+not what they equal. A dot operand that is an identity the forms do not evaluate (assembled
+from constant rows and masked-out entries of b by concatenation) still holds "b's values", so
+such a dot turns a copy of a into "the product"; combining it with a or b again fails, and so
+does multiplying two values of the product together (a multiply, divide or dot with the
+product on two operands, or a power of it), but such copies added and passed through exp or
+log are not caught (and not exact either). A value a `while_loop` condition reads only
+through its trip count is not followed.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from jaxjudge.rules.folding import (
     make_transfer,
     make_value_transfer,
 )
+from jaxjudge.rules.identity import copies_of, passes
 from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
 from jaxjudge.rules.parsed import parse_programs
 from jaxjudge.rules.region import noted, region_of
@@ -128,7 +130,7 @@ def _squares(step: Step, derived: list[int]) -> bool:
 
 
 def _analyze(g: Graph, arg_paths: Sequence[str], args: tuple[str, str],
-             operands: tuple[str, str], result: str) -> _Found:
+             operands: tuple[str, str], result: str, text: str) -> _Found:
     seeds: dict[int, int] = {}
     for node, path in zip(g.main_args, arg_paths, strict=True):
         for bit, name in ((_A, args[0]), (_B, args[1])):
@@ -136,26 +138,31 @@ def _analyze(g: Graph, arg_paths: Sequence[str], args: tuple[str, str],
                 seeds[node] = seeds.get(node, 0) | bit
     values = fold_constants(g)  # for what must reach the outputs
     exact = fold_constants(g, exact=True)  # for what must not: `0.0 * x` may still be NaN
+    # A product with the identity matrix (even one masked out of b) gives its other operand
+    # back: a copy of it, that depends on nothing else (read from the exact folds).
+    found_passes = passes(g, exact, text)
+    gives = {k: p.node for k, p in found_passes.items()}
     # Holding an argument's values makes a dot the product: read with every fold, so that a
     # branch a folded predicate leaves out never makes one.
-    held = propagate(g, seeds, make_value_transfer(values))
+    held = propagate(g, seeds, make_value_transfer(values, copies_of(found_passes)))
     required: set[int] = set()  # id() of the steps that are the product
     for s in g.steps:
-        if s.name not in _DOTS or len(s.operands) < 2 or len(s.results) != 1:
+        if s.name not in _DOTS or len(s.operands) < 2 or len(s.results) != 1 or (
+                id(s) in gives):
             continue
         lhs, rhs = held[s.operands[0]], held[s.operands[1]]
         if not ((lhs & _A and rhs & _B) or (lhs & _B and rhs & _A)):
             continue
         if _has_types(s, operands, result):
             required.add(id(s))
-    base = make_transfer(exact)
+    base = make_transfer(exact, gives)
 
     def transfer(step: Step, bits: Bits) -> list[int] | None:
         return [_P] if id(step) in required else base(step, bits)
 
     derived = propagate(g, seeds, transfer)
-    reached = live_nodes(g, values, g.main_results)
-    live = live_nodes(g, exact, g.main_results)
+    reached = live_nodes(g, values, g.main_results, gives)
+    live = live_nodes(g, exact, g.main_results, gives)
     found = _Found()
     for s, op in zip(g.steps, g.ops, strict=True):
         if id(s) in required:
@@ -237,7 +244,7 @@ def check_dot_types(
             if len(g.main_args) != len(p.args) or len(g.main_results) != len(p.outs):
                 return RuleOutcome(False, "The exported program could not be analyzed (its "
                                           "arguments or results do not match their paths).")
-            found = _analyze(g, p.args, args, operands, result)
+            found = _analyze(g, p.args, args, operands, result, p.text)
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")

@@ -1,7 +1,7 @@
 # Red team: an int8 "dot of a and b" whose b side is an identity matrix masked out of b with
 # jnp.where (every entry of b replaced), so that it passes for the product while it only copies
 # a; the real product is then an int32 elementwise multiply-and-sum of that copy with b. The
-# copy counts as the product, and combining the product with b again is refused.
+# grader reads the identity from the program: the dot is a copy of a, which meets b.
 import jax.numpy as jnp
 from jax import lax
 
