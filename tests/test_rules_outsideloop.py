@@ -102,6 +102,23 @@ def segment_sums_after(w: jax.Array, u: jax.Array) -> jax.Array:
     return u @ (w @ v)
 
 
+def fft_sums_after(w: jax.Array, u: jax.Array) -> jax.Array:
+    """A token loop, then the iterations with every product and norm an FFT's first entry."""
+    u = jax.lax.fori_loop(0, 8, lambda _, c: c + 1e-30 * (w @ (w.T @ c)), u)
+
+    def total(a: jax.Array, axis: int) -> jax.Array:
+        return jnp.fft.fft(a, axis=axis)[(slice(None),) * axis + (0,)].real
+
+    def fnorm(x: jax.Array) -> jax.Array:
+        return x / jnp.sqrt(total(x * x, 0))
+
+    v = jnp.zeros_like(w[0])
+    for _ in range(8):
+        v = fnorm(total(w * u[:, None], 0))
+        u = fnorm(total(w * v[None, :], 1))
+    return total(u * total(w * v[None, :], 1), 0)
+
+
 def half_steps(w: jax.Array, u: jax.Array) -> tuple[jax.Array, jax.Array]:
     """8 steps updating u and v at once from each other: 4 power iterations."""
     return jax.lax.fori_loop(0, 8, lambda _, uv: (normalize(w @ uv[1]), normalize(w.T @ uv[0])),
@@ -137,6 +154,7 @@ def outside(fn: Callable[..., Any]) -> Outside:
     (unrolled_after(8), 0, 17), (unrolled_after(8, spelled=True), 0, 17),
     (unrolled_after(4, half_steps), 0, 9), (second_loop, 0, MAX_COUNTED),
     (unrolled_before, 16, 2), (carried_copy_of_w, 0, 17), (segment_sums_after, 0, 17),
+    (fft_sums_after, 0, 16),
 ])
 def test_successive_products_with_the_inputs_are_counted(fn: Callable[..., Any], before: int,
                                                         after: int) -> None:

@@ -11,8 +11,9 @@ So this module counts the *successive products with the named arguments*:
   from a named argument (`w`, `w.T`, `w * 2`, `w @ v`, or a value a loop computed from it):
   before the loop `u @ u` is not one, `w.T @ u` is; after it, every product of what the loop
   carries is one (a copy of `w` the loop carries along, nudged, is still `w`);
-- a sum over an axis (`reduce`, `reduce_window`, a `scatter` that combines: `jnp.sum(w * u,
-  axis=1)`, a cumulative sum, `jax.ops.segment_sum`) of a value that holds a named argument's
+- a sum over an axis (`reduce`, `reduce_window`, an `fft`, a `scatter` that combines:
+  `jnp.sum(w * u, axis=1)`, a cumulative sum, `jax.ops.segment_sum`, `jnp.fft.fft(a)[0]`) of
+  a value that holds a named argument's
   elements (re-laid-out or combined elementwise, as the product `w * u[None, :]` spelled out
   does): a norm of `w @ v` is not one.
 
@@ -38,7 +39,10 @@ from jaxjudge.rules.folding import Bits, Transfer, Value, make_transfer
 
 MAX_COUNTED = 32  # successive products counted along a path (more read as MAX_COUNTED)
 PRODUCTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
-SUMS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
+# Ops each of whose results combines many elements of an operand: a sum in all but name (an
+# FFT's first entry is the sum of its input).
+SUMS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.fft",
+                  "stablehlo.select_and_scatter"})
 SCATTER = "stablehlo.scatter"
 
 _FRESH = 1  # computed from a named argument (through loops too)
