@@ -411,6 +411,7 @@ def branch_transfer(g: Graph, loop: Loop, values: ValuesAt, gate: int, control: 
               for i, rets in plan.branches.items()}
     idle_inner = _idle_inner(g, loop, plan, values)
     copies: dict[int, int] = {}
+    integers: dict[int, bool] = {}  # a step (by id) -> it computes integers (its type, read once)
 
     def alone(b: int) -> bool:
         """A value of the gate alone (and of carried values computed from no argument)."""
@@ -493,7 +494,10 @@ def branch_transfer(g: Graph, loop: Loop, values: ValuesAt, gate: int, control: 
         if step.kind is Kind.TUPLE:
             return out
         gated = [bits[o] & gate for o in step.operands]
-        if any(gated) and (_int_results(step) or all(
+        computes_ints = integers.get(id(step))
+        if computes_ints is None:
+            computes_ints = integers[id(step)] = _int_results(step)
+        if any(gated) and (computes_ints or all(
                 alone(bits[o]) or values[o] is not None for o in step.operands)):
             return [(b & ~gate) | gate for b in out] if out else [gate] * len(step.results)
         return [b & ~gate for b in out] if out else out
