@@ -138,6 +138,24 @@ def times_one_then_f32(p: dict, x: jax.Array) -> jax.Array:
     return mlp(r, (x.astype(BF) * BF(1)).astype(jnp.float32), jnp.float32)
 
 
+def negated_twice_beside_bf16(p: dict, x: jax.Array) -> jax.Array:
+    # bfloat16 arithmetic that gives the value back is an elementwise image of the input: the
+    # float32 products read x, w1 and w2 even beside a real bfloat16 product.
+    def image(a: jax.Array) -> jax.Array:
+        return jnp.negative(-a.astype(BF)).astype(jnp.float32)
+
+    decoy = 1e-30 * mlp(p, x, BF).astype(jnp.float32)
+    return mlp(jax.tree.map(image, p), image(x), jnp.float32) + decoy
+
+
+def doubled_halved_beside_bf16(p: dict, x: jax.Array) -> jax.Array:
+    def image(a: jax.Array) -> jax.Array:
+        return (a.astype(BF) * BF(2) / BF(2)).astype(jnp.float32)
+
+    decoy = 1e-30 * mlp(p, x, BF).astype(jnp.float32)
+    return mlp(jax.tree.map(image, p), image(x), jnp.float32) + decoy
+
+
 def mixed_second_layer(p: dict, x: jax.Array) -> jax.Array:
     h = jnp.tanh(x.astype(BF) @ p["w1"].astype(BF) + p["b1"].astype(BF))
     return h.astype(jnp.float32) @ p["w2"]
@@ -149,6 +167,8 @@ def mixed_second_layer(p: dict, x: jax.Array) -> jax.Array:
     (rounded_then_f32, "(float32, float32)"),
     (through_identity_then_f32, "(float32, float32)"),
     (times_one_then_f32, "(float32, float32)"),
+    (negated_twice_beside_bf16, "(float32, float32)"),
+    (doubled_halved_beside_bf16, "(float32, float32)"),
     (mixed_second_layer, "(float32, float32)"),
     # jax.grad transposes a product with preferred_element_type=float32 into float32 products
     (accumulate_f32, "(float32, float32)"),
@@ -157,7 +177,8 @@ def mixed_second_layer(p: dict, x: jax.Array) -> jax.Array:
     (multiply_and_sum_beside_idle_bf16, "No matrix product"),
     (multiply_and_sum_beside_live_bf16, "without a bfloat16 or float16 matrix product or"),
 ], ids=["all-f32", "cast-down-after", "rounded-then-f32", "through-identity-then-f32",
-        "times-one-then-f32", "f32-second-layer",
+        "times-one-then-f32", "negated-twice-beside-bf16", "doubled-halved-beside-bf16",
+        "f32-second-layer",
         "f32-accumulation-backward", "multiply-and-sum", "rounded-then-multiply-and-sum",
         "multiply-and-sum-beside-zeroed-bf16",
         "multiply-and-sum-beside-live-bf16"])

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from jaxjudge.rules.dataflow import (
     Budget,
     Graph,
+    Kind,
     Step,
     TooComplex,
     build_graph,
@@ -29,9 +30,11 @@ from jaxjudge.rules.identity import copies_of, passes
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.program import MAX_TOTAL_CHARS
 from jaxjudge.rules.stablehlo import Module, Op, ParseError, parse_module, tensor_types
+from jaxjudge.rules.stepslices import ELEMENTWISE
 
 DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
 SHAPE_ONLY = frozenset({"stablehlo.get_dimension_size"})
+_ARITHMETIC = frozenset({Kind.ADD, Kind.NEGATE, Kind.MULTIPLY, Kind.DIVIDE})
 PATH = r"^[A-Za-z_][A-Za-z0-9_.]*$"
 ELEMENT = r"^(i|ui|f|bf)[0-9]{1,2}$|^i1$"
 
@@ -79,6 +82,32 @@ class Flow:
         def transfer(step: Step, bits: list[int]) -> list[int] | None:
             given = gives.get(id(step))
             return [bits[given]] if given is not None else pass_transfer(step, bits)
+
+        return propagate(self.graph, seeds, transfer)
+
+    def images(self, seeds: dict[int, int]) -> list[int]:
+        """Bits of the values computed from the seeded inputs elementwise, with constants and
+        nothing else (`-(-x)`, `x * 2 / 2`, `tanh(x)`): the copies, and what an elementwise
+        step makes of them when each operand is one or reads no data at all (a value mixed
+        with another input, a loss scale or a product is none)."""
+        data = self.computed_from({a: 1 for a in self.graph.main_args})
+        gives, values = self.gives, self.values
+
+        def transfer(step: Step, bits: list[int]) -> list[int] | None:
+            given = gives.get(id(step))
+            if given is not None:
+                return [bits[given]]
+            if step.kind in _ARITHMETIC or step.name in ELEMENTWISE:
+                if not step.results or values[step.results[0]] is not None:
+                    return None
+                acc = 0
+                for o in step.operands:
+                    if bits[o]:
+                        acc |= bits[o]
+                    elif data[o]:
+                        return None
+                return [acc] * len(step.results) if acc else None
+            return pass_transfer(step, bits)
 
         return propagate(self.graph, seeds, transfer)
 

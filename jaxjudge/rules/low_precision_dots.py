@@ -4,12 +4,13 @@ Mixed-precision training keeps float32 master weights but runs the matmuls (forw
 backward) on bfloat16 or float16 copies. From the exported program alone, over its dataflow
 (jaxjudge.rules.flowpaths):
 
-1. every matrix product reaching the outputs that reads a copy of one of the inputs (the input
-   converted, transposed or reshaped, no arithmetic; a product with the identity matrix or a
-   multiplication by 1 is a copy, not a product nor arithmetic: jaxjudge.rules.identity)
-   takes operands of the allowed element types: an all-float32 model, a float32 product whose
-   result is cast down afterwards, or values rounded through bfloat16 (directly, or through a
-   bfloat16 `@ jnp.eye(n)` or `* 1`) and converted back before a float32 product all fail;
+1. every matrix product reaching the outputs that reads an elementwise image of the inputs
+   (an input converted, transposed or reshaped, or computed from them elementwise with
+   constants and no other data: `-(-x)`, `x * 2 / 2`; a product with the identity matrix or a
+   multiplication by 1 is a copy, not a product: jaxjudge.rules.identity) takes operands of
+   the allowed element types: an all-float32 model, a float32 product whose result is cast
+   down afterwards, or values rounded through bfloat16 (directly, or through a bfloat16
+   `@ jnp.eye(n)`, `* 1` or `-(-x)`) and converted back before a float32 product all fail;
 2. at least one such product exists;
 3. every way the inputs reach the outputs passes through an allowed product or through
    arithmetic on the allowed types (a hand-written backward pass takes outer products as
@@ -112,9 +113,9 @@ def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequen
     if not outs:
         return "The program has none of the outputs the requirement names.", None
     seeds = flow.seeds([inputs])
-    copies = flow.copies(seeds)
+    images = flow.images(seeds)
     live = flow.live(node for _, node in outs)
-    reading = [s for s in flow.live_dots(live) if any(copies[o] for o in s.operands[:2])]
+    reading = [s for s in flow.live_dots(live) if any(images[o] for o in s.operands[:2])]
     bad = [s for s in reading if not _allowed(s, allowed)]
     if bad:
         wrong = sorted({"(" + ", ".join(np_name(e) for e in operand_elements(s)) + ")"
