@@ -238,6 +238,53 @@ def norms_vmap_of_a_feature_loop(x: jax.Array) -> jax.Array:
     return jax.vmap(one)(x)
 
 
+def norms_fori_features_from_flat(x: jax.Array) -> jax.Array:
+    """Feature k of every point as one chunk of N of `x.T.reshape(-1)` (N is its inner part):
+    each step takes a whole copy of N."""
+    n, flat = x.shape[0], x.T.reshape(-1)
+
+    def add(k: jax.Array, acc: jax.Array) -> jax.Array:
+        col = jax.lax.dynamic_slice(flat, (k * n,), (n,))
+        return acc + col * col
+    return jax.lax.fori_loop(0, x.shape[1], add, jnp.zeros(n, x.dtype))
+
+
+def norms_fixed_rows_from_flat(x: jax.Array) -> jax.Array:
+    """Row r as a chunk of D of `x.reshape(-1)` (N its outer part): a slice along N."""
+    n, d = x.shape
+    flat = x.reshape(-1)
+
+    def one(i: jax.Array, acc: jax.Array) -> jax.Array:
+        r = jnp.minimum(i, n - 1)
+        row = jax.lax.dynamic_slice(flat, (r * d,), (d,))
+        return acc.at[r].set(jnp.dot(row, row))
+    return jax.lax.fori_loop(0, N_MAX, one, jnp.zeros(n, x.dtype))
+
+
+def norms_fixed_points_from_flat_transpose(x: jax.Array) -> jax.Array:
+    """Point r of each feature, one element of `x.T.reshape(-1)` at `k * N + r`: less than
+    a copy of the inner part N."""
+    n, d = x.shape
+    flat = x.T.reshape(-1)
+
+    def one(i: jax.Array, acc: jax.Array) -> jax.Array:
+        r = jnp.minimum(i, n - 1)
+        cols = [jax.lax.dynamic_slice(flat, (k * n + r,), (1,))[0] for k in range(d)]
+        return acc.at[r].set(sum(c * c for c in cols))
+    return jax.lax.fori_loop(0, N_MAX, one, jnp.zeros(n, x.dtype))
+
+
+@pytest.mark.parametrize("fn", [norms_fixed_rows_from_flat,
+                                norms_fixed_points_from_flat_transpose])
+def test_a_slice_of_a_merged_axis_shorter_than_its_inner_part_fails(
+        fn: Callable[..., Any]) -> None:
+    """A window of a merged (N*D or D*N) axis is a slice along N unless it spans whole copies
+    of every inner part N is (with) in it."""
+    outcome = check_no_loop_over_dim(programs(fn), dims=("N",))
+    assert not outcome.passed, outcome.message
+    assert "(a dynamic_slice)" in outcome.message
+
+
 @pytest.mark.parametrize(("fn", "op"), [
     (norms_fixed_fori_over_rows, "dynamic_slice"),
     (norms_fixed_scan_over_padded_rows, "dynamic_slice"),
@@ -258,7 +305,8 @@ def test_a_fixed_count_loop_indexing_the_dim_fails(fn: Callable[..., Any], op: s
 
 
 @pytest.mark.parametrize("fn", [norms_map_over_features, norms_fori_take_constant_rows,
-                                norms_vmap_of_a_feature_loop, norms_fixed_one_hot])
+                                norms_vmap_of_a_feature_loop, norms_fixed_one_hot,
+                                norms_fori_features_from_flat])
 def test_loops_indexing_other_axes_pass(fn: Callable[..., Any]) -> None:
     """Loops over the features, constant index arrays, and (the stated limit) a one-hot pick."""
     outcome = check_no_loop_over_dim(programs(fn), dims=("N",))

@@ -18,7 +18,9 @@ dimension's axis at an index computed from its counter. So, over the inlined dat
   along a depends on a value that loop changes from step to step (its counter, or anything
   else it carries that is not passed along unchanged) and which takes at most half of the
   axis per step (one row, one example, one head), visits X one slice at a time, whatever the
-  trip count.
+  trip count. A window of an axis that merges several (`x.T.reshape(-1)`, D*N) holding whole
+  copies of X's part (a chunk of N where N is the inner part: all the points of feature k) is
+  not a slice along X (`_whole_parts`).
 
 An index counts whatever it is computed through (`min(i, N - 1)`, a table looked up at `i`, a
 row number the loop carries and advances by `minimum(r + 1, N - 1)`). What is not seen: a row
@@ -52,6 +54,10 @@ _SAME_AXES = frozenset({"stablehlo.convert", "stablehlo.copy", "stablehlo.reduce
                         "stablehlo.dynamic_update_slice", "stablehlo.scatter",
                         "stablehlo.reverse", "stablehlo.sort", "stablehlo.reduce_window",
                         "mhlo.copy"}) | ELEMENTWISE
+# Ops whose result element i along an axis comes from element i of their operands' axis.
+_ORDERED = frozenset({"stablehlo.convert", "stablehlo.copy", "stablehlo.reduce_precision",
+                      "stablehlo.dynamic_slice", "stablehlo.reverse", "stablehlo.select",
+                      "mhlo.copy"}) | ELEMENTWISE
 _SAME_KINDS = frozenset({Kind.ADD, Kind.NEGATE, Kind.MULTIPLY, Kind.DIVIDE})
 
 
@@ -125,13 +131,15 @@ def visits(g: Graph, values: list[Value], counts: Sequence[int | None],
         if not inside:
             continue
         g.budget.spend(len(step.operands) + len(g.loops))
-        for a, index, taken, size in _indexed_axes(step, op, text, counters):
+        for a, index, taken, size, window in _indexed_axes(step, op, text, counters):
             hit = [k for k in inside if index >> k & 1]
             if not hit or taken > MAX_SHARE * size:
                 continue
             for ai, path in enumerate(arg_paths[:len(g.main_args)]):
                 for xi, x in enumerate(dims):
-                    if tags[step.operands[0]] >> _bit(ai, xi, a, len(dims)) & 1:
+                    bit = _bit(ai, xi, 0, len(dims))
+                    if tags[step.operands[0]] >> (bit + a) & 1 and not _whole_parts(
+                            g, tags, step.operands[0], bit, a, window, text):
                         found.extend(Visit(k, counts[k] or 0, x, path, op, taken, size)
                                      for k in hit)
     return found
@@ -143,15 +151,16 @@ def _bit(arg: int, dim: int, axis: int, n_dims: int) -> int:
 
 
 def _indexed_axes(step: Step, op: Op, text: str, counters: list[int]
-                  ) -> list[tuple[int, int, int, int]]:
+                  ) -> list[tuple[int, int, int, int, int]]:
     """(axis, the counters its index depends on, elements of the axis taken per step, the
-    axis's size) for each axis of the indexed operand that the op indexes."""
+    axis's size, the elements of one contiguous window) for each axis of the indexed operand
+    that the op indexes."""
     types = op.operand_types()
     if not types or any(d is None for d in types[0].dims):
         return []
     shape = types[0].dims
     ops = step.operands
-    out: list[tuple[int, int, int, int]] = []
+    out: list[tuple[int, int, int, int, int]] = []
     if step.name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice"):
         first = 1 if step.name == "stablehlo.dynamic_slice" else 2
         if step.name == "stablehlo.dynamic_slice":
@@ -161,7 +170,7 @@ def _indexed_axes(step: Step, op: Op, text: str, counters: list[int]
         if taken is None or len(taken) != len(shape) or len(ops) < first + len(shape):
             return []
         for a, size in enumerate(shape[:MAX_RANK]):
-            out.append((a, counters[ops[first + a]], taken[a] or 0, size or 0))
+            out.append((a, counters[ops[first + a]], taken[a] or 0, size or 0, taken[a] or 0))
         return out
     attrs = _attrs(op, text)
     if step.name == "stablehlo.gather" and len(types) > 1:
@@ -170,7 +179,7 @@ def _indexed_axes(step: Step, op: Op, text: str, counters: list[int]
         if sizes is None or mapped is None or len(sizes) != len(shape):
             return []
         batch = _batch(types[1], _int(attrs, "index_vector_dim"))
-        return [(a, counters[ops[1]], sizes[a] * batch, shape[a] or 0)
+        return [(a, counters[ops[1]], sizes[a] * batch, shape[a] or 0, sizes[a])
                 for a in mapped if a < min(len(shape), MAX_RANK)]
     if step.name == "stablehlo.scatter" and len(ops) >= 3:
         inserted = _list(attrs, "inserted_window_dims") or []
@@ -179,7 +188,7 @@ def _indexed_axes(step: Step, op: Op, text: str, counters: list[int]
         k = (len(ops) - 1) // 2
         batch = _batch(index_type[k], _int(attrs, "index_vector_dim")) if len(
             index_type) > k else 0
-        return [(a, counters[ops[k]], batch, shape[a] or 0)
+        return [(a, counters[ops[k]], batch, shape[a] or 0, 1)
                 for a in mapped if a in inserted and a < min(len(shape), MAX_RANK)]
     return []
 
@@ -193,6 +202,73 @@ def _batch(indices: TensorType, vector_dim: int | None) -> int:
             return 0
         n *= d if j != at else 1
     return n
+
+
+def _whole_parts(g: Graph, tags: list[int], node: int, bit: int, axis: int, window: int,
+                 text: str) -> bool:
+    """Whether every source of tag `bit + axis` on `node` is an inner part of a merged axis
+    (a reshape of several axes into one: `x.T.reshape(-1)`) of which a contiguous `window`
+    holds whole copies: such a window reads every index of the part alike (all N points of
+    feature k), wherever it starts. Followed back through links and ops that keep the axis's
+    order (elementwise ops, slices of stride 1, reverse); anything else is a plain source."""
+    producers = g.producers()
+    todo, seen = [(node, axis)], {(node, axis)}
+    while todo:
+        node, axis = todo.pop()
+        if not producers[node] or node in g.main_args:
+            return False
+        for si, pos in producers[node]:
+            g.budget.spend()
+            step = g.steps[si]
+            op = g.ops[si] or g.region_ops.get(si)
+            if step.kind is Kind.TUPLE:
+                sources = [(step.operands[pos], axis)] if pos < len(step.operands) else []
+            elif op is None:
+                return False
+            elif step.name == "stablehlo.reshape":
+                found = _merged_parts(op, axis)
+                if found is None or any(span and window % span and tags[
+                        step.operands[0]] >> (bit + k) & 1 for k, span in found):
+                    return False
+                sources = [(step.operands[0], k) for k, span in found if not span]
+            elif step.name == "stablehlo.slice" and any(
+                    v != 1 for v in _ints(_attrs(op, text), "strides") or [1]):
+                return False
+            elif step.name in _ORDERED or step.kind in _SAME_KINDS:
+                first = 1 if step.name == "stablehlo.select" else 0
+                last = 1 if step.name == "stablehlo.dynamic_slice" else len(step.operands)
+                sources = [(o, axis) for o in step.operands[first:last]]
+            else:
+                return False
+            for o, a in sources:
+                if tags[o] >> (bit + a) & 1 and (o, a) not in seen:
+                    seen.add((o, a))
+                    todo.append((o, a))
+    return True
+
+
+def _merged_parts(op: Op, axis: int) -> list[tuple[int, int]] | None:
+    """For a reshape's result axis `axis`: the source axes a tag may come from, each with the
+    elements one whole copy of it spans there (its size times the inner parts' sizes) when the
+    axis merges several, 0 when it is the same axis unsplit; None for a split axis."""
+    types, res = op.operand_types(), op.result_types()
+    if not types or not res:
+        return None
+    src, dst = types[0].dims, res[0].dims
+    for gi, gj in _groups(src, dst):
+        if axis not in gj:
+            continue
+        if [k for k in gj if (dst[k] or 1) > 1] != [axis]:
+            return None
+        ks = [k for k in gi if (src[k] or 1) > 1]
+        if len(ks) == 1:
+            return [(ks[0], 0)]
+        out, span = [], 1
+        for k in reversed(ks):
+            span *= src[k] or 1
+            out.append((k, span))
+        return out
+    return None
 
 
 # -- the axes' tags through the program -------------------------------------------------------
@@ -276,9 +352,22 @@ def _reshaped(src: tuple[int | None, ...], dst: tuple[int | None, ...]) -> dict[
     """A reshape's source axis -> the destination axes of its group (axes whose sizes' running
     products meet at the same boundaries): a merged axis keeps the tag, a split one tags its
     first (outermost) part of size > 1."""
-    if None in src or None in dst:
-        return {}
     out: dict[int, int] = {}
+    for gi, gj in _groups(src, dst):
+        target = next((k for k in gj if (dst[k] or 1) > 1), gj[0])
+        for k in gi:
+            if (src[k] or 1) > 1:
+                out[k] = target
+    return out
+
+
+def _groups(src: tuple[int | None, ...], dst: tuple[int | None, ...]
+            ) -> list[tuple[list[int], list[int]]]:
+    """A reshape's groups of source and destination axes whose sizes' running products meet at
+    the same boundaries, outermost first (up to the first that cannot be matched)."""
+    if None in src or None in dst:
+        return []
+    out: list[tuple[list[int], list[int]]] = []
     i = j = 0
     while i < len(src) and j < len(dst):
         gi, gj = [i], [j]
@@ -292,10 +381,7 @@ def _reshaped(src: tuple[int | None, ...], dst: tuple[int | None, ...]) -> dict[
                 b *= dst[gj[-1]] or 1
             else:
                 return out
-        target = next((k for k in gj if (dst[k] or 1) > 1), gj[0])
-        for k in gi:
-            if (src[k] or 1) > 1:
-                out[k] = target
+        out.append((gi, gj))
         i, j = gi[-1] + 1, gj[-1] + 1
     return out
 
