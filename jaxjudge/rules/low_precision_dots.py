@@ -62,8 +62,10 @@ def check_low_precision_dots(
 ) -> RuleOutcome:
     """The inputs reach the outputs only through matrix products on the allowed element types.
 
-    Every product that reads a copy of an input takes allowed operands, at least one does, and
-    no route from the inputs to the outputs avoids them (a matmul written as multiply-and-sum)."""
+    Every product that reads a copy of an input, or a value computed from the inputs
+    elementwise with constants and no other data (`-(-x)`; a product with the identity or
+    `* 1` is a copy), takes allowed operands, at least one does, and no route from the inputs
+    to the outputs avoids them (a matmul written as multiply-and-sum)."""
     parsed = flows(programs, Budget())  # type: ignore[arg-type]
     if isinstance(parsed, RuleOutcome):
         return parsed

@@ -224,7 +224,8 @@ def check_dot_types(
     from the data of both arguments does: a float or int32 matmul, an elementwise
     multiply-and-sum or any other arithmetic mixing them fails, even beside a real one, and so
     does combining the dot's result with either argument again; scaling, converting or
-    rearranging the dot's result is free. Shapes carry no dependence (see
+    rearranging the dot's result is free. A dot with an identity matrix copies its other
+    operand (jaxjudge.rules.identity). Shapes carry no dependence (see
     jaxjudge.rules.products)."""
     parsed = parse_programs(programs)
     if isinstance(parsed, RuleOutcome):
