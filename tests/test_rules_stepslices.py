@@ -307,14 +307,16 @@ def test_an_input_rebuilt_by_the_loop_then_read_whole_fails(fn: Callable[..., An
     assert works(fn, sliced=()) == [(True, "")]
 
 
+def blocks(fn: Callable[..., Any]) -> list[tuple[bool, str]]:
+    """(does the work, why) of the loops of 4 steps over q, k, v at T = 16, k and v sliced."""
+    p = program(fn, {"T": 16}, f32(16, D), f32(16, D), f32(16, D))
+    g = build_graph(parse_module(p.text))
+    found = analyze_loops(g, p.args, ("a1", "a2"), 4, True, ("a1", "a2"), p.text)
+    return [(f.works, f.why) for f in found]
+
+
 def test_blocks_copied_by_the_loop_then_a_plain_softmax_fail() -> None:
     # At T = 16, 4 steps: half of the buffer is more than a step's share of k and v.
-    def blocks(fn: Callable[..., Any]) -> list[tuple[bool, str]]:
-        p = program(fn, {"T": 16}, f32(16, D), f32(16, D), f32(16, D))
-        g = build_graph(parse_module(p.text))
-        found = analyze_loops(g, p.args, ("a1", "a2"), 4, True, ("a1", "a2"), p.text)
-        return [(f.works, f.why) for f in found]
-
     assert blocks(blocks_copied_then_softmax) == [(False, "unsliced")]
     assert blocks(blocks_through_identity_then_softmax) == [(False, "unsliced")]
     assert blocks(blocks_online_softmax) == [(True, "")]
@@ -324,3 +326,67 @@ def test_blocks_copied_by_the_loop_then_a_plain_softmax_fail() -> None:
 @pytest.mark.parametrize("fn", [scan_transposed_back, map_over_channels])
 def test_the_loop_result_re_laid_out_after_it_passes(fn: Callable[..., Any]) -> None:
     assert works(fn) == [(True, "")]
+
+
+# -- a block of v joined with constants (flash attention's column of ones) ----------------------
+
+def online_softmax_over(q: jax.Array, k: jax.Array, v1: jax.Array, width: int) -> jax.Array:
+    """The online softmax over blocks of 4 keys, each `p @ v1[block]` giving the weighted
+    values and, past column D, the row sums (v1 is v with columns of ones, `width` in all)."""
+    def body(j: jax.Array, c: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        m, acc = c
+        s = q @ jax.lax.dynamic_slice_in_dim(k, j * 4, 4).T
+        mn = jnp.maximum(m, s.max(1))
+        p = jnp.exp(s - mn[:, None])
+        return mn, jnp.exp(m - mn)[:, None] * acc + p @ jax.lax.dynamic_slice_in_dim(v1, j * 4, 4)
+
+    init = (jnp.full((q.shape[0],), -jnp.inf), jnp.zeros((q.shape[0], width)))
+    acc = jax.lax.fori_loop(0, q.shape[0] // 4, body, init)[1]
+    return acc[:, :D] / acc[:, D:D + 1]
+
+
+def ones_column(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+    return online_softmax_over(q, k, jnp.concatenate([v, jnp.ones((v.shape[0], 1))], 1), D + 1)
+
+
+def ones_column_padded(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+    return online_softmax_over(q, k, jnp.pad(v, ((0, 0), (0, 2)), constant_values=1.0), D + 2)
+
+
+def ones_column_scanned_blocks(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+    # [v | 1] transposed and back, cut into (T/4, 4, D + 1) blocks a scan runs over.
+    t = q.shape[0]
+    v1 = jnp.concatenate([v.T, jnp.ones((1, t))]).T.reshape(t // 4, 4, D + 1)
+
+    def step(c: tuple[jax.Array, jax.Array], kv: tuple[jax.Array, jax.Array]) -> tuple[Any, None]:
+        m, acc = c
+        s = q @ kv[0].T
+        mn = jnp.maximum(m, s.max(1))
+        return (mn, jnp.exp(m - mn)[:, None] * acc + jnp.exp(s - mn[:, None]) @ kv[1]), None
+
+    init = (jnp.full((t,), -jnp.inf), jnp.zeros((t, D + 1)))
+    acc = jax.lax.scan(step, init, (k.reshape(t // 4, 4, D), v1))[0][1]
+    return acc[:, :D] / acc[:, D:]
+
+
+def zeros_column_flattened(q: jax.Array, k: jax.Array, v: jax.Array) -> jax.Array:
+    # [v | 0 0 0] transposed and flattened: its first T * D elements are all of v, and the
+    # "block" the first step takes, 4 * 4D elements, is exactly them (the ones only at the end).
+    t = q.shape[0]
+    flat = jnp.concatenate([v, jnp.zeros((t, 3 * D))], 1).T.reshape(-1)
+
+    def body(j: jax.Array, acc: jax.Array) -> jax.Array:
+        s = q @ jax.lax.dynamic_slice_in_dim(k, j * 4, 4).T
+        vj = jax.lax.dynamic_slice_in_dim(flat, j * 16 * D, 16 * D).reshape(4, 4 * D)
+        return acc + jnp.exp(s) @ vj
+
+    return jax.lax.fori_loop(0, t // 4, body, jnp.zeros((t, 4 * D)))[:, :D]
+
+
+@pytest.mark.parametrize("fn", [ones_column, ones_column_padded, ones_column_scanned_blocks])
+def test_a_block_of_v_joined_with_ones_is_one_steps_share(fn: Callable[..., Any]) -> None:
+    assert blocks(fn) == [(True, "")]
+
+
+def test_constants_laid_out_away_from_the_block_do_not_shrink_it() -> None:
+    assert blocks(zeros_column_flattened) == [(False, "unsliced")]

@@ -14,16 +14,18 @@ inlined dataflow, each named argument has three bits:
 - *piece*: one step's slice of a copy, kept through the same layout and elementwise work.
 
 A slice (`slice`, `dynamic_slice`, `gather`) of a copy that holds at most one step's share of
-the arguments it copies (their elements divided by the trip count, summed; a static slice of
-a concatenation copies only the parts it overlaps) is a piece: what is computed from it across
-elements (`q @ kj.T`, `p @ vj`) reads nothing whole. A larger slice is still a copy. The
-pieces a loop carries around to its next step and out as its results (not the values it
-passes along unchanged, a scan's `xs`) are the input reassembled, one step's slice after
-another: a copy again. So the running average `alpha * x[t] + (1 - alpha) * m` a loop carries
-and stacks is a copy of `x`, which may reach the outputs as it is, transposed, concatenated or
-scaled; a product or a sum over it, after the loop or at a later step, reads `x` whole
-(`x` copied row by row into a buffer, the weight matrix applied to it after the loop). A
-product with a piece ends it: blockwise attention's `acc`, a sum of `p @ vj`, holds no piece.
+the arguments it copies (their elements divided by the trip count, summed; a static slice of a
+concatenation copies only the parts it overlaps; a window of an input joined with constants
+counts only the input's elements, so a block of `[v | 1]` is one of `v`) is a piece: what is
+computed from it across elements (`q @ kj.T`, `p @ vj`) reads nothing whole. A larger slice is
+still a copy. The pieces a loop carries around to its next step and out as its results (not the
+values it passes along unchanged, a scan's `xs`) are the input reassembled, one step's slice
+after another: a copy again. So the running average `alpha * x[t] + (1 - alpha) * m` a loop
+carries and stacks is a copy of `x`, which may reach the outputs as it is, transposed,
+concatenated or scaled; a product or a sum over it, after the loop or at a later step, reads
+`x` whole (`x` copied row by row into a buffer, the weight matrix applied to it after the
+loop). A product with a piece ends it: blockwise attention's `acc`, a sum of `p @ vj`, holds no
+piece.
 
 The program's outputs must then hold no whole bit: what they are computed from the named
 arguments, across elements, is computed from step-sized slices of them, taken at the counter
@@ -46,7 +48,7 @@ from collections.abc import Sequence
 from jaxjudge.rules.dataflow import Graph, Kind, Step, TooComplex, propagate
 from jaxjudge.rules.folding import Bits, Value
 from jaxjudge.rules.identity import passes
-from jaxjudge.rules.stablehlo import Op, tensor_types
+from jaxjudge.rules.stablehlo import Op, TensorType, tensor_types
 from jaxjudge.rules.tripcount import origin
 
 MAX_SLICED = 16  # arguments tracked
@@ -55,6 +57,8 @@ _BITS = 3  # per tracked argument: copy, whole, piece (see the module docstring)
 # (`x[t]`, `x[0]`); a fixed number of rows read apart, as many as the largest test has, and
 # combined at one step would otherwise read all of it. More count as reading it whole.
 MAX_STEP_SLICES = 8
+# Slices whose result axes are their operand's, each a window of it.
+WINDOWS = frozenset({"stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.real_dynamic_slice"})
 MAX_ATTR_CHARS = 4096  # attribute text read from a slice or a concatenation
 SLICES = frozenset({"stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.real_dynamic_slice",
                     "stablehlo.gather", "stablehlo.dynamic_gather"})
@@ -122,6 +126,97 @@ def _parts_sliced(g: Graph, text: str) -> dict[int, list[int]]:
     return out
 
 
+def _kept_box(g: Graph, values: list[Value], text: str, n: int, depth: int = 0
+              ) -> tuple[int, ...] | None:
+    """Per axis of `n`, at most how many of its positions hold other than constants, when `n`
+    is an input joined with constants (`jnp.concatenate([v, ones])`, `jnp.pad(v, ...)`), then
+    passed along unchanged (loop links, a loop carrying it as it is), transposed or reshaped
+    keeping the joined axis; None otherwise."""
+    producers = g.producers()
+    for _ in range(64):
+        g.budget.spend()
+        found = [(i, pos) for i, pos in producers[n]
+                 if pos < 0 or origin(g, g.steps[i].operands[pos]) != n]
+        if len(found) != 1:
+            return None
+        i, pos = found[0]
+        if pos < 0:
+            break
+        n = g.steps[i].operands[pos]
+    else:
+        return None
+    step, op = g.steps[i], g.ops[i]
+    types = op.operand_types() if op is not None else []
+    res = op.result_types() if op is not None else []
+    if op is None or len(res) != 1 or len(types) != len(step.operands) or None in res[0].dims:
+        return None
+    attrs, dims = _attr_text(op, text), tuple(d or 0 for d in res[0].dims)
+    if step.name == "stablehlo.concatenate":
+        axis = re.search(r"dimension = (\d+)", attrs)
+        d = int(axis.group(1)) if axis else len(dims)
+        if d >= len(dims) or any(len(t.dims) != len(dims) for t in types):
+            return None
+        kept = sum(t.dims[d] or 0 for t, o in zip(types, step.operands, strict=True)
+                   if values[o] is None)
+        return (*dims[:d], kept, *dims[d + 1:])
+    if step.name == "stablehlo.pad" and len(types) == 2 and values[step.operands[1]] is not None:
+        return tuple(min(a or 0, b) for a, b in zip(types[0].dims, dims, strict=False))
+    inner = (_kept_box(g, values, text, step.operands[0], depth + 1)
+             if depth < 8 and len(types) == 1 else None)
+    if inner is None:
+        return None
+    if step.name == "stablehlo.transpose":
+        perm = _ints(attrs, "permutation") or []
+        return tuple(inner[a] for a in perm) if sorted(perm) == list(range(len(inner))) else None
+    if step.name == "stablehlo.reshape":
+        return _reshaped_box(types[0], dims, inner)
+    return None
+
+
+def _reshaped_box(src: TensorType, dst: tuple[int, ...], box: tuple[int, ...]
+                  ) -> tuple[int, ...] | None:
+    """A reshape's box: each axis the box narrows must be one of `dst` too (same size, same
+    stride), so that the narrowed positions stay those of one axis."""
+    out = list(dst)
+    for a, (size, kept) in enumerate(zip(src.dims, box, strict=True)):
+        if size is None or kept >= size:
+            continue
+        stride = _product(src.dims[a + 1:])
+        found = [b for b, s in enumerate(dst) if s == size and _product(dst[b + 1:]) == stride]
+        if stride is None or not found:
+            return None
+        out[found[0]] = kept
+    return tuple(out)
+
+
+def _product(dims: Sequence[int | None]) -> int | None:
+    n = 1
+    for d in dims:
+        if d is None:
+            return None
+        n *= d
+    return n
+
+
+def _own_elements(g: Graph, values: list[Value], text: str) -> dict[int, int]:
+    """Slices of an input joined with constants (see `_kept_box`): the slice's result -> at most
+    how many of its elements are not the constants. A block of `[v | 1]` (flash attention's
+    row sums) is one step's share of `v`, counted in `v`'s elements, not the block's."""
+    out: dict[int, int] = {}
+    for step, op in zip(g.steps, g.ops, strict=True):
+        if op is None or step.name not in WINDOWS:
+            continue
+        res = op.result_types()
+        box = _kept_box(g, values, text, step.operands[0]) if step.operands else None
+        if box is None or len(res) != 1 or len(res[0].dims) != len(box):
+            continue
+        n = 1
+        for size, kept in zip(res[0].dims, box, strict=True):
+            n *= min(size if size is not None else kept, kept)
+        out[step.results[0]] = n
+    return out
+
+
 def _back_edges(g: Graph) -> dict[int, frozenset[int]]:
     """The link steps that carry a loop's body results around (to its next step and to its
     results; `build_graph` emits them right after the loop's steps), by id: the positions they
@@ -146,6 +241,7 @@ def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: 
     (see the module docstring), for a loop of `trip` steps; `text` is the program's (its ops'
     attributes)."""
     parts = _parts_sliced(g, text)
+    own = _own_elements(g, values, text)
     backs = _back_edges(g)
     gives = {k: found.node for k, found in passes(g, values, text).items()}
     shares: list[int] = []
@@ -190,7 +286,7 @@ def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: 
                 src = 0
                 for o in parts[step.results[0]]:
                     src |= bits[o]
-            size = _elements(step.type)
+            size = own.get(step.results[0], _elements(step.type)) if step.results else None
             if size is None or size > share(src):
                 out = src
             else:
