@@ -274,12 +274,29 @@ def norms_fixed_points_from_flat_transpose(x: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, N_MAX, one, jnp.zeros(n, x.dtype))
 
 
+def norms_map_over_reshaped_stack(x: jax.Array) -> jax.Array:
+    """A 2-step map over `concatenate([x, -x]).reshape(2, N, D)`: N is the split's inner part
+    (the one of N's size), the map runs over the outer one, all N rows per step."""
+    stack = jnp.concatenate([x, -x]).reshape(2, *x.shape)
+    return jnp.sum(jax.lax.map(lambda s: jnp.sum(s * s, axis=1), stack), axis=0) / 2
+
+
+def norms_fixed_rows_of_reshaped_stack(x: jax.Array) -> jax.Array:
+    """The same stack read at `[0, r]`: one row per step along its part of N's size."""
+    stack = jnp.concatenate([x, 2.0 * x]).reshape(2, *x.shape)
+
+    def one(i: jax.Array, acc: jax.Array) -> jax.Array:
+        r = jnp.minimum(i, x.shape[0] - 1)
+        return acc.at[r].set(jnp.dot(stack[0, r], stack[0, r]))
+    return jax.lax.fori_loop(0, N_MAX, one, jnp.zeros(x.shape[0], x.dtype))
+
+
 @pytest.mark.parametrize("fn", [norms_fixed_rows_from_flat,
-                                norms_fixed_points_from_flat_transpose])
-def test_a_slice_of_a_merged_axis_shorter_than_its_inner_part_fails(
-        fn: Callable[..., Any]) -> None:
+                                norms_fixed_points_from_flat_transpose,
+                                norms_fixed_rows_of_reshaped_stack])
+def test_a_slice_of_a_merged_or_split_axis_fails(fn: Callable[..., Any]) -> None:
     """A window of a merged (N*D or D*N) axis is a slice along N unless it spans whole copies
-    of every inner part N is (with) in it."""
+    of every inner part N is (with) in it; a split axis's part of N's size runs along N."""
     outcome = check_no_loop_over_dim(programs(fn), dims=("N",))
     assert not outcome.passed, outcome.message
     assert "(a dynamic_slice)" in outcome.message
@@ -306,7 +323,7 @@ def test_a_fixed_count_loop_indexing_the_dim_fails(fn: Callable[..., Any], op: s
 
 @pytest.mark.parametrize("fn", [norms_map_over_features, norms_fori_take_constant_rows,
                                 norms_vmap_of_a_feature_loop, norms_fixed_one_hot,
-                                norms_fori_features_from_flat])
+                                norms_fori_features_from_flat, norms_map_over_reshaped_stack])
 def test_loops_indexing_other_axes_pass(fn: Callable[..., Any]) -> None:
     """Loops over the features, constant index arrays, and (the stated limit) a one-hot pick."""
     outcome = check_no_loop_over_dim(programs(fn), dims=("N",))
@@ -341,12 +358,12 @@ def test_reading_what_a_loop_indexes_spends_the_budget() -> None:
     g, p = graphs[1], ps[1]
     values = fold_constants(g)
     g.budget = Budget()
-    found = visits(g, values, [N_MAX], p.args, axes, ("N",), p.text)
+    found = visits(g, values, [N_MAX], p.args, axes, ("N",), p.text, p.dims)
     assert {(v.dim, v.count, v.taken, v.size) for v in found} == {("N", N_MAX, 1, 3)}  # x[r]
     spent = Budget().left - g.budget.left
     g.budget = Budget(spent // 2)
     with pytest.raises(TooComplex):
-        visits(g, values, [N_MAX], p.args, axes, ("N",), p.text)
+        visits(g, values, [N_MAX], p.args, axes, ("N",), p.text, p.dims)
 
 
 def test_options_are_typed_and_need_static_shapes() -> None:

@@ -116,7 +116,7 @@ def check_no_loop_over_dim(programs: Sequence[ProgramInfo], *, dims: Sequence[st
     try:
         for c in counts:
             c.visits = visits(c.g, c.values, c.found, c.item.program.args, axes, dims,
-                              c.item.program.text) if axes else []
+                              c.item.program.text, c.item.program.dims) if axes else []
     except TooComplex as exc:
         return RuleOutcome(False, f"The exported programs could not be analyzed ({exc}).")
     grown: list[str] = []

@@ -12,7 +12,9 @@ dimension's axis at an index computed from its counter. So, over the inlined dat
   (transpose, broadcast, a reshape that keeps the axis in one group, pad, slices, concatenate,
   convert, reverse, sort, scatter, a windowed reduction), elementwise ops, dot_general's batch
   and free dimensions, a reduction's kept dimensions, gathers' offset dimensions and the links
-  of calls, loops and conditionals. Any other op drops them (a convolution, a custom op).
+  of calls, loops and conditionals. Any other op drops them (a convolution, a custom op). A
+  reshape that splits a tagged axis tags its parts of X's size (`[v, -v].reshape(2, n)`: the
+  part n), else its outermost part.
 - **At the counter**: a `dynamic_slice`, `gather` or `dynamic_update_slice` (or `scatter`)
   inside a loop of at least two steps, on a value whose axis a is tagged with X, whose index
   along a depends on a value that loop changes from step to step (its counter, or anything
@@ -97,10 +99,10 @@ class Visit:
 
 def visits(g: Graph, values: list[Value], counts: Sequence[int | None],
            arg_paths: Sequence[str], axes: Mapping[tuple[str, str], set[int]],
-           dims: Sequence[str], text: str) -> list[Visit]:
+           dims: Sequence[str], text: str, sizes: Mapping[str, int]) -> list[Visit]:
     """Every indexing op that makes a loop visit a dimension one slice at a time, in program
     order (see the module docstring): `counts` are the loops' trip counts (None: unknown),
-    `text` is the program's (its ops' attributes)."""
+    `text` is the program's (its ops' attributes), `sizes` its dimensions' values."""
     seeds: dict[int, int] = {}
     for ai, (node, path) in enumerate(zip(g.main_args, arg_paths, strict=False)):
         for xi, x in enumerate(dims):
@@ -108,7 +110,7 @@ def visits(g: Graph, values: list[Value], counts: Sequence[int | None],
                 seeds[node] = seeds.get(node, 0) | 1 << _bit(ai, xi, a, len(dims))
     if not seeds or not g.loops:
         return []
-    tags = _tag(g, seeds, text)
+    tags = _tag(g, seeds, text, [sizes.get(x) for x in dims])
     counter_seeds: dict[int, int] = {}
     for k, loop in enumerate(g.loops):
         for p, arg in enumerate(loop.body_args):
@@ -273,11 +275,12 @@ def _merged_parts(op: Op, axis: int) -> list[tuple[int, int]] | None:
 
 # -- the axes' tags through the program -------------------------------------------------------
 
-def _tag(g: Graph, seeds: dict[int, int], text: str) -> list[int]:
-    """Per node, its (dimension, axis) tags: bit `dim index * MAX_RANK + axis`."""
+def _tag(g: Graph, seeds: dict[int, int], text: str, sizes: list[int | None]) -> list[int]:
+    """Per node, its (dimension, axis) tags: bit `dim index * MAX_RANK + axis`; `sizes` are
+    the dimensions' values, in order (which part of a split axis a tag goes to)."""
     op_of = {id(s): o for s, o in zip(g.steps, g.ops, strict=True) if o is not None}
     op_of.update((id(g.steps[i]), o) for i, o in g.region_ops.items())
-    moves: dict[int, dict[int, dict[int, int]] | None] = {}  # read once per op
+    moves: dict[int, dict[int, dict[int, tuple[int, ...]]] | None] = {}  # read once per op
 
     def transfer(step: Step, bits: list[int]) -> list[int] | None:
         ops, n = step.operands, len(step.results)
@@ -305,22 +308,30 @@ def _tag(g: Graph, seeds: dict[int, int], text: str) -> list[int]:
         for j, o in enumerate(ops):
             if j in mapping:
                 g.budget.spend(bits[o].bit_count())  # one unit per tag moved
-                out |= _remap(bits[o], mapping[j])
+                out |= _remap(bits[o], mapping[j], res[0].dims, sizes)
         return [out] * n if out else None
 
     return propagate(g, seeds, transfer)
 
 
 def _moves(name: str, attrs: str, types: list[TensorType], res: TensorType
-           ) -> dict[int, dict[int, int]] | None:
-    """Operand -> (its axis -> the result's axis) for ops that move axes, else None."""
+           ) -> dict[int, dict[int, tuple[int, ...]]] | None:
+    """Operand -> (its axis -> the result's axes it may go to) for ops that move axes, else
+    None."""
+    if name == "stablehlo.reshape":
+        return {0: _reshaped(types[0].dims, res.dims)}
+    moved = _moved(name, attrs, types)
+    return None if moved is None else {j: {a: (b,) for a, b in m.items()}
+                                       for j, m in moved.items()}
+
+
+def _moved(name: str, attrs: str, types: list[TensorType]) -> dict[int, dict[int, int]] | None:
+    """Operand -> (its axis -> the result's axis) for ops that move axes one to one."""
     if name == "stablehlo.transpose":
         perm = _ints(attrs, "permutation") or []
         return {0: {a: j for j, a in enumerate(perm)}}
     if name == "stablehlo.broadcast_in_dim":
         return {0: dict(enumerate(_ints(attrs, "broadcast_dimensions") or []))}
-    if name == "stablehlo.reshape":
-        return {0: _reshaped(types[0].dims, res.dims)}
     if name == "stablehlo.dot_general" and len(types) == 2:
         lb, rb = _list(attrs, "lhs_batching_dimensions") or [], _list(
             attrs, "rhs_batching_dimensions") or []
@@ -348,23 +359,25 @@ def _moves(name: str, attrs: str, types: list[TensorType], res: TensorType
     return None
 
 
-def _reshaped(src: tuple[int | None, ...], dst: tuple[int | None, ...]) -> dict[int, int]:
+def _reshaped(src: tuple[int | None, ...], dst: tuple[int | None, ...]
+              ) -> dict[int, tuple[int, ...]]:
     """A reshape's source axis -> the destination axes of its group (axes whose sizes' running
-    products meet at the same boundaries): a merged axis keeps the tag, a split one tags its
-    first (outermost) part of size > 1."""
-    out: dict[int, int] = {}
+    products meet at the same boundaries), those of size > 1 first, outermost first: a merged
+    axis keeps the tag, a split one gives it to a part (`_remap`)."""
+    out: dict[int, tuple[int, ...]] = {}
     for gi, gj in _groups(src, dst):
-        target = next((k for k in gj if (dst[k] or 1) > 1), gj[0])
+        parts = tuple(sorted(gj, key=lambda k: (dst[k] or 1) == 1))
         for k in gi:
             if (src[k] or 1) > 1:
-                out[k] = target
+                out[k] = parts
     return out
 
 
 def _groups(src: tuple[int | None, ...], dst: tuple[int | None, ...]
             ) -> list[tuple[list[int], list[int]]]:
     """A reshape's groups of source and destination axes whose sizes' running products meet at
-    the same boundaries, outermost first (up to the first that cannot be matched)."""
+    the same boundaries, outermost first (up to the first that cannot be matched); unit axes
+    join the group before them (`(2N,) -> (2, N)` at N = 1 is one group `(2,) -> (2, 1)`)."""
     if None in src or None in dst:
         return []
     out: list[tuple[list[int], list[int]]] = []
@@ -381,20 +394,30 @@ def _groups(src: tuple[int | None, ...], dst: tuple[int | None, ...]
                 b *= dst[gj[-1]] or 1
             else:
                 return out
+        while gj[-1] + 1 < len(dst) and dst[gj[-1] + 1] == 1:  # a new unit axis: this group's
+            gj.append(gj[-1] + 1)
+        while gi[-1] + 1 < len(src) and src[gi[-1] + 1] == 1:
+            gi.append(gi[-1] + 1)
         out.append((gi, gj))
         i, j = gi[-1] + 1, gj[-1] + 1
     return out
 
 
-def _remap(b: int, mapping: Mapping[int, int]) -> int:
-    """Tags moved from axis a to axis mapping[a] (every argument and dimension alike);
-    unmapped ones drop."""
+def _remap(b: int, mapping: Mapping[int, tuple[int, ...]], dst: tuple[int | None, ...],
+           sizes: Sequence[int | None]) -> int:
+    """Tags moved from axis a to the axes mapping[a] (every argument and dimension alike) of a
+    result shaped `dst`; unmapped ones drop. Of several (the parts of a split axis), a tag of
+    dimension X goes to those of X's size (`[v, -v].reshape(2, n)`: to n), else to the
+    outermost."""
     out = 0
     while b:
         low = b & -b
         which, a = divmod(low.bit_length() - 1, MAX_RANK)
-        if a in mapping and mapping[a] < MAX_RANK:
-            out |= 1 << (which * MAX_RANK + mapping[a])
+        parts = mapping.get(a, ())
+        size = sizes[which % len(sizes)] if sizes else None
+        for p in [k for k in parts if k < len(dst) and dst[k] == size] or parts[:1]:
+            if p < MAX_RANK:
+                out |= 1 << (which * MAX_RANK + p)
         b ^= low
     return out
 
