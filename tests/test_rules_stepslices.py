@@ -74,8 +74,17 @@ def buffer_from_x(x: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, x.shape[0], body, x)
 
 
+def scan_from_nan(x: jax.Array) -> jax.Array:
+    # "No average yet" is a NaN carry: a where on the carried average, element by element.
+    def step(c: jax.Array, r: jax.Array) -> tuple[jax.Array, jax.Array]:
+        c = jnp.where(jnp.isnan(c), r, 0.5 * r + 0.5 * c)
+        return c, c
+
+    return jax.lax.scan(step, jnp.full((D,), jnp.nan), x)[1]
+
+
 @pytest.mark.parametrize("fn", [scan_rows, fori_first_row, fori_transposed, scan_scaled,
-                                buffer_from_x])
+                                buffer_from_x, scan_from_nan])
 def test_a_loop_reading_a_row_per_step_passes(fn: Callable[..., Any]) -> None:
     assert works(fn) == [(True, "")]
 
@@ -120,8 +129,18 @@ def broadcast_rows(x: jax.Array) -> jax.Array:
                              jnp.zeros(D))
 
 
+def closed_form_in_a_where(x: jax.Array) -> jax.Array:
+    # Only the predicate is computed from all of x: each row kept by the closed form's sign.
+    def step(c: jax.Array, tr: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        c = 0.5 * c + jnp.where((weights(T) @ x)[tr[0]] > 0, 0.5 * tr[1], 0.0)
+        return c, c
+
+    return jax.lax.scan(step, jnp.zeros(D), (jnp.arange(T), x))[1]
+
+
 @pytest.mark.parametrize("fn", [closed_form_at_first_step, closed_form_as_start,
-                                closed_form_after, cumsum_rows_scanned, broadcast_rows])
+                                closed_form_after, cumsum_rows_scanned, broadcast_rows,
+                                closed_form_in_a_where])
 def test_a_result_computed_from_all_of_x_fails(fn: Callable[..., Any]) -> None:
     assert works(fn) == [(False, "unsliced")]
     assert works(fn, sliced=()) == [(True, "")]  # what `sliced` adds

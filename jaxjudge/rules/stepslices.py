@@ -6,9 +6,9 @@ under `jnp.where(t == 0, ...)`) and carries it along reads the input whole. So, 
 inlined dataflow, each named argument has three bits:
 
 - *copy*: the argument's values re-laid-out (reshape, transpose, concatenation, a loop's
-  links) or transformed elementwise (`alpha * x`), or given back by a product with a (scaled)
-  identity matrix (`x[t] @ jnp.eye(D)`, `jnp.eye(4) @ block`: see `jaxjudge.rules.identity`):
-  every element still is one of its own;
+  links) or transformed elementwise (`alpha * x`, a `jnp.where` on `x > 0`), or given back by
+  a product with a (scaled) identity matrix (`x[t] @ jnp.eye(D)`, `jnp.eye(4) @ block`: see
+  `jaxjudge.rules.identity`): every element still is one of its own;
 - *whole*: computed from it otherwise (a product, a reduction, a cumulative sum, a slice of
   something already whole);
 - *piece*: one step's slice of a copy, kept through the same layout and elementwise work.
@@ -82,6 +82,17 @@ def _elements(type_: str) -> int | None:
     _, arrow, results = type_.rpartition("->")
     found = tensor_types(results) if arrow else []
     return found[0].elements() if found else None
+
+
+def _elementwise_select(step: Step) -> bool:
+    """A select whose predicate is as large as its result (`jnp.where(jnp.isnan(prev), row,
+    mix)`): each element picked by its own, so the predicate's values stay one element each,
+    as a comparison's do. A scalar predicate decides for every element at once."""
+    head, arrow, res = step.type.rpartition("->")
+    if step.name != "stablehlo.select" or not arrow:
+        return False
+    pred, out = tensor_types(head), tensor_types(res)
+    return bool(pred and out) and pred[0].dims == out[0].dims
 
 
 def _attr_text(op: Op, text: str) -> str:
@@ -303,7 +314,7 @@ def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: 
             k = (len(ops) - 1) // 2
             index = wholly(bits[ops[k]])
             return [bits[a] | bits[u] | index for a, u in zip(ops[:k], ops[k + 1:], strict=False)]
-        if step.kind in _LINEAR or step.name in ELEMENTWISE:
+        if step.kind in _LINEAR or step.name in ELEMENTWISE or _elementwise_select(step):
             acc = 0
             for o in ops:
                 acc |= bits[o]
