@@ -79,6 +79,7 @@ _MULTIPLY = frozenset({"stablehlo.multiply"})
 _DIVIDE = frozenset({"stablehlo.divide"})
 _CONTRACT = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
 _REDUCE = frozenset({"stablehlo.reduce"})
+_SCATTER = "stablehlo.scatter"
 # Steps whose result is a size read from their operands' types, not from their values.
 _SIZE_ONLY = frozenset({"stablehlo.get_dimension_size"})
 _RETURNS = frozenset({"func.return", "stablehlo.return", "mhlo.return"})
@@ -497,3 +498,21 @@ def ancestors(g: Graph, targets: Iterable[int]) -> set[int]:
                     seen.add(o)
                     stack.append(o)
     return seen
+
+
+def combining_scatters(g: Graph) -> set[int]:
+    """The `id`s of the scatter steps whose update region computes (`.at[i].add`,
+    `segment_sum`), as opposed to one that returns the new value (`.at[i].set`): its region's
+    returned value has a producer."""
+    producers = g.producers()
+    g.budget.spend(len(g.steps))
+    out: set[int] = set()
+    for i, step in enumerate(g.steps):
+        if step.name != _SCATTER or step.kind is Kind.OTHER:
+            continue
+        for ret in g.steps[i + 1:]:
+            if ret.name != _SCATTER or ret.kind is not Kind.OTHER or ret.results != step.results:
+                break
+            if any(producers[o] for o in ret.operands):
+                out.add(id(step))
+    return out

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from jaxjudge.rules.dataflow import Graph, Kind, Loop, Step, propagate
+from jaxjudge.rules.dataflow import Graph, Kind, Loop, Step, combining_scatters, propagate
 from jaxjudge.rules.folding import Bits, Transfer, Value, make_transfer
 
 MAX_COUNTED = 32  # successive products counted along a path (more read as MAX_COUNTED)
@@ -43,7 +43,6 @@ PRODUCTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convo
 # FFT's first entry is the sum of its input).
 SUMS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.fft",
                   "stablehlo.select_and_scatter"})
-SCATTER = "stablehlo.scatter"
 
 _FRESH = 1  # computed from a named argument (through loops too)
 _ELEMENTS = 2  # holds a named argument's elements (re-laid-out, or combined elementwise)
@@ -76,24 +75,6 @@ def _longest(bits: list[int], nodes: Iterable[int]) -> int:
     for n in nodes:
         depths |= bits[n] & _DEPTHS
     return depths.bit_length() - _DEPTH0.bit_length() if depths else 0
-
-
-def _combining(g: Graph) -> set[int]:
-    """The `id`s of the scatter steps whose update region computes (`.at[i].add`,
-    `segment_sum`), as opposed to one that returns the new value (`.at[i].set`): its region's
-    returned value has a producer."""
-    producers = g.producers()
-    g.budget.spend(len(g.steps))
-    out: set[int] = set()
-    for i, step in enumerate(g.steps):
-        if step.name != SCATTER or step.kind is Kind.OTHER:
-            continue
-        for ret in g.steps[i + 1:]:
-            if ret.name != SCATTER or ret.kind is not Kind.OTHER or ret.results != step.results:
-                break
-            if any(producers[o] for o in ret.operands):
-                out.add(id(step))
-    return out
 
 
 def _counting(values: list[Value], cut: set[int], heads: set[int], sums: set[int]
@@ -136,7 +117,7 @@ def products_outside(g: Graph, values: list[Value], named: Iterable[int],
               if p < len(loop.operands)}
     results = {loop.results[p] for loop, carried in working for p in carried
                if p < len(loop.results)}
-    sums = _combining(g)
+    sums = combining_scatters(g)
     seeds = {n: marks.get(n, 0) | _DEPTH0 for n in g.main_args}
     before = _longest(propagate(g, seeds, _counting(values, set(), heads, sums)), starts)
     seeds = dict(marks)
