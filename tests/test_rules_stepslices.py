@@ -170,17 +170,19 @@ def test_sliced_is_validated() -> None:
         validate("loop_over_dim", "program", {"dim": "T", "sliced": ["1x"]})
 
 
+def fori_written(x: jax.Array, write: str = "set") -> jax.Array:
+    """The honest loop writing the average into zeros with `.at[t].set` (or `.add`)."""
+    def body(t: jax.Array, s: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        out, c = s
+        c = 0.5 * c + 0.5 * x[t]
+        return getattr(out.at[t], write)(c), c
+
+    return jax.lax.fori_loop(0, x.shape[0], body, (jnp.zeros_like(x), x[0]))[0]
+
+
 def test_a_single_row_is_a_copy_and_a_scatter_keeps_it_one() -> None:
     # At T = 1, x[0] is a reshape of all of x (one step's share), written with .at[t].set.
-    def fori_at_set(x: jax.Array) -> jax.Array:
-        def body(t: jax.Array, s: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
-            out, c = s
-            c = 0.5 * c + 0.5 * x[t]
-            return out.at[t].set(c), c
-
-        return jax.lax.fori_loop(0, x.shape[0], body, (jnp.zeros_like(x), x[0]))[0]
-
-    p = program(fori_at_set, {"T": 1}, f32(1, D))
+    p = program(fori_written, {"T": 1}, f32(1, D))
     g = build_graph(parse_module(p.text))
     found = analyze_loops(g, p.args, ("a0",), 1, True, ("a0",), p.text)
     assert [(f.works, f.why) for f in found] == [(True, "")]
@@ -318,9 +320,31 @@ def map_over_channels(x: jax.Array) -> jax.Array:
     return jax.lax.map(one, x.T).T
 
 
+def rebuilt_then_segment_sum(x: jax.Array) -> jax.Array:
+    # The weight matrix applied after the loop as a scatter-add over every (t, s) pair.
+    buf = jax.lax.fori_loop(0, T, lambda t, b: b.at[t].set(x[t] + 1e-30 * b[t - 1]),
+                            jnp.zeros_like(x))
+    t_idx, s_idx = jnp.repeat(jnp.arange(T), T), jnp.tile(jnp.arange(T), T)
+    terms = weights(T)[t_idx, s_idx][:, None] * buf[s_idx]
+    return jax.ops.segment_sum(terms, t_idx, num_segments=T)
+
+
+def rebuilt_by_adds_then_product(x: jax.Array) -> jax.Array:
+    # Row t added into a zero buffer at step t (`.at[t].add`): still x rebuilt.
+    buf = jax.lax.fori_loop(0, T, lambda t, b: b.at[t].add(x[t] + 1e-30 * b[t - 1]),
+                            jnp.zeros_like(x))
+    return weights(T) @ buf
+
+
+def test_a_scatter_adding_one_average_per_step_passes() -> None:
+    # `.at[t].add(c)` into zeros: a D-element update, no more than one step's share of x.
+    assert works(lambda x: fori_written(x, "add")) == [(True, "")]
+
+
 @pytest.mark.parametrize("fn", [rebuilt_then_product, rebuilt_through_identity,
                                 rebuilt_through_scaled_identity, rebuilt_through_inner_scan,
-                                rebuilt_then_product_at_last_step])
+                                rebuilt_then_product_at_last_step, rebuilt_then_segment_sum,
+                                rebuilt_by_adds_then_product])
 def test_an_input_rebuilt_by_the_loop_then_read_whole_fails(fn: Callable[..., Any]) -> None:
     assert works(fn) == [(False, "unsliced")]
     assert works(fn, sliced=()) == [(True, "")]

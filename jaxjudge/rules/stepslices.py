@@ -9,8 +9,8 @@ inlined dataflow, each named argument has three bits:
   links) or transformed elementwise (`alpha * x`, a `jnp.where` on `x > 0`), or given back by
   a product with a (scaled) identity matrix (`x[t] @ jnp.eye(D)`, `jnp.eye(4) @ block`: see
   `jaxjudge.rules.identity`): every element still is one of its own;
-- *whole*: computed from it otherwise (a product, a reduction, a cumulative sum, a slice of
-  something already whole);
+- *whole*: computed from it otherwise (a product, a reduction, a cumulative sum, a scatter
+  that adds updates larger than one step's share, a slice of something already whole);
 - *piece*: one step's slice of a copy, kept through the same layout and elementwise work.
 
 A slice (`slice`, `dynamic_slice`, `gather`) of a copy that holds at most one step's share of
@@ -45,7 +45,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from jaxjudge.rules.dataflow import Graph, Kind, Step, TooComplex, propagate
+from jaxjudge.rules.dataflow import Graph, Kind, Step, TooComplex, combining_scatters, propagate
 from jaxjudge.rules.folding import Bits, Value
 from jaxjudge.rules.identity import passes
 from jaxjudge.rules.stablehlo import Op, TensorType, tensor_types
@@ -228,6 +228,21 @@ def _own_elements(g: Graph, values: list[Value], text: str) -> dict[int, int]:
     return out
 
 
+def _combined_updates(g: Graph) -> dict[int, list[int | None]]:
+    """The scatters that combine (`.at[i].add`, `segment_sum`), by id: each update operand's
+    element count (None: unknown)."""
+    sums = combining_scatters(g)
+    out: dict[int, list[int | None]] = {}
+    for i, op in g.region_ops.items():
+        step = g.steps[i]
+        if id(step) in sums:
+            k = (len(step.operands) - 1) // 2
+            types = op.operand_types()
+            out[id(step)] = ([t.elements() for t in types[k + 1:]]
+                             if len(types) == len(step.operands) else [None] * k)
+    return out
+
+
 def _back_edges(g: Graph) -> dict[int, frozenset[int]]:
     """The link steps that carry a loop's body results around (to its next step and to its
     results; `build_graph` emits them right after the loop's steps), by id: the positions they
@@ -254,6 +269,7 @@ def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: 
     parts = _parts_sliced(g, text)
     own = _own_elements(g, values, text)
     backs = _back_edges(g)
+    sums = _combined_updates(g)
     gives = {k: found.node for k, found in passes(g, values, text).items()}
     shares: list[int] = []
     seeds: dict[int, int] = {}
@@ -310,10 +326,20 @@ def whole_reads(g: Graph, values: list[Value], arg_paths: Sequence[str], names: 
             return [out] * n if out else None
         if step.name == "stablehlo.scatter" and len(ops) >= 3 and step.kind is not Kind.OTHER:
             # (inputs..., indices, updates...): each result holds its input and its updates,
-            # written or combined element by element (`.at[t].set`, `.at[t].add`).
+            # written element by element (`.at[t].set`). One that combines (`.at[t].add`,
+            # `segment_sum`) may sum many updates into one element: a sum over an axis, so
+            # updates larger than one step's share of what they copy are read whole.
             k = (len(ops) - 1) // 2
             index = wholly(bits[ops[k]])
-            return [bits[a] | bits[u] | index for a, u in zip(ops[:k], ops[k + 1:], strict=False)]
+            sizes = sums.get(id(step))
+            out = []
+            for j, (a, u) in enumerate(zip(ops[:k], ops[k + 1:], strict=False)):
+                b = bits[u]
+                size = sizes[j] if sizes is not None and j < len(sizes) else None
+                if sizes is not None and (size is None or size > share(b)):
+                    b = wholly(b) | (b & pieces)
+                out.append(bits[a] | b | index)
+            return out
         if step.kind in _LINEAR or step.name in ELEMENTWISE or _elementwise_select(step):
             acc = 0
             for o in ops:
