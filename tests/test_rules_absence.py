@@ -302,7 +302,43 @@ def test_a_slice_of_a_merged_or_split_axis_fails(fn: Callable[..., Any]) -> None
     assert "(a dynamic_slice)" in outcome.message
 
 
+def norms_fixed_wide_window(x: jax.Array) -> jax.Array:
+    """Row r as row 0 of a window of N + 1 rows of `[x; x]` (more than half of its 2N): only
+    the window's first row is read."""
+    twice = jnp.concatenate([x, x])
+
+    def one(i: jax.Array, acc: jax.Array) -> jax.Array:
+        r = jnp.minimum(i, x.shape[0] - 1)
+        row = jax.lax.dynamic_slice_in_dim(twice, r, x.shape[0] + 1)[0]
+        return acc.at[r].set(jnp.dot(row, row))
+    return jax.lax.fori_loop(0, N_MAX, one, jnp.zeros(x.shape[0], x.dtype))
+
+
+def norms_fixed_repeated_index(x: jax.Array) -> jax.Array:
+    """Row r gathered N times (`x[jnp.full((N,), r)]`): N index vectors, one row."""
+    def one(i: jax.Array, acc: jax.Array) -> jax.Array:
+        r = jnp.minimum(i, x.shape[0] - 1)
+        row = x[jnp.full((x.shape[0],), r)][0]
+        return acc.at[r].set(jnp.dot(row, row))
+    return jax.lax.fori_loop(0, N_MAX, one, jnp.zeros(x.shape[0], x.dtype))
+
+
+def norms_fixed_shifted_write(x: jax.Array) -> jax.Array:
+    """x written into a zero buffer at `N - r`, then its fixed row N read: row r of x."""
+    n = x.shape[0]
+
+    def one(i: jax.Array, acc: jax.Array) -> jax.Array:
+        r = jnp.minimum(i, n - 1)
+        buf = jax.lax.dynamic_update_slice(jnp.zeros((2 * n, x.shape[1]), x.dtype), x,
+                                           (n - r, 0))
+        return acc.at[r].set(jnp.dot(buf[n], buf[n]))
+    return jax.lax.fori_loop(0, N_MAX, one, jnp.zeros(n, x.dtype))
+
+
 @pytest.mark.parametrize(("fn", "op"), [
+    (norms_fixed_wide_window, "dynamic_slice"),
+    (norms_fixed_repeated_index, "gather"),
+    (norms_fixed_shifted_write, "dynamic_update_slice"),
     (norms_fixed_fori_over_rows, "dynamic_slice"),
     (norms_fixed_scan_over_padded_rows, "dynamic_slice"),
     (norms_fixed_take_of_transposed, "gather"),

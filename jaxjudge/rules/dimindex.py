@@ -23,19 +23,27 @@ dimension's axis at an index computed from its counter. So, over the inlined dat
   trip count. A window of an axis that merges several (`x.T.reshape(-1)`, D*N) holding whole
   copies of X's part (a chunk of N where N is the inner part: all the points of feature k) is
   not a slice along X (`_whole_parts`).
+- **What a step really takes**: of a window wider than half the axis, only the rows static
+  slices read (through elementwise ops; `dynamic_slice(x2, r, B + 1)[0]` takes one); of a
+  gather, one row per different index vector (`x[jnp.full((N,), r)]` holds one number,
+  `_distinct`); an input written at the counter into another buffer (`dynamic_update_slice`
+  of v at `n - r`, then element n read) takes the rows of it the buffer is read at.
 
 An index counts whatever it is computed through (`min(i, N - 1)`, a table looked up at `i`, a
 row number the loop carries and advances by `minimum(r + 1, N - 1)`). What is not seen: a row
 selected with no indexing op (a one-hot matmul, a mask and a sum, a roll, a `lax.switch`
-on the counter among a fixed number of static slices). Work is counted against the graph's
-`Budget` (two propagations over the program, one attribute read per op that moves axes and
-one unit per tag moved).
+on the counter among a fixed number of static slices); a window's row, a shifted write's
+element read by anything but static slices (a reshape, a product, the next step); repeated
+index vectors computed otherwise than by broadcasting and elementwise ops of one number; an
+input moved by a `scatter` at the counter. Work is counted against the graph's `Budget` (two
+propagations over the program, one attribute read per op that moves axes and one unit per tag
+moved, one per value followed back or forward from an indexing op in a loop).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from jaxjudge.rules.dataflow import Graph, Kind, Step, full_transfer, propagate
@@ -47,6 +55,7 @@ from jaxjudge.rules.tripcount import origin
 
 MAX_RANK = 16  # axes tagged per value (a higher axis is never tagged)
 MAX_ATTR_CHARS = 4096  # attribute text read from one op
+MAX_CHAIN = 256  # values followed back to bound how many numbers an index holds
 MAX_SHARE = 0.5  # the largest share of the axis one step may take and still be "a slice"
 _INDEXING = frozenset({"stablehlo.dynamic_slice", "stablehlo.gather",
                        "stablehlo.dynamic_update_slice", "stablehlo.scatter"})
@@ -56,6 +65,8 @@ _SAME_AXES = frozenset({"stablehlo.convert", "stablehlo.copy", "stablehlo.reduce
                         "stablehlo.dynamic_update_slice", "stablehlo.scatter",
                         "stablehlo.reverse", "stablehlo.sort", "stablehlo.reduce_window",
                         "mhlo.copy"}) | ELEMENTWISE
+# Ops that spread one operand's numbers over a result of another shape (no new numbers).
+_SPREAD = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.broadcast"})
 # Ops whose result element i along an axis comes from element i of their operands' axis.
 _ORDERED = frozenset({"stablehlo.convert", "stablehlo.copy", "stablehlo.reduce_precision",
                       "stablehlo.dynamic_slice", "stablehlo.reverse", "stablehlo.select",
@@ -123,27 +134,44 @@ def visits(g: Graph, values: list[Value], counts: Sequence[int | None],
         return []
     counters = propagate(g, counter_seeds, full_transfer)
     found: list[Visit] = []
+
+    def report(node: int, a: int, window: int, hit: list[int], op: Op, taken: int,
+               size: int) -> None:
+        for ai, path in enumerate(arg_paths[:len(g.main_args)]):
+            for xi, x in enumerate(dims):
+                bit = _bit(ai, xi, 0, len(dims))
+                if tags[node] >> (bit + a) & 1 and not _whole_parts(g, tags, node, bit, a,
+                                                                    window, text):
+                    found.extend(Visit(k, counts[k] or 0, x, path, op, taken, size)
+                                 for k in hit)
+
+    memo: dict[int, int | None] = {}
     for i, step in enumerate(g.steps):
         op = g.ops[i] or g.region_ops.get(i)
-        if step.name not in _INDEXING or op is None or not step.operands or not tags[
-                step.operands[0]]:
+        ops = step.operands
+        written = step.name == "stablehlo.dynamic_update_slice" and len(ops) > 1 and tags[ops[1]]
+        if step.name not in _INDEXING or op is None or not ops or not (tags[ops[0]] or written):
             continue
         inside = [k for k, loop in enumerate(g.loops) if loop.first <= i < loop.end
                   and (counts[k] or 0) >= 2]
         if not inside:
             continue
-        g.budget.spend(len(step.operands) + len(g.loops))
-        for a, index, taken, size, window in _indexed_axes(step, op, text, counters):
+        g.budget.spend(len(ops) + len(g.loops))
+        for a, index, taken, size, window in _indexed_axes(
+                step, op, text, counters, lambda n: _distinct(g, values, n, memo)):
             hit = [k for k in inside if index >> k & 1]
-            if not hit or taken > MAX_SHARE * size:
+            if not hit:
                 continue
-            for ai, path in enumerate(arg_paths[:len(g.main_args)]):
-                for xi, x in enumerate(dims):
-                    bit = _bit(ai, xi, 0, len(dims))
-                    if tags[step.operands[0]] >> (bit + a) & 1 and not _whole_parts(
-                            g, tags, step.operands[0], bit, a, window, text):
-                        found.extend(Visit(k, counts[k] or 0, x, path, op, taken, size)
-                                     for k in hit)
+            if step.name == "stablehlo.dynamic_slice" and taken > MAX_SHARE * size:
+                taken, window = _read(g, step.results[0], a, taken, text)  # a window's rows
+            if tags[ops[0]] and taken <= MAX_SHARE * size:
+                report(ops[0], a, window, hit, op, taken, size)
+            update = op.operand_types()[1].dims if written else ()
+            if a < len(update) and update[a]:
+                # the update written at the counter: how many of its rows the result is read at
+                seen, _ = _read(g, step.results[0], a, size, text)
+                if 0 < seen <= MAX_SHARE * (update[a] or 0):
+                    report(ops[1], a, 0, hit, op, seen, update[a] or 0)
     return found
 
 
@@ -152,11 +180,13 @@ def _bit(arg: int, dim: int, axis: int, n_dims: int) -> int:
     return (arg * n_dims + dim) * MAX_RANK + axis
 
 
-def _indexed_axes(step: Step, op: Op, text: str, counters: list[int]
+def _indexed_axes(step: Step, op: Op, text: str, counters: list[int],
+                  distinct: Callable[[int], int | None]
                   ) -> list[tuple[int, int, int, int, int]]:
     """(axis, the counters its index depends on, elements of the axis taken per step, the
     axis's size, the elements of one contiguous window) for each axis of the indexed operand
-    that the op indexes."""
+    that the op indexes; `distinct(node)` bounds the different values a node holds (a
+    gather's index vectors that repeat one row take one row)."""
     types = op.operand_types()
     if not types or any(d is None for d in types[0].dims):
         return []
@@ -180,7 +210,13 @@ def _indexed_axes(step: Step, op: Op, text: str, counters: list[int]
         mapped = _list(attrs, "start_index_map")
         if sizes is None or mapped is None or len(sizes) != len(shape):
             return []
-        batch = _batch(types[1], _int(attrs, "index_vector_dim"))
+        vector_dim = _int(attrs, "index_vector_dim")
+        batch = _batch(types[1], vector_dim)
+        values = distinct(ops[1])
+        if values is not None:
+            width = types[1].dims[vector_dim] if vector_dim is not None and vector_dim < len(
+                types[1].dims) else 1
+            batch = min(batch, values ** min(width or 1, 8))
         return [(a, counters[ops[1]], sizes[a] * batch, shape[a] or 0, sizes[a])
                 for a in mapped if a < min(len(shape), MAX_RANK)]
     if step.name == "stablehlo.scatter" and len(ops) >= 3:
@@ -193,6 +229,87 @@ def _indexed_axes(step: Step, op: Op, text: str, counters: list[int]
         return [(a, counters[ops[k]], batch, shape[a] or 0, 1)
                 for a in mapped if a in inserted and a < min(len(shape), MAX_RANK)]
     return []
+
+
+def _distinct(g: Graph, values: list[Value], node: int, memo: dict[int, int | None]
+              ) -> int | None:
+    """At most how many different numbers `node` holds (None: not bounded): 1 for a constant
+    or a broadcast scalar, the product of its operands' for an elementwise op (`jnp.full(N,
+    r)`, and the `where(r < 0, r + N, r)` indexing adds, hold one)."""
+    todo = [node]
+    while todo:
+        n = todo[-1]
+        if n in memo:
+            todo.pop()
+            continue
+        g.budget.spend()
+        found = g.producers()[n]
+        step = g.steps[found[0][0]] if len(found) == 1 and found[0][1] < 0 else None
+        op = g.ops[found[0][0]] if step is not None else None
+        one = op is not None and (_holds_one(op.result_types()) or (
+            step is not None and step.name in _SPREAD and _holds_one(op.operand_types())))
+        if values[n] is not None or one:
+            memo[n] = 1
+        elif step is None or not (step.name in _SPREAD or step.name in _ORDERED
+                                  or step.kind in _SAME_KINDS) or step.name in (
+                                      "stablehlo.dynamic_slice", "stablehlo.reverse"):
+            memo[n] = None
+        else:
+            ops = step.operands[:1] if step.name in _SPREAD else step.operands
+            if todo_ops := [o for o in ops if o not in memo]:
+                todo.extend(todo_ops)
+                if len(todo) > MAX_CHAIN:
+                    return None
+                continue
+            bound: int | None = 1
+            for o in ops:
+                got = memo[o]
+                bound = None if got is None or bound is None else min(bound * got, 1 << 30)
+            memo[n] = bound
+        todo.pop()
+    return memo[node]
+
+
+def _holds_one(types: list[TensorType]) -> bool:
+    """The first type is of one element (a scalar: one number)."""
+    return bool(types) and types[0].elements() == 1
+
+
+def _read(g: Graph, node: int, axis: int, size: int, text: str) -> tuple[int, int]:
+    """How many of the `size` positions along `axis` of `node` are read (by static slices,
+    through elementwise ops), and that count again if they are one contiguous run, else 0;
+    (size, size) when something reads it whole or otherwise (a link, a reshape, a sum)."""
+    consumers, read = g.consumers(), set()
+    todo, seen = [node], {node}
+    while todo:
+        n = todo.pop()
+        if n in g.main_results:
+            return size, size
+        for si in consumers[n]:
+            g.budget.spend()
+            step = g.steps[si]
+            op = g.ops[si] or g.region_ops.get(si)
+            if op is None or step.kind is Kind.TUPLE:
+                return size, size
+            if step.name == "stablehlo.slice":
+                attrs = _attrs(op, text)
+                start, limit = _ints(attrs, "start_indices"), _ints(attrs, "limit_indices")
+                stride = _ints(attrs, "strides") or [1] * (axis + 1)
+                if not start or not limit or axis >= min(len(start), len(limit), len(stride)):
+                    return size, size
+                span = range(start[axis], min(limit[axis], size), max(stride[axis], 1))
+                g.budget.spend(len(span))
+                read.update(span)
+            elif step.name in ELEMENTWISE or step.kind in _SAME_KINDS or step.name in (
+                    "stablehlo.convert", "stablehlo.select", "stablehlo.copy"):
+                for r in step.results:
+                    if r not in seen:
+                        seen.add(r)
+                        todo.append(r)
+            else:
+                return size, size
+    run = len(read) if read and max(read) - min(read) + 1 == len(read) else 0
+    return len(read), run
 
 
 def _batch(indices: TensorType, vector_dim: int | None) -> int:
@@ -213,6 +330,8 @@ def _whole_parts(g: Graph, tags: list[int], node: int, bit: int, axis: int, wind
     holds whole copies: such a window reads every index of the part alike (all N points of
     feature k), wherever it starts. Followed back through links and ops that keep the axis's
     order (elementwise ops, slices of stride 1, reverse); anything else is a plain source."""
+    if window <= 0:
+        return False
     producers = g.producers()
     todo, seen = [(node, axis)], {(node, axis)}
     while todo:
