@@ -146,6 +146,8 @@ def _kept_box(g: Graph, values: list[Value], text: str, n: int, depth: int = 0
     producers = g.producers()
     for _ in range(64):
         g.budget.spend()
+        if any(pos >= len(g.steps[i].operands) for i, pos in producers[n]):
+            return None
         found = [(i, pos) for i, pos in producers[n]
                  if pos < 0 or origin(g, g.steps[i].operands[pos]) != n]
         if len(found) != 1:
@@ -188,6 +190,8 @@ def _reshaped_box(src: TensorType, dst: tuple[int, ...], box: tuple[int, ...]
                   ) -> tuple[int, ...] | None:
     """A reshape's box: each axis the box narrows must be one of `dst` too (same size, same
     stride), so that the narrowed positions stay those of one axis."""
+    if len(src.dims) != len(box):
+        return None
     out = list(dst)
     for a, (size, kept) in enumerate(zip(src.dims, box, strict=True)):
         if size is None or kept >= size:
