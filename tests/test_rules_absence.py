@@ -291,7 +291,19 @@ def norms_fixed_rows_of_reshaped_stack(x: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, N_MAX, one, jnp.zeros(x.shape[0], x.dtype))
 
 
-@pytest.mark.parametrize("fn", [norms_fixed_rows_from_flat,
+def norms_fixed_row_of_tiled_window(x: jax.Array) -> jax.Array:
+    """A window of N rows of `jnp.tile(x, (2, 1))` (a whole copy of N, the merged axis's
+    inner part) at r, of which only row 0 is read: row r."""
+    tiled = jnp.tile(x, (2, 1))
+
+    def one(i: jax.Array, acc: jax.Array) -> jax.Array:
+        r = jnp.minimum(i, x.shape[0] - 1)
+        row = jax.lax.dynamic_slice_in_dim(tiled, r, x.shape[0])[0]
+        return acc.at[r].set(jnp.dot(row, row))
+    return jax.lax.fori_loop(0, N_MAX, one, jnp.zeros(x.shape[0], x.dtype))
+
+
+@pytest.mark.parametrize("fn", [norms_fixed_row_of_tiled_window, norms_fixed_rows_from_flat,
                                 norms_fixed_points_from_flat_transpose,
                                 norms_fixed_rows_of_reshaped_stack])
 def test_a_slice_of_a_merged_or_split_axis_fails(fn: Callable[..., Any]) -> None:

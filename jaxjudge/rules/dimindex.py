@@ -23,9 +23,9 @@ dimension's axis at an index computed from its counter. So, over the inlined dat
   trip count. A window of an axis that merges several (`x.T.reshape(-1)`, D*N) holding whole
   copies of X's part (a chunk of N where N is the inner part: all the points of feature k) is
   not a slice along X (`_whole_parts`).
-- **What a step really takes**: of a window wider than half the axis, only the rows static
-  slices read (through elementwise ops; `dynamic_slice(x2, r, B + 1)[0]` takes one); of a
-  gather, one row per different index vector (`x[jnp.full((N,), r)]` holds one number,
+- **What a step really takes**: of a window, only the rows static slices read (through
+  elementwise ops; `dynamic_slice(x2, r, B + 1)[0]` takes one); of a gather, one row per
+  different index vector (`x[jnp.full((N,), r)]` holds one number,
   `_distinct`); an input written at the counter into another buffer (`dynamic_update_slice`
   of v at `n - r`, then element n read) takes the rows of it the buffer is read at.
 
@@ -162,8 +162,9 @@ def visits(g: Graph, values: list[Value], counts: Sequence[int | None],
             hit = [k for k in inside if index >> k & 1]
             if not hit:
                 continue
-            if step.name == "stablehlo.dynamic_slice" and taken > MAX_SHARE * size:
-                taken, window = _read(g, step.results[0], a, taken, text)  # a window's rows
+            if step.name == "stablehlo.dynamic_slice":  # the rows of the window read
+                taken, window = _read(g, step.results[0], a, taken, text) if taken > 1 else (
+                    taken, window)
             if tags[ops[0]] and taken <= MAX_SHARE * size:
                 report(ops[0], a, window, hit, op, taken, size)
             update = op.operand_types()[1].dims if written else ()
@@ -308,8 +309,9 @@ def _read(g: Graph, node: int, axis: int, size: int, text: str) -> tuple[int, in
                         todo.append(r)
             else:
                 return size, size
-    run = len(read) if read and max(read) - min(read) + 1 == len(read) else 0
-    return len(read), run
+    if not read:
+        return size, size  # not read here at all: counted as before
+    return len(read), len(read) if max(read) - min(read) + 1 == len(read) else 0
 
 
 def _batch(indices: TensorType, vector_dim: int | None) -> int:
