@@ -27,9 +27,9 @@ Every evaluation spends from the graph's `Budget`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import ml_dtypes
 import numpy as np
 
 from jaxjudge.rules.dataflow import Graph, Kind, Loop, Step
@@ -39,8 +39,16 @@ from jaxjudge.rules.tripcount import origin, trip_count
 
 MAX_TABLE = 1024  # elements of a constant table a step index is read from (as parsed)
 MAX_TABLE_DEPTH = 16  # converts and constant shifts a table is followed through
-_FLOATS = {"f64": np.float64, "f32": np.float32, "f16": np.float16,
-           "bf16": ml_dtypes.bfloat16}
+_FLOATS: dict[str, Callable[[float], object]] = {
+    "f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": lambda v: _bf16()(v)}
+
+
+def _bf16() -> Callable[[float], object]:
+    """ml_dtypes' bfloat16, imported on first use: `import jaxjudge` stays light (the CLI's
+    start-up imports the rules, never ml_dtypes)."""
+    import ml_dtypes
+
+    return ml_dtypes.bfloat16  # type: ignore[no-any-return]
 _COPIES = frozenset({"stablehlo.reshape", "stablehlo.broadcast_in_dim", "stablehlo.convert",
                      "stablehlo.transpose", "stablehlo.copy", "stablehlo.broadcast"})
 
