@@ -237,8 +237,9 @@ def problems(server: Server) -> list[dict[str, Any]]:
 
 def editor_text(page: Any) -> str:
     """The editor's document as CodeMirror shows it (one .cm-line per line; short documents
-    are rendered whole)."""
-    lines: list[str] = page.locator(".cm-content .cm-line").all_text_contents()
+    are rendered whole). Only the solution editor's: a closing Compare dialog leaves the role
+    tree before its two read-only editors leave the page."""
+    lines: list[str] = page.locator(".editor-frame .cm-content .cm-line").all_text_contents()
     return "\n".join(lines).replace("\u200b", "")
 
 
@@ -273,7 +274,7 @@ def show_code(page: Any) -> None:
 def replace_code(page: Any, code: str) -> None:
     """Select all and insert `code` as one input (like a paste)."""
     show_code(page)
-    page.locator(".cm-content").click()
+    page.locator(".editor-frame .cm-content").click()
     page.keyboard.press("Control+a")
     page.keyboard.insert_text(code)
 
