@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxjudge.grading.caches import ProgramCache
+from jaxjudge.grading.observing import observations, observe_specs
 from jaxjudge.grading.plan import signature_name
 from jaxjudge.grading.report import RequirementResult, Verdict
 from jaxjudge.grading.srclines import LINES_SUFFIX, MAX_LINES_BYTES, located, source_line_count
@@ -99,6 +100,9 @@ class StageB(StageBase):
                 )
             blobs[prog["id"]] = blob
             prog["export"] = src.name
+        program_of = {sid: prog["id"] for prog in progs if prog["id"] != "poly"
+                      for sid in prog["signatures"]}
+        watch = observe_specs(self.problem, self.plan, program_of) if program_of else []
         spec = {
             "arg_names": self.plan.arg_names,
             "signatures": list(self.plan.signatures.values()),
@@ -106,6 +110,7 @@ class StageB(StageBase):
             "allowed_custom_calls": [],
             "max_program_bytes": MAX_PROGRAM_TEXT,
             "engine": self.grader.engine,
+            "observe": watch,
         }
         flags = fast_compile_flags()
         # The tests' part of the key is hashed once per problem and mode (see _Plan).
@@ -126,7 +131,7 @@ class StageB(StageBase):
                 # Only complete successes: a test that failed may have failed for a reason of
                 # the moment (memory pressure), which must not be replayed to later submissions.
                 self.grader.programs.put(key, (result, texts))
-        return self._stage_b_outcome(result, texts, progs)
+        return self._stage_b_outcome(result, texts, progs, watch)
 
     def _run_stage_b(
         self, job: Path, spec: dict[str, Any], blobs: dict[str, bytes], flags: str
@@ -222,7 +227,8 @@ class StageB(StageBase):
         return result, texts
 
     def _stage_b_outcome(
-        self, result: StageBResult, texts: dict[str, str], progs: list[dict[str, Any]]
+        self, result: StageBResult, texts: dict[str, str], progs: list[dict[str, Any]],
+        watch: list[dict[str, Any]],
     ) -> tuple[dict[str, Any], list[ProgramInfo]]:
         """Stage B's (fresh or cached) result -> outputs and verified programs, or a verdict."""
         if result.engines:
@@ -262,6 +268,7 @@ class StageB(StageBase):
                     tested=prog["id"] not in probes_only,
                     located=located(texts.get(prog["id"] + LINES_SUFFIX), self.display_name,
                                     n_lines),
+                    observed=observations(result.observed, watch, prog["id"]),
                 )
             )
             sid = prog.get("profile")

@@ -142,6 +142,39 @@ class OutputFailed(_Strict):
     seconds: Seconds | None = None
 
 
+Count = Annotated[int, Field(ge=0, le=1 << 40)]
+MAX_OBSERVED_LOOPS = 256  # stage B's observer records at most this many loop runs
+MAX_OBSERVED_STEPS = 1024
+MAX_GROUPS = 64
+
+
+class ObservedLoop(_Strict):
+    """One loop run stage B's observer recorded (jaxjudge.rules.observed.LoopRun)."""
+
+    index: Annotated[int, Field(ge=-1, le=1 << 31)]
+    depth: Annotated[int, Field(ge=0, le=1024)]
+    steps: Annotated[int, Field(ge=0, le=MAX_OBSERVED_STEPS)]
+    entry: Annotated[list[Count], Field(max_length=MAX_GROUPS)]
+    first: Annotated[list[Annotated[int, Field(ge=-1, le=MAX_OBSERVED_STEPS)] | None],
+                     Field(max_length=MAX_GROUPS)]
+    exit: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
+    kept: Annotated[list[bool | None], Field(max_length=MAX_OBSERVED_STEPS)]
+    work: Annotated[list[Count], Field(max_length=MAX_OBSERVED_STEPS)]
+
+
+class ObservedResult(_Strict):
+    """What stage B's observer saw one program do on one test (or why it could not look)."""
+
+    status: Literal["ok", "unobservable", "error"]
+    reason: Message = ""
+    groups: Annotated[int, Field(ge=0, le=MAX_GROUPS)] = 0
+    group_elements: Count = 0
+    outputs: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
+    outside_work: Count = 0
+    loops: Annotated[list[ObservedLoop], Field(max_length=MAX_OBSERVED_LOOPS)] = Field(
+        default_factory=list)
+
+
 class StageBResult(_Strict):
     """jaxjudge/stages/execute.py's result.json."""
 
@@ -156,6 +189,7 @@ class StageBResult(_Strict):
     outputs: Annotated[dict[Name, OutputOk | OutputFailed],
                        Field(max_length=MAX_TESTS)] | None = None
     cached: bool = False
+    observed: Annotated[dict[Name, ObservedResult], Field(max_length=64)] | None = None
 
     @model_validator(mode="after")
     def _ok_has_outputs(self) -> StageBResult:

@@ -87,7 +87,10 @@ def _bwrap_args(bwrap: str, script: str, job_dir: str, limits: SandboxLimits,
              "--size", str(max(int(limits.memory_bytes), 1 << 20)), "--tmpfs", "/tmp"]
     for root in _python_roots():
         args += ["--ro-bind", root, root]
-    args += ["--ro-bind", script, script, "--bind", job_dir, JOB_MOUNT,
+    # The script's folder, as the warm pool's zygotes get it (isolation.resident): stage B
+    # runs its observer (stages/observe.py) from beside execute.py.
+    here = os.path.dirname(script)
+    args += ["--ro-bind", here, here, "--bind", job_dir, JOB_MOUNT,
              "--remount-ro", "/", "--chdir", JOB_MOUNT, "--"]
     return args
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from jaxjudge.rules.observed import Observation
 from jaxjudge.rules.stablehlo import Op
 
 
@@ -48,3 +49,6 @@ class ProgramInfo:
     # location names the submission file, checked by jaxjudge.grading.srclines: a pointer the
     # submission chose, shown beside an op the trusted side picked, never evidence itself.
     located: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # What stage B saw this program do when it ran one test, per loop requirement
+    # (jaxjudge.rules.observed): evidence beside the text's proof, never instead of it.
+    observed: tuple[Observation, ...] = ()

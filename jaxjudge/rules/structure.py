@@ -23,6 +23,7 @@ from jaxjudge.rules.dataflow import (
 from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.growth import growth
 from jaxjudge.rules.loops import MAX_NAMES, LoopFinding, analyze_loops
+from jaxjudge.rules.observed import judge_loop, matching
 from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
 from jaxjudge.rules.outsideloop import MAX_COUNTED, outside_loop
 from jaxjudge.rules.parsed import Parsed as _Parsed
@@ -177,6 +178,8 @@ def check_loop_over_dim(
                              _loop_failure(p, loops, count, want, dim, names, through,
                                            _and(list(sliced)), hint, outside_loop_products),
                              where))
+        elif (seen := _observed_failure(p, want, tuple(sliced), every_step, hint)) is not None:
+            failures.append((True, want, seen, where))
         shown = shown or where
     if failures:  # the most telling: a program with loops, the longest one
         worst = max(failures, key=lambda f: (f[0], f[1]))
@@ -191,6 +194,18 @@ def check_loop_over_dim(
     if not grown.passed:
         return grown
     return RuleOutcome(True, f"{done}. {grown.message}", region=shown)
+
+
+def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_step: bool,
+                      hint: str) -> str | None:
+    """What the run stage B observed says against the loop the text analysis accepted."""
+    obs = matching(p.observed, want, sliced)
+    if obs is None or obs.status != "ok" or not (every_step or sliced):
+        return None
+    why = judge_loop(obs, every_step=every_step, sliced=bool(sliced), names=_and(list(sliced)))
+    if why is None:
+        return None
+    return f"{why} {hint}".strip()
 
 
 def _loop_region(item: _Parsed, g: Graph, which: list[int], want: int) -> Region:

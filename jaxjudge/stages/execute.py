@@ -529,6 +529,49 @@ def _checked(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir) -> di
 WAIT_ENV = "JAXJUDGE_STAGE_WAIT"
 
 
+def _observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: dict, jax,
+                 np, ir, mlir) -> dict:
+    """Run each `observe` entry on stage B's observer (observe.py beside this file): what the
+    program does, step by step, on one test's inputs and their variants. An entry that cannot
+    be observed says why; an error here is ours and is reported, never fatal to the grade."""
+    import runpy
+
+    from jax._src.lib.mlir.dialects import hlo
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    observer = runpy.run_path(os.path.join(here, "observe.py"), run_name="jaxjudge_observe")
+    tests = {t["name"]: t for t in job["tests"]}
+    out: dict[str, dict] = {}
+    for entry in job["observe"][:64]:
+        oid, pid = str(entry["id"]), entry["program"]
+        test = tests.get(entry["test"])
+        if pid not in texts or test is None:
+            out[oid] = {"status": "unobservable", "reason": "no such program or test"}
+            continue
+        try:
+            leaves = jax.tree_util.tree_leaves(
+                _value_tree(test["inputs"], specs[test["signature"]], np))
+            kept = sorted(int(i) for i in exported[pid].module_kept_var_idx)
+            names = programs[pid]["args"]
+            index = {name: i for i, name in enumerate(names)}
+            groups = []
+            for g in entry["groups"]:
+                if g["path"] not in index:
+                    raise observer["Unobservable"](f"the program does not read {g['path']}")
+                groups.append({"arg": index[g["path"]], "axis": int(g["axis"]),
+                               "size": int(g["size"]), "count": int(entry["count"])})
+            watched = ([index[path] for path in entry["watch"] if path in index]
+                       if entry.get("watch") else list(range(len(kept))))
+            ctx = mlir.make_ir_context()
+            out[oid] = observer["observe"](texts[pid], [leaves[i] for i in kept], groups,
+                                           int(entry["inject"]), ir, hlo, ctx, watched)
+        except observer["Unobservable"] as exc:
+            out[oid] = {"status": "unobservable", "reason": str(exc)[:500]}
+        except Exception as exc:  # our evaluator's bug: the text analysis still decides
+            out[oid] = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"[:500]}
+    return out
+
+
 def wait_for_job() -> bool:
     """Block until the grader says go (b"g") or gives up (EOF, or anything else)."""
     try:
@@ -610,6 +653,11 @@ def main(job_dir: str) -> int:
             _write_profiled(job_dir, pid, specializers[pid], specs[prog["profile"]],
                             max_bytes, programs[pid])
     timings["profile"] = time.perf_counter() - t_profile
+    if job.get("observe"):
+        t_observe = time.perf_counter()
+        result["observed"] = _observe_all(job, specs, programs, texts, exported, jax, np, ir,
+                                          mlir)
+        timings["observe"] = time.perf_counter() - t_observe
 
     cache_dir = os.environ.get("JAXJUDGE_RESULTS_CACHE")
     key = ""

@@ -1,0 +1,95 @@
+"""Which runs stage B observes (jaxjudge/stages/observe.py), and its observations read back.
+
+A `loop_over_dim` requirement with `every_step` or `sliced` is decided from the program text
+and from one observed run: the test whose signature gives the loop the most steps (up to
+MAX_OBSERVED_STEPS), with one variant per step share of the sliced inputs and one per step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxjudge.grading.stage_results import ObservedResult
+from jaxjudge.problems.package import Problem
+from jaxjudge.rules.expr import Expr
+from jaxjudge.rules.observed import LoopRun, Observation
+
+MAX_OBSERVED_STEPS = 48
+
+
+def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str]) -> list[dict[str, Any]]:
+    """Stage B's `observe` entries for this problem and plan (empty when no rule asks).
+
+    program_of: signature id -> the program id that runs it."""
+    specs: list[dict[str, Any]] = []
+    tests_of: dict[str, str] = {}
+    for test in plan.tests:
+        tests_of.setdefault(test["signature"], test["name"])
+    for req in problem.requirements:
+        if req.rule != "loop_over_dim" or req.level != "program":
+            continue
+        opts = req.options
+        sliced = tuple(opts.get("sliced") or ())
+        if not (opts.get("every_step") or sliced):
+            continue
+        dim = opts.get("dim")
+        count: Expr = opts.get("trip_count") or Expr(str(dim))
+        best: tuple[int, str] | None = None
+        for sid in tests_of:
+            try:
+                want = int(count.value(plan.sig_dims.get(sid, {})))
+            except (KeyError, ZeroDivisionError, ValueError):
+                continue
+            if 2 <= want <= MAX_OBSERVED_STEPS and (best is None or want > best[0]):
+                best = (want, sid)
+        if best is None:
+            continue
+        want, sid = best
+        groups = _groups(problem, sliced, dim, plan.sig_dims.get(sid, {}), want)
+        if groups is None:
+            continue
+        watch = sorted(set(opts.get("depends_on") or ()) | set(sliced))
+        specs.append({"id": f"r{len(specs)}", "program": program_of.get(sid, sid),
+                      "test": tests_of[sid], "count": want, "sliced": list(sliced),
+                      "groups": groups, "inject": want, "watch": watch})
+    return specs
+
+
+def _groups(problem: Problem, sliced: tuple[str, ...], dim: str | None, dims: dict[str, int],
+            want: int) -> list[dict[str, Any]] | None:
+    """One entry per sliced input: its axis along `dim` and the rows of one step's share."""
+    if not sliced:
+        return []
+    if dim is None or dim not in dims or dims[dim] % want:
+        return None
+    out = []
+    for path in sliced:
+        arg = next((a for a in problem.arguments if a.name == path), None)
+        if arg is None or arg.shape is None or dim not in arg.shape:
+            return None
+        out.append({"path": path, "axis": arg.shape.index(dim), "size": dims[dim] // want})
+    return out
+
+
+def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str, Any]],
+                 program: str) -> tuple[Observation, ...]:
+    """Stage B's validated observations of `program`, as the rules read them."""
+    if not result:
+        return ()
+    out = []
+    for spec in specs:
+        got = result.get(spec["id"])
+        if got is None or spec["program"] != program:
+            continue
+        loops = tuple(
+            LoopRun(index=r.index, depth=r.depth, steps=r.steps, entry=tuple(r.entry),
+                    first=tuple(r.first), exit=tuple(r.exit), kept=tuple(r.kept),
+                    work=tuple(r.work))
+            for r in got.loops
+        )
+        out.append(Observation(count=spec["count"], sliced=tuple(spec["sliced"]),
+                               test=spec["test"], status=got.status, reason=got.reason,
+                               groups=got.groups, group_elements=got.group_elements,
+                               outputs=tuple(got.outputs), outside_work=got.outside_work,
+                               loops=loops))
+    return tuple(out)

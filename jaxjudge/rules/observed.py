@@ -1,0 +1,187 @@
+"""What the program was seen doing when stage B ran it (jaxjudge/stages/observe.py), and the
+loop requirements decided from it.
+
+The text analyses (jaxjudge.rules.loops, stepslices, stepgates) prove a loop's work from the
+program's dataflow; a copy made by a gather, a permutation or complex numbers, or a gate that
+mixes the counter with a data zero, can walk around a pattern. Stage B's observer ran the
+program on one test's inputs in variants: one with a slice ("group") of the sliced inputs
+changed, one with the inputs a loop passes along changed at one step only. Where the numbers
+moved is dependence as executed, whatever spelled it. A `loop_over_dim` requirement holds only
+if the text analysis and, when the run could be observed, the run agree:
+
+- every step's work is kept: changing what step s reads changes the loop's state at the end
+  of step s, for every step but the first (which may only set the starting value);
+- each step takes up one share of the sliced inputs: no step is the first whose state moves
+  more with several groups (one step may take up two: the starting value and the first
+  step's; a group held in place in a carried buffer may never move it more);
+- nothing mixes the sliced inputs outside the loop: what enters the loop moves with a group
+  only as much as copies of it do, and the outputs move with a group no more than the loop's
+  results do (plus a share read directly).
+
+Stage B is trusted code; its observation is schema-checked and bounded
+(jaxjudge.grading.stage_results) before it becomes this data.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+# A loop's inputs may hold a few copies of a group (the input passed along, the starting
+# value x[0], a scaled or transposed copy); a mixture of many groups is work done before it.
+ENTRY_COPIES = 3
+# The outputs may read a group directly beside the loop (x[0] joined to the loop's rows).
+DIRECT_COPIES = 2
+
+
+@dataclass(frozen=True)
+class LoopRun:
+    """One run of one `stablehlo.while` (every run of a nested loop is its own)."""
+
+    index: int  # the while op's place in the program text (Op.index)
+    depth: int  # loops around it
+    steps: int
+    entry: tuple[int, ...]  # per group: elements of the loop's inputs that moved
+    first: tuple[int | None, ...]  # per group: the first step whose state moved more with it
+    exit: tuple[int, ...]  # per group: elements of the loop's state that moved at the end
+    kept: tuple[bool | None, ...]  # per step: did changing its reads change its state (None:
+    # unknown, the variant had already moved)
+    work: tuple[int, ...]  # per step: multiply-adds and reduced elements executed
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One observed run of one program, for one loop requirement's trip count and groups."""
+
+    count: int  # the trip count the variants were made for
+    sliced: tuple[str, ...]  # the input paths one group of which each group variant changed
+    test: str  # the test whose inputs ran
+    status: str  # "ok", or "unobservable" (reason says why: the text alone decides)
+    reason: str = ""
+    groups: int = 0
+    group_elements: int = 0
+    outputs: tuple[int, ...] = ()  # per group: output elements that moved
+    outside_work: int = 0
+    loops: tuple[LoopRun, ...] = field(default_factory=tuple)
+
+
+def _ranges(steps: list[int]) -> str:
+    """[1, 2, 3, 5] -> "2–4 and 6" (1-based, as a learner counts steps)."""
+    parts: list[str] = []
+    i = 0
+    while i < len(steps):
+        j = i
+        while j + 1 < len(steps) and steps[j + 1] == steps[j] + 1:
+            j += 1
+        a, b = steps[i] + 1, steps[j] + 1
+        parts.append(f"{a}" if a == b else f"{a}–{b}")
+        i = j + 1
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _work_note(runs: list[LoopRun], idle: list[int]) -> str:
+    run = runs[0]
+    busy = [s for s in range(run.steps) if s not in idle]
+    if not run.work:
+        return ""
+    idle_work = sorted({run.work[s] for s in idle if s < len(run.work)})
+    busy_work = sorted({run.work[s] for s in busy if s < len(run.work)})
+    if not busy_work:
+        return ""
+    said = (f" (step{'s' if len(idle) > 1 else ''} {_ranges(idle)} executed "
+            f"{'/'.join(map(str, idle_work[:3]))} multiply-adds; step"
+            f"{'s' if len(busy) > 1 else ''} {_ranges(busy)} executed "
+            f"{'/'.join(map(str, busy_work[:3]))})")
+    return said
+
+
+def _every_step(runs: list[LoopRun], count: int) -> str | None:
+    """The steps (but the first) whose work no run kept."""
+    known: dict[int, bool] = {}
+    for run in runs:
+        for s, kept in enumerate(run.kept[:count]):
+            if kept is None:
+                continue
+            known[s] = known.get(s, True) and kept
+    idle = sorted(s for s in range(1, count) if known.get(s) is False)
+    if not idle:
+        return None
+    return (f"steps {_ranges(idle)} of its {count} change nothing the loop carries when the "
+            f"inputs they read change: their work is thrown away (a jnp.where, a zero factor "
+            f"or a flag keeps the value from the step before){_work_note(runs, idle)}")
+
+
+def _one_share_per_step(runs: list[LoopRun], obs: Observation, names: str) -> str | None:
+    """Each group first moves the loop's state at its own step (one step may take two)."""
+    share = "row" if obs.groups and obs.group_elements else "slice"
+    for run in runs:
+        first = run.first[: obs.groups]
+        per_step: dict[int, list[int]] = defaultdict(list)
+        for g, s in enumerate(first):
+            if s is not None:  # a row kept in place in a carried buffer may never grow it
+                per_step[s].append(g)
+        crowded = {s: gs for s, gs in per_step.items() if len(gs) > 1}
+        if len(crowded) > 1 or any(len(gs) > 2 for gs in crowded.values()):
+            s, gs = max(crowded.items(), key=lambda kv: len(kv[1]))
+            return (f"step {s + 1} takes up {len(gs)} of the {obs.groups} {share}s of "
+                    f"{names} at once (the loop's state moves with {share}s "
+                    f"{_ranges(gs)} first at that step): each step must read one step's "
+                    f"share")
+    return None
+
+
+def _nothing_mixed_outside(runs: list[LoopRun], obs: Observation, names: str) -> str | None:
+    """Before the loop, a group enters only as copies; after it, the outputs move with a group
+    no more than the loop's results do."""
+    per_group = obs.group_elements
+    if per_group <= 0:
+        return None
+    for run in runs:
+        for g, moved in enumerate(run.entry[: obs.groups]):
+            if moved > ENTRY_COPIES * per_group:
+                return (f"before the loop starts, {moved} values it receives move with "
+                        f"{'row' if per_group else 'slice'} {g + 1} of {names} (a copy has "
+                        f"{per_group}): they are computed from several steps' shares before "
+                        f"the loop")
+    exits = [sum(run.exit[g] for run in runs if g < len(run.exit)) for g in range(obs.groups)]
+    for g, moved in enumerate(obs.outputs[: obs.groups]):
+        if moved > exits[g] + DIRECT_COPIES * per_group:
+            return (f"after the loop, {moved} of your output values move with share {g + 1} of "
+                    f"{names}, but only {exits[g]} of the loop's results do: the outputs "
+                    f"are computed from the inputs outside the loop")
+    return None
+
+
+def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
+               names: str) -> str | None:
+    """None when some loop of the observed run that ran `obs.count` steps does what the
+    requirement says; else why not (the first loop's reason), with what was measured."""
+    every: dict[int, list[LoopRun]] = defaultdict(list)
+    for run in obs.loops:
+        every[run.index].append(run)
+    # a loop whose every run took the trip count (a loop run once for 8 steps and then for 0
+    # is not a loop of 8 steps)
+    by_op = {i: runs for i, runs in every.items() if all(r.steps == obs.count for r in runs)}
+    if not by_op:
+        ran = sorted({run.steps for run in obs.loops})
+        return (f"no loop ran {obs.count} steps when your program ran on test {obs.test!r}"
+                + (f" (loops ran {', '.join(map(str, ran[:6]))} steps)" if ran else ""))
+    reasons: list[str] = []
+    for runs in by_op.values():
+        why = _every_step(runs, obs.count) if every_step else None
+        if why is None and sliced and obs.groups:
+            why = _one_share_per_step(runs, obs, names) or _nothing_mixed_outside(runs, obs,
+                                                                                 names)
+        if why is None:
+            return None
+        reasons.append(why)
+    return f"When your program ran on test {obs.test!r}, {reasons[0]}."
+
+
+def matching(observations: tuple[Observation, ...], count: int,
+             sliced: tuple[str, ...]) -> Observation | None:
+    """The observation made for this trip count and these sliced inputs, if any."""
+    for obs in observations:
+        if obs.count == count and obs.sliced == sliced:
+            return obs
+    return None

@@ -1,0 +1,304 @@
+"""Stage B's evaluator, the ops with structure: gather, scatter, convolution, FFT.
+
+Installed onto evaluator.Evaluator by `install` (both files are run by path, never imported):
+each takes (evaluator, op, operands) with a leading variant axis and returns the results.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+class Unobservable(Exception):  # replaced by install(): the evaluator's own
+    pass
+
+
+def install(evaluator_cls, unobservable) -> None:
+    """Attach the region ops to the evaluator class; `unobservable` is its exception."""
+    global Unobservable
+    Unobservable = unobservable
+    for name, fn in list(globals().items()):
+        if name.startswith(("region_", "op_", "reduce", "_dn", "_combiner", "_reducer")):
+            setattr(evaluator_cls, name, fn)
+
+
+def _dn(self, op, key: str, cls: str):
+    return getattr(self.hlo, cls)(op.attributes[key])
+
+
+def region_gather(self, op, ins):
+    x, idx = ins
+    dn = self._dn(op, "dimension_numbers", "GatherDimensionNumbers")
+    offset_dims = list(dn.offset_dims)
+    collapsed = list(dn.collapsed_slice_dims)
+    index_map = list(dn.start_index_map)
+    ivd = int(dn.index_vector_dim)
+    obatch = list(getattr(dn, "operand_batching_dims", []) or [])
+    ibatch = list(getattr(dn, "start_indices_batching_dims", []) or [])
+    sizes = self._i64s(op, "slice_sizes")
+    res = op.results[0]
+    shape, _ = self._type(res)
+    x = np.broadcast_to(x, (self.V, *x.shape[1:]))
+    idx = np.broadcast_to(idx, (self.V, *idx.shape[1:]))
+    rank_i = idx.ndim - 1
+    keep_dims = [d for d in range(rank_i) if d != ivd]
+    drop = set(collapsed) | set(obatch)
+    outs = []
+    for v in range(self.V):
+        iv = idx[v]
+        vec = np.moveaxis(iv, ivd, -1) if ivd < rank_i else iv[..., None]
+        batch_shape = vec.shape[:-1]
+        self._spend(max(1, math.prod(batch_shape)) * max(1, math.prod(sizes)))
+        pieces = []
+        for p in np.ndindex(*batch_shape):
+            start = [0] * len(sizes)
+            for k, d in enumerate(index_map):
+                start[d] = int(vec[p][k])
+            for ob, ib in zip(obatch, ibatch, strict=True):
+                start[ob] = p[keep_dims.index(ib)]
+            start = [min(max(s, 0), x.shape[d + 1] - sizes[d]) for d, s in enumerate(start)]
+            piece = x[(v, *(slice(s, s + z) for s, z in zip(start, sizes, strict=True)))]
+            piece = piece.reshape([z for d, z in enumerate(sizes) if d not in drop])
+            pieces.append(piece)
+        off_shape = [z for d, z in enumerate(sizes) if d not in drop]
+        stacked = np.array(pieces, dtype=x.dtype).reshape(
+            (*batch_shape, *off_shape))
+        nb = len(batch_shape)
+        perm, bi = [], 0
+        for r in range(len(shape)):
+            if r in offset_dims:
+                perm.append(nb + offset_dims.index(r))
+            else:
+                perm.append(bi)
+                bi += 1
+        outs.append(np.transpose(stacked, perm))
+    return [self._out(np.stack(outs), res)]
+
+def _combiner(self, region):
+    body = region.blocks[0]
+    inner = [o.operation for o in body.operations]
+    args = list(body.arguments)
+    if len(inner) == 1 and list(inner[0].operands) == [args[1]]:
+        return lambda old, new: new
+    if len(inner) == 2:
+        kind = inner[0].name.partition(".")[2]
+        fn = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
+              "minimum": np.minimum, "or": np.logical_or, "and": np.logical_and}.get(kind)
+        if fn is not None and list(inner[0].operands) in (args[:2], args[:2][::-1]):
+            return fn
+    raise Unobservable("a scatter with a computed update")
+
+def region_scatter(self, op, ins):
+    if len(ins) != 3:
+        raise Unobservable("a scatter of several values")
+    x, idx, upd = ins
+    dn = self._dn(op, "scatter_dimension_numbers", "ScatterDimensionNumbers")
+    window = list(dn.update_window_dims)
+    inserted = list(dn.inserted_window_dims)
+    to_operand = list(dn.scattered_dims_to_operand_dims)
+    ivd = int(dn.index_vector_dim)
+    obatch = list(getattr(dn, "input_batching_dims", []) or [])
+    ibatch = list(getattr(dn, "scatter_indices_batching_dims", []) or [])
+    combine = self._combiner(op.regions[0])
+    res = op.results[0]
+    out = np.array(np.broadcast_to(x, (self.V, *x.shape[1:])))
+    idx = np.broadcast_to(idx, (self.V, *idx.shape[1:]))
+    upd = np.broadcast_to(upd, (self.V, *upd.shape[1:]))
+    rank_o = out.ndim - 1
+    rank_i = idx.ndim - 1
+    keep_dims = [d for d in range(rank_i) if d != ivd]
+    win_operand = [d for d in range(rank_o) if d not in inserted and d not in obatch]
+    scatter_dims = [d for d in range(upd.ndim - 1) if d not in window]
+    for v in range(self.V):
+        iv = idx[v]
+        vec = np.moveaxis(iv, ivd, -1) if ivd < rank_i else iv[..., None]
+        u = np.transpose(upd[v], scatter_dims + window)
+        batch_shape = vec.shape[:-1]
+        wshape = u.shape[len(scatter_dims):]
+        self._spend(max(1, math.prod(batch_shape)) * max(1, math.prod(wshape)))
+        for p in np.ndindex(*batch_shape):
+            start = [0] * rank_o
+            for k, d in enumerate(to_operand):
+                start[d] = int(vec[p][k])
+            for ob, ib in zip(obatch, ibatch, strict=True):
+                start[ob] = p[keep_dims.index(ib)]
+            ext = [1] * rank_o
+            for k, d in enumerate(win_operand):
+                ext[d] = wshape[k]
+            if any(s < 0 or s + e > out.shape[d + 1]
+                   for d, (s, e) in enumerate(zip(start, ext, strict=True))):
+                continue  # an update out of bounds is skipped whole
+            where = (v, *(slice(s, s + e) for s, e in zip(start, ext, strict=True)))
+            piece = u[p].reshape(ext)
+            with np.errstate(all="ignore"):
+                out[where] = combine(out[where], piece)
+    return [self._out(out, res)]
+
+def region_convolution(self, op, ins):
+    lhs, rhs = ins
+    a = op.attributes
+    if "dimension_numbers" not in a:
+        raise Unobservable("a convolution without dimension numbers")
+    dn = self.hlo.ConvDimensionNumbers(a["dimension_numbers"])
+    groups = int(self.ir.IntegerAttr(a["feature_group_count"]).value)
+    bgroups = int(self.ir.IntegerAttr(a["batch_group_count"]).value)
+    if groups != 1 or bgroups != 1:
+        raise Unobservable("a grouped convolution")
+    nsp = len(list(dn.input_spatial_dimensions))
+    strides = self._i64s(op, "window_strides") if "window_strides" in a else [1] * nsp
+    lhs_dil = self._i64s(op, "lhs_dilation") if "lhs_dilation" in a else [1] * nsp
+    rhs_dil = self._i64s(op, "rhs_dilation") if "rhs_dilation" in a else [1] * nsp
+    pad = (np.array(a["padding"]).reshape(nsp, 2).tolist() if "padding" in a
+           else [[0, 0]] * nsp)
+    if "window_reversal" in a and any(np.array(a["window_reversal"]).reshape(-1)):
+        raise Unobservable("a reversed convolution window")
+    lhs = np.broadcast_to(lhs, (self.V, *lhs.shape[1:]))
+    rhs = np.broadcast_to(rhs, (self.V, *rhs.shape[1:]))
+    L = np.transpose(lhs, [0, int(dn.input_batch_dimension) + 1,
+                           int(dn.input_feature_dimension) + 1]
+                     + [d + 1 for d in dn.input_spatial_dimensions]).astype(np.float64 if
+                                                                             lhs.dtype.kind
+                                                                             != "c" else
+                                                                             np.complex128)
+    K = np.transpose(rhs, [0, int(dn.kernel_output_feature_dimension) + 1,
+                           int(dn.kernel_input_feature_dimension) + 1]
+                     + [d + 1 for d in dn.kernel_spatial_dimensions]).astype(L.dtype)
+    # dilate the input, then pad it (negative padding crops)
+    sp = L.shape[3:]
+    dil_shape = [(n - 1) * d + 1 if n else 0 for n, d in zip(sp, lhs_dil, strict=True)]
+    D = np.zeros(L.shape[:3] + tuple(dil_shape), dtype=L.dtype)
+    D[(slice(None),) * 3 + tuple(slice(None, None, d) for d in lhs_dil)] = L
+    for i, (lo, hi) in enumerate(pad):
+        ax = 3 + i
+        if lo < 0:
+            D = np.take(D, range(-lo, D.shape[ax]), axis=ax)
+            lo = 0
+        if hi < 0:
+            D = np.take(D, range(0, D.shape[ax] + hi), axis=ax)
+            hi = 0
+        widths = [(0, 0)] * D.ndim
+        widths[ax] = (lo, hi)
+        D = np.pad(D, widths)
+    ksp = K.shape[3:]
+    eff = [(k - 1) * d + 1 for k, d in zip(ksp, rhs_dil, strict=True)]
+    out_sp = [max(0, (n - e) // s + 1) for n, e, s in zip(D.shape[3:], eff, strides,
+                                                         strict=True)]
+    acc = np.zeros((self.V, D.shape[1], K.shape[1], *out_sp), dtype=L.dtype)
+    self._count(math.prod(acc.shape[1:]) * K.shape[2] * max(1, math.prod(ksp)))
+    self._spend(acc.size * K.shape[2] * max(1, math.prod(ksp)))
+    for kpos in np.ndindex(*ksp):
+        sl = tuple(slice(k * d, k * d + (o - 1) * s + 1, s) for k, d, o, s in
+                   zip(kpos, rhs_dil, out_sp, strides, strict=True))
+        win = D[(slice(None), slice(None), slice(None), *sl)]
+        w = K[(slice(None), slice(None), slice(None), *kpos)]
+        acc += np.einsum("vnc...,voc->vno...", win, w)
+    res = op.results[0]
+    order = [int(dn.output_batch_dimension), int(dn.output_feature_dimension),
+             *dn.output_spatial_dimensions]
+    out = np.empty((self.V, *(acc.shape[1 + order.index(r)] for r in range(len(order)))),
+                   dtype=acc.dtype)
+    out[...] = np.transpose(acc, [0] + [1 + order.index(r) for r in range(len(order))])
+    return [self._out(out, res)]
+
+def region_fft(self, op, ins):
+    x = ins[0]
+    kind = str(self.hlo.FftTypeAttr(op.attributes["fft_type"]).value)
+    n = self._i64s(op, "fft_length")
+    axes = tuple(range(x.ndim - len(n), x.ndim))
+    fn = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn,
+          "IRFFT": np.fft.irfftn}.get(kind)
+    if fn is None:
+        raise Unobservable(f"an FFT of type {kind}")
+    self._count(x[0].size * max(1, int(math.log2(max(2, math.prod(n))))))
+    return [self._out(fn(x, s=n, axes=axes), op.results[0])]
+
+def region_tuple(self, op, ins):
+    raise Unobservable("a tuple")
+
+
+def op_pad(self, op, ins, res):
+    x, pv = ins
+    lo = self._i64s(op, "edge_padding_low")
+    inner = self._i64s(op, "interior_padding")
+    shape, _ = self._type(res)
+    x = np.broadcast_to(x, (self.V, *x.shape[1:]))
+    out = np.empty((self.V, *shape), dtype=x.dtype)
+    out[...] = pv.reshape((pv.shape[0],) + (1,) * len(shape))
+    # place x's elements at lo + i * (inner + 1), then crop the negative padding
+    full = [x.shape[i + 1] + max(0, x.shape[i + 1] - 1) * inner[i] for i in range(len(lo))]
+    big = np.empty((self.V, *full), dtype=x.dtype)
+    big[...] = pv.reshape((pv.shape[0],) + (1,) * len(shape))
+    big[(slice(None), *(slice(None, None, inner[i] + 1) for i in range(len(lo))))] = x
+    src, dst = [slice(None)], [slice(None)]
+    for i in range(len(lo)):
+        s0 = max(0, -lo[i])
+        d0 = max(0, lo[i])
+        n = min(full[i] - s0, shape[i] - d0)
+        if n <= 0:
+            return out
+        src.append(slice(s0, s0 + n))
+        dst.append(slice(d0, d0 + n))
+    out[tuple(dst)] = big[tuple(src)]
+    return out
+
+
+def _reducer(self, op) -> str:
+    body = op.regions[0].blocks[0]
+    inner = [o.operation for o in body.operations]
+    if len(inner) != 2:
+        raise Unobservable("a reduction with a body of several ops")
+    kind = inner[0].name.partition(".")[2]
+    if kind not in ("add", "multiply", "maximum", "minimum", "and", "or"):
+        raise Unobservable(f"a reduction by {kind}")
+    args = list(body.arguments)
+    if list(inner[0].operands) not in (args[:2], args[:2][::-1]):
+        raise Unobservable("a reduction of a computed value")
+    return kind
+
+# -- multi-result and region ops ------------------------------------------------------
+
+
+def reduce(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
+    n = len(ins) // 2
+    if n != 1:
+        raise Unobservable("a reduction of several values")
+    kind = self._reducer(op)
+    dims = tuple(d + 1 for d in self._i64s(op, "dimensions"))
+    x, init = ins[0], ins[1]
+    x = np.broadcast_to(x, (self.V, *x.shape[1:]))
+    self._count(x[0].size)
+    fn = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
+          "minimum": np.minimum, "and": np.logical_and, "or": np.logical_or}[kind]
+    if x.dtype != np.bool_ and kind in ("and", "or"):
+        fn = np.bitwise_and if kind == "and" else np.bitwise_or
+    with np.errstate(all="ignore"):
+        if kind == "add" and np.issubdtype(x.dtype, np.floating):
+            out = np.sum(x, axis=dims, dtype=np.float64)
+        else:
+            out = fn.reduce(x, axis=dims) if dims else x
+        init_b = init.reshape((init.shape[0],) + (1,) * (np.ndim(out) - 1))
+        out = fn(out, init_b)
+    return [self._out(np.asarray(out), op.results[0])]
+
+
+def region_sort(self, op, ins):
+    """jnp.sort / argsort: a comparator that is one LT or GT of the first operand's two
+    elements; every operand follows the first one's stable order."""
+    body = op.regions[0].blocks[0]
+    inner = [o.operation for o in body.operations]
+    args = list(body.arguments)
+    cmp = next((o for o in inner if o.name.endswith(".compare")), None)
+    if cmp is None or len(inner) > 2 or list(cmp.operands) not in (args[:2], args[1::-1]):
+        raise Unobservable("a sort with a computed comparator")
+    direction = str(self.hlo.ComparisonDirectionAttr(cmp.attributes["comparison_direction"]).value)
+    if direction not in ("LT", "GT"):
+        raise Unobservable(f"a sort by {direction}")
+    descending = (direction == "GT") == (list(cmp.operands) == args[:2])
+    dim = int(self.ir.IntegerAttr(op.attributes["dimension"]).value) + 1
+    keys = np.broadcast_to(ins[0], (self.V, *ins[0].shape[1:]))
+    order = np.argsort(-keys if descending else keys, axis=dim, kind="stable")
+    self._spend(keys.size)
+    outs = [np.take_along_axis(np.broadcast_to(x, keys.shape), order, axis=dim) for x in ins]
+    return [self._out(o, r) for o, r in zip(outs, op.results, strict=True)]
