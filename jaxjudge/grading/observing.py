@@ -3,6 +3,7 @@
 A `loop_over_dim` requirement with `every_step` or `sliced` is decided from the program text
 and from one observed run: the test whose signature gives the loop the most steps (up to
 MAX_OBSERVED_STEPS), with one variant per step share of the sliced inputs and one per step.
+A `no_loop_over_dim` requirement gets one run per dimension, one variant per index along it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.observed import LoopRun, Observation
 
 MAX_OBSERVED_STEPS = 48
+MAX_VISITED = 64  # indices of a no_loop_over_dim dimension, one variant each
 
 
 def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str]) -> list[dict[str, Any]]:
@@ -26,6 +28,10 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str]) -> li
     for test in plan.tests:
         tests_of.setdefault(test["signature"], test["name"])
     for req in problem.requirements:
+        if req.rule == "no_loop_over_dim" and req.level == "program":
+            for dim in req.options.get("dims") or ():
+                specs += _visit_specs(problem, plan, tests_of, program_of, dim, len(specs))
+            continue
         if req.rule != "loop_over_dim" or req.level != "program":
             continue
         opts = req.options
@@ -53,6 +59,34 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str]) -> li
                       "test": tests_of[sid], "count": want, "sliced": list(sliced),
                       "groups": groups, "inject": want, "watch": watch})
     return specs
+
+
+def _visit_specs(problem: Problem, plan: Any, tests_of: dict[str, str],
+                 program_of: dict[str, str], dim: str, n: int) -> list[dict[str, Any]]:
+    """Per input that has `dim`, one variant per index along it, on the test with the most
+    (up to MAX_VISITED): a loop whose state takes the indices up at different steps visits
+    the dimension one slice at a time, however it picks them. Each input gets its own run, so
+    one that every step reads whole (w in H v) does not hide one read a slice at a time."""
+    best: tuple[int, str] | None = None
+    for sid in tests_of:
+        size = plan.sig_dims.get(sid, {}).get(dim)
+        if size is not None and 2 <= size <= MAX_VISITED and (best is None or size > best[0]):
+            best = (size, sid)
+    if best is None:
+        return []
+    size, sid = best
+    return [{"id": f"r{n + i}", "program": program_of.get(sid, sid), "test": tests_of[sid],
+             "count": size, "sliced": [], "dim": dim, "inject": 0, "watch": [a.name],
+             "groups": [{"path": a.name, "axis": a.shape.index(dim), "size": 1}]}
+            for i, a in enumerate(x for x in problem.arguments
+                                  if x.shape is not None and dim in x.shape
+                                  and _floating(x.dtype or problem.constraints.dtype))]
+
+
+def _floating(dtype: str) -> bool:
+    """Values, not lengths or indices: a mask from `lengths` takes effect at the step where it
+    flips, which says nothing about how the loop walks the dimension."""
+    return dtype.startswith(("float", "bfloat", "complex"))
 
 
 def _groups(problem: Problem, sliced: tuple[str, ...], dim: str | None, dims: dict[str, int],
@@ -88,6 +122,8 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
             for r in got.loops
         )
         out.append(Observation(count=spec["count"], sliced=tuple(spec["sliced"]),
+                               dim=spec.get("dim", ""),
+                               watched=",".join(spec.get("watch", [])) if spec.get("dim") else "",
                                test=spec["test"], status=got.status, reason=got.reason,
                                groups=got.groups, group_elements=got.group_elements,
                                outputs=tuple(got.outputs), outside_work=got.outside_work,

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -28,8 +28,9 @@ from jaxjudge.rules.dataflow import Budget, Graph, TooComplex, build_graph
 from jaxjudge.rules.dimindex import Visit, dim_axes, visits
 from jaxjudge.rules.folding import Value, fold_constants
 from jaxjudge.rules.growth import growth
+from jaxjudge.rules.observed import visited
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
-from jaxjudge.rules.region import region_of
+from jaxjudge.rules.region import noted, region_of
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import Module, ParseError
 from jaxjudge.rules.structure import _DIM as DIM_PATTERN
@@ -127,6 +128,8 @@ def check_no_loop_over_dim(programs: Sequence[ProgramInfo], *, dims: Sequence[st
             outcome = _same_loops(counts, dim)
         if outcome.passed:
             outcome = _no_visits(counts, dim)
+        if outcome.passed:
+            outcome = _not_seen_visiting(parsed, dim)
         if not outcome.passed:
             return outcome
     return RuleOutcome(True, f"No loop over {_or(dims)} was found: the programs that differ "
@@ -201,6 +204,17 @@ def _no_visits(counts: list[_Loops], dim: str) -> RuleOutcome:
                 region=region_of(c.item.module, [v.op], c.item.program)
                 or _loop_region(c.item, c.g, [v.loop], 0))
     return RuleOutcome(True, f"No loop visits {dim} one slice at a time.")
+
+
+def _not_seen_visiting(parsed: Sequence[Any], dim: str) -> RuleOutcome:
+    """What stage B saw the program do (jaxjudge.rules.observed): no loop taking the
+    dimension's indices up one step at a time."""
+    for item in parsed:
+        why = visited(item.program.observed, dim)
+        if why is not None:
+            return RuleOutcome(False, f"{why}. {_FIX[0].upper()}{_FIX[1:]}.",
+                               region=noted(item.program, f"a loop visits {dim} when run"))
+    return RuleOutcome(True, f"No loop was seen visiting {dim} when the program ran.")
 
 
 def _or(items: Sequence[str]) -> str:

@@ -55,8 +55,10 @@ class Observation:
 
     count: int  # the trip count the variants were made for
     sliced: tuple[str, ...]  # the input paths one group of which each group variant changed
-    test: str  # the test whose inputs ran
-    status: str  # "ok", or "unobservable" (reason says why: the text alone decides)
+    dim: str = ""  # no_loop_over_dim: the dimension one index of which each group changed
+    watched: str = ""  # no_loop_over_dim: the input whose indices the groups changed
+    test: str = ""  # the test whose inputs ran
+    status: str = "ok"  # "ok", or "unobservable" (reason says why: the text alone decides)
     reason: str = ""
     groups: int = 0
     group_elements: int = 0
@@ -184,4 +186,29 @@ def matching(observations: tuple[Observation, ...], count: int,
     for obs in observations:
         if obs.count == count and obs.sliced == sliced:
             return obs
+    return None
+
+
+def visited(observations: tuple[Observation, ...], dim: str) -> str | None:
+    """None unless an observed loop took the indices along `dim` up at different steps (one
+    example, row or head at a time, however the program picked them); else what was seen."""
+    for obs in observations:
+        if obs.dim != dim or obs.status != "ok":
+            continue
+        for run in obs.loops:
+            if run.steps < 2:
+                continue
+            steps = sorted({s for s in run.first[: obs.groups] if s is not None})
+            if len(steps) < 2:
+                continue
+            firsts = [s for s in run.first[: obs.groups]]
+            shown = ", ".join(f"{dim} index {g} at step {s + 1}" for g, s in
+                              enumerate(firsts[:4]) if s is not None)
+            what = f" of {obs.watched}" if obs.watched else ""
+            return (f"When your program ran on test {obs.test!r}, a loop of {run.steps} steps "
+                    f"took the {obs.groups} indices along {dim}{what} up at {len(steps)} "
+                    f"different "
+                    f"steps (its state first moved with {shown}): it visits {dim} one slice "
+                    f"at a time, however the slice is picked (a gather, a permutation, a "
+                    f"one-hot product, a padded copy)")
     return None
