@@ -228,7 +228,7 @@ class StageB(StageBase):
 
     def _stage_b_outcome(
         self, result: StageBResult, texts: dict[str, str], progs: list[dict[str, Any]],
-        watch: list[dict[str, Any]],
+        watch: list[dict[str, Any]] | None = None,
     ) -> tuple[dict[str, Any], list[ProgramInfo]]:
         """Stage B's (fresh or cached) result -> outputs and verified programs, or a verdict."""
         if result.engines:
@@ -268,7 +268,7 @@ class StageB(StageBase):
                     tested=prog["id"] not in probes_only,
                     located=located(texts.get(prog["id"] + LINES_SUFFIX), self.display_name,
                                     n_lines),
-                    observed=observations(result.observed, watch, prog["id"]),
+                    observed=observations(result.observed, watch or [], prog["id"]),
                 )
             )
             sid = prog.get("profile")

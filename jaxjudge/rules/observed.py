@@ -82,19 +82,22 @@ def _ranges(steps: list[int]) -> str:
 
 
 def _work_note(runs: list[LoopRun], idle: list[int]) -> str:
+    """What the idle and the working steps executed (multiply-adds and reduced elements)."""
     run = runs[0]
     busy = [s for s in range(run.steps) if s not in idle]
-    if not run.work:
+    if not run.work or not busy:
         return ""
     idle_work = sorted({run.work[s] for s in idle if s < len(run.work)})
     busy_work = sorted({run.work[s] for s in busy if s < len(run.work)})
-    if not busy_work:
+    if not busy_work or not idle_work:
         return ""
-    said = (f" (step{'s' if len(idle) > 1 else ''} {_ranges(idle)} executed "
-            f"{'/'.join(map(str, idle_work[:3]))} multiply-adds; step"
-            f"{'s' if len(busy) > 1 else ''} {_ranges(busy)} executed "
-            f"{'/'.join(map(str, busy_work[:3]))})")
-    return said
+    plural = "s" if len(idle) > 1 else ""
+    if idle_work == [0]:
+        return (f" (step{plural} {_ranges(idle)} executed 0 multiply-adds; step"
+                f"{'s' if len(busy) > 1 else ''} {_ranges(busy)} executed "
+                f"{'/'.join(map(str, busy_work[:3]))})")
+    return (f" (step{plural} {_ranges(idle)} executed {'/'.join(map(str, idle_work[:3]))} "
+            f"multiply-adds each, and none of it reaches what the loop carries)")
 
 
 def _every_step(runs: list[LoopRun], count: int) -> str | None:

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+MAX_SORT_PAIRS = 4_000_000  # comparator runs of one sort, all variants counted
+
 
 class Unobservable(Exception):  # replaced by install(): the evaluator's own
     pass
@@ -283,22 +285,53 @@ def reduce(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
     return [self._out(np.asarray(out), op.results[0])]
 
 
+def _captured(self, body) -> dict:
+    """The values a comparator reads from around it (constants), one copy for every pair: they
+    must be the same in every variant."""
+    inner = set(body.arguments)
+    out = {}
+    for o in body.operations:
+        o = o.operation
+        for v in o.operands:
+            if v not in inner and v not in out:
+                x = self.env.get(v)
+                same = x == x[:1] if x is not None else None
+                if same is not None and x.dtype.kind in "fc":
+                    same |= np.isnan(x) & np.isnan(x[:1])
+                if same is None or not same.all():
+                    raise Unobservable("a sort comparator that reads a changing value")
+                out[v] = x[:1]
+        inner.update(o.results)
+    return out
+
+
 def region_sort(self, op, ins):
-    """jnp.sort / argsort: a comparator that is one LT or GT of the first operand's two
-    elements; every operand follows the first one's stable order."""
-    body = op.regions[0].blocks[0]
-    inner = [o.operation for o in body.operations]
-    args = list(body.arguments)
-    cmp = next((o for o in inner if o.name.endswith(".compare")), None)
-    if cmp is None or len(inner) > 2 or list(cmp.operands) not in (args[:2], args[1::-1]):
-        raise Unobservable("a sort with a computed comparator")
-    direction = str(self.hlo.ComparisonDirectionAttr(cmp.attributes["comparison_direction"]).value)
-    if direction not in ("LT", "GT"):
-        raise Unobservable(f"a sort by {direction}")
-    descending = (direction == "GT") == (list(cmp.operands) == args[:2])
+    """stablehlo.sort with any comparator: the comparator region runs once on every pair of
+    elements of every slice (as variants of a scalar program), and each element's place in a
+    stable sort is the count of the elements that must precede it."""
     dim = int(self.ir.IntegerAttr(op.attributes["dimension"]).value) + 1
-    keys = np.broadcast_to(ins[0], (self.V, *ins[0].shape[1:]))
-    order = np.argsort(-keys if descending else keys, axis=dim, kind="stable")
-    self._spend(keys.size)
-    outs = [np.take_along_axis(np.broadcast_to(x, keys.shape), order, axis=dim) for x in ins]
+    vals = [np.moveaxis(np.broadcast_to(x, (self.V, *ins[0].shape[1:])), dim, -1) for x in ins]
+    lead, n = vals[0].shape[:-1], vals[0].shape[-1]
+    pairs = math.prod(lead) * n * n
+    if pairs > MAX_SORT_PAIRS:
+        raise Unobservable("a sort too large to observe")
+    self._spend(pairs * 8)
+    args = []
+    for x in vals:
+        flat = x.reshape(-1, n)
+        args.append(np.repeat(flat[:, :, None], n, axis=2).reshape(-1))  # element i
+        args.append(np.repeat(flat[:, None, :], n, axis=1).reshape(-1))  # element j
+    sub = type(self).__new__(type(self))
+    sub.__dict__.update(self.__dict__)
+    sub.V, sub.active, sub.inject, sub.groups, sub.whole = pairs, [], {}, 0, None
+    body = op.regions[0].blocks[0]
+    less = sub.block(body, args, _captured(self, body))[0].reshape(-1, n, n).astype(bool)
+    earlier = np.arange(n)[:, None] > np.arange(n)[None, :]  # [i, j]: j comes before i
+    tie = ~less & ~np.swapaxes(less, 1, 2)
+    rank = (np.swapaxes(less, 1, 2) | (tie & earlier)).sum(axis=2)  # [s, i]: i's place
+    order = np.argsort(rank, axis=1, kind="stable")
+    outs = []
+    for x in vals:
+        y = np.take_along_axis(x.reshape(-1, n), order, axis=1).reshape(x.shape)
+        outs.append(np.moveaxis(y, -1, dim))
     return [self._out(o, r) for o, r in zip(outs, op.results, strict=True)]

@@ -1,0 +1,242 @@
+"""Stage B's observer (jaxjudge/stages/observe.py on evaluator.py): the numbers it computes and
+what it records of each loop.
+
+The evaluator must give XLA's numbers on every op family the problems' programs use (or say
+it cannot: never a wrong number, since the loop requirements are decided from it), and its
+records must tell an honest loop from the cheats the text analysis misses: a gate mixed with a
+data zero, all the work at one step, several shares taken up at once, a copy it cannot follow.
+The stage files run by path, so they are loaded here with runpy as stage B loads them.
+"""
+
+from __future__ import annotations
+
+import runpy
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import export
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
+from jax._src.lib.mlir.dialects import hlo
+
+from jaxjudge.grading.stage_common import STAGES_DIR
+
+OBS = runpy.run_path(str(STAGES_DIR / "observe.py"), run_name="jaxjudge_test_observe")
+Unobservable = OBS["Unobservable"]
+
+
+def _program(fn: Callable, *args) -> tuple[str, list[np.ndarray], list]:
+    """fn exported as stage B sees it: generic-form text, main's inputs, XLA's outputs."""
+    exp = export.export(jax.jit(fn))(*args)
+    with mlir.make_ir_context():
+        text = ir.Module.parse(exp.mlir_module()).operation.get_asm(
+            print_generic_op_form=True, enable_debug_info=False)
+    leaves = jax.tree_util.tree_leaves(args)
+    kept = sorted(exp.module_kept_var_idx)
+    return text, [np.asarray(leaves[i]) for i in kept], jax.tree_util.tree_leaves(exp.call(*args))
+
+
+def _evaluate(fn: Callable, *args) -> tuple[list[np.ndarray], list]:
+    text, ins, want = _program(fn, *args)
+    ctx = mlir.make_ir_context()
+    with ctx:
+        ev = OBS["Evaluator"](ir.Module.parse(text), ir, hlo, 1, {})
+        got = ev.run([x[None] for x in ins])
+    return [g[0] for g in got], want
+
+
+def _observe(fn: Callable, *args, groups=(), inject: int = 0, watched=None) -> dict:
+    text, ins, _ = _program(fn, *args)
+    return OBS["observe"](text, ins, list(groups), inject, ir, hlo, mlir.make_ir_context(),
+                          watched)
+
+
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((6, 3)).astype(np.float32)
+M = RNG.standard_normal((4, 5)).astype(np.float32)
+
+
+def _ema_scan(x, alpha):
+    def step(prev, row):
+        cur = alpha * row + (1 - alpha) * prev
+        return cur, cur
+
+    return jax.lax.scan(step, x[0], x)[1]
+
+
+CASES: dict[str, tuple[Callable, tuple]] = {
+    "scan": (_ema_scan, (X, np.float32(0.3))),
+    "dot_general batched": (lambda a, b: jnp.einsum("bij,bjk->bik", a, b),
+                            (RNG.standard_normal((2, 3, 4)).astype(np.float32),
+                             RNG.standard_normal((2, 4, 5)).astype(np.float32))),
+    "gather by index array": (lambda x, i: x[i], (X, np.array([5, 0, 2, 2], np.int32))),
+    "gather 2-d points": (lambda x, i, j: x[i, j], (X, np.array([1, 5], np.int32),
+                                                    np.array([2, 0], np.int32))),
+    "scatter add": (lambda x, i: x.at[i].add(1.5), (X, np.array([0, 0, 3], np.int32))),
+    "scatter set out of bounds": (lambda x, i: x.at[i].set(-1.0, mode="drop"),
+                                  (X, np.array([1, 9], np.int32))),
+    "segment_sum": (lambda x: jax.ops.segment_sum(x, jnp.array([0, 1, 0, 1, 2, 2]), 3), (X,)),
+    "conv 1-d": (lambda x, w: jax.lax.conv_general_dilated(x[None], w, (1,), [(1, 1)]),
+                 (RNG.standard_normal((2, 7)).astype(np.float32),
+                  RNG.standard_normal((3, 2, 3)).astype(np.float32))),
+    "conv 2-d strided dilated": (
+        lambda x, w: jax.lax.conv_general_dilated(x, w, (2, 1), "SAME", rhs_dilation=(1, 2)),
+        (RNG.standard_normal((1, 2, 6, 5)).astype(np.float32),
+         RNG.standard_normal((3, 2, 2, 2)).astype(np.float32))),
+    "fft round trip": (lambda x: jnp.real(jnp.fft.ifft(jnp.fft.fft(x))), (X,)),
+    "rfft": (lambda x: jnp.abs(jnp.fft.rfft(x)), (X,)),
+    "sort and argsort": (lambda x: (jnp.sort(x, axis=0), jnp.argsort(-x[:, 0])), (X,)),
+    "pad with interior and negative edges": (
+        lambda x: jax.lax.pad(x, np.float32(7), [(1, -1, 1), (-1, 2, 0)]), (X,)),
+    "cond on data": (lambda x: jax.lax.cond(x.sum() > 0, jnp.sin, jnp.cos, x), (X,)),
+    "switch": (lambda x, i: jax.lax.switch(i, [jnp.sin, jnp.cos, jnp.tanh], x),
+               (X, np.int32(2))),
+    "while with a data condition": (
+        lambda x: jax.lax.while_loop(lambda c: c[0] < 10.0, lambda c: (c[0] + jnp.abs(c[1]).sum(),
+                                                                       c[1] * 0.5), (0.0, x)),
+        (X,)),
+    "integer division and remainder": (
+        lambda a, b: (a // b, a % b, jnp.right_shift(a, 1)),
+        (np.array([7, -7, 9, 0], np.int32), np.array([2, 2, -4, 3], np.int32))),
+    "reductions": (lambda x: (x.max(0), x.min(1), x.prod(), jnp.any(x > 1.0)), (M,)),
+    "complex numbers": (lambda x: jnp.real((x + 1j) * jnp.exp(1j * x)), (X,)),
+    "bitcast round trip": (
+        lambda x: jax.lax.bitcast_convert_type(jax.lax.bitcast_convert_type(x, jnp.int32) ^ 1,
+                                               jnp.float32), (X,)),
+    "transpose, reverse, slices, concat": (
+        lambda x: jnp.concatenate([x.T[::-1], x[1:4:2].T], axis=1), (X,)),
+    "softmax and logsumexp": (lambda x: (jax.nn.softmax(x), jax.nn.logsumexp(x, axis=0)), (M,)),
+    "grad of a tanh mlp": (lambda w, x: jax.grad(lambda w: jnp.tanh(x @ w).sum())(w),
+                           (RNG.standard_normal((3, 4)).astype(np.float32), X)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_evaluator_gives_xlas_numbers(name: str) -> None:
+    fn, args = CASES[name]
+    got, want = _evaluate(fn, *args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        w = np.asarray(w)
+        assert g.shape == w.shape, name
+        assert g.dtype == w.dtype, name
+        if w.dtype.kind in "biu":
+            np.testing.assert_array_equal(g, w, err_msg=name)
+        else:
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=2e-5,
+                                       atol=2e-6, err_msg=name)
+
+
+def test_an_op_it_does_not_know_is_unobservable_not_a_guess() -> None:
+    with pytest.raises(Unobservable, match="reduce_window"):
+        _evaluate(lambda x: jnp.cumsum(x, axis=0), X)
+
+
+def test_a_run_past_its_budget_is_unobservable() -> None:
+    def spin(x):
+        return jax.lax.fori_loop(0, 200_000, lambda i, c: c + 1.0, x)
+
+    with pytest.raises(Unobservable, match="too many steps"):
+        _evaluate(spin, X)
+
+
+ROWS = [{"arg": 0, "axis": 0, "size": 1, "count": 6}]
+
+
+def _loop(result: dict, steps: int) -> dict:
+    runs = [r for r in result["loops"] if r["steps"] == steps]
+    assert len(runs) == 1, result["loops"]
+    return runs[0]
+
+
+def test_an_honest_scan_takes_one_row_per_step_and_keeps_every_step() -> None:
+    got = _observe(_ema_scan, X, np.float32(0.3), groups=ROWS, inject=6)
+    run = _loop(got, 6)
+    assert run["first"] == [0, 1, 2, 3, 4, 5]
+    assert run["kept"] == [True] * 6
+    assert got["outputs"] == [18, 15, 12, 9, 6, 3]  # row t moves rows t.. of the average
+    assert run["exit"][0] >= got["outputs"][0]
+
+
+def _weights(x, alpha):
+    t = x.shape[0]
+    i, j = jnp.arange(t)[:, None], jnp.arange(t)[None, :]
+    keep = 1.0 - alpha
+    return jnp.where(j <= i, jnp.where(j == 0, keep ** i, alpha * keep ** (i - j)), 0.0)
+
+
+def test_a_data_zero_gate_shows_idle_steps() -> None:
+    def cheat(x, alpha):
+        zero = jnp.minimum(jnp.abs(x).sum(), 0.0)
+        w = _weights(x, alpha)
+
+        def body(t, buf):
+            g = (t == 0).astype(x.dtype) + zero
+            return g * (w @ x) + (1.0 - g) * buf
+
+        return jax.lax.fori_loop(0, x.shape[0], body, jnp.zeros_like(x))
+
+    got = _observe(cheat, X, np.float32(0.3), groups=ROWS, inject=6)
+    run = _loop(got, 6)
+    assert run["kept"] == [True] + [False] * 5  # the gate's own zero is not changed
+    assert run["first"] == [0] * 6  # every row at step 1
+    assert run["work"] == [108] * 6  # w @ x runs at every step, thrown away at 2..6
+
+
+def test_a_copy_by_gather_is_followed_and_mixing_after_the_loop_shows() -> None:
+    def cheat(x, alpha):
+        xc = x[jnp.argsort(-jnp.arange(x.shape[0]))[::-1]]
+
+        def body(buf, t):
+            return buf.at[t].set(xc[t]), None
+
+        rebuilt, _ = jax.lax.scan(body, jnp.zeros_like(x), jnp.arange(x.shape[0]))
+        return _weights(x, alpha) @ rebuilt
+
+    got = _observe(cheat, X, np.float32(0.3), groups=ROWS, inject=6)
+    run = _loop(got, 6)
+    assert run["first"] == [0, 1, 2, 3, 4, 5]  # the copy carries every row's change
+    assert run["exit"] == [3] * 6  # the loop holds one row per group...
+    assert got["outputs"][0] == 18  # ...the outputs mix them after it
+
+
+def test_a_one_hot_pick_visits_the_rows_one_step_at_a_time() -> None:
+    def cheat(x):
+        n = x.shape[0]
+
+        def row(i, out):
+            pick = (jnp.arange(n) == jnp.minimum(i, n - 1)).astype(x.dtype)
+            return jnp.where((pick > 0)[:, None], jnp.sin(pick @ x)[None], out)
+
+        return jax.lax.fori_loop(0, 16, row, jnp.zeros_like(x))
+
+    got = _observe(cheat, X, groups=ROWS)
+    assert _loop(got, 16)["first"] == [0, 1, 2, 3, 4, 5]
+
+
+def test_a_loop_over_another_axis_takes_every_row_at_its_first_step() -> None:
+    def honest(x):  # a loop over the features, all rows at every step
+        return jax.lax.fori_loop(0, x.shape[1], lambda k, acc: acc + x[:, k] ** 2,
+                                 jnp.zeros(x.shape[0], x.dtype))
+
+    got = _observe(honest, X, groups=ROWS)
+    assert _loop(got, 3)["first"] == [0] * 6
+
+
+def test_nested_loops_get_their_own_inject_variants() -> None:
+    def cheat(w, u):  # all eight iterations at step 0 by a nested loop
+        zero = (jnp.abs(w).sum() * 0.0).astype(jnp.int32)
+
+        def one(_, u):
+            return w @ (w.T @ u) / 10.0
+
+        return jax.lax.fori_loop(
+            0, 8, lambda i, u: jax.lax.fori_loop(0, jnp.where(i == 0, 8, 0) + zero, one, u), u)
+
+    got = _observe(cheat, M, RNG.standard_normal(4).astype(np.float32), inject=8,
+                   watched=[0])
+    outer = next(r for r in got["loops"] if r["depth"] == 0)
+    assert outer["kept"] == [True] + [False] * 7
