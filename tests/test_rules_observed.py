@@ -116,3 +116,10 @@ def test_an_observation_is_schema_checked() -> None:
     ):
         with pytest.raises(MalformedResult):
             parse_stage_b(_stage_b(bad))
+
+
+def test_a_run_past_the_budget_fails_a_loop_requirement() -> None:
+    obs = Observation(count=4, sliced=(), dim="B", test="t", status="over_budget",
+                      reason="more than 60,000,000 element operations")
+    why = visited((obs,), "B")
+    assert why is not None and "could not watch" in why

@@ -58,7 +58,8 @@ class Observation:
     dim: str = ""  # no_loop_over_dim: the dimension one index of which each group changed
     watched: str = ""  # no_loop_over_dim: the input whose indices the groups changed
     test: str = ""  # the test whose inputs ran
-    status: str = "ok"  # "ok", or "unobservable" (reason says why: the text alone decides)
+    status: str = "ok"  # or "unobservable" (an op it does not run: the text alone decides),
+    # "over_budget" (more work than any solution needs: the requirement fails), "error" (ours)
     reason: str = ""
     groups: int = 0
     group_elements: int = 0
@@ -196,6 +197,10 @@ def visited(observations: tuple[Observation, ...], dim: str) -> str | None:
     """None unless an observed loop took the indices along `dim` up at different steps (one
     example, row or head at a time, however the program picked them); else what was seen."""
     for obs in observations:
+        if obs.dim == dim and obs.status == "over_budget":
+            return (f"When your program ran on test {obs.test!r}, it needed {obs.reason}: far "
+                    f"more than this problem needs at that size, so the grader could not watch "
+                    f"its loops")
         if obs.dim != dim or obs.status != "ok":
             continue
         for run in obs.loops:

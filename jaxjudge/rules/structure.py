@@ -200,7 +200,13 @@ def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_
                       hint: str) -> str | None:
     """What the run stage B observed says against the loop the text analysis accepted."""
     obs = matching(p.observed, want, sliced)
-    if obs is None or obs.status != "ok" or not (every_step or sliced):
+    if obs is None or not (every_step or sliced):
+        return None
+    if obs.status == "over_budget":
+        return (f"When your program ran on test {obs.test!r}, it needed {obs.reason}: far "
+                f"more than this problem needs at that size, so the grader could not watch "
+                f"what its loop does at each step. {hint}").strip()
+    if obs.status != "ok":
         return None
     why = judge_loop(obs, every_step=every_step, sliced=bool(sliced), names=_and(list(sliced)))
     if why is None:

@@ -15,12 +15,18 @@ from typing import Any
 import numpy as np
 
 MAX_VARIANTS = 160
-MAX_WORK = 60_000_000  # element operations, all variants counted
+MAX_WORK = 60_000_000  # element operations, all variants counted, plus OP_COST per op run
+OP_COST = 2_000  # an op's fixed cost in element operations (numpy's per-call overhead)
 MAX_STEPS = 100_000  # loop iterations, all loops
 MAX_ELEMENTS = 1 << 20  # elements of one value, all variants counted
 MAX_CALL_DEPTH = 64
 MAX_RECORDS = 256  # loop runs recorded (later ones still run)
 MAX_RECORDED_STEPS = 1024
+
+
+class OverBudget(Exception):
+    """The run needs more work than the observer gives one program (deterministic: counted in
+    element operations and steps, never in seconds, so the verdict does not follow the load)."""
 
 
 class Unobservable(Exception):
@@ -131,7 +137,7 @@ class Evaluator:
     def _spend(self, elements: int) -> None:
         self.work += elements
         if self.work > MAX_WORK:
-            raise Unobservable("the observation budget ran out")
+            raise OverBudget(f"more than {MAX_WORK:,} element operations")
 
     def _out(self, arr: np.ndarray, value) -> np.ndarray:
         shape, dtype = self._type(value)
@@ -171,10 +177,11 @@ class Evaluator:
             if name in ("func.return", "stablehlo.return", "mhlo.return"):
                 return [self._get(env, v) for v in op.operands]
             ins = [self._get(env, v) for v in op.operands]
+            self._spend(OP_COST)
             self.env = env
             try:
                 outs = self.op(op, name, ins)
-            except (Unobservable, RecursionError, MemoryError):
+            except (Unobservable, OverBudget, RecursionError, MemoryError):
                 raise
             except Exception as exc:  # an op read in a way we did not foresee
                 raise Unobservable(f"the op {name} ({type(exc).__name__})") from None
@@ -483,7 +490,7 @@ class Evaluator:
             while active.any():
                 self.steps += 1
                 if self.steps > MAX_STEPS:
-                    raise Unobservable("loops ran too many steps")
+                    raise OverBudget(f"more than {MAX_STEPS:,} loop steps")
                 reads = carry
                 v = self.inject.get((level, step))
                 clean = v is not None and not any(_moved(c[v], c[0]).any() for c in carry)

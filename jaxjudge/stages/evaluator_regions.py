@@ -335,3 +335,51 @@ def region_sort(self, op, ins):
         y = np.take_along_axis(x.reshape(-1, n), order, axis=1).reshape(x.shape)
         outs.append(np.moveaxis(y, -1, dim))
     return [self._out(o, r) for o, r in zip(outs, op.results, strict=True)]
+
+
+def region_reduce_window(self, op, ins):
+    """reduce_window with an add, multiply, max or min body (jnp.cumsum, cumprod, pooling):
+    the input dilated and padded with the init value, then every window offset combined."""
+    if len(ins) != 2:
+        raise Unobservable("a windowed reduction of several values")
+    kind = self._reducer(op)
+    fn = {"add": np.add, "multiply": np.multiply, "maximum": np.maximum,
+          "minimum": np.minimum, "and": np.logical_and, "or": np.logical_or}[kind]
+    a = op.attributes
+    x, init = np.broadcast_to(ins[0], (self.V, *ins[0].shape[1:])), ins[1]
+    rank = x.ndim - 1
+    win = self._i64s(op, "window_dimensions")
+    strides = self._i64s(op, "window_strides") if "window_strides" in a else [1] * rank
+    bdil = self._i64s(op, "base_dilations") if "base_dilations" in a else [1] * rank
+    wdil = self._i64s(op, "window_dilations") if "window_dilations" in a else [1] * rank
+    pad = np.array(a["padding"]).reshape(rank, 2).tolist() if "padding" in a else [[0, 0]] * rank
+    fill = init.reshape((init.shape[0],) + (1,) * rank)
+    shape = [(n - 1) * d + 1 if n else 0 for n, d in zip(x.shape[1:], bdil, strict=True)]
+    big = np.empty((self.V, *shape), dtype=x.dtype)
+    big[...] = fill
+    big[(slice(None), *(slice(None, None, d) for d in bdil))] = x
+    for i, (lo, hi) in enumerate(pad):
+        if lo < 0 or hi < 0:
+            raise Unobservable("a windowed reduction with negative padding")
+        full = [(0, 0)] * big.ndim
+        full[i + 1] = (lo, hi)
+        big = np.pad(big, full, constant_values=0)
+        if lo or hi:  # np.pad fills zeros: put the init value there
+            edge = [slice(None)] * big.ndim
+            edge[i + 1] = slice(0, lo)
+            big[tuple(edge)] = np.broadcast_to(fill, big[tuple(edge)].shape)
+            edge[i + 1] = slice(big.shape[i + 1] - hi, big.shape[i + 1])
+            big[tuple(edge)] = np.broadcast_to(fill, big[tuple(edge)].shape)
+    eff = [(w - 1) * d + 1 for w, d in zip(win, wdil, strict=True)]
+    out_shape = [max(0, (n - e) // s + 1) for n, e, s in zip(big.shape[1:], eff, strides,
+                                                          strict=True)]
+    out = np.empty((self.V, *out_shape), dtype=x.dtype)
+    out[...] = fill
+    self._count(max(1, math.prod(out_shape)) * max(1, math.prod(win)))
+    self._spend(out.size * max(1, math.prod(win)))
+    with np.errstate(all="ignore"):
+        for k in np.ndindex(*win):
+            sl = tuple(slice(o * d, o * d + (n - 1) * s + 1, s) for o, d, n, s in
+                       zip(k, wdil, out_shape, strides, strict=True))
+            out = fn(out, big[(slice(None), *sl)])
+    return [self._out(out, op.results[0])]

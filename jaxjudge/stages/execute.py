@@ -567,6 +567,8 @@ def _observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: 
                                            int(entry["inject"]), ir, hlo, ctx, watched)
         except observer["Unobservable"] as exc:
             out[oid] = {"status": "unobservable", "reason": str(exc)[:500]}
+        except observer["OverBudget"] as exc:
+            out[oid] = {"status": "over_budget", "reason": str(exc)[:500]}
         except Exception as exc:  # our evaluator's bug: the text analysis still decides
             out[oid] = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"[:500]}
     return out

@@ -35,6 +35,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _ev = runpy.run_path(os.path.join(_HERE, "evaluator.py"), run_name="jaxjudge_evaluator")
 Evaluator = _ev["Evaluator"]
 Unobservable = _ev["Unobservable"]
+OverBudget = _ev["OverBudget"]
 MAX_VARIANTS = _ev["MAX_VARIANTS"]
 _changed = _ev["_changed"]
 _moved = _ev["_moved"]
