@@ -40,7 +40,7 @@ def test_idle_steps_fail_and_say_what_ran() -> None:
     why = judge_loop(_obs(run), every_step=True, sliced=False, names="x")
     assert why is not None
     assert "steps 2–6 of its 6" in why
-    assert "steps 2–6 executed 0 multiply-adds; step 1 executed 64" in why
+    assert "steps 2–6 executed 0 arithmetic operations; step 1 executed 64" in why
 
 
 def test_unknown_steps_are_not_counted_against_the_loop() -> None:
@@ -123,3 +123,17 @@ def test_a_run_past_the_budget_fails_a_loop_requirement() -> None:
                       reason="more than 60,000,000 element operations")
     why = visited((obs,), "B")
     assert why is not None and "could not watch" in why
+
+
+def test_work_outside_the_loop_and_a_start_computed_from_the_inputs_fail() -> None:
+    busy = _run([], [True] * 6, work=[50] * 6)
+    fine = Observation(count=6, sliced=(), test="t", outside_work=60, loops=(busy,))
+    assert judge_loop(fine, every_step=True, sliced=False, names="", outside_factor=2) is None
+    heavy = Observation(count=6, sliced=(), test="t", outside_work=400, loops=(busy,))
+    why = judge_loop(heavy, every_step=True, sliced=False, names="", outside_factor=2)
+    assert why is not None and "outside the loop your program executed 400" in why
+    started = LoopRun(index=9, depth=0, steps=6, entry=(), first=(), exit=(), kept=(True,) * 6,
+                      work=(50,) * 6, whole_entry=9)
+    why = judge_loop(Observation(count=6, sliced=(), test="t", loops=(started,)),
+                     every_step=True, sliced=False, names="", outside_factor=2)
+    assert why is not None and "before the loop" in why

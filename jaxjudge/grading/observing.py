@@ -118,7 +118,7 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
         loops = tuple(
             LoopRun(index=r.index, depth=r.depth, steps=r.steps, entry=tuple(r.entry),
                     first=tuple(r.first), exit=tuple(r.exit), kept=tuple(r.kept),
-                    work=tuple(r.work))
+                    work=tuple(r.work), whole_entry=r.whole_entry)
             for r in got.loops
         )
         out.append(Observation(count=spec["count"], sliced=tuple(spec["sliced"]),

@@ -160,6 +160,7 @@ class ObservedLoop(_Strict):
     exit: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
     kept: Annotated[list[bool | None], Field(max_length=MAX_OBSERVED_STEPS)]
     work: Annotated[list[Count], Field(max_length=MAX_OBSERVED_STEPS)]
+    whole_entry: Count = 0
 
 
 class ObservedResult(_Strict):

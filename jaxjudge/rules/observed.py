@@ -46,7 +46,9 @@ class LoopRun:
     exit: tuple[int, ...]  # per group: elements of the loop's state that moved at the end
     kept: tuple[bool | None, ...]  # per step: did changing its reads change its state (None:
     # unknown, the variant had already moved)
-    work: tuple[int, ...]  # per step: multiply-adds and reduced elements executed
+    work: tuple[int, ...]  # per step: multiply-adds, reduced elements and elementwise
+    # products and sums executed
+    whole_entry: int = 0  # the loop's state at entry: elements that move with the inputs
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class Observation:
     groups: int = 0
     group_elements: int = 0
     outputs: tuple[int, ...] = ()  # per group: output elements that moved
-    outside_work: int = 0
+    outside_work: int = 0  # arithmetic executed outside every loop
     loops: tuple[LoopRun, ...] = field(default_factory=tuple)
 
 
@@ -94,11 +96,11 @@ def _work_note(runs: list[LoopRun], idle: list[int]) -> str:
         return ""
     plural = "s" if len(idle) > 1 else ""
     if idle_work == [0]:
-        return (f" (step{plural} {_ranges(idle)} executed 0 multiply-adds; step"
+        return (f" (step{plural} {_ranges(idle)} executed 0 arithmetic operations; step"
                 f"{'s' if len(busy) > 1 else ''} {_ranges(busy)} executed "
                 f"{'/'.join(map(str, busy_work[:3]))})")
     return (f" (step{plural} {_ranges(idle)} executed {'/'.join(map(str, idle_work[:3]))} "
-            f"multiply-adds each, and none of it reaches what the loop carries)")
+            f"arithmetic operations each, and none of it reaches what the loop carries)")
 
 
 def _every_step(runs: list[LoopRun], count: int) -> str | None:
@@ -158,8 +160,24 @@ def _nothing_mixed_outside(runs: list[LoopRun], obs: Observation, names: str) ->
     return None
 
 
+def _outside_work(runs: list[LoopRun], obs: Observation, factor: float) -> str | None:
+    """The arithmetic executed outside every loop is at most `factor` times what the loop's
+    busiest step executes, and the loop does not start from a state computed from the inputs
+    it works on (iterations done before it)."""
+    if any(run.whole_entry for run in runs):
+        moved = max(run.whole_entry for run in runs)
+        return (f"the loop starts from {moved} values computed from the inputs it works on: "
+                f"part of the work is done before the loop")
+    step = max((max(run.work, default=0) for run in runs), default=0)
+    if step and obs.outside_work > factor * step:
+        return (f"outside the loop your program executed {obs.outside_work} arithmetic "
+                f"operations, more than {factor:g} times what one of the loop's steps executes "
+                f"({step}): iterations run before or after it")
+    return None
+
+
 def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
-               names: str) -> str | None:
+               names: str, outside_factor: float | None = None) -> str | None:
     """None when some loop of the observed run that ran `obs.count` steps does what the
     requirement says; else why not (the first loop's reason), with what was measured."""
     every: dict[int, list[LoopRun]] = defaultdict(list)
@@ -178,6 +196,8 @@ def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
         if why is None and sliced and obs.groups:
             why = _one_share_per_step(runs, obs, names) or _nothing_mixed_outside(runs, obs,
                                                                                  names)
+        if why is None and outside_factor is not None:
+            why = _outside_work(runs, obs, outside_factor)
         if why is None:
             return None
         reasons.append(why)

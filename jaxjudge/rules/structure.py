@@ -178,7 +178,8 @@ def check_loop_over_dim(
                              _loop_failure(p, loops, count, want, dim, names, through,
                                            _and(list(sliced)), hint, outside_loop_products),
                              where))
-        elif (seen := _observed_failure(p, want, tuple(sliced), every_step, hint)) is not None:
+        elif (seen := _observed_failure(p, want, tuple(sliced), every_step, hint,
+                                        outside_loop_products)) is not None:
             failures.append((True, want, seen, where))
         shown = shown or where
     if failures:  # the most telling: a program with loops, the longest one
@@ -196,8 +197,13 @@ def check_loop_over_dim(
     return RuleOutcome(True, f"{done}. {grown.message}", region=shown)
 
 
+# With `outside_loop_products`, the arithmetic a run executes outside the loop may be at most
+# this many of the loop's busiest steps (the honest ones: a final product or two, under one).
+OUTSIDE_STEPS = 2
+
+
 def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_step: bool,
-                      hint: str) -> str | None:
+                      hint: str, outside: int | None) -> str | None:
     """What the run stage B observed says against the loop the text analysis accepted."""
     obs = matching(p.observed, want, sliced)
     if obs is None or not (every_step or sliced):
@@ -208,7 +214,8 @@ def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_
                 f"what its loop does at each step. {hint}").strip()
     if obs.status != "ok":
         return None
-    why = judge_loop(obs, every_step=every_step, sliced=bool(sliced), names=_and(list(sliced)))
+    why = judge_loop(obs, every_step=every_step, sliced=bool(sliced), names=_and(list(sliced)),
+                     outside_factor=None if outside is None else OUTSIDE_STEPS)
     if why is None:
         return None
     return f"{why} {hint}".strip()

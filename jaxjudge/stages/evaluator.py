@@ -61,6 +61,7 @@ _BINARY = {
     "minimum": np.minimum, "power": np.power, "atan2": np.arctan2, "xor": np.bitwise_xor,
 }
 _COMPLEX_SPLAT = re.compile(r"dense<\(([^,()]+),([^,()]+)\)>")
+_ARITHMETIC = frozenset({"add", "subtract", "multiply"})  # counted as work, like a dot's
 _COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
             "GT": np.greater, "GE": np.greater_equal}
 _WORK_OPS = {"dot_general": "multiply-adds", "convolution": "multiply-adds"}
@@ -222,6 +223,8 @@ class Evaluator:
         elif short in _BINARY:
             with np.errstate(all="ignore"):
                 out = _BINARY[short](ins[0], ins[1])
+            if short in _ARITHMETIC and np.asarray(out).dtype.kind in "fc":
+                self._count(int(np.asarray(out)[0].size))  # a product spelled elementwise
         else:
             raise Unobservable(f"the op {name}")
         return [self._out(np.asarray(out), res)]
@@ -480,6 +483,7 @@ class Evaluator:
             record = {"index": self.index.get(op, -1), "depth": self.depth, "steps": 0,
                       "entry": self._moved_groups(carry, range(len(carry))),
                       "state_entry": self._moved_groups(carry, state),
+                      "whole_entry": self._moved_in(carry, state, self.whole),
                       "counts": [], "kept": [], "work": []}
             self.loops.append(record)
             self.active.append(record)
@@ -521,6 +525,12 @@ class Evaluator:
         if record is not None:
             record["exit"] = self._moved_groups(carry, state)
         return [self._out(c, r) for c, r in zip(carry, op.results, strict=True)]
+
+    def _moved_in(self, values: list[np.ndarray], which, v: int | None) -> int:
+        """How many elements of values[which] differ from variant 0 in variant v."""
+        if v is None:
+            return 0
+        return int(sum(int(_moved(values[i][v], values[i][0]).sum()) for i in which))
 
     def _moved_groups(self, values: list[np.ndarray], which) -> list[int]:
         """Per group variant: how many elements of values[which] differ from variant 0."""

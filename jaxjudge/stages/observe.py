@@ -115,6 +115,7 @@ def _summary(ev: Evaluator, outs, count: int, inject_steps: int, groups, inputs)
             "entry": rec["entry"],
             "first": _first_changes(rec["counts"], rec["state_entry"], count),
             "exit": rec.get("exit", []),
+            "whole_entry": int(rec["whole_entry"]),
             "kept": rec["kept"],
             "work": [int(w) for w in rec["work"]],
         })
