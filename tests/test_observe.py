@@ -246,3 +246,31 @@ def test_nested_loops_get_their_own_inject_variants() -> None:
                    watched=[0])
     outer = next(r for r in got["loops"] if r["depth"] == 0)
     assert outer["kept"] == [True] + [False] * 7
+
+
+def _mlp_grads(remat: bool):
+    def block(w, x):
+        return jnp.tanh(x @ w) @ w.T
+
+    inner = jax.checkpoint(block, policy=jax.checkpoint_policies.dots_saveable) if remat else block
+
+    def solve(w, x):
+        loss, g = jax.value_and_grad(lambda w: jnp.mean(inner(w, x) ** 2))(w)
+        return {"loss": loss, "g": g}
+
+    return solve
+
+
+def test_a_recomputed_tanh_moves_the_gradients_and_not_the_loss_symbolic_shapes_too() -> None:
+    b = export.symbolic_shape("B")[0]
+    w = jax.ShapeDtypeStruct((3, 4), np.float32)
+    x = jax.ShapeDtypeStruct((b, 3), np.float32)
+    args = [RNG.standard_normal((3, 4)).astype(np.float32), X]
+    for remat, want in ((True, [[12, 1], [12, 0]]), (False, [[12, 1]])):
+        exp = export.export(jax.jit(_mlp_grads(remat)))(w, x)
+        with mlir.make_ir_context():
+            text = ir.Module.parse(exp.mlir_module()).operation.get_asm(
+                print_generic_op_form=True, enable_debug_info=False)
+        got = OBS["observe_activations"](text, args, "stablehlo.tanh", ir, hlo,
+                                         mlir.make_ir_context())
+        assert got["activations"] == want, remat  # outputs: g (12 values), then loss

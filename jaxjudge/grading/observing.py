@@ -28,6 +28,13 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str]) -> li
     for test in plan.tests:
         tests_of.setdefault(test["signature"], test["name"])
     for req in problem.requirements:
+        if req.rule == "rematerialized_activation" and req.level == "program" and tests_of:
+            sid, name = next(iter(tests_of.items()))  # one run: the first test
+            specs.append({"id": f"r{len(specs)}", "program": program_of.get(sid, sid),
+                          "test": name, "kind": "activation", "count": 0, "sliced": [],
+                          "op": str(req.options.get("activation", "tanh")).split(".")[-1],
+                          "groups": [], "inject": 0, "watch": []})
+            continue
         if req.rule == "no_loop_over_dim" and req.level == "program":
             for dim in req.options.get("dims") or ():
                 specs += _visit_specs(problem, plan, tests_of, program_of, dim, len(specs))
@@ -127,5 +134,6 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
                                test=spec["test"], status=got.status, reason=got.reason,
                                groups=got.groups, group_elements=got.group_elements,
                                outputs=tuple(got.outputs), outside_work=got.outside_work,
-                               loops=loops))
+                               loops=loops, kind=spec.get("kind", "loop"),
+                               activations=tuple(tuple(a) for a in got.activations)))
     return tuple(out)

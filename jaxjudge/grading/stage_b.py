@@ -100,8 +100,7 @@ class StageB(StageBase):
                 )
             blobs[prog["id"]] = blob
             prog["export"] = src.name
-        program_of = {sid: prog["id"] for prog in progs if prog["id"] != "poly"
-                      for sid in prog["signatures"]}
+        program_of = {sid: prog["id"] for prog in progs for sid in prog["signatures"]}
         watch = observe_specs(self.problem, self.plan, program_of) if program_of else []
         spec = {
             "arg_names": self.plan.arg_names,

@@ -146,6 +146,7 @@ Count = Annotated[int, Field(ge=0, le=1 << 40)]
 MAX_OBSERVED_LOOPS = 256  # stage B's observer records at most this many loop runs
 MAX_OBSERVED_STEPS = 1024
 MAX_GROUPS = 64
+MAX_OUTPUTS = 4096
 
 
 class ObservedLoop(_Strict):
@@ -174,6 +175,9 @@ class ObservedResult(_Strict):
     outside_work: Count = 0
     loops: Annotated[list[ObservedLoop], Field(max_length=MAX_OBSERVED_LOOPS)] = Field(
         default_factory=list)
+    # per tapped activation op: per program output, the elements that moved
+    activations: Annotated[list[Annotated[list[Count], Field(max_length=MAX_OUTPUTS)]],
+                           Field(max_length=32)] = Field(default_factory=list)
 
 
 class StageBResult(_Strict):

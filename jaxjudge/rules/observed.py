@@ -68,6 +68,41 @@ class Observation:
     outputs: tuple[int, ...] = ()  # per group: output elements that moved
     outside_work: int = 0  # arithmetic executed outside every loop
     loops: tuple[LoopRun, ...] = field(default_factory=tuple)
+    kind: str = "loop"  # or "activation": each op of the activation changed in a variant
+    activations: tuple[tuple[int, ...], ...] = ()  # per activation op: per output, moved
+
+
+def recomputed(observations: tuple[Observation, ...], outs: list[str], primal: tuple[str, ...],
+               gradients: tuple[str, ...], activation: str) -> str | None:
+    """None unless the observed run shows no activation op whose result moves the gradients and
+    not the primal outputs (the one recomputed for the backward pass); else what was seen."""
+    def under(path: str, roots: tuple[str, ...]) -> bool:
+        return any(path == r or path.startswith(r + ".") for r in roots)
+
+    for obs in observations:
+        if obs.kind != "activation":
+            continue
+        if obs.status == "over_budget":
+            return (f"When your program ran on test {obs.test!r}, it needed {obs.reason}: "
+                    f"far more than this problem needs, so the grader could not watch it")
+        if obs.status != "ok":
+            return None
+        grads = [i for i, o in enumerate(outs) if under(o, gradients)]
+        prim = [i for i, o in enumerate(outs) if under(o, primal)]
+        kinds = []
+        for moved in obs.activations:
+            if len(moved) != len(outs):
+                return None  # not the program the paths name: the text decides
+            g = sum(moved[i] for i in grads)
+            p = sum(moved[i] for i in prim)
+            if g and not p:
+                return None
+            kinds.append("both" if g and p else "the loss only" if p else "neither")
+        return (f"When your program ran on test {obs.test!r}, none of its {len(kinds)} "
+                f"{activation} op(s) changes your gradients without changing the loss (changing "
+                f"each one's result moved {', '.join(kinds) or 'nothing'}): the backward pass "
+                f"does not recompute the {activation}, it reuses the forward one")
+    return None
 
 
 def _ranges(steps: list[int]) -> str:

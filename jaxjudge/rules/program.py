@@ -53,6 +53,7 @@ from jaxjudge.rules.dataflow import (
     full_transfer,
     propagate,
 )
+from jaxjudge.rules.observed import recomputed
 from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
 from jaxjudge.rules.region import region_of
 from jaxjudge.rules.registry import RuleOptions, register
@@ -463,6 +464,12 @@ def check_rematerialized_activation(
     opts = {"activation": activation, "product": product, "policy": policy}
     failed = [f for f in findings if f.kind != "ok"]
     if not failed:
+        for p in programs:  # what the run showed (jaxjudge.rules.observed)
+            seen = recomputed(p.observed, p.outs, tuple(primal), tuple(gradients), activation)
+            if seen is not None:
+                return RuleOutcome(False, f"{seen}. Put the block in jax.checkpoint(..., "
+                                          f"policy={policy}) inside the function you "
+                                          f"differentiate.", region=findings[0].region)
         msg = _message(findings[0], **opts)
         if len(findings) > 1:
             msg += f" (checked {len(findings)} input-shape signatures)"

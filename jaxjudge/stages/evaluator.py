@@ -86,6 +86,7 @@ class Evaluator:
         self.active: list[dict[str, Any]] = []  # the records of the loops running now
         self.groups = groups
         self.whole = whole  # the variant with every watched input changed
+        self.taps: dict[Any, int] = {}  # op -> the variant whose result of it is changed
         self.outside_work = 0
         n = [0]
 
@@ -130,9 +131,15 @@ class Evaluator:
             dtype = _bf16()
         if dtype is None:
             raise Unobservable(f"element type {et}")
-        shape = tuple(int(d) for d in t.shape)
-        if any(d < 0 for d in shape):
-            raise Unobservable("a dynamic shape")
+        # a dimension of a shape-polymorphic program is -1 here: the values give its size
+        shape = tuple(max(int(d), -1) for d in t.shape)
+        return shape, dtype
+
+    def _static(self, value) -> tuple[tuple[int, ...], Any]:
+        """A result type whose sizes the op needs to know (a symbolic one cannot say)."""
+        shape, dtype = self._type(value)
+        if -1 in shape:
+            raise Unobservable("an op whose result size is symbolic")
         return shape, dtype
 
     def _spend(self, elements: int) -> None:
@@ -142,6 +149,10 @@ class Evaluator:
 
     def _out(self, arr: np.ndarray, value) -> np.ndarray:
         shape, dtype = self._type(value)
+        if -1 in shape:  # symbolic: the op computed the size; only the rank is checked
+            if arr.ndim != len(shape) + 1:
+                raise Unobservable("a value of the wrong rank")
+            shape = tuple(n if d < 0 else d for d, n in zip(shape, arr.shape[1:], strict=True))
         if arr.shape[1:] != shape:
             arr = np.broadcast_to(arr, (self.V, *shape))
         if arr.size > MAX_ELEMENTS:
@@ -186,9 +197,17 @@ class Evaluator:
                 raise
             except Exception as exc:  # an op read in a way we did not foresee
                 raise Unobservable(f"the op {name} ({type(exc).__name__})") from None
+            if self.taps and op in self.taps and outs and outs[0].dtype.kind in "fc":
+                outs = [self._perturbed_all(outs[0], self.taps[op]), *outs[1:]]
             for r, o in zip(op.results, outs, strict=True):
                 env[r] = o
         raise Unobservable("a block without a return")
+
+    def _perturbed_all(self, x: np.ndarray, v: int) -> np.ndarray:
+        """Variant v of an op's result changed everywhere (a tapped activation)."""
+        out = np.array(np.broadcast_to(x, (self.V, *x.shape[1:])))
+        out[v] = _changed(out[v], self.rng)
+        return out
 
     def _get(self, env, v) -> np.ndarray:
         try:
@@ -237,7 +256,7 @@ class Evaluator:
 
     # elementwise with a twist
     def op_constant(self, op, ins, res):
-        shape, dtype = self._type(res)
+        shape, dtype = self._static(res)
         if np.issubdtype(np.dtype(dtype), np.complexfloating):
             found = _COMPLEX_SPLAT.search(str(op))
             if found is None:
@@ -255,7 +274,7 @@ class Evaluator:
         raise Unobservable("a constant of an unexpected size")
 
     def op_iota(self, op, ins, res):
-        shape, dtype = self._type(res)
+        shape, dtype = self._static(res)
         dim = int(self.ir.IntegerAttr(op.attributes["iota_dimension"]).value)
         idx = np.arange(shape[dim], dtype=dtype)
         view = [1] * len(shape)
@@ -353,7 +372,7 @@ class Evaluator:
             return x.astype(dtype)
 
     def op_bitcast_convert(self, op, ins, res):
-        shape, dtype = self._type(res)
+        shape, dtype = self._static(res)
         x = np.ascontiguousarray(ins[0])
         if np.dtype(dtype).itemsize != x.dtype.itemsize:
             raise Unobservable("a bitcast between widths")
@@ -364,17 +383,47 @@ class Evaluator:
 
     # shapes
     def op_reshape(self, op, ins, res):
-        shape, _ = self._type(res)
+        shape, _ = self._static(res)
         return ins[0].reshape((ins[0].shape[0], *shape))
 
     def op_broadcast_in_dim(self, op, ins, res):
-        shape, _ = self._type(res)
+        shape, _ = self._static(res)
         dims = self._i64s(op, "broadcast_dimensions")
         x = ins[0]
         view = [x.shape[0]] + [1] * len(shape)
         for i, d in enumerate(dims):
             view[d + 1] = x.shape[i + 1]
         return np.broadcast_to(x.reshape(view), (x.shape[0], *shape))
+
+    def _sizes(self, x: np.ndarray) -> list[int]:
+        """A shape operand's values (the same in every variant: a shape, not data)."""
+        v = np.broadcast_to(x, (self.V, *x.shape[1:])).reshape(self.V, -1)
+        if not (v == v[0]).all():
+            raise Unobservable("a shape that differs between variants")
+        return [int(n) for n in v[0]]
+
+    def op_get_dimension_size(self, op, ins, res):
+        dim = int(self.ir.IntegerAttr(op.attributes["dimension"]).value)
+        return np.array(ins[0].shape[dim + 1], dtype=np.int32)[None]
+
+    def op_dynamic_broadcast_in_dim(self, op, ins, res):
+        x, shape = ins[0], self._sizes(ins[1])
+        dims = self._i64s(op, "broadcast_dimensions")
+        view = [x.shape[0]] + [1] * len(shape)
+        for i, d in enumerate(dims):
+            view[d + 1] = x.shape[i + 1]
+        return np.broadcast_to(x.reshape(view), (x.shape[0], *shape))
+
+    def op_dynamic_reshape(self, op, ins, res):
+        return ins[0].reshape((ins[0].shape[0], *self._sizes(ins[1])))
+
+    def op_dynamic_iota(self, op, ins, res):
+        shape = self._sizes(ins[0])
+        _, dtype = self._type(res)
+        dim = int(self.ir.IntegerAttr(op.attributes["iota_dimension"]).value)
+        view = [1] * len(shape)
+        view[dim] = shape[dim]
+        return np.broadcast_to(np.arange(shape[dim], dtype=dtype).reshape(view), shape)[None]
 
     def op_transpose(self, op, ins, res):
         perm = self._i64s(op, "permutation")
@@ -455,12 +504,11 @@ class Evaluator:
             acc = np.complex128
         a = np.broadcast_to(a, (self.V, *a.shape[1:])).astype(acc)
         b = np.broadcast_to(b, (self.V, *b.shape[1:])).astype(acc)
-        macs = math.prod(res_shape := self._type(res)[0]) * max(1, math.prod(
-            a.shape[i + 1] for i in lc))
+        out = np.einsum(spec, a, b)
+        macs = math.prod(out.shape[1:]) * max(1, math.prod(a.shape[i + 1] for i in lc))
         self._count(macs)
         self._spend(macs * self.V)
-        del res_shape
-        return np.einsum(spec, a, b)
+        return out
 
     def _count(self, macs: int) -> None:
         """Executed multiply-adds (or reduced elements), booked to the running step of every

@@ -41,7 +41,7 @@ def region_gather(self, op, ins):
     ibatch = list(getattr(dn, "start_indices_batching_dims", []) or [])
     sizes = self._i64s(op, "slice_sizes")
     res = op.results[0]
-    shape, _ = self._type(res)
+    shape, _ = self._static(res)
     x = np.broadcast_to(x, (self.V, *x.shape[1:]))
     idx = np.broadcast_to(idx, (self.V, *idx.shape[1:]))
     rank_i = idx.ndim - 1
@@ -224,7 +224,7 @@ def op_pad(self, op, ins, res):
     x, pv = ins
     lo = self._i64s(op, "edge_padding_low")
     inner = self._i64s(op, "interior_padding")
-    shape, _ = self._type(res)
+    shape, _ = self._static(res)
     x = np.broadcast_to(x, (self.V, *x.shape[1:]))
     out = np.empty((self.V, *shape), dtype=x.dtype)
     out[...] = pv.reshape((pv.shape[0],) + (1,) * len(shape))

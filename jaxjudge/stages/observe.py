@@ -24,23 +24,33 @@ Run by path from execute.py (runpy): stdlib and numpy only, plus jaxlib's MLIR b
 stage B already loaded, passed in.
 """
 
+import importlib.util
 import math
 import os
-import runpy
 from typing import Any
 
 import numpy as np
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_ev = runpy.run_path(os.path.join(_HERE, "evaluator.py"), run_name="jaxjudge_evaluator")
+
+
+def _load(name: str):
+    """A sibling file as a module, through the import machinery (its compiled bytecode)."""
+    spec = importlib.util.spec_from_file_location(f"jaxjudge_{name}",
+                                                  os.path.join(_HERE, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_ev = vars(_load("evaluator"))
 Evaluator = _ev["Evaluator"]
 Unobservable = _ev["Unobservable"]
 OverBudget = _ev["OverBudget"]
 MAX_VARIANTS = _ev["MAX_VARIANTS"]
 _changed = _ev["_changed"]
 _moved = _ev["_moved"]
-runpy.run_path(os.path.join(_HERE, "evaluator_regions.py"),
-               run_name="jaxjudge_evaluator_regions")["install"](Evaluator, Unobservable)
+_load("evaluator_regions").install(Evaluator, Unobservable)
 
 
 def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
@@ -127,3 +137,35 @@ def _summary(ev: Evaluator, outs, count: int, inject_steps: int, groups, inputs)
         "outside_work": int(ev.outside_work),
         "loops": loops,
     }
+
+
+MAX_TAPS = 32
+
+
+def observe_activations(text: str, inputs: list[np.ndarray], op_name: str, ir, hlo,
+                        mlir_context) -> dict[str, Any]:
+    """Change the result of each `op_name` op (every run of it) in a variant of its own, and
+    say which outputs move: an activation recomputed for the backward pass moves the gradients
+    and not the loss; the forward one moves both, and a decoy moves neither."""
+    with mlir_context:
+        module = ir.Module.parse(text)
+        found: list[Any] = []
+
+        def walk(op) -> None:
+            if op.name == op_name:
+                found.append(op)
+            for region in op.regions:
+                for block in region.blocks:
+                    for inner in block.operations:
+                        walk(inner.operation)
+
+        walk(module.operation)
+        if len(found) > MAX_TAPS:
+            raise Unobservable(f"more than {MAX_TAPS} {op_name} ops")
+        V = 1 + len(found)
+        ev = Evaluator(module, ir, hlo, V, {})
+        ev.taps = {op: 1 + i for i, op in enumerate(found)}
+        args = [np.repeat(np.asarray(x)[None], V, axis=0) for x in inputs]
+        outs = ev.run(args)
+    moved = [[int(_moved(o[1 + i], o[0]).sum()) for o in outs] for i in range(len(found))]
+    return {"status": "ok", "activations": moved}
