@@ -13,7 +13,7 @@ from typing import Any
 from jaxjudge.grading.stage_results import ObservedResult
 from jaxjudge.problems.package import Problem
 from jaxjudge.rules.expr import Expr
-from jaxjudge.rules.observed import LoopRun, Observation
+from jaxjudge.rules.observed import LoopRun, Observation, Slot
 
 MAX_OBSERVED_STEPS = 48
 MAX_VISITED = 64  # indices of a no_loop_over_dim dimension, one variant each
@@ -124,8 +124,9 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
             continue
         loops = tuple(
             LoopRun(index=r.index, depth=r.depth, steps=r.steps, entry=tuple(r.entry),
-                    first=tuple(r.first), exit=tuple(r.exit), kept=tuple(r.kept),
-                    work=tuple(r.work), whole_entry=r.whole_entry)
+                    entry_max=tuple(r.entry_max), exit=tuple(r.exit), work=tuple(r.work),
+                    slots=tuple(Slot(first=tuple(sl.first), touches=tuple(sl.touches),
+                                     kept=tuple(sl.kept), live=sl.live) for sl in r.slots))
             for r in got.loops
         )
         out.append(Observation(count=spec["count"], sliced=tuple(spec["sliced"]),

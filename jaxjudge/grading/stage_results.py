@@ -149,6 +149,20 @@ MAX_GROUPS = 64
 MAX_OUTPUTS = 4096
 
 
+MAX_SLOTS = 24
+
+
+class ObservedSlot(_Strict):
+    """One carried value of an observed loop run (jaxjudge.rules.observed.Slot)."""
+
+    first: Annotated[list[Annotated[int, Field(ge=0, le=MAX_OBSERVED_STEPS)] | None],
+                     Field(max_length=MAX_GROUPS)]
+    touches: Annotated[list[Annotated[int, Field(ge=0, le=MAX_OBSERVED_STEPS)]],
+                       Field(max_length=MAX_GROUPS)]
+    kept: Annotated[list[bool | None], Field(max_length=MAX_OBSERVED_STEPS)]
+    live: bool
+
+
 class ObservedLoop(_Strict):
     """One loop run stage B's observer recorded (jaxjudge.rules.observed.LoopRun)."""
 
@@ -156,12 +170,11 @@ class ObservedLoop(_Strict):
     depth: Annotated[int, Field(ge=0, le=1024)]
     steps: Annotated[int, Field(ge=0, le=MAX_OBSERVED_STEPS)]
     entry: Annotated[list[Count], Field(max_length=MAX_GROUPS)]
-    first: Annotated[list[Annotated[int, Field(ge=-1, le=MAX_OBSERVED_STEPS)] | None],
-                     Field(max_length=MAX_GROUPS)]
+    entry_max: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
     exit: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
-    kept: Annotated[list[bool | None], Field(max_length=MAX_OBSERVED_STEPS)]
     work: Annotated[list[Count], Field(max_length=MAX_OBSERVED_STEPS)]
-    whole_entry: Count = 0
+    slots: Annotated[list[ObservedSlot], Field(max_length=MAX_SLOTS)] = Field(
+        default_factory=list)
 
 
 class ObservedResult(_Strict):

@@ -9,14 +9,17 @@ changed, one with the inputs a loop passes along changed at one step only. Where
 moved is dependence as executed, whatever spelled it. A `loop_over_dim` requirement holds only
 if the text analysis and, when the run could be observed, the run agree:
 
+- the run could be observed at all: an op the evaluator does not run, or more work than the
+  budget, fails the requirement (a submission must not be able to switch the evidence off);
 - every step's work is kept: changing what step s reads changes the loop's state at the end
   of step s, for every step but the first (which may only set the starting value);
-- each step takes up one share of the sliced inputs: no step is the first whose state moves
-  more with several groups (one step may take up two: the starting value and the first
-  step's; a group held in place in a carried buffer may never move it more);
-- nothing mixes the sliced inputs outside the loop: what enters the loop moves with a group
-  only as much as copies of it do, and the outputs move with a group no more than the loop's
-  results do (plus a share read directly).
+- each step takes up one share of the sliced inputs: in no carried value is step s the first
+  whose update differs with several groups (one step may take up two: the starting value
+  and the first step's; a value only passed along, even one that moved before the loop, is
+  updated by no step);
+- nothing mixes the sliced inputs outside the loop: each value entering the loop moves with a
+  group at most as much as two copies of it, and the outputs move with a group no more than
+  the loop's results do (plus a share read directly).
 
 Stage B is trusted code; its observation is schema-checked and bounded
 (jaxjudge.grading.stage_results) before it becomes this data.
@@ -27,11 +30,22 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-# A loop's inputs may hold a few copies of a group (the input passed along, the starting
-# value x[0], a scaled or transposed copy); a mixture of many groups is work done before it.
-ENTRY_COPIES = 3
+# One value entering a loop may hold a group twice (x and x[0] stacked, a padded copy); a
+# mixture of many groups is work done before the loop.
+ENTRY_COPIES = 2
 # The outputs may read a group directly beside the loop (x[0] joined to the loop's rows).
 DIRECT_COPIES = 2
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One value a loop run carries and updates (not one it only passes along)."""
+
+    first: tuple[int | None, ...]  # per group: the first step whose update of it differed
+    touches: tuple[int, ...]  # per group: how many steps' updates of it differed
+    kept: tuple[bool | None, ...]  # per step: did changing what the step read change it
+    # (None: unknown, the variant had already moved)
+    live: bool  # it moves with the watched inputs at the end: it carries their work
 
 
 @dataclass(frozen=True)
@@ -42,13 +56,18 @@ class LoopRun:
     depth: int  # loops around it
     steps: int
     entry: tuple[int, ...]  # per group: elements of the loop's inputs that moved
-    first: tuple[int | None, ...]  # per group: the first step whose state moved more with it
+    entry_max: tuple[int, ...]  # per group: the most elements that moved in one input
     exit: tuple[int, ...]  # per group: elements of the loop's state that moved at the end
-    kept: tuple[bool | None, ...]  # per step: did changing its reads change its state (None:
-    # unknown, the variant had already moved)
     work: tuple[int, ...]  # per step: multiply-adds, reduced elements and elementwise
     # products and sums executed
-    whole_entry: int = 0  # the loop's state at entry: elements that move with the inputs
+    slots: tuple[Slot, ...] = ()
+
+    def kept(self, s: int) -> bool | None:
+        """Did any value that carries the inputs' work keep step s's change (None: unknown)."""
+        known = [sl.kept[s] for sl in self.slots if sl.live and s < len(sl.kept)]
+        if any(k is True for k in known):
+            return True
+        return False if any(k is False for k in known) else None
 
 
 @dataclass(frozen=True)
@@ -82,11 +101,8 @@ def recomputed(observations: tuple[Observation, ...], outs: list[str], primal: t
     for obs in observations:
         if obs.kind != "activation":
             continue
-        if obs.status == "over_budget":
-            return (f"When your program ran on test {obs.test!r}, it needed {obs.reason}: "
-                    f"far more than this problem needs, so the grader could not watch it")
-        if obs.status != "ok":
-            return None
+        if (why := unseen(obs)) is not None:
+            return why
         grads = [i for i, o in enumerate(outs) if under(o, gradients)]
         prim = [i for i, o in enumerate(outs) if under(o, primal)]
         kinds = []
@@ -142,10 +158,10 @@ def _every_step(runs: list[LoopRun], count: int) -> str | None:
     """The steps (but the first) whose work no run kept."""
     known: dict[int, bool] = {}
     for run in runs:
-        for s, kept in enumerate(run.kept[:count]):
-            if kept is None:
-                continue
-            known[s] = known.get(s, True) and kept
+        for s in range(min(count, run.steps)):
+            kept = run.kept(s)
+            if kept is not None:
+                known[s] = known.get(s, True) and kept
     idle = sorted(s for s in range(1, count) if known.get(s) is False)
     if not idle:
         return None
@@ -155,21 +171,21 @@ def _every_step(runs: list[LoopRun], count: int) -> str | None:
 
 
 def _one_share_per_step(runs: list[LoopRun], obs: Observation, names: str) -> str | None:
-    """Each group first moves the loop's state at its own step (one step may take two)."""
-    share = "row" if obs.groups and obs.group_elements else "slice"
+    """In every carried value, each group is first taken up at a step of its own (one step
+    may take up two: the starting value and the first step's)."""
     for run in runs:
-        first = run.first[: obs.groups]
-        per_step: dict[int, list[int]] = defaultdict(list)
-        for g, s in enumerate(first):
-            if s is not None:  # a row kept in place in a carried buffer may never grow it
-                per_step[s].append(g)
-        crowded = {s: gs for s, gs in per_step.items() if len(gs) > 1}
-        if len(crowded) > 1 or any(len(gs) > 2 for gs in crowded.values()):
-            s, gs = max(crowded.items(), key=lambda kv: len(kv[1]))
-            return (f"step {s + 1} takes up {len(gs)} of the {obs.groups} {share}s of "
-                    f"{names} at once (the loop's state moves with {share}s "
-                    f"{_ranges(gs)} first at that step): each step must read one step's "
-                    f"share")
+        for slot in run.slots:
+            per_step: dict[int, list[int]] = defaultdict(list)
+            for g, s in enumerate(slot.first[: obs.groups]):
+                if s is not None:
+                    per_step[s].append(g)
+            crowded = {s: gs for s, gs in per_step.items() if len(gs) > 1}
+            if len(crowded) > 1 or any(len(gs) > 2 for gs in crowded.values()):
+                s, gs = max(crowded.items(), key=lambda kv: len(kv[1]))
+                return (f"step {s + 1} takes up {len(gs)} of the {obs.groups} shares of "
+                        f"{names} at once (a value the loop carries is first updated with "
+                        f"shares {_ranges(gs)} at that step): each step must read one step's "
+                        f"share")
     return None
 
 
@@ -180,12 +196,11 @@ def _nothing_mixed_outside(runs: list[LoopRun], obs: Observation, names: str) ->
     if per_group <= 0:
         return None
     for run in runs:
-        for g, moved in enumerate(run.entry[: obs.groups]):
+        for g, moved in enumerate(run.entry_max[: obs.groups]):
             if moved > ENTRY_COPIES * per_group:
-                return (f"before the loop starts, {moved} values it receives move with "
-                        f"{'row' if per_group else 'slice'} {g + 1} of {names} (a copy has "
-                        f"{per_group}): they are computed from several steps' shares before "
-                        f"the loop")
+                return (f"before the loop starts, {moved} values of one array it receives "
+                        f"move with share {g + 1} of {names} (a copy has {per_group}): they "
+                        f"are computed from several steps' shares before the loop")
     exits = [sum(run.exit[g] for run in runs if g < len(run.exit)) for g in range(obs.groups)]
     for g, moved in enumerate(obs.outputs[: obs.groups]):
         if moved > exits[g] + DIRECT_COPIES * per_group:
@@ -195,24 +210,8 @@ def _nothing_mixed_outside(runs: list[LoopRun], obs: Observation, names: str) ->
     return None
 
 
-def _outside_work(runs: list[LoopRun], obs: Observation, factor: float) -> str | None:
-    """The arithmetic executed outside every loop is at most `factor` times what the loop's
-    busiest step executes, and the loop does not start from a state computed from the inputs
-    it works on (iterations done before it)."""
-    if any(run.whole_entry for run in runs):
-        moved = max(run.whole_entry for run in runs)
-        return (f"the loop starts from {moved} values computed from the inputs it works on: "
-                f"part of the work is done before the loop")
-    step = max((max(run.work, default=0) for run in runs), default=0)
-    if step and obs.outside_work > factor * step:
-        return (f"outside the loop your program executed {obs.outside_work} arithmetic "
-                f"operations, more than {factor:g} times what one of the loop's steps executes "
-                f"({step}): iterations run before or after it")
-    return None
-
-
 def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
-               names: str, outside_factor: float | None = None) -> str | None:
+               names: str) -> str | None:
     """None when some loop of the observed run that ran `obs.count` steps does what the
     requirement says; else why not (the first loop's reason), with what was measured."""
     every: dict[int, list[LoopRun]] = defaultdict(list)
@@ -231,47 +230,59 @@ def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
         if why is None and sliced and obs.groups:
             why = _one_share_per_step(runs, obs, names) or _nothing_mixed_outside(runs, obs,
                                                                                  names)
-        if why is None and outside_factor is not None:
-            why = _outside_work(runs, obs, outside_factor)
         if why is None:
             return None
         reasons.append(why)
-    return f"When your program ran on test {obs.test!r}, {reasons[0]}."
+    return f"When your program ran on test {obs.test!r}, {reasons[0]}"
 
 
 def matching(observations: tuple[Observation, ...], count: int,
              sliced: tuple[str, ...]) -> Observation | None:
     """The observation made for this trip count and these sliced inputs, if any."""
     for obs in observations:
-        if obs.count == count and obs.sliced == sliced:
+        if obs.kind == "loop" and not obs.dim and obs.count == count and obs.sliced == sliced:
             return obs
     return None
 
 
+def unseen(obs: Observation) -> str | None:
+    """Why a run that should have been observed was not, as a failure (None: it was)."""
+    if obs.status == "ok":
+        return None
+    if obs.status == "over_budget":
+        return (f"When your program ran on test {obs.test!r}, it needed {obs.reason}: far "
+                f"more than this problem needs at that size, so the grader could not watch "
+                f"what it does")
+    return (f"The grader could not run your program step by step on test {obs.test!r} "
+            f"({obs.reason or 'an internal error'}), so it cannot confirm the requirement: use "
+            f"the jax.numpy and jax.lax operations the statement needs")
+
+
 def visited(observations: tuple[Observation, ...], dim: str) -> str | None:
-    """None unless an observed loop took the indices along `dim` up at different steps (one
-    example, row or head at a time, however the program picked them); else what was seen."""
+    """None unless an observed loop took the indices along `dim` up one per step: in some value
+    it carries, several indices each changed the update of exactly one step, a different one
+    for each (one example, row or head at a time, however the program picked them)."""
     for obs in observations:
-        if obs.dim == dim and obs.status == "over_budget":
-            return (f"When your program ran on test {obs.test!r}, it needed {obs.reason}: far "
-                    f"more than this problem needs at that size, so the grader could not watch "
-                    f"its loops")
-        if obs.dim != dim or obs.status != "ok":
+        if obs.dim != dim:
             continue
+        if (why := unseen(obs)) is not None:
+            return why
         for run in obs.loops:
             if run.steps < 2:
                 continue
-            steps = sorted({s for s in run.first[: obs.groups] if s is not None})
-            if len(steps) < 2:
-                continue
-            firsts = [s for s in run.first[: obs.groups]]
-            shown = ", ".join(f"{dim} index {g} at step {s + 1}" for g, s in
-                              enumerate(firsts[:4]) if s is not None)
-            what = f" of {obs.watched}" if obs.watched else ""
-            return (f"When your program ran on test {obs.test!r}, a loop of {run.steps} steps "
-                    f"took the {obs.groups} indices along {dim}{what} up at {len(steps)} "
-                    f"different "
-                    f"steps (its state first moved with {shown}): it visits {dim} one slice "
-                    f"at a time, however the slice is picked (a gather, a permutation, a "
-                    f"one-hot product, a padded copy)")
+            for slot in run.slots:
+                once = {g: s for g, (s, n) in enumerate(zip(slot.first, slot.touches,
+                                                             strict=True))
+                        if s is not None and n == 1}
+                steps = sorted(set(once.values()))
+                if len(steps) < 2:
+                    continue
+                what = f" of {obs.watched}" if obs.watched else ""
+                shown = ", ".join(f"{dim} index {g} at step {s + 1}" for g, s in
+                                  list(once.items())[:4])
+                return (f"When your program ran on test {obs.test!r}, a loop of {run.steps} "
+                        f"steps took the indices along {dim}{what} up one at a time, at "
+                        f"{len(steps)} different steps ({shown}): it visits {dim} one slice "
+                        f"at a time, however the slice is picked (a gather, a permutation, a "
+                        f"one-hot product, a padded copy)")
     return None

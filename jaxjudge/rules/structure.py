@@ -23,7 +23,7 @@ from jaxjudge.rules.dataflow import (
 from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.growth import growth
 from jaxjudge.rules.loops import MAX_NAMES, LoopFinding, analyze_loops
-from jaxjudge.rules.observed import judge_loop, matching
+from jaxjudge.rules.observed import judge_loop, matching, unseen
 from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
 from jaxjudge.rules.outsideloop import MAX_COUNTED, outside_loop
 from jaxjudge.rules.parsed import Parsed as _Parsed
@@ -178,8 +178,7 @@ def check_loop_over_dim(
                              _loop_failure(p, loops, count, want, dim, names, through,
                                            _and(list(sliced)), hint, outside_loop_products),
                              where))
-        elif (seen := _observed_failure(p, want, tuple(sliced), every_step, hint,
-                                        outside_loop_products)) is not None:
+        elif (seen := _observed_failure(p, want, tuple(sliced), every_step, hint)) is not None:
             failures.append((True, want, seen, where))
         shown = shown or where
     if failures:  # the most telling: a program with loops, the longest one
@@ -197,28 +196,17 @@ def check_loop_over_dim(
     return RuleOutcome(True, f"{done}. {grown.message}", region=shown)
 
 
-# With `outside_loop_products`, the arithmetic a run executes outside the loop may be at most
-# this many of the loop's busiest steps (the honest ones: a final product or two, under one).
-OUTSIDE_STEPS = 2
-
-
 def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_step: bool,
-                      hint: str, outside: int | None) -> str | None:
+                      hint: str) -> str | None:
     """What the run stage B observed says against the loop the text analysis accepted."""
     obs = matching(p.observed, want, sliced)
     if obs is None or not (every_step or sliced):
         return None
-    if obs.status == "over_budget":
-        return (f"When your program ran on test {obs.test!r}, it needed {obs.reason}: far "
-                f"more than this problem needs at that size, so the grader could not watch "
-                f"what its loop does at each step. {hint}").strip()
-    if obs.status != "ok":
-        return None
-    why = judge_loop(obs, every_step=every_step, sliced=bool(sliced), names=_and(list(sliced)),
-                     outside_factor=None if outside is None else OUTSIDE_STEPS)
+    why = unseen(obs)
     if why is None:
-        return None
-    return f"{why} {hint}".strip()
+        why = judge_loop(obs, every_step=every_step, sliced=bool(sliced),
+                         names=_and(list(sliced)))
+    return None if why is None else f"{why}. {hint}".strip()
 
 
 def _loop_region(item: _Parsed, g: Graph, which: list[int], want: int) -> Region:

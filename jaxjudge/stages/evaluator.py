@@ -72,7 +72,7 @@ class Evaluator:
     recording each outermost loop's steps."""
 
     def __init__(self, module, ir, hlo, variants: int, inject: dict[tuple[int, int], int],
-                 groups: int = 0, whole: int | None = None) -> None:
+                 groups: int = 0, whole: int | None = None, recorder=None) -> None:
         self.ir = ir
         self.hlo = hlo
         self.V = variants
@@ -86,6 +86,7 @@ class Evaluator:
         self.active: list[dict[str, Any]] = []  # the records of the loops running now
         self.groups = groups
         self.whole = whole  # the variant with every watched input changed
+        self.recorder = recorder  # makes each loop run's record (observe.LoopRecord)
         self.taps: dict[Any, int] = {}  # op -> the variant whose result of it is changed
         self.outside_work = 0
         n = [0]
@@ -516,8 +517,8 @@ class Evaluator:
         if not self.depth:
             self.outside_work += macs
         for rec in self.active:
-            if rec["work"]:
-                rec["work"][-1] += macs
+            if rec.work:
+                rec.work[-1] += macs
 
     def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
         cond_b, body_b = op.regions[0].blocks[0], op.regions[1].blocks[0]
@@ -525,14 +526,9 @@ class Evaluator:
         carry = [np.broadcast_to(x, (self.V, *x.shape[1:])) for x in ins]
         passing = self._passes_along(body_b)
         level = min(self.depth, 1)  # outermost loops and nested ones get their own variants
-        state = [i for i in range(len(carry)) if i not in passing]
         record = None
-        if len(self.loops) < MAX_RECORDS:
-            record = {"index": self.index.get(op, -1), "depth": self.depth, "steps": 0,
-                      "entry": self._moved_groups(carry, range(len(carry))),
-                      "state_entry": self._moved_groups(carry, state),
-                      "whole_entry": self._moved_in(carry, state, self.whole),
-                      "counts": [], "kept": [], "work": []}
+        if len(self.loops) < MAX_RECORDS and self.recorder is not None:
+            record = self.recorder(self, self.index.get(op, -1), carry, passing)
             self.loops.append(record)
             self.active.append(record)
         self.depth += 1
@@ -549,21 +545,16 @@ class Evaluator:
                 if v is not None:
                     reads = [self._perturbed(c, v) if i in passing else c
                              for i, c in enumerate(carry)]
-                if record is not None and len(record["work"]) < MAX_RECORDED_STEPS:
-                    record["work"].append(0)
+                if record is not None and len(record.work) < MAX_RECORDED_STEPS:
+                    record.work.append(0)
                 new = self.block(body_b, reads, outer)
                 new = [carry[i] if i in passing else np.broadcast_to(x, (self.V, *x.shape[1:]))
                        for i, x in enumerate(new)]
                 mask = active
-                carry = [np.where(mask.reshape((self.V,) + (1,) * (x.ndim - 1)), x, c)
-                         for x, c in zip(new, carry, strict=True)]
+                old, carry = carry, [np.where(mask.reshape((self.V,) + (1,) * (x.ndim - 1)), x, c)
+                                     for x, c in zip(new, carry, strict=True)]
                 if record is not None and step < MAX_RECORDED_STEPS:
-                    record["steps"] = step + 1
-                    record["counts"].append(self._moved_groups(carry, state))
-                    if v is not None:
-                        record["kept"].append(
-                            bool(any(_moved(carry[i][v], carry[i][0]).any() for i in state))
-                            if clean else None)
+                    record.step(step, old, carry, v if clean else None, v is not None)
                 active = active & self._cond(cond_b, carry, outer)
                 step += 1
         finally:
@@ -571,24 +562,8 @@ class Evaluator:
             if record is not None:
                 self.active.pop()
         if record is not None:
-            record["exit"] = self._moved_groups(carry, state)
+            record.finish(carry)
         return [self._out(c, r) for c, r in zip(carry, op.results, strict=True)]
-
-    def _moved_in(self, values: list[np.ndarray], which, v: int | None) -> int:
-        """How many elements of values[which] differ from variant 0 in variant v."""
-        if v is None:
-            return 0
-        return int(sum(int(_moved(values[i][v], values[i][0]).sum()) for i in which))
-
-    def _moved_groups(self, values: list[np.ndarray], which) -> list[int]:
-        """Per group variant: how many elements of values[which] differ from variant 0."""
-        if not self.groups:
-            return []
-        total = np.zeros(self.groups, dtype=np.int64)
-        for i in which:
-            c = values[i]
-            total += _moved(c[1:1 + self.groups], c[0:1]).reshape(self.groups, -1).sum(axis=1)
-        return [int(t) for t in total]
 
     def _cond(self, block, carry, outer) -> np.ndarray:
         out = self.block(block, carry, outer)[0]

@@ -87,7 +87,7 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
               for level in (0, 1) for s in range(inject_steps)}
     with mlir_context:
         module = ir.Module.parse(text)
-        ev = Evaluator(module, ir, hlo, V, inject, count, whole)
+        ev = Evaluator(module, ir, hlo, V, inject, count, whole, LoopRecord)
         outs = ev.run(args)
     return _summary(ev, outs, count, inject_steps, groups, inputs)
 
@@ -96,18 +96,75 @@ def _moved_count(values: list[np.ndarray], v: int) -> int:
     return int(sum(int(_moved(x[v], x[0]).sum()) for x in values))
 
 
-def _first_changes(counts: list[list[int]], entry: list[int], groups: int) -> list[int | None]:
-    """Per group: the first step after which more of the loop's state moved with it than at
-    any point before (the step that first computed with it, not one that copied it along)."""
-    first: list[int | None] = []
-    for g in range(groups):
-        most, at = entry[g] if entry else 0, None
-        for s, row in enumerate(counts):
-            if row[g] > most:
-                at = s
-                break
-        first.append(at)
-    return first
+MAX_SLOTS = 24  # a loop's carried values recorded one by one (the rest together, as the last)
+
+
+def _wide(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+
+
+class LoopRecord:
+    """What one loop run did, per carried value ("slot") of its state (not the ones it passes
+    along): for each group, the steps whose update of the slot differs from variant 0's (a
+    step that only passes the value along, even one that moved before the loop, updates
+    nothing); per step, whether the inject variant's change reached the slot; and whether
+    the slot moves with the watched inputs at the end (it carries their work)."""
+
+    def __init__(self, ev: Evaluator, index: int, carry: list[np.ndarray],
+                 passing: list[int]) -> None:
+        self.ev, self.index, self.depth = ev, int(index), int(ev.depth)
+        self.steps = 0
+        self.work: list[int] = []
+        self.state = [i for i in range(len(carry)) if i not in passing]
+        self.slot = {i: min(k, MAX_SLOTS - 1) for k, i in enumerate(self.state)}
+        n = min(len(self.state), MAX_SLOTS)
+        g = ev.groups
+        self.first: list[list[int | None]] = [[None] * g for _ in range(n)]
+        self.touches = [[0] * g for _ in range(n)]
+        self.kept: list[list[bool | None]] = [[] for _ in range(n)]
+        self.live = [False] * n
+        self.entry = [_moved_count(carry, 1 + k) for k in range(g)]
+        self.entry_max = [max((int(_moved(c[1 + k], c[0]).sum()) for c in carry), default=0)
+                          for k in range(g)]
+        self.exit: list[int] = []
+
+    def step(self, s: int, old: list[np.ndarray], new: list[np.ndarray], clean: int | None,
+             injected: bool) -> None:
+        self.steps = s + 1
+        g = self.ev.groups
+        touched = np.zeros((len(self.first), g), dtype=bool)
+        kept = [False] * len(self.first)
+        for i in self.state:
+            k = self.slot[i]
+            if g:
+                upd = _wide(new[i][: 1 + g]) - _wide(old[i][: 1 + g])
+                touched[k] |= _moved(upd[1:], upd[0:1]).reshape(g, -1).any(axis=1)
+            if clean is not None:
+                kept[k] = kept[k] or bool(_moved(new[i][clean], new[i][0]).any())
+        for k in range(len(self.first)):
+            for grp in np.flatnonzero(touched[k]):
+                self.touches[k][grp] += 1
+                if self.first[k][grp] is None:
+                    self.first[k][grp] = s
+            if injected:
+                self.kept[k].append(kept[k] if clean is not None else None)
+
+    def finish(self, carry: list[np.ndarray]) -> None:
+        self.exit = [_moved_count([carry[i] for i in self.state], 1 + k)
+                     for k in range(self.ev.groups)]
+        whole = self.ev.whole
+        for i in self.state:
+            if whole is not None and carry[i].dtype.kind in "fc" and _moved(
+                    carry[i][whole], carry[i][0]).any():
+                self.live[self.slot[i]] = True
+
+    def summary(self) -> dict[str, Any]:
+        return {"index": self.index, "depth": self.depth, "steps": self.steps,
+                "entry": self.entry, "entry_max": self.entry_max, "exit": self.exit,
+                "work": [int(w) for w in self.work],
+                "slots": [{"first": f, "touches": t, "kept": k, "live": lv}
+                          for f, t, k, lv in zip(self.first, self.touches, self.kept,
+                                                 self.live, strict=True)]}
 
 
 def _summary(ev: Evaluator, outs, count: int, inject_steps: int, groups, inputs):
@@ -116,26 +173,13 @@ def _summary(ev: Evaluator, outs, count: int, inject_steps: int, groups, inputs)
         shape = np.shape(inputs[spec["arg"]])
         group_elements += spec["size"] * math.prod(d for i, d in enumerate(shape)
                                                    if i != spec["axis"])
-    loops = []
-    for rec in ev.loops:
-        loops.append({
-            "index": int(rec["index"]),
-            "depth": int(rec["depth"]),
-            "steps": int(rec["steps"]),
-            "entry": rec["entry"],
-            "first": _first_changes(rec["counts"], rec["state_entry"], count),
-            "exit": rec.get("exit", []),
-            "whole_entry": int(rec["whole_entry"]),
-            "kept": rec["kept"],
-            "work": [int(w) for w in rec["work"]],
-        })
     return {
         "status": "ok",
         "group_elements": int(group_elements),
         "groups": count,
         "outputs": [_moved_count(outs, 1 + g) for g in range(count)],
         "outside_work": int(ev.outside_work),
-        "loops": loops,
+        "loops": [rec.summary() for rec in ev.loops],
     }
 
 
