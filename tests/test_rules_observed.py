@@ -150,3 +150,13 @@ def test_a_value_passed_along_from_a_saturated_start_does_not_hide_the_visits() 
     honest = Observation(count=4, sliced=(), dim="B", test="t", groups=4,
                          loops=(_run([3, 1, 0, 2], [], steps=4, touches=[1, 3, 4, 2]),))
     assert visited((honest,), "B") is None
+
+
+def test_without_shares_every_carried_value_must_keep_its_steps() -> None:
+    junk = Slot(first=(), touches=(), kept=(True,) * 6, live=True)
+    real = Slot(first=(), touches=(), kept=(True,) + (False,) * 5, live=True)
+    run = LoopRun(index=9, depth=0, steps=6, entry=(), entry_max=(), exit=(), work=(8,) * 6,
+                  slots=(junk, real))
+    obs = Observation(count=6, sliced=(), test="t", loops=(run,))
+    why = judge_loop(obs, every_step=True, sliced=False, names="")
+    assert why is not None and "steps 2–6" in why

@@ -62,9 +62,14 @@ class LoopRun:
     # products and sums executed
     slots: tuple[Slot, ...] = ()
 
-    def kept(self, s: int) -> bool | None:
-        """Did any value that carries the inputs' work keep step s's change (None: unknown)."""
+    def kept(self, s: int, every: bool = False) -> bool | None:
+        """Did a value that carries the inputs' work (with `every`: each of them) keep step
+        s's change (None: unknown)."""
         known = [sl.kept[s] for sl in self.slots if sl.live and s < len(sl.kept)]
+        if every:
+            if any(k is False for k in known):
+                return False
+            return True if any(k is True for k in known) else None
         if any(k is True for k in known):
             return True
         return False if any(k is False for k in known) else None
@@ -154,12 +159,15 @@ def _work_note(runs: list[LoopRun], idle: list[int]) -> str:
             f"arithmetic operations each, and none of it reaches what the loop carries)")
 
 
-def _every_step(runs: list[LoopRun], count: int) -> str | None:
-    """The steps (but the first) whose work no run kept."""
+def _every_step(runs: list[LoopRun], count: int, every: bool) -> str | None:
+    """The steps (but the first) whose work no run kept; with `every`, that some value
+    carrying the inputs' work did not keep (a fixed-count iteration, where each carried
+    value is updated from the inputs at every step: a value that keeps changing beside one
+    that stopped is a decoy)."""
     known: dict[int, bool] = {}
     for run in runs:
         for s in range(min(count, run.steps)):
-            kept = run.kept(s)
+            kept = run.kept(s, every)
             if kept is not None:
                 known[s] = known.get(s, True) and kept
     idle = sorted(s for s in range(1, count) if known.get(s) is False)
@@ -226,7 +234,7 @@ def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
                 + (f" (loops ran {', '.join(map(str, ran[:6]))} steps)" if ran else ""))
     reasons: list[str] = []
     for runs in by_op.values():
-        why = _every_step(runs, obs.count) if every_step else None
+        why = _every_step(runs, obs.count, every=not obs.groups) if every_step else None
         if why is None and sliced and obs.groups:
             why = _one_share_per_step(runs, obs, names) or _nothing_mixed_outside(runs, obs,
                                                                                  names)
