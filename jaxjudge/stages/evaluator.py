@@ -396,36 +396,6 @@ class Evaluator:
             view[d + 1] = x.shape[i + 1]
         return np.broadcast_to(x.reshape(view), (x.shape[0], *shape))
 
-    def _sizes(self, x: np.ndarray) -> list[int]:
-        """A shape operand's values (the same in every variant: a shape, not data)."""
-        v = np.broadcast_to(x, (self.V, *x.shape[1:])).reshape(self.V, -1)
-        if not (v == v[0]).all():
-            raise Unobservable("a shape that differs between variants")
-        return [int(n) for n in v[0]]
-
-    def op_get_dimension_size(self, op, ins, res):
-        dim = int(self.ir.IntegerAttr(op.attributes["dimension"]).value)
-        return np.array(ins[0].shape[dim + 1], dtype=np.int32)[None]
-
-    def op_dynamic_broadcast_in_dim(self, op, ins, res):
-        x, shape = ins[0], self._sizes(ins[1])
-        dims = self._i64s(op, "broadcast_dimensions")
-        view = [x.shape[0]] + [1] * len(shape)
-        for i, d in enumerate(dims):
-            view[d + 1] = x.shape[i + 1]
-        return np.broadcast_to(x.reshape(view), (x.shape[0], *shape))
-
-    def op_dynamic_reshape(self, op, ins, res):
-        return ins[0].reshape((ins[0].shape[0], *self._sizes(ins[1])))
-
-    def op_dynamic_iota(self, op, ins, res):
-        shape = self._sizes(ins[0])
-        _, dtype = self._type(res)
-        dim = int(self.ir.IntegerAttr(op.attributes["iota_dimension"]).value)
-        view = [1] * len(shape)
-        view[dim] = shape[dim]
-        return np.broadcast_to(np.arange(shape[dim], dtype=dtype).reshape(view), shape)[None]
-
     def op_transpose(self, op, ins, res):
         perm = self._i64s(op, "permutation")
         return np.transpose(ins[0], [0] + [p + 1 for p in perm])

@@ -22,7 +22,8 @@ def install(evaluator_cls, unobservable) -> None:
     global Unobservable
     Unobservable = unobservable
     for name, fn in list(globals().items()):
-        if name.startswith(("region_", "op_", "reduce", "_dn", "_combiner", "_reducer")):
+        if name.startswith(("region_", "op_", "reduce", "_dn", "_combiner", "_reducer",
+                            "_sizes")):
             setattr(evaluator_cls, name, fn)
 
 
@@ -383,3 +384,35 @@ def region_reduce_window(self, op, ins):
                        zip(k, wdil, out_shape, strides, strict=True))
             out = fn(out, big[(slice(None), *sl)])
     return [self._out(out, op.results[0])]
+
+
+# -- the shape-polymorphic ops (a symbolic program runs as verified) ----------------------
+def _sizes(self, x: np.ndarray) -> list[int]:
+    """A shape operand's values (the same in every variant: a shape, not data)."""
+    v = np.broadcast_to(x, (self.V, *x.shape[1:])).reshape(self.V, -1)
+    if not (v == v[0]).all():
+        raise Unobservable("a shape that differs between variants")
+    return [int(n) for n in v[0]]
+
+def op_get_dimension_size(self, op, ins, res):
+    dim = int(self.ir.IntegerAttr(op.attributes["dimension"]).value)
+    return np.array(ins[0].shape[dim + 1], dtype=np.int32)[None]
+
+def op_dynamic_broadcast_in_dim(self, op, ins, res):
+    x, shape = ins[0], self._sizes(ins[1])
+    dims = self._i64s(op, "broadcast_dimensions")
+    view = [x.shape[0]] + [1] * len(shape)
+    for i, d in enumerate(dims):
+        view[d + 1] = x.shape[i + 1]
+    return np.broadcast_to(x.reshape(view), (x.shape[0], *shape))
+
+def op_dynamic_reshape(self, op, ins, res):
+    return ins[0].reshape((ins[0].shape[0], *self._sizes(ins[1])))
+
+def op_dynamic_iota(self, op, ins, res):
+    shape = self._sizes(ins[0])
+    _, dtype = self._type(res)
+    dim = int(self.ir.IntegerAttr(op.attributes["iota_dimension"]).value)
+    view = [1] * len(shape)
+    view[dim] = shape[dim]
+    return np.broadcast_to(np.arange(shape[dim], dtype=dtype).reshape(view), shape)[None]
