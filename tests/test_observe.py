@@ -285,3 +285,19 @@ def test_a_recomputed_tanh_moves_the_gradients_and_not_the_loss_symbolic_shapes_
         got = OBS["observe_activations"](text, args, "stablehlo.tanh", ir, hlo,
                                          mlir.make_ir_context())
         assert got["activations"] == want, remat  # outputs: g (12 values), then loss
+
+
+def test_symbolic_programs_with_loops_and_slices_run_as_verified() -> None:
+    def solve(x):  # a lax.map over rows of a symbolic batch, jacrev inside
+        return jax.lax.map(lambda r: jax.jacrev(lambda v: jnp.tanh(v) * v[::-1])(r)[1:], x)
+
+    b = export.symbolic_shape("B")[0]
+    exp = export.export(jax.jit(solve))(jax.ShapeDtypeStruct((b, 3), np.float32))
+    with mlir.make_ir_context():
+        text = ir.Module.parse(exp.mlir_module()).operation.get_asm(
+            print_generic_op_form=True, enable_debug_info=False)
+    ctx = mlir.make_ir_context()
+    with ctx:
+        ev = OBS["Evaluator"](ir.Module.parse(text), ir, hlo, 1, {})
+        got = ev.run([X[None]])
+    np.testing.assert_allclose(got[0][0], np.asarray(exp.call(X)), rtol=2e-5, atol=2e-6)

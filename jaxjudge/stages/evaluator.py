@@ -601,7 +601,8 @@ def _patch_dispatch() -> None:
         short = name.partition(".")[2]
         if short == "reduce":
             return self.reduce(op_, ins)
-        if short in ("gather", "scatter", "sort", "reduce_window", "select_and_scatter",
+        if short in ("gather", "dynamic_gather", "scatter", "sort", "reduce_window",
+                     "select_and_scatter",
                      "convolution", "fft", "rng", "rng_bit_generator", "tuple",
                      "get_tuple_element", "all_reduce", "cholesky", "triangular_solve"):
             fn = getattr(self, "region_" + short, None)

@@ -31,7 +31,12 @@ def _dn(self, op, key: str, cls: str):
     return getattr(self.hlo, cls)(op.attributes[key])
 
 
-def region_gather(self, op, ins):
+def region_dynamic_gather(self, op, ins):
+    """A gather whose slice sizes are a value (a symbolic program's)."""
+    return region_gather(self, op, ins[:2], self._sizes(ins[2]))
+
+
+def region_gather(self, op, ins, sizes=None):
     x, idx = ins
     dn = self._dn(op, "dimension_numbers", "GatherDimensionNumbers")
     offset_dims = list(dn.offset_dims)
@@ -40,9 +45,9 @@ def region_gather(self, op, ins):
     ivd = int(dn.index_vector_dim)
     obatch = list(getattr(dn, "operand_batching_dims", []) or [])
     ibatch = list(getattr(dn, "start_indices_batching_dims", []) or [])
-    sizes = self._i64s(op, "slice_sizes")
+    sizes = self._i64s(op, "slice_sizes") if sizes is None else sizes
     res = op.results[0]
-    shape, _ = self._static(res)
+    shape, _ = self._type(res)  # its rank (a symbolic size is computed below)
     x = np.broadcast_to(x, (self.V, *x.shape[1:]))
     idx = np.broadcast_to(idx, (self.V, *idx.shape[1:]))
     rank_i = idx.ndim - 1
@@ -416,3 +421,26 @@ def op_dynamic_iota(self, op, ins, res):
     view = [1] * len(shape)
     view[dim] = shape[dim]
     return np.broadcast_to(np.arange(shape[dim], dtype=dtype).reshape(view), shape)[None]
+
+
+def op_real_dynamic_slice(self, op, ins, res):
+    """x[start:limit:stride] with the bounds given as values (a symbolic program's slice)."""
+    x = ins[0]
+    lo, hi, st = (self._sizes(v) for v in ins[1:4])
+    return x[(slice(None), *(slice(a, b, c) for a, b, c in zip(lo, hi, st, strict=True)))]
+
+
+def op_dynamic_pad(self, op, ins, res):
+    """stablehlo.pad with the paddings given as values (a symbolic program's pad)."""
+    x, pv = ins[0], ins[1]
+    lo, hi, inner = (self._sizes(v) for v in ins[2:5])
+    if min(lo + hi) < 0:
+        raise Unobservable("a dynamic pad with negative padding")
+    shape = [a + b + n + max(0, n - 1) * c for a, b, n, c in zip(lo, hi, x.shape[1:], inner,
+                                                               strict=True)]
+    x = np.broadcast_to(x, (self.V, *x.shape[1:]))
+    out = np.empty((self.V, *shape), dtype=x.dtype)
+    out[...] = pv.reshape((pv.shape[0], *(1,) * len(shape)))
+    out[(slice(None), *(slice(a, a + (n - 1) * (c + 1) + 1, c + 1) if n else slice(a, a)
+                        for a, n, c in zip(lo, x.shape[1:], inner, strict=True)))] = x
+    return out
