@@ -53,11 +53,13 @@ from jaxjudge.rules.dataflow import (
     full_transfer,
     propagate,
 )
+from jaxjudge.rules.folding import fold_constants
+from jaxjudge.rules.identity import passes
 from jaxjudge.rules.observed import recomputed
 from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
 from jaxjudge.rules.region import region_of
 from jaxjudge.rules.registry import RuleOptions, register
-from jaxjudge.rules.stablehlo import ParseError, parse_module
+from jaxjudge.rules.stablehlo import ParseError, parse_module, tensor_types
 
 MAX_PROGRAMS = 64
 MAX_TOTAL_CHARS = 8 * 1024 * 1024  # all programs of one grade: parsing is linear in this
@@ -225,6 +227,44 @@ class _Analysis:
         return reads
 
 
+def _size_one_reduce(g: Graph, i: int) -> bool:
+    """Whether region step `i` is a one-operand `stablehlo.reduce` over dimensions of size 1
+    only: each result element is its body applied to the init value and one operand element,
+    so the result is the operand re-laid-out (what `h[None].sum(0)` or `h.max(axis)` over a
+    length-1 axis gives back), not a sum of it."""
+    op, step = g.region_ops.get(i), g.steps[i]
+    if op is None or op.name != "stablehlo.reduce" or len(step.operands) != 2:
+        return False
+    types = tensor_types(op.type)
+    if len(types) != 3:  # (operand, init) -> result
+        return False
+    # Every dimension removed is a 1: what is left of the operand's shape, 1s set aside, is
+    # the result's (a removed dynamic or longer dimension would leave one more entry).
+    if (None,) in (types[0].dims, types[2].dims):  # a shape that could not be read
+        return False
+    kept = [d for d in types[0].dims if d != 1]
+    return kept == [d for d in types[2].dims if d != 1] and (
+        len(types[0].dims) > len(types[2].dims))
+
+
+def _give_back_operands(g: Graph, text: str) -> None:
+    """Rewrite, in place, the steps that give an operand back as copies of it (`Kind.PASS0`),
+    so that a forward value passed through one is still that value: a reduce over axes of
+    size 1, and what `jaxjudge.rules.identity` finds (a product with an identity matrix built
+    from iota or a literal, `x * 1`, `x + 0` on folded constants). Without it, `h[None].sum(0)`
+    or `h @ jnp.eye(H)` would turn the saved tanh into its own continuation (a contraction)."""
+    found = passes(g, fold_constants(g, exact=True), text)
+    for i, step in enumerate(g.steps):
+        src = None
+        if step.kind is Kind.REDUCE and _size_one_reduce(g, i):
+            src = step.operands[0]
+        elif id(step) in found:
+            src = found[id(step)].node
+        if src is not None:
+            g.steps[i] = Step(Kind.PASS0, step.name, (src,), step.results, step.type)
+    g._consumers = g._producers = None
+
+
 def analyze_program(
     program: ProgramInfo,
     *,
@@ -247,6 +287,7 @@ def analyze_program(
         g = build_graph(module)
         g.budget = budget
         budget.spend(len(g.steps))
+        _give_back_operands(g, program.text)
     except TooComplex as exc:
         return ProgramFinding(sig, "too_large", detail=str(exc))
     except ParseError as exc:
