@@ -427,3 +427,73 @@ def test_misconfigured_options_fail_cleanly() -> None:
     good = table({"eqns": [region("dots_saveable", True, "tanh")]})
     assert check_checkpoint_region(good, **OPTIONS).passed
     assert not check_checkpoint_region(good, policy=None, contains="tanh").passed  # type: ignore[arg-type]
+
+
+# -- a region counts when the tanh in it is live (issue #30) -------------------------------------
+
+DEAD = "never reaches what solve returns"
+
+
+def test_a_region_whose_tanh_is_not_live_fails() -> None:
+    dead = {**region("dots_saveable", True, "dot_general", "tanh"), "live": ["dot_general"]}
+    outcome = check(dead)
+    assert not outcome.passed and DEAD in outcome.message
+    live = {**region("dots_saveable", True, "tanh"), "live": ["tanh", "mul"]}
+    assert check(dead, live).passed
+    assert check(region("dots_saveable", True, "tanh")).passed  # no "live": read as before
+
+
+def test_a_malformed_live_list_is_reported() -> None:
+    bad = {**region("dots_saveable", True, "tanh"), "live": "tanh"}
+    outcome = check(bad)
+    assert not outcome.passed and "malformed" in outcome.message
+
+
+def _stage_a_summary(solve: Callable[..., Any]) -> dict[str, Any]:
+    from jaxjudge.stages import trace
+
+    m = prototypes()
+    params = {
+        "w1": np.ones((m.D, m.H), np.float32), "b1": np.ones((m.H,), np.float32),
+        "w2": np.ones((m.H, m.D), np.float32), "b2": np.ones((m.D,), np.float32),
+    }
+    x = np.ones((m.B, m.D), np.float32)
+    checkpoint, policies = trace.prepare()
+    return trace.summarize_jaxpr(jax.make_jaxpr(solve)(params, x, x).jaxpr, checkpoint, policies)
+
+
+def _block(p: Any, x: Any) -> Any:
+    return x + jnp.tanh(x @ p["w1"] + p["b1"]) @ p["w2"] + p["b2"]
+
+
+_CKPT = jax.checkpoint(_block, policy=jax.checkpoint_policies.dots_saveable)
+
+
+@pytest.mark.parametrize("combine", [
+    lambda honest, dead: honest + 0.0 * dead,
+    lambda honest, dead: honest + dead - dead,
+    lambda honest, dead: jnp.where(False, dead, honest),
+    lambda honest, dead: honest + jnp.sum(jnp.zeros_like(dead) * dead),
+])
+def test_stage_a_marks_a_checkpoint_nothing_uses(combine: Callable[..., Any]) -> None:
+    def solve(params: Any, x: Any, y: Any) -> Any:
+        def loss(p: Any) -> Any:
+            honest = jnp.mean((_block(p, x) - y) ** 2)  # no checkpoint
+            return combine(honest, jnp.mean((_CKPT(p, x) - y) ** 2))
+        return jax.value_and_grad(loss)(params)
+
+    outcome = check_checkpoint_region(_stage_a_summary(solve), **OPTIONS)
+    assert not outcome.passed and DEAD in outcome.message
+
+
+def test_stage_a_marks_the_honest_checkpoint_live() -> None:
+    def solve(params: Any, x: Any, y: Any) -> Any:
+        def loss(p: Any) -> Any:
+            value = jnp.mean((_CKPT(p, x) - y) ** 2)
+            return jnp.where(jnp.isfinite(value), value, 0.0)
+        return jax.value_and_grad(loss)(params)
+
+    summary = _stage_a_summary(solve)
+    assert check_checkpoint_region(summary, **OPTIONS).passed
+    lives = [e["live"] for j in summary["jaxprs"] for e in j["eqns"] if e.get("checkpoint")]
+    assert lives and all("tanh" in names for names in lives)

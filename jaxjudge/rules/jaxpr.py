@@ -11,7 +11,20 @@ Summary format (JSON-shaped, from an untrusted sandbox; jaxjudge/stages/trace.py
     jaxpr = {"eqns": [eqn, ...]}
     eqn = {"primitive": str, "jaxprs": [int, ...], "count": int,    (optional: [], 1)
            "checkpoint": bool, "policy": str | None, "differentiated": bool | None,
-           "prevent_cse": bool | None}                   (optional: false / None)
+           "prevent_cse": bool | None,                   (optional: false / None)
+           "live": [str, ...]}                           (checkpoint eqns: see below)
+
+"live" lists the primitives inside a checkpoint region (nested jaxprs included) whose results
+the traced program's outputs depend on: stage A's backward walk from the outputs, where a
+product with a constant 0 or a select case a constant predicate does not choose is not a
+dependence. A region counts as holding the op only when the op is live in it: a checkpoint
+whose result never reaches the loss, or whose backward pass is fed a zero cotangent (`0.0 *
+dead`), holds a tanh nothing uses, beside work done elsewhere (a hand-written custom_vjp that
+recomputes the tanh). In the differentiated program, JAX keeps the checkpoint's forward part
+outside the region under `dots_saveable`; the region that stays is the backward pass's
+recomputation, so a live tanh there is the tanh the program-level rule finds recomputed, as far
+as a summary can say. A summary without "live" (the walk was over stage A's budget) is read as
+before, by the op's presence alone.
 
 Sub-jaxprs are indices into the table, so a helper called 2,000 times is summarized once. The
 walk visits each jaxpr of the table at most once (explicit stacks, no recursion), so its work
@@ -47,11 +60,13 @@ class _Region:
     differentiated: bool
     policy: str  # "none", "custom", a checkpoint_policies member name, or "?" when missing
     contains: bool
+    live: bool = True  # the op it holds reaches the outputs (see the module docstring)
 
-    def score(self, policy: str) -> tuple[int, bool, bool, bool]:
+    def score(self, policy: str) -> tuple[int, bool, bool, bool, bool]:
         ok_policy = self.policy == policy
         return (
             self.differentiated + ok_policy + self.contains,
+            self.contains and self.live,
             self.contains,
             self.differentiated,
             ok_policy,
@@ -75,6 +90,10 @@ def _check_eqn(eqn: Any, n_jaxprs: int) -> dict[str, Any]:
     children = eqn.get("jaxprs", [])
     if not isinstance(children, list):
         raise _Malformed("an eqn's jaxprs is not a list of indices")
+    live = eqn.get("live", [])
+    if not isinstance(live, list) or len(live) > 64 or not all(
+            isinstance(n, str) and len(n) <= MAX_NAME_CHARS for n in live):
+        raise _Malformed("an eqn's live list is not a short list of names")
     for k in children:
         if type(k) is not int or not 0 <= k < n_jaxprs:
             raise _Malformed("an eqn refers to a jaxpr that is not in the table")
@@ -214,6 +233,7 @@ def check_checkpoint_region(summary: object, *, policy: str, contains: str) -> R
                         differentiated=eqn.get("differentiated") is True,
                         policy=eqn.get("policy") or "?",
                         contains=any(holds[k] for k in eqn.get("jaxprs", [])),
+                        live="live" not in eqn or contains in eqn["live"],
                     )
                 )
     except _Malformed as exc:
@@ -240,6 +260,13 @@ def check_checkpoint_region(summary: object, *, policy: str, contains: str) -> R
     if not best.contains:
         problems.append(
             f"the checkpointed function does not contain the {contains}: wrap the whole block"
+        )
+    elif not best.live:
+        problems.append(
+            f"the {contains} it holds never reaches what solve returns (its result is unused, "
+            "or multiplied by 0), so the gradients are not computed through it: return the "
+            "loss of the checkpointed block itself, and let jax.grad differentiate it rather "
+            "than a backward pass of your own"
         )
     if not problems:
         return RuleOutcome(
