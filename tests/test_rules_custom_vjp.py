@@ -384,9 +384,15 @@ def test_options_relax_either_half() -> None:
 
 def test_the_record_is_what_the_rule_reads() -> None:
     summary = traced(_reference)
+    record = summary["custom_rules"]["functions"][0]
+    # What each rule, traced on its own, computes from its argument into its result (`jnp.where`
+    # is a call printed `pjit` or `jit`, by release).
+    ops = {k: set(record.pop(k)) - {"jit", "pjit"} for k in ("fwd_ops", "bwd_ops", "res_ops")}
+    assert ops == {"fwd_ops": {"convert_element_type", "ge", "select_n"},
+                   "bwd_ops": {"abs", "le", "select_n"}, "res_ops": set()}
     assert summary["custom_rules"] == {"functions": [
         {"kind": "custom_vjp", "name": "quantize", "library": False, "output_used": True,
-         "bwd_run": True, "bwd_used": True}]}
+         "bwd_run": True, "bwd_used": True, "bwd_ct_used": True}]}
     names = {e["primitive"] for j in summary["jaxprs"] for e in j["eqns"]}
     assert "jaxjudge_mark" not in names  # the marks are stage A's, not the submission's
     relu = traced(_library_custom_jvp_only)["custom_rules"]["functions"]
@@ -543,3 +549,77 @@ def test_the_rule_never_raises_on_random_json() -> None:
     for _ in range(2000):
         outcome = check_custom_vjp_used({"custom_rules": value(0)})
         assert isinstance(outcome.passed, bool) and outcome.message
+
+
+# -- the rules do the work themselves (issue #30) -------------------------------------------------
+
+WORK: dict[str, Any] = {"forward_ops": ["sign", "ge", "gt", "le", "lt"],
+                        "backward_ops": ["ge", "gt", "le", "lt", "eq", "ne"],
+                        "forward_work": "the quantisation", "backward_work": "the clipping"}
+
+
+@pytest.mark.parametrize("make", PASSING, ids=lambda f: f.__name__.strip("_"))
+def test_honest_rules_do_the_work(make: Callable[..., Any]) -> None:
+    for symbolic in (False, True):
+        summary = traced(make, symbolic=symbolic)
+        outcome = check_custom_vjp_used(summary, computes=True, **WORK)
+        assert outcome.passed, outcome.message
+        assert not any(f.get("probe_failed") for f in summary["custom_rules"]["functions"])
+
+
+def _with_rules(fun: Callable[..., Any], bwd: Callable[..., Any], *,
+                band_outside: bool = False) -> Callable[..., Any]:
+    def make() -> Callable[..., Any]:
+        q = jax.custom_vjp(fun)
+        q.defvjp(lambda x: (q(x), x), bwd)
+
+        def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+            _, vjp = jax.vjp(q, x)
+            return {"y": q(x), "dx": vjp(_band(x, g) if band_outside else g)[0]}
+
+        return solve
+
+    return make
+
+
+def _honest_bwd(x: jax.Array, g: jax.Array) -> tuple[jax.Array]:
+    return (_band(x, g),)
+
+
+@pytest.mark.parametrize(("make", "phrase"), [
+    (_with_rules(_sign, lambda x, g: (jnp.negative(-g),), band_outside=True),
+     "its backward rule does not apply the clipping"),
+    (_with_rules(_sign, lambda x, g: (0.0 * _band(x, g) + g,), band_outside=True),
+     "its backward rule does not apply the clipping"),
+    (_with_rules(lambda x: jnp.clip(x, -jnp.inf, jnp.inf), _honest_bwd),
+     "its function does not compute the quantisation"),
+    (_with_rules(lambda x: jnp.ones_like(x) + 0.0 * x, _honest_bwd),
+     "its function does not compute the quantisation"),
+], ids=["double_negation", "mask_times_zero", "clip_to_infinity", "beside_plus_zero"])
+def test_rules_that_leave_the_work_outside_fail(make: Callable[..., Any], phrase: str) -> None:
+    summary = traced(make)
+    assert check_custom_vjp_used(summary, computes=True).passed  # the older check let it by
+    outcome = check_custom_vjp_used(summary, computes=True, **WORK)
+    assert not outcome.passed and phrase in outcome.message, outcome.message
+
+
+def test_a_mask_saved_by_the_forward_rule_counts() -> None:
+    def make() -> Callable[..., Any]:
+        q = jax.custom_vjp(_sign)
+        q.defvjp(lambda x: (q(x), jnp.abs(x) <= 1.0), lambda m, g: (g * m.astype(g.dtype),))
+        return lambda x, g: {"y": q(x), "dx": jax.vjp(q, x)[1](g)[0]}
+
+    record = traced(make)["custom_rules"]["functions"][0]
+    assert "le" in record["res_ops"] and record["bwd_ct_used"]
+    assert check_custom_vjp_used(traced(make), computes=True, **WORK).passed
+
+
+@pytest.mark.parametrize("bad", [{"fwd_ops": "ge"}, {"bwd_ops": [1]}, {"res_ops": ["x"] * 65},
+                                 {"bwd_ct_used": "yes"}, {"probe_failed": 1}])
+def test_malformed_work_records_fail(bad: dict[str, Any]) -> None:
+    entry = {"kind": "custom_vjp", "name": "q", "output_used": True, "bwd_run": True,
+             "bwd_used": True, "fwd_ops": ["ge"], "bwd_ops": ["le"], "bwd_ct_used": True}
+    summary = {"custom_rules": {"functions": [{**entry, **bad}]}}
+    assert check_custom_vjp_used({"custom_rules": {"functions": [entry]}}, **WORK).passed
+    outcome = check_custom_vjp_used(summary, **WORK)
+    assert not outcome.passed and "could not be read" in outcome.message

@@ -13,8 +13,17 @@ table (jaxjudge/stages/trace.py, `_CustomRuleCalls.report`) and keeps when the t
 
     {"functions": [{"kind": "custom_vjp" | "custom_jvp", "name": str, "library": bool,
                     "output_used": bool, "bwd_run": bool, "bwd_used": bool,
-                    "fwd_identity": bool, "bwd_identity": bool}, ...],
+                    "fwd_identity": bool, "bwd_identity": bool,
+                    "fwd_ops": [str, ...], "bwd_ops": [str, ...], "bwd_ct_used": bool,
+                    "probe_failed": bool}, ...],
      "dropped": int}                         (flags absent: false; dropped absent: 0)
+
+"fwd_ops" and "bwd_ops" come from tracing each rule again on its own (stage A's `_probe`):
+the primitives computed from the function's argument (for the backward rule: from its
+residuals, not the cotangent) whose results reach the rule's result, a product with a constant
+0 or an unchosen case cutting the path; "res_ops" the same for what the forward rule computes
+into its residuals (a mask saved for the backward rule); "bwd_ct_used" says the cotangent
+reaches the backward rule's result. Absent: the rule never ran (or the record predates them).
     | {"omitted": str}                       (the dataflow was too large to follow)
 
 At most 64 functions and 64-character names; anything else is malformed and fails with a
@@ -78,7 +87,10 @@ def check_uses_primitive(summary: object, *, any_of: list[str], what: str, hint:
 MAX_CUSTOM_FUNCTIONS = 64  # stage A records at most 32
 MAX_FUNCTION_NAME = 64
 _KINDS = ("custom_vjp", "custom_jvp")
-_FLAGS = ("library", "output_used", "bwd_run", "bwd_used", "fwd_identity", "bwd_identity")
+_FLAGS = ("library", "output_used", "bwd_run", "bwd_used", "fwd_identity", "bwd_identity",
+          "probe_failed")
+_OPS = ("fwd_ops", "bwd_ops", "res_ops")
+MAX_OPS = 64
 
 
 @dataclass(frozen=True)
@@ -91,6 +103,11 @@ class _CustomFunction:
     bwd_used: bool = False
     fwd_identity: bool = False  # its function returned its argument unchanged
     bwd_identity: bool = False  # its backward rule returned the cotangent unchanged
+    probe_failed: bool = False  # a rule could not be traced on its own
+    fwd_ops: frozenset[str] | None = None  # None: not recorded
+    bwd_ops: frozenset[str] | None = None
+    res_ops: frozenset[str] | None = None  # what its forward rule computes into the residuals
+    bwd_ct_used: bool | None = None
 
     def named(self, what: str) -> str:
         """"jax.custom_vjp `quantize`", or "jax.custom_vjp function" when the name is not a
@@ -131,7 +148,19 @@ def _custom_functions(summary: object) -> tuple[list[_CustomFunction], int] | st
         flags = {k: entry.get(k, False) for k in _FLAGS}
         if not all(type(v) is bool for v in flags.values()):
             raise _Malformed("a custom-derivative function's flags are not booleans")
-        functions.append(_CustomFunction(entry["kind"], name, **flags))
+        ops: dict[str, frozenset[str] | None] = {}
+        for key in _OPS:
+            raw_ops = entry.get(key)
+            if raw_ops is not None and (not isinstance(raw_ops, list) or len(raw_ops) > MAX_OPS
+                                        or not all(isinstance(n, str) and len(n) <= 64
+                                                   for n in raw_ops)):
+                raise _Malformed("a custom-derivative function's list of operations is malformed")
+            ops[key] = None if raw_ops is None else frozenset(raw_ops)
+        ct_used = entry.get("bwd_ct_used")
+        if ct_used is not None and type(ct_used) is not bool:
+            raise _Malformed("a custom-derivative function's flags are not booleans")
+        functions.append(_CustomFunction(entry["kind"], name, **flags, **ops,
+                                         bwd_ct_used=ct_used))
     return functions, dropped
 
 
@@ -143,11 +172,58 @@ class CustomVjpUsedOptions(RuleOptions):
     computes: bool = Field(default=False, description="neither its function nor its backward "
                                                       "rule returns its input unchanged (no "
                                                       "identity wrapper)")
+    forward_ops: list[str] = Field(default=[], max_length=16,
+                                   description="primitives, one of which its function (and "
+                                               "forward rule) must compute from its argument "
+                                               "into its result, e.g. [sign, ge, gt, lt, le]")
+    backward_ops: list[str] = Field(default=[], max_length=16,
+                                    description="primitives, one of which its backward rule "
+                                                "must compute from its residuals into its "
+                                                "result, with the cotangent used too")
+    forward_work: str = Field(default="the forward value", max_length=80,
+                              description="what the forward ops do, for messages")
+    backward_work: str = Field(default="the gradient rule", max_length=80,
+                               description="what the backward ops do, for messages")
     hint: str = Field(default="", max_length=400, description="how to fix a failure")
 
 
-def _unused(f: _CustomFunction, output: bool, backward: bool, computes: bool = False
-            ) -> list[str]:
+@dataclass(frozen=True)
+class _Work:
+    """What the rules must compute themselves (the options forward_ops, backward_ops)."""
+
+    forward_ops: frozenset[str] = frozenset()
+    backward_ops: frozenset[str] = frozenset()
+    forward_work: str = "the forward value"
+    backward_work: str = "the gradient rule"
+
+    def lacks(self, f: _CustomFunction) -> list[tuple[str, str]]:
+        """(what is missing, how to fix it) for each rule of `f` that does not do its work."""
+        out = []
+        if (self.forward_ops or self.backward_ops) and f.probe_failed:
+            out.append(("its rules could not be traced on their own to check what they compute",
+                        "keep the rules plain functions of their arguments"))
+            return out
+        if self.forward_ops and not (f.fwd_ops or frozenset()) & self.forward_ops:
+            out.append((f"its function does not compute {self.forward_work} from its argument "
+                        "(it is done outside, or multiplied by 0)",
+                        f"compute {self.forward_work} inside the custom_vjp function"))
+        if self.backward_ops and f.bwd_run:
+            # The mask may be computed by the forward rule and saved (`|x| <= 1` as the
+            # residual): then the backward rule must still compute from its residuals.
+            done = (f.bwd_ops or frozenset()) | ((f.res_ops or frozenset()) if f.bwd_ops
+                                                 else frozenset())
+            if not done & self.backward_ops:
+                out.append((f"its backward rule does not apply {self.backward_work} to the "
+                            "gradient from its residuals (it is done outside, or multiplied "
+                            "by 0)", f"apply {self.backward_work} inside its backward rule"))
+            elif f.bwd_ct_used is False:
+                out.append(("its backward rule's result does not depend on the incoming "
+                            "gradient", "multiply or select the incoming gradient in it"))
+        return out
+
+
+def _unused(f: _CustomFunction, output: bool, backward: bool, computes: bool = False,
+            work: _Work | None = None) -> list[str]:
     """What `f` lacks of the requirement, as clauses of the failure message."""
     lacks = []
     if output and not f.output_used:
@@ -161,12 +237,18 @@ def _unused(f: _CustomFunction, output: bool, backward: bool, computes: bool = F
     if computes and f.bwd_identity:
         lacks.append("its backward rule returns the incoming gradient unchanged (no gradient "
                      "rule of its own)")
+    if work is not None:
+        lacks.extend(what for what, _ in work.lacks(f))
     return lacks
 
 
 @register("custom_vjp_used", "spec", CustomVjpUsedOptions)
 def check_custom_vjp_used(summary: object, *, output: bool = True, backward: bool = True,
-                          computes: bool = False, hint: str = "") -> RuleOutcome:
+                          computes: bool = False, forward_ops: list[str] | None = None,
+                          backward_ops: list[str] | None = None,
+                          forward_work: str = "the forward value",
+                          backward_work: str = "the gradient rule",
+                          hint: str = "") -> RuleOutcome:
     """A jax.custom_vjp that solve calls gives the returned values, and its backward rule the
     returned gradient.
 
@@ -206,7 +288,9 @@ def check_custom_vjp_used(summary: object, *, output: bool = True, backward: boo
         else:
             text = f"No {what} function is called in solve{more}."
         return RuleOutcome(False, f"{text} {hint}".strip())
-    passing = [f for f in vjps if not _unused(f, output, backward, computes)]
+    work = _Work(frozenset(forward_ops or ()), frozenset(backward_ops or ()), forward_work,
+                 backward_work)
+    passing = [f for f in vjps if not _unused(f, output, backward, computes, work)]
     if passing:
         parts = []
         if output:
@@ -216,8 +300,8 @@ def check_custom_vjp_used(summary: object, *, output: bool = True, backward: boo
         done = ", and ".join(parts) if parts else "is called"
         return RuleOutcome(True, f"Your {passing[0].named(what)} {done}.")
     best = max(vjps, key=lambda f: (f.output_used + f.bwd_used, f.bwd_used, f.bwd_run,
-                                    -(f.fwd_identity + f.bwd_identity)))
-    lacks = _unused(best, output, backward, computes)
+                                    -(f.fwd_identity + f.bwd_identity), -len(work.lacks(f))))
+    lacks = _unused(best, output, backward, computes, work)
     closest = "" if len(vjps) == 1 else f" (the closest of {len(vjps)} {what} functions)"
     fixes = []
     if output and not best.output_used:
@@ -229,6 +313,7 @@ def check_custom_vjp_used(summary: object, *, output: bool = True, backward: boo
         fixes.append("compute the forward value inside the custom_vjp function")
     if computes and best.bwd_identity:
         fixes.append("apply the gradient rule inside its backward rule")
+    fixes.extend(fix for _, fix in work.lacks(best) if fix not in fixes)
     jvps = [f for f in own if f.kind == "custom_jvp"]
     also = ""
     if jvps and backward and not best.bwd_used:

@@ -464,6 +464,7 @@ class _CustomRuleCalls:
 
     NAMES = (("custom_vjp", "custom_vjp_call"), ("custom_jvp", "custom_jvp_call"))
     MAX_FUNCTIONS = 32  # distinct custom functions recorded; later ones are counted as dropped
+    MAX_PROBES = 8  # rule runs traced again on their own, per function
 
     def __init__(self, jax: Any) -> None:
         self.found: set[str] = set()
@@ -473,6 +474,12 @@ class _CustomRuleCalls:
         # whose backward rule returned its cotangent, unchanged: identity wrappers.
         self.fwd_identity: set[int] = set()
         self.bwd_identity: set[int] = set()
+        # Per function, what its rules compute (see `_probe`): "fwd_ops" / "bwd_ops", the
+        # primitives computed from the argument (the residuals) that reach the rule's result,
+        # kept across runs as the ones every run had; "bwd_ct_used", whether the cotangent
+        # reaches it in every run; "probe_failed" when a rule could not be traced on its own.
+        self.rule_ops: dict[int, dict[str, Any]] = {}
+        self._probing = False
         self.dropped = 0
         self._jax = jax
         self._mark = _marker()
@@ -519,8 +526,11 @@ class _CustomRuleCalls:
     def _marking_bwd(self, bwd: Any, k: int) -> Any:
         @functools.wraps(bwd)
         def marked_bwd(*args: Any, **kwargs: Any) -> Any:
+            if self._probing:
+                return bwd(*args, **kwargs)
             self.bwd_run.add(k)
             out = bwd(*args, **kwargs)
+            self._probe(bwd, args, kwargs, k, backward=True)
             if args and self._passes(out, args[-1]):  # (..., residuals, cotangent)
                 self.bwd_identity.add(k)
             return self._marked(out, "bwd", k)
@@ -533,7 +543,10 @@ class _CustomRuleCalls:
         result is its arguments unchanged."""
         @functools.wraps(rule)
         def watched(*args: Any, **kwargs: Any) -> Any:
+            if self._probing:
+                return rule(*args, **kwargs)
             out = rule(*args, **kwargs)
+            self._probe(rule, args, kwargs, k, forward=forward)
             primal = out[0] if forward and isinstance(out, tuple) and len(out) == 2 else out
             if self._passes(primal, (args, kwargs)):
                 self.fwd_identity.add(k)
@@ -541,6 +554,71 @@ class _CustomRuleCalls:
 
         watched._jaxjudge_marks = k  # type: ignore[attr-defined]
         return watched
+
+    def _probe(self, rule: Any, args: Any, kwargs: Any, k: int, *, forward: bool = False,
+               backward: bool = False) -> None:
+        """Trace `rule` on its own, at the avals it was just called with, and note in
+        `rule_ops[k]` the primitives computed from its argument (for a backward rule: from
+        the residuals, not the cotangent) that reach its (primal) result (`_Reach`: not through
+        a product with a constant 0 or an unchosen case), and for a backward rule whether the
+        cotangent reaches it. A rule that cannot be traced again marks `probe_failed`."""
+        jax = self._jax
+        entry = self.rule_ops.setdefault(k, {})
+        if entry.get("probes", 0) >= self.MAX_PROBES:
+            return
+        entry["probes"] = entry.get("probes", 0) + 1
+        primal_live: tuple[bool, ...] = ()
+        try:
+            leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+            where = [i for i, v in enumerate(leaves) if isinstance(v, jax.Array)]
+            n_ct = 0
+            if backward and args:
+                n_ct = sum(isinstance(v, jax.Array) for v in jax.tree_util.tree_leaves(args[-1]))
+
+            def alone(*arrays: Any) -> Any:
+                full = list(leaves)
+                for i, a in zip(where, arrays, strict=True):
+                    full[i] = a
+                a_args, a_kwargs = jax.tree_util.tree_unflatten(tree, full)
+                out = rule(*a_args, **a_kwargs)
+                res: Any = ()
+                if forward and isinstance(out, tuple) and len(out) == 2:
+                    out, res = out  # a forward rule's (primal, residuals)
+                arrays = [[v for v in jax.tree_util.tree_leaves(t) if isinstance(v, jax.Array)]
+                          for t in (out, res)]
+                n_primal.append(len(arrays[0]))
+                return arrays[0] + arrays[1]
+
+            n_primal: list[int] = []
+            specs = [jax.ShapeDtypeStruct(leaves[i].shape, leaves[i].dtype) for i in where]
+            self._probing = True
+            try:
+                closed = jax.make_jaxpr(alone)(*specs)
+            finally:
+                self._probing = False
+            jaxpr = closed.jaxpr
+            n_in = len(jaxpr.invars)
+            seeds = [i < n_in - n_ct for i in range(n_in)]
+            found = {}
+            n_out, split = len(jaxpr.outvars), n_primal[0]
+            for key, outs in (("bwd_ops" if backward else "fwd_ops", range(split)),
+                              ("res_ops", range(split, n_out))):
+                if not outs:
+                    continue
+                reach = _Reach(_marker())
+                live_in = reach.live_inputs(jaxpr, tuple(i in outs for i in range(n_out)), 0)
+                found[key] = _computed_from(jaxpr, seeds, reach.live_eqns)
+                if key != "res_ops":
+                    primal_live = live_in
+        except Exception:
+            entry["probe_failed"] = True
+            return
+        for key, ops in found.items():
+            entry[key] = ops if key not in entry else entry[key] & ops
+        live_in = primal_live
+        if backward:
+            used = n_ct > 0 and any(live_in[n_in - n_ct:])
+            entry["bwd_ct_used"] = used and entry.get("bwd_ct_used", True)
 
     def _call_vjp(self, orig: Any, obj: Any, args: Any, kwargs: Any) -> Any:
         k = self._record(obj, "custom_vjp")
@@ -609,6 +687,14 @@ class _CustomRuleCalls:
                     entry["fwd_identity"] = True
                 if k in self.bwd_identity:
                     entry["bwd_identity"] = True
+                probed = self.rule_ops.get(k, {})
+                for key in ("fwd_ops", "bwd_ops", "res_ops"):
+                    if key in probed:
+                        entry[key] = sorted(probed[key])[:MAX_LIVE_NAMES]
+                if "bwd_ct_used" in probed:
+                    entry["bwd_ct_used"] = probed["bwd_ct_used"]
+                if probed.get("probe_failed"):
+                    entry["probe_failed"] = True
             functions.append(entry)
         result: dict = {"functions": functions}
         if self.dropped:
@@ -637,6 +723,37 @@ def _marker() -> Any:
         mlir.register_lowering(mark, lambda ctx, x, *, tag: [x])
         _MARK = mark
     return _MARK
+
+
+MAX_TAINT_STEPS = 200_000
+
+
+def _computed_from(jaxpr: Any, seeds: list[bool], live: set[int]) -> set[str]:
+    """The primitive names of the eqns of `jaxpr` (and of the calls in it with one sub-jaxpr,
+    followed positionally) that are computed from the invars marked in `seeds` and are in
+    `live` (their result reaches the outputs). Another eqn with sub-jaxprs counts as one step
+    whose every output is computed from every input."""
+    names: set[str] = set()
+    steps = [MAX_TAINT_STEPS]
+    work = [(jaxpr, seeds, 0)]
+    while work:
+        sub, marks, depth = work.pop()
+        tainted = {v for v, m in zip(sub.invars, marks, strict=False) if m}
+        for eqn in sub.eqns:
+            steps[0] -= 1
+            if steps[0] < 0:
+                raise _FlowTooLarge("the rule has too many eqns to follow")
+            ins = [not hasattr(v, "val") and v in tainted for v in eqn.invars]
+            if not any(ins):
+                continue
+            tainted.update(eqn.outvars)
+            if id(eqn) in live:
+                names.add(str(eqn.primitive.name)[:MAX_LIVE_NAME_CHARS])
+            subs = [j for v in eqn.params.values() for j in _sub_jaxprs(v)]
+            if (len(subs) == 1 and len(subs[0].invars) == len(eqn.invars)
+                    and depth < _Reach.MAX_FLOW_DEPTH):
+                work.append((subs[0], ins, depth + 1))
+    return names
 
 
 class _FlowTooLarge(Exception):
