@@ -47,6 +47,10 @@ HONEST = {
                                        [lambda: 0.1, lambda: 0.05, lambda: 0.01]),
     "minimum": lambda s: jnp.minimum(s * 1e-3, 0.1),
     "table": lambda s: jnp.linspace(0.0, 0.1, 101)[jnp.minimum(s, 100)],
+    # The step only as a fori_loop trip count: no value of it flows into lr, its loop's
+    # condition decides how many increments lr gets.
+    "trip_count": lambda s: jax.lax.fori_loop(0, jnp.minimum(s, 100),
+                                              lambda i, c: c + 1e-3, jnp.float32(0.0)),
 }
 
 
@@ -72,6 +76,8 @@ def test_an_unused_step_fails() -> None:
     lambda s: 0.1 + 0 * s.astype(jnp.float32),                  # 0 * step
     lambda s: jnp.where(s < 100, 0.1, 0.1),                      # equal branches
     lambda s: jax.lax.select(jnp.bool_(True), jnp.float32(0.1), s * 1e-3),  # constant predicate
+    # a trip count that folds to a constant (0 * step)
+    lambda s: jax.lax.fori_loop(0, 0 * s + 3, lambda i, c: c + 1e-3, jnp.float32(0.0)),
 ])
 def test_a_step_used_only_through_constants_fails(lr_of: Callable[..., Any]) -> None:
     outcome = check(update(lr_of))
@@ -113,6 +119,20 @@ def test_untraceable_words_a_trace_that_needed_the_step() -> None:
     assert untraceable("Abstract tracer value encountered", argument="step") is not None
     assert RULES["traced_input"].untraceable is untraceable
     assert RULES["loop_over_dim"].untraceable is None
+
+
+def test_untraceable_in_a_jitted_helper_names_the_argument() -> None:
+    """JAX names the helper's own parameter (t) and the helper it traced: that says nothing of
+    which of solve's arguments reached it, so the requirement's argument fails, named."""
+    helper = JAX_BOOL.replace("function solve", "function schedule").replace(
+        "argument step", "argument t")
+    outcome = untraceable(helper, argument="step", entry_point="solve")
+    assert outcome is not None and not outcome.passed
+    assert outcome.message.startswith("solve uses the value of step in Python")
+    assert "the helper schedule (its parameter t)" in outcome.message
+    # solve's own other argument still is not this requirement's.
+    other = JAX_BOOL.replace("argument step", "argument w")
+    assert untraceable(other, argument="step", entry_point="solve") is None
 
 
 def test_options_are_typed() -> None:

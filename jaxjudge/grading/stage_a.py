@@ -103,7 +103,8 @@ class StageA(StageBase):
         failed = []
         for req in self.problem.requirements:
             hook = RULES[req.rule].untraceable if req.rule in RULES else None
-            outcome = hook(message, **req.options) if hook is not None else None
+            outcome = (hook(message, entry_point=self.problem.entry_point, **req.options)
+                       if hook is not None else None)
             if isinstance(outcome, RuleOutcome) and not outcome.passed:
                 failed.append(RequirementResult(name=req.name, level=req.level, passed=False,
                                                 message=outcome.message))

@@ -38,8 +38,10 @@ class Rule:
     # using it is exported once per input shape instead of once with symbolic dimensions.
     static_shapes: bool = False
     # The rule's own failure for a submission that cannot be traced because it needs a traced
-    # value in Python (`if x > 0`, int(x)): `untraceable(message, **options)` returns a failed
-    # outcome when the requirement is about that (a traced step counter), else None.
+    # value in Python (`if x > 0`, int(x)): `untraceable(message, entry_point=..., **options)`
+    # (entry_point: the problem's function, to tell its arguments from a jitted helper's)
+    # returns a failed outcome when the requirement is about that (a traced step counter), else
+    # None.
     untraceable: Callable[..., Any] | None = None
     # The option naming the dimension (e.g. "dim"), or the list of them ("dims"), whose growth
     # the rule measures: whenever a grade exports per shape, it also exports the submission at

@@ -24,8 +24,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from jaxjudge.rules.dataflow import Budget, TooComplex, build_graph
-from jaxjudge.rules.folding import fold_constants, live_nodes
+from jaxjudge.rules.dataflow import Budget, Graph, TooComplex, build_graph
+from jaxjudge.rules.folding import Value, fold_constants, live_nodes
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.program import MAX_TOTAL_CHARS
 from jaxjudge.rules.region import readers_of, region_of
@@ -49,21 +49,52 @@ def _fix(name: str) -> str:
             f"float(), .item() or numpy.")
 
 
-def untraceable(message: str, *, argument: str,
-                outputs: Sequence[str] = ()) -> RuleOutcome | None:
+_TRACING = re.compile(r"while tracing the function ([A-Za-z_<][A-Za-z0-9_.<>]*)")
+_NAMED = re.compile(r"argument '?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def untraceable(message: str, *, argument: str, outputs: Sequence[str] = (),
+                entry_point: str | None = None) -> RuleOutcome | None:
     """This requirement's failure for a trace that needed a traced value in Python, when the
     error (JAX's wording, from the untrusted stage: it only words the message) names `argument`
-    as the argument it depends on, or names no argument; None when it names another one."""
-    named = re.findall(r"argument '?([A-Za-z_][A-Za-z0-9_]*)", message)
+    as the argument it depends on, or names no argument, or names an argument of a helper that
+    JAX was tracing (an inner `jax.jit`, not `entry_point`: the helper's own parameter name says
+    nothing about which of solve's arguments reached it); None when it names another argument
+    of the entry point."""
+    named = _NAMED.findall(message)
+    helpers = [f for f in _TRACING.findall(message)
+               if entry_point is not None and f.split(".")[-1] != entry_point]
     top = argument.split(".")[0]
-    if named and top not in named:
+    if named and top not in named and not helpers:
         return None
+    where = ""
+    if helpers and top not in named:
+        param = f" (its parameter {named[-1]})" if named else ""
+        where = (f" JAX found it in the helper {helpers[-1]}{param}, which {argument} reaches: "
+                 f"a Python branch on a traced value fails inside a jitted helper too.")
     return RuleOutcome(False, (
         f"solve uses the value of {argument} in Python while it is being traced (an `if`, "
-        f"int(), float(), .item() or numpy call on it, or a static argument of jax.jit). "
+        f"int(), float(), .item() or numpy call on it, or a static argument of jax.jit).{where} "
         f"{argument} is a traced array: the "
         f"grader exports one program that reads it when it runs, so its value is not known "
         f"while tracing, and one program must serve every value. {_fix(argument)}"))
+
+
+def _live_with_trip_counts(g: Graph, values: list[Value], nodes: list[int]) -> set[int]:
+    """What the nodes depend on, a loop's trip count included: when a result of a
+    `stablehlo.while` is live, so is what its condition returns (a fori_loop whose trip count is
+    the step gives a result that the step decides, though no value of the step flows into it)."""
+    live = live_nodes(g, values, nodes)
+    done: set[int] = set()
+    while True:
+        more = [n for i, loop in enumerate(g.loops)
+                if i not in done and any(r in live for r in loop.results)
+                for ret in loop.cond_returns for n in ret]
+        done.update(i for i, loop in enumerate(g.loops) if any(r in live for r in loop.results))
+        more = [n for n in more if n not in live]
+        if not more:
+            return live
+        live |= live_nodes(g, values, more)
 
 
 @register("traced_input", "program", TracedInputOptions, untraceable=untraceable)
@@ -105,7 +136,7 @@ def check_traced_input(programs: Sequence[ProgramInfo], *, argument: str,
                          if o == name or o.startswith(name + ".")]
                 if not nodes:
                     return RuleOutcome(False, f"Your program has no output {name}.")
-                if arg not in live_nodes(g, values, nodes):
+                if arg not in _live_with_trip_counts(g, values, nodes):
                     return RuleOutcome(False, (
                         f"Your output {name} does not depend on {argument} in the exported "
                         f"program (for input shapes {p.signature}): it is computed without it, "
