@@ -83,6 +83,10 @@ os.write(_sfd, b"R")
 os.close(_sfd)
 sys.argv = sys.argv[3:]
 del _bpf, _sfd
+# The parent's folders that hold jax and numpy (isolation.bwrap.package_dirs), which -I or a
+# .pth outside the mounts would otherwise hide.
+sys.path.extend(p for p in os.environ.get("JAXJUDGE_STAGE_PATH", "").split(os.pathsep)
+                if p and p not in sys.path)
 import runpy
 runpy.run_path(_script, run_name="__main__")
 """

@@ -5,6 +5,8 @@ or bwrap under a directory it cannot search (`_overlay_plan`)."""
 
 from __future__ import annotations
 
+import functools
+import importlib.machinery
 import os
 import shutil
 import stat
@@ -13,18 +15,55 @@ from pathlib import Path
 
 from jaxjudge.isolation.limits import JOB_MOUNT, SandboxLimits
 
+# What the stages import (jax and numpy, and what jax imports) and the variable that hands
+# the stage the folders they came from (bootstrap's _ENTER appends them to sys.path).
+STAGE_PACKAGES = ("jax", "jaxlib", "numpy", "ml_dtypes", "opt_einsum", "scipy")
+STAGE_PATH_ENV = "JAXJUDGE_STAGE_PATH"
+
+
+@functools.lru_cache(maxsize=1)
+def package_dirs() -> tuple[str, ...]:
+    """The parent's sys.path entries that hold a package the stages import, in sys.path order
+    (real paths), found without importing anything. A venv made with --system-site-packages on
+    a host whose JAX is preinstalled finds jax in the base interpreter's site, in a user site
+    (which `python -I` turns off) or in a folder a .pth adds: the stages get the same folders,
+    read-only, or they could not import jax."""
+    order = [os.path.realpath(p or os.getcwd()) for p in sys.path]
+    dirs: list[str] = []
+    for name in STAGE_PACKAGES:
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None:
+            continue
+        locs = list(spec.submodule_search_locations or ()) or [spec.origin or ""]
+        for loc in locs:
+            d = os.path.realpath(os.path.dirname(loc)) if loc else ""
+            if d and d != "/" and os.path.isdir(d) and d not in dirs:
+                dirs.append(d)
+    return tuple(sorted(dirs, key=lambda d: order.index(d) if d in order else len(order)))
+
 
 def _python_roots() -> list[str]:
-    """Directories the interpreter needs: venv and base prefixes (real paths, no duplicates)."""
+    """Directories the interpreter needs: venv and base prefixes, and the folders of
+    `package_dirs` outside them (real paths, no duplicates, none under /usr)."""
     cands = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
-             os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))]
+             os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))),
+             *package_dirs()]
     roots: list[str] = []
     for c in cands:
         r = os.path.realpath(c)
-        if r in ("/", "/usr") or any(r == x or r.startswith(x + "/") for x in roots):
+        if r in ("/", "/usr") or r.startswith("/usr/") or any(
+                r == x or r.startswith(x + "/") for x in roots):
             continue
         roots = [x for x in roots if not x.startswith(r + "/")] + [r]
     return roots
+
+
+def stage_env() -> dict[str, str]:
+    """What every stage's environment adds: the package folders, for sys.path."""
+    return {STAGE_PATH_ENV: os.pathsep.join(package_dirs())} if package_dirs() else {}
 
 
 READ_ONLY_TOPS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")

@@ -29,7 +29,13 @@ from typing import Any
 
 from jaxjudge.isolation import fstree, seccomp
 from jaxjudge.isolation.bootstrap import _ENTER, _TRAMPOLINE
-from jaxjudge.isolation.bwrap import _bwrap_args, _bwrap_sources, _overlay_plan, _python_roots
+from jaxjudge.isolation.bwrap import (
+    _bwrap_args,
+    _bwrap_sources,
+    _overlay_plan,
+    _python_roots,
+    stage_env,
+)
 from jaxjudge.isolation.cgroups import RunCgroup, _RunCgroup, process_tree, resident_memory
 from jaxjudge.isolation.limits import (
     _PRIVATE_PREFIX,
@@ -58,6 +64,7 @@ def _base_env(extra: dict[str, str] | None) -> dict[str, str]:
         "JAX_PLATFORMS": "cpu",
         "MALLOC_ARENA_MAX": "2",
         "OPENBLAS_NUM_THREADS": "1",
+        **stage_env(),
     }
     env.update(extra or {})
     return env

@@ -20,6 +20,7 @@ from importlib import metadata
 from pathlib import Path
 
 from jaxjudge.isolation import statefile
+from jaxjudge.isolation.bwrap import stage_env
 
 CANDIDATES = (
     "--xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=0",
@@ -34,10 +35,13 @@ def _works(flags: str) -> bool:
         "JAX_PLATFORMS": "cpu",
         "XLA_FLAGS": flags,
         "HOME": "/tmp",
+        **stage_env(),
     }
+    code = ("import os, sys; sys.path += os.environ.get('JAXJUDGE_STAGE_PATH', '').split("
+            "os.pathsep); import jax; jax.numpy.zeros(2).block_until_ready()")
     try:
         proc = subprocess.run(
-            [sys.executable, "-I", "-c", "import jax; jax.numpy.zeros(2).block_until_ready()"],
+            [sys.executable, "-I", "-c", code],
             env=env,
             capture_output=True,
             timeout=120,
