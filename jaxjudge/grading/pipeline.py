@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -146,9 +147,15 @@ class Grading(StageA, StageB):
         started.adopted = True
         return started
 
+    def _timed(self, name: str, t: float) -> None:
+        """One parent-side part of the grade's time split (docs/performance.md#a-grades-time)."""
+        self.timings[name] = round(self.timings.get(name, 0.0) + time.perf_counter() - t, 4)
+
     def _pipeline(self, root: Path) -> Report:
         stage_a = self._stage_a(root / "a")
+        t = time.perf_counter()
         self._check_requirements("spec", stage_a.jaxpr)
+        self._timed("rules.spec", t)
         outputs, programs = self._stage_b(root / "a", root / "b", stage_a)
         if self.outputs_only:
             self.outputs = outputs
@@ -158,9 +165,15 @@ class Grading(StageA, StageB):
         # Requirements are checked on the problem's own test shapes: a learner's input of
         # another shape must not change what the requirements see.
         self.programs = self._without_custom_shapes(list(programs))
+        t = time.perf_counter()
         self._check_requirements("program", self.programs)
+        self._timed("rules.program", t)
+        t = time.perf_counter()
         self.memory = self._memory()
+        self._timed("memory_profile", t)
+        t = time.perf_counter()
         self._compare(outputs)
+        self._timed("compare", t)
         return self._decide()
 
     def _corroborate(self, reqs: list[RequirementResult]) -> None:
