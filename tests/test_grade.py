@@ -49,6 +49,9 @@ def test_reference_is_accepted_with_full_report() -> None:
     assert all(r.passed for r in report.requirements)
     assert {r.level for r in report.requirements} == {"spec", "program"}
     assert report.timings["total"] > 0 and "stage_a" in report.timings
+    # The grade's time split (docs/performance.md#a-grades-time).
+    assert {"stage_a", "rules.spec", "stage_b", "rules.program", "memory_profile",
+            "compare"} <= set(report.timings)
     assert report.versions["jax"]
 
 
