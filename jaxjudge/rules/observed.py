@@ -166,6 +166,10 @@ def _every_step(runs: list[LoopRun], count: int, every: bool) -> str | None:
     that stopped is a decoy)."""
     known: dict[int, bool] = {}
     for run in runs:
+        if not any(sl.live for sl in run.slots):  # nothing it carries moves with the inputs
+            for s in range(min(count, run.steps)):
+                known[s] = False
+            continue
         for s in range(min(count, run.steps)):
             kept = run.kept(s, every)
             if kept is not None:

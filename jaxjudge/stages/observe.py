@@ -103,6 +103,26 @@ def _wide(x: np.ndarray) -> np.ndarray:
     return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
 
 
+ROUNDING = 1e-4  # of the values' size: a difference of updates below it is rounding
+
+
+def _updates_differ(old: np.ndarray, new: np.ndarray, g: int) -> np.ndarray:
+    """Per group variant: did this step update the value differently from variant 0, beyond
+    the rounding of adding the same update to a different value (acc_g + u - acc_g is not u
+    in float32)? Integers and booleans compare exactly."""
+    if new.dtype.kind not in "fc":
+        upd = new.astype(np.int64) - old.astype(np.int64)
+        return (upd[1:] != upd[0:1]).reshape(g, -1).any(axis=1)
+    o, n = _wide(old), _wide(new)
+    upd = n - o
+    gap = np.abs(upd[1:] - upd[0:1])
+    size = np.maximum(np.maximum(np.abs(o[1:]), np.abs(o[0:1])),
+                      np.maximum(np.abs(n[1:]), np.abs(n[0:1])))
+    with np.errstate(invalid="ignore"):
+        differ = (gap > ROUNDING * size) | (np.isnan(upd[1:]) != np.isnan(upd[0:1]))
+    return differ.reshape(g, -1).any(axis=1)
+
+
 class LoopRecord:
     """What one loop run did, per carried value ("slot") of its state (not the ones it passes
     along): for each group, the steps whose update of the slot differs from variant 0's (a
@@ -137,8 +157,7 @@ class LoopRecord:
         for i in self.state:
             k = self.slot[i]
             if g:
-                upd = _wide(new[i][: 1 + g]) - _wide(old[i][: 1 + g])
-                touched[k] |= _moved(upd[1:], upd[0:1]).reshape(g, -1).any(axis=1)
+                touched[k] |= _updates_differ(old[i][: 1 + g], new[i][: 1 + g], g)
             if clean is not None:
                 kept[k] = kept[k] or bool(_moved(new[i][clean], new[i][0]).any())
         for k in range(len(self.first)):
