@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from helpers import CpuHog
 
 from jaxjudge.isolation import layers, sandbox, seccomp, uidpool
 
@@ -222,6 +223,32 @@ def test_a_bomb_that_runs_out_of_time_while_allocating_is_a_memory_verdict(run: 
     res = run("mem_slow", limits=limits)
     assert res.status == "memory_exceeded", res
     assert "still allocating" in res.detail, res
+
+
+@pytest.mark.slow
+def test_a_bomb_kept_waiting_by_a_loaded_machine_is_still_a_memory_verdict(
+        run: Runner) -> None:
+    """The same CPU-bound bomb (2 s of CPU to its 256 MiB limit), on one CPU shared with three
+    busy processes: it gets ~1/4 of the CPU, so 5 s of wall clock pass long before its memory
+    limit. Idle it is a memory verdict, so under load too: the time its threads waited for the
+    CPU does not count against the wall limit. A run that sleeps is not waiting for the CPU and
+    still ends at its wall limit."""
+    need("cgroup")
+    limits = sandbox.SandboxLimits(wall_seconds=5, cpu_seconds=20, memory_bytes=256 * MiB,
+                                   output_bytes=64 * 1024)
+    before = os.sched_getaffinity(0)
+    cpu = min(before)
+    os.sched_setaffinity(0, {cpu})  # the run inherits it
+    try:
+        with CpuHog(3, {cpu}, seconds=60):
+            res = run("mem_slow", limits=limits)
+            slept = run("sleep", limits=limits)
+    finally:
+        os.sched_setaffinity(0, before)
+    assert res.status == "memory_exceeded", res
+    assert res.wall_seconds > limits.wall_seconds, res  # it was kept waiting, and got its time
+    assert slept.status == "wall_timeout", slept
+    assert slept.wall_seconds < limits.wall_seconds + 2, slept
 
 
 def test_a_slow_run_holding_memory_stays_a_time_limit(run: Runner) -> None:

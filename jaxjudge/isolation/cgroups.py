@@ -230,6 +230,7 @@ class _RunCgroup:
             self._write("memory", "memory.swappiness", "0", optional=True)
             # Peak from here on (a pool spare's warm-up before its run is not the run's peak).
             self._write("memory", "memory.max_usage_in_bytes", "0", optional=True)
+            self._write("memory", "memory.failcnt", "0", optional=True)
             self._write("pids", "pids.max", str(limits.max_processes))
         else:
             self._write("unified", "memory.max", mem)
@@ -297,6 +298,16 @@ class _RunCgroup:
         if "oom_kill" in fields:
             return int(fields["oom_kill"])
         return int(fields.get("oom", fields.get("under_oom", "0")))
+
+    def limit_hits(self) -> int:
+        """How often the group's memory reached its limit (v1 memory.failcnt, v2 the "max"
+        count of memory.events)."""
+        if self.support.version == 1:
+            text = self._read("memory", "memory.failcnt") or "0"
+            return int(text) if text.strip().isdigit() else 0
+        text = self._read("unified", "memory.events") or ""
+        fields = dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
+        return int(fields.get("max", "0"))
 
     def peak_memory(self) -> int | None:
         name = "memory.max_usage_in_bytes" if self.support.version == 1 else "memory.peak"
@@ -387,6 +398,9 @@ class RunCgroup:
 
     def usage_bytes(self) -> int:
         return self._cg.usage_bytes()
+
+    def limit_hits(self) -> int:
+        return self._cg.limit_hits()
 
     def pinned_bytes(self) -> int:
         return self._cg.pinned_bytes()

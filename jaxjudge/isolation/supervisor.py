@@ -494,10 +494,14 @@ class LimitWatch:
         self.job_dir = job_dir
         self.before = before
         self.processes = processes
+        self.started = started
         self.deadline = started + limits.wall_seconds
         self.disk_cap = DISK_FACTOR * int(limits.output_bytes)
         self.next_disk = 0.0
         self.growth = MemoryGrowth(int(limits.memory_bytes))
+        # What the run's threads had waited for a CPU before its clock started (a pool spare's
+        # warm-up at background weight, a prestarted stage's import): not the run's.
+        self.waited_before = run_queue_waits(processes())
 
     def check(self, now: float) -> tuple[Status, str] | None:
         """The first limit crossed, as (status, detail), or None."""
@@ -508,7 +512,7 @@ class LimitWatch:
         if self.cg is not None:
             self.growth.sample(self.cg, now)
         crossed: tuple[Status, str] | None = None
-        if now >= self.deadline:
+        if now >= self.deadline and not self._kept_waiting(now):
             crossed = "wall_timeout", f"wall-clock limit of {limits.wall_seconds:g} s"
         elif self.cg is not None:
             cpu = self.cg.cpu_seconds()
@@ -517,6 +521,8 @@ class LimitWatch:
                     f"CPU time {cpu:.2f} s over the limit of {limits.cpu_seconds:g} s (cgroup)")
         if crossed is not None:
             bomb = self.growth.bomb(self.cg, now) if self.cg is not None else ""
+            if not bomb and self.cg is not None:
+                bomb = limit_reached(self.cg, int(limits.memory_bytes))
             return ("memory_exceeded", bomb) if bomb else crossed
         if now >= self.next_disk:
             self.next_disk = now + 0.25
@@ -526,6 +532,61 @@ class LimitWatch:
                     f"the run wrote more than {self.disk_cap} bytes or {MAX_JOB_ENTRIES} "
                     "entries into its job directory")
         return None
+
+    def _kept_waiting(self, now: float) -> bool:
+        """Past the wall deadline: whether the run's time was the machine's, not its own. The
+        time its threads spent runnable but waiting for a CPU (other processes' load) does not
+        count against the wall limit, so a loaded machine makes a grade slower, never another
+        verdict; the deadline moves by that wait, up to WAIT_CAP times the limit in all."""
+        wall = self.limits.wall_seconds
+        hard = self.started + WAIT_CAP * wall
+        if now >= hard or not math.isfinite(wall):
+            return False
+        waits = run_queue_waits(self.processes())
+        waited = max((w - self.waited_before.get(tid, 0.0) for tid, w in waits.items()),
+                     default=0.0)
+        due = min(self.started + wall + waited, hard)
+        if now >= due:
+            return False
+        self.deadline = due
+        return True
+
+
+# A run kept waiting for a CPU gets its wall limit back, up to this many times the limit.
+WAIT_CAP = 3.0
+
+
+def run_queue_waits(pids: list[int]) -> dict[int, float]:
+    """Seconds each thread of `pids` has spent runnable but not running (the second field of
+    /proc/<pid>/task/<tid>/schedstat), by thread id; threads that cannot be read are left out."""
+    waits: dict[int, float] = {}
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                    fields = f.read().split()
+                waits[int(tid)] = int(fields[1]) / 1e9
+            except (OSError, IndexError, ValueError):
+                continue
+    return waits
+
+
+def limit_reached(cg: Any, limit: int) -> str:
+    """On a time limit: the detail of a memory verdict when the run's memory cgroup reached
+    its limit and the run still holds most of it (what only freeing gives back), else ''. Time
+    spent reclaiming at the limit is the memory's fault, whatever the machine's load."""
+    hits = cg.limit_hits() if hasattr(cg, "limit_hits") else 0
+    if not hits:
+        return ""
+    pinned = cg.pinned_bytes()
+    if pinned < MemoryGrowth.HIGH * limit:
+        return ""
+    return (f"ran out of time at its {limit >> 20} MiB memory limit (reached {hits} time(s); "
+            f"{pinned >> 20} MiB held)")
 
 
 def _supervise(proc: subprocess.Popen[bytes], cg: _RunCgroup | None, limits: SandboxLimits,
