@@ -22,6 +22,7 @@ import errno
 import logging
 import os
 import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,41 +176,81 @@ def _enter(parent: _Frame, name: str, st: os.stat_result, root_dev: int, depth: 
     return _Frame(fd, _ident(st), names, name=name, st=st)
 
 
+# `remove_tree` repeats its pass while the tree keeps changing: a writer that was killed may
+# still be tearing down (a SIGKILL is pending, not done) and a tree can move under a walk. Each
+# pass lists afresh; the bound is in passes and in time, whichever comes first.
+REMOVE_PASSES = 64
+REMOVE_SECONDS = 30.0
+
+
 def remove_tree(path: str | os.PathLike[str]) -> bool:
     """Remove `path` and everything under it (a symlink or file at `path` is just unlinked).
-    Never raises: returns True when `path` is gone, False otherwise (what stayed is logged)."""
+    Never raises: returns True when `path` is gone, False otherwise (what stayed is logged).
+    A pass that leaves something (entries created after their directory was listed, a tree
+    that moved, a directory without write permission) is followed by another, bounded by
+    REMOVE_PASSES and REMOVE_SECONDS."""
     path = os.fspath(path)
+    deadline = time.monotonic() + REMOVE_SECONDS
+    last: OSError | None = None
+    for attempt in range(REMOVE_PASSES):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return True
+        except OSError as exc:
+            log.warning("cannot remove %s: %s", path, exc)
+            return False
+        try:
+            if not stat.S_ISDIR(st.st_mode):
+                os.unlink(path)
+            else:
+                clear_dir(path)
+                os.rmdir(path)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            last = exc
+        if not os.path.lexists(path):
+            return True
+        if time.monotonic() > deadline:
+            break
+        time.sleep(min(0.001 * 2 ** attempt, 0.1))
+    log.warning("cannot remove %s: %s", path, last or "entries keep appearing")
+    return not os.path.lexists(path)
+
+
+def _writable(dir_fd: int) -> bool:
+    """Give ourselves write and search permission on the directory at `dir_fd` (a run may
+    leave a directory read-only so that its entries cannot be unlinked); False if we cannot."""
     try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return True
-    except OSError as exc:
-        log.warning("cannot remove %s: %s", path, exc)
+        os.chmod(dir_fd, 0o700)
+    except OSError:
         return False
-    if not stat.S_ISDIR(st.st_mode):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        return not os.path.lexists(path)
+    return True
+
+
+def _remove_entry(ev: Event) -> None:
+    """Unlink a file or remove an emptied directory; once more after making its directory
+    writable when permission is what stopped it. Other failures are left to the next pass."""
+    remove = os.unlink if ev.kind == "file" else os.rmdir
     try:
-        clear_dir(path)
-        os.rmdir(path)
+        remove(ev.name, dir_fd=ev.dir_fd)
     except FileNotFoundError:
         pass
-    except OSError as exc:
-        log.warning("cannot remove %s: %s", path, exc)
-    return not os.path.lexists(path)
+    except PermissionError:
+        if _writable(ev.dir_fd):
+            with contextlib.suppress(OSError):
+                remove(ev.name, dir_fd=ev.dir_fd)
+    except OSError:
+        pass
 
 
 def clear_dir(path: str | os.PathLike[str] | int) -> None:
     """Remove everything inside the directory `path` (kept itself). Entries that cannot be
     removed are skipped; raises OSError only if `path` cannot be opened or the tree moved."""
     for ev in walk(path):
-        if ev.kind == "file":
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(ev.name, dir_fd=ev.dir_fd)
-        elif ev.kind == "post":
-            with contextlib.suppress(OSError):
-                os.rmdir(ev.name, dir_fd=ev.dir_fd)
+        if ev.kind != "dir":
+            _remove_entry(ev)
 
 
 def chown_tree(root: str | os.PathLike[str], uid: int, gid: int, *, sanitize: bool) -> None:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from jaxjudge.isolation import fstree
 from jaxjudge.isolation.limits import KILL_GRACE_SECONDS
 
 # The sandbox's one logger, whichever layer logs (operators filter on its name).
@@ -144,7 +145,9 @@ def _clean_uid_leftovers(uid: int, *, files: bool) -> None:
                     if st.st_uid != uid:
                         continue
                     if stat.S_ISDIR(st.st_mode):
-                        shutil.rmtree(entry.path)  # fd-based: never follows a planted symlink
+                        # Iterative: a run may leave a tree of any depth (shutil.rmtree's
+                        # recursion raises RecursionError past ~1,000 levels).
+                        fstree.remove_tree(entry.path)
                     else:
                         os.unlink(entry.path)
                 except OSError:

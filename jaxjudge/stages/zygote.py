@@ -43,7 +43,6 @@ import os
 import resource
 import runpy
 import select
-import shutil
 import signal
 import sys
 import time
@@ -111,6 +110,75 @@ def _warm_up() -> None:
         register()
 
 
+_KEEP_FDS = 64  # directory descriptors open at once while removing a tree
+
+
+def _remove_dir(path: str) -> None:
+    """Remove a directory tree a child left, without recursion (shutil.rmtree recurses once per
+    level and raises RecursionError past ~1,000: it would end the zygote) and by descriptor (a
+    deep tree's paths are longer than PATH_MAX). Deeper than _KEEP_FDS, the subtree is moved up
+    to the top directory and removed from there. Best effort: what cannot go is left."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        top = os.open(path, flags)
+    except OSError:
+        return
+    stack = [(top, "")]  # (descriptor, its name in the directory below it on the stack)
+    stuck: set[tuple[int, int]] = set()  # directories that would not go: never entered again
+    moved = 0
+    try:
+        while stack:
+            fd = stack[-1][0]
+            entered = False
+            try:
+                with os.scandir(fd) as it:
+                    names = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+            except OSError:
+                names = []
+            for name, is_dir in names:
+                if not is_dir:
+                    with contextlib.suppress(OSError):
+                        os.unlink(name, dir_fd=fd)
+                    continue
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                if (st.st_dev, st.st_ino) in stuck:
+                    continue
+                if len(stack) >= _KEEP_FDS:
+                    moved += 1
+                    with contextlib.suppress(OSError):
+                        os.rename(name, f".deep-{moved}", src_dir_fd=fd, dst_dir_fd=top)
+                        continue
+                with contextlib.suppress(OSError):
+                    os.chmod(name, 0o700, dir_fd=fd, follow_symlinks=False)
+                try:
+                    child = os.open(name, flags, dir_fd=fd)
+                except OSError:
+                    stuck.add((st.st_dev, st.st_ino))
+                    continue
+                stack.append((child, name))
+                entered = True
+                break
+            if entered:
+                continue
+            done_fd, done_name = stack.pop()
+            st = os.fstat(done_fd)
+            os.close(done_fd)
+            if stack:
+                try:
+                    os.rmdir(done_name, dir_fd=stack[-1][0])
+                except OSError:
+                    stuck.add((st.st_dev, st.st_ino))
+    finally:
+        for fd, _ in stack:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
 def _clean_dir(top: str, only_uid: int | None = None) -> None:
     """Empty `top` (or, with `only_uid`, remove the entries that uid owns there)."""
     with contextlib.suppress(OSError), os.scandir(top) as it:
@@ -120,7 +188,7 @@ def _clean_dir(top: str, only_uid: int | None = None) -> None:
                 if only_uid is not None and st.st_uid != only_uid:
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
+                    _remove_dir(entry.path)
                 else:
                     os.unlink(entry.path)
             except OSError:
