@@ -87,9 +87,14 @@ class StageA(StageBase):
         t = time.perf_counter()
         pending, self.pending_a = self.pending_a, None
         if pending is not None:  # it imported jax meanwhile; now it reads the files above
-            res = pending.go()
+            res = self._launch_once(pending.go)
         else:
-            res = self.grader.runner(TRACE_SCRIPT, job, self._sandbox_limits(), True, {})
+            res = self._launch_once(lambda: self.grader.runner(
+                TRACE_SCRIPT, job, self._sandbox_limits(), True, {}))
+        if res.status == "setup_failed":
+            res = self._launched(lambda: self.grader.runner(
+                TRACE_SCRIPT, job, self._sandbox_limits(), True, {}), job, self.timings,
+                "stage_a")
         self.timings["stage_a"] = round(time.perf_counter() - t, 4)
         self.output = (res.stdout + res.stderr)[-self.limits.output_kb * 1024 :]
         decided = self._stage_failure(res, "Your code (while loading, tracing or exporting)")

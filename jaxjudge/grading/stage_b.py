@@ -151,13 +151,18 @@ class StageB(StageBase):
             (job / "job.json").write_text(json.dumps({**spec, "engine": engine}))
             env = {"XLA_FLAGS": flags} if flags else {}
             pending, self.pending_b = self.pending_b, None
+            def launch(env: dict[str, str] = env) -> sandbox.SandboxResult:
+                return self.grader.runner(EXECUTE_SCRIPT, job, self._sandbox_limits(), False,
+                                          env)
+
             if pending is not None and flags == fast_compile_flags():
-                res = pending.go()  # started with these flags; reads the job just written
+                res = self._launch_once(pending.go)  # started with these flags; reads the job
             else:
                 if pending is not None:
                     pending.cancel()
-                res = self.grader.runner(EXECUTE_SCRIPT, job, self._sandbox_limits(), False,
-                                         env)
+                res = self._launch_once(launch)
+            if res.status == "setup_failed":
+                res = self._launched(launch, job, self.timings, "stage_b")
             crashed = res.status == "signaled" or (
                 res.status == "exited" and not (job / "result.json").is_file()
             )

@@ -3,8 +3,10 @@ early-verdict exception, reading a file a sandbox wrote, and mapping sandbox out
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,11 @@ MALFORMED_B = (
     "the process that ran your exported program returned a malformed result (the program may "
     "have been crafted to break the grader)"
 )
+log = logging.getLogger("grader")
+# Pauses before each new launch of a stage whose sandbox did not start: a moment's shortage on a
+# loaded machine (every sandbox uid busy, a cgroup not yet released) passes; a failure that
+# persists through all of them is the grader's.
+SETUP_RETRY_PAUSES = (0.5, 2.0, 5.0)
 # A hook so a warm worker pool can replace how sandboxed stages are launched
 # (jaxjudge.isolation.pool).
 StageRunner = Callable[
@@ -120,6 +127,34 @@ class StageBase:
 
     def _sandbox_limits(self) -> sandbox.SandboxLimits:
         return sandbox_limits(self.limits)
+
+    def _launched(self, launch: Callable[[], sandbox.SandboxResult], job: Path,
+                  timings: dict[str, float], stage: str) -> sandbox.SandboxResult:
+        """`launch()`'s result, launched again (after SETUP_RETRY_PAUSES) while the sandbox did
+        not start: `setup_failed`, or the runner's own OSError (the warm pool's files). Neither
+        says anything about the submission, so neither may become its verdict; a failure that
+        outlasts every pause is returned (and becomes internal_error)."""
+        (job / "result.json").unlink(missing_ok=True)  # nothing of a failed launch is read
+        res = self._launch_once(launch)
+        for pause in SETUP_RETRY_PAUSES:
+            if res.status != "setup_failed":
+                break
+            log.warning("%s: the sandbox did not start (%s); launching it again in %g s",
+                        stage, res.detail[:300], pause)
+            timings[f"{stage}.setup_retries"] = timings.get(f"{stage}.setup_retries", 0) + 1
+            time.sleep(pause)
+            (job / "result.json").unlink(missing_ok=True)  # nothing of a failed launch is read
+            res = self._launch_once(launch)
+        return res
+
+    @staticmethod
+    def _launch_once(launch: Callable[[], sandbox.SandboxResult]) -> sandbox.SandboxResult:
+        try:
+            return launch()
+        except OSError as exc:
+            log.warning("the stage's runner failed", exc_info=True)
+            return sandbox.SandboxResult("setup_failed", None, None, 0.0, None, None,
+                                         f"runner: {exc}", "", "")
 
     def _stage_failure(self, res: sandbox.SandboxResult, what: str) -> Decided | None:
         """Map a sandbox outcome that ended the stage abnormally to a verdict."""
