@@ -8,6 +8,7 @@ remain. Assertions that depend on one layer skip, with the reason, when that lay
 from __future__ import annotations
 
 import ast
+import contextlib
 import fcntl
 import json
 import os
@@ -225,6 +226,19 @@ def test_a_bomb_that_runs_out_of_time_while_allocating_is_a_memory_verdict(run: 
     assert "still allocating" in res.detail, res
 
 
+@contextlib.contextmanager
+def one_busy_cpu(hogs: int) -> Iterator[None]:
+    """This process (so the runs it starts) on one CPU shared with `hogs` busy loops."""
+    before = os.sched_getaffinity(0)
+    cpu = min(before)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        with CpuHog(hogs, {cpu}, seconds=120):
+            yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 @pytest.mark.slow
 def test_a_bomb_kept_waiting_by_a_loaded_machine_is_still_a_memory_verdict(
         run: Runner) -> None:
@@ -236,19 +250,28 @@ def test_a_bomb_kept_waiting_by_a_loaded_machine_is_still_a_memory_verdict(
     need("cgroup")
     limits = sandbox.SandboxLimits(wall_seconds=5, cpu_seconds=20, memory_bytes=256 * MiB,
                                    output_bytes=64 * 1024)
-    before = os.sched_getaffinity(0)
-    cpu = min(before)
-    os.sched_setaffinity(0, {cpu})  # the run inherits it
-    try:
-        with CpuHog(3, {cpu}, seconds=60):
-            res = run("mem_slow", limits=limits)
-            slept = run("sleep", limits=limits)
-    finally:
-        os.sched_setaffinity(0, before)
+    with one_busy_cpu(3):
+        res = run("mem_slow", limits=limits)
+        slept = run("sleep", limits=limits)
     assert res.status == "memory_exceeded", res
     assert res.wall_seconds > limits.wall_seconds, res  # it was kept waiting, and got its time
     assert slept.status == "wall_timeout", slept
     assert slept.wall_seconds < limits.wall_seconds + 2, slept
+
+
+@pytest.mark.slow
+def test_a_bomb_growing_slowly_on_a_loaded_machine_is_a_memory_verdict_at_its_cpu_limit(
+        run: Runner) -> None:
+    """The CPU-bound bomb against a 1 GiB limit and 7 s of CPU (896 MiB at the CPU limit), on
+    one CPU shared with seven busy processes: ~35 MiB per wall-clock second, less than the 5 %
+    of its limit per second that idle growth shows, but 128 MiB per CPU second, as idle. Still
+    allocating is measured per CPU second, so it is a memory verdict either way."""
+    need("cgroup")
+    limits = sandbox.SandboxLimits(wall_seconds=120, cpu_seconds=7, memory_bytes=1024 * MiB,
+                                   output_bytes=64 * 1024)
+    with one_busy_cpu(7):
+        res = run("mem_slow", limits=limits)
+    assert res.status == "memory_exceeded", res
 
 
 def test_a_slow_run_holding_memory_stays_a_time_limit(run: Runner) -> None:

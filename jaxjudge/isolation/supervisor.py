@@ -445,7 +445,9 @@ class MemoryGrowth:
     loaded machine can reach its time limit before its memory limit. When time runs out while
     the run holds most of its limit in memory only freeing gives back and is still allocating,
     the memory is what the learner must fix, so that is the verdict. An honest slow run holding
-    much memory but no longer growing stays a time limit."""
+    much memory but no longer growing stays a time limit. The growth is measured against the
+    run's own CPU time (the wall clock when the cgroup does not count it): on a loaded machine
+    a bomb grows as much per CPU second as on an idle one, far less per wall-clock second."""
 
     HIGH = 0.75  # of the limit, pinned (anonymous + shared)
     RISE = 0.05  # of the limit, gained over the last WINDOW seconds
@@ -461,23 +463,30 @@ class MemoryGrowth:
         if now < self.next:
             return
         self.next = now + self.EVERY
+        clock = self._clock(cg, now)
         pinned = cg.pinned_bytes() if cg.usage_bytes() >= self.limit // 2 else 0
-        self.samples.append((now, pinned))
-        while self.samples and self.samples[0][0] < now - 2 * self.WINDOW:
+        self.samples.append((clock, pinned))
+        while self.samples and self.samples[0][0] < clock - 2 * self.WINDOW:
             self.samples.popleft()
+
+    @staticmethod
+    def _clock(cg: Any, now: float) -> float:
+        cpu = cg.cpu_seconds()
+        return now if cpu is None else cpu
 
     def bomb(self, cg: Any, now: float) -> str:
         """The detail of a memory verdict, or '' when the time verdict stands."""
+        clock = self._clock(cg, now)
         pinned = cg.pinned_bytes()
-        earlier = [p for t, p in self.samples if t <= now - self.WINDOW]
+        earlier = [p for t, p in self.samples if t <= clock - self.WINDOW]
         if not earlier or pinned < self.HIGH * self.limit:
             return ""
         rise = pinned - earlier[-1]
         if rise < self.RISE * self.limit:
             return ""
         return (f"ran out of time holding {pinned >> 20} MiB of its {self.limit >> 20} MiB "
-                f"memory limit and still allocating ({rise >> 20} MiB in the last "
-                f"{self.WINDOW:g} s)")
+                f"memory limit and still allocating ({rise >> 20} MiB in its last "
+                f"{self.WINDOW:g} s of CPU time)")
 
 
 class LimitWatch:
