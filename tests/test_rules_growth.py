@@ -24,23 +24,29 @@ def span(low: int, high: int, step: int = 1) -> DimRange:
 
 
 @pytest.mark.parametrize(("low", "high", "step", "sizes"), [
-    (1, 8, 1, (3, 5, 7)), (16, 32, 1, (16, 18, 20)), (1, 6, 1, (3, 5)), (1, 4, 1, (2, 4)),
-    (1, 3, 1, (1, 3)), (0, 2, 1, (0, 2)), (1, 2, 1, ()), (5, 5, 1, ()),
-    # a step: its multiples only, evenly spaced by the least multiple of it two or more apart
-    (16, 32, 4, (16, 20, 24)), (1, 48, 4, (4, 8, 12)), (17, 31, 4, (20, 24, 28)),
-    (1, 16, 3, (3, 9, 15)), (1, 9, 2, (4, 6, 8)), (16, 19, 4, ()),
+    (1, 8, 1, (1, 2, 3, 4, 5, 6, 7, 8)), (16, 32, 1, (16, 17, 18, 19, 20, 21)),
+    (1, 6, 1, (1, 2, 3, 4, 5, 6)), (1, 4, 1, (1, 2, 3, 4)), (1, 3, 1, (1, 2, 3)),
+    (0, 2, 1, (0, 1, 2)), (1, 2, 1, ()), (5, 5, 1, ()), (8, 64, 1, (8, 9, 10, 11, 12, 13)),
+    # a step: its multiples only
+    (16, 32, 4, (16, 20, 24, 28, 32)), (1, 48, 4, (4, 8, 12, 16, 20, 24)),
+    (17, 31, 4, (20, 24, 28)), (1, 16, 3, (3, 6, 9, 12, 15)), (1, 9, 2, (2, 4, 6, 8)),
+    (16, 19, 4, ()),
 ])
-def test_probe_sizes_are_evenly_spaced_past_the_special_cases(
+def test_probe_sizes_hold_both_parities_and_the_small_sizes(
         low: int, high: int, step: int, sizes: tuple[int, ...]) -> None:
-    assert probe_sizes(span(low, high, step)) == sizes
+    """Three evenly spaced sizes as before (3, 5 and 7), then every allowed size until three
+    of each parity are there, and the allowed sizes below them from 1: each allowed."""
+    found = probe_sizes(span(low, high, step))
+    assert found == sizes
+    assert all(low <= v <= high and v % step == 0 for v in found)
 
 
 def test_probe_dims_fix_every_other_dimension() -> None:
     found = probe_dims({"B": span(1, 8), "D": span(1, 5), "H": span(1, 2)}, "B", ["B", "D", "H"])
-    assert found == [{"B": b, "D": 3, "H": 2} for b in (3, 5, 7)]
+    assert found == [{"B": b, "D": 3, "H": 2} for b in range(1, 9)]
     stepped = probe_dims({"T": span(16, 32, 4), "d": span(1, 4), "K": span(1, 9, 4)}, "d",
                          ["K", "T", "d"])
-    assert stepped == [{"T": 16, "K": 4, "d": 2}, {"T": 16, "K": 4, "d": 4}]
+    assert stepped == [{"T": 16, "K": 4, "d": d} for d in (1, 2, 3, 4)]
     with pytest.raises(ValueError, match="range"):
         probe_dims({"B": span(1, 8)}, "B", ["B", "D"])
     with pytest.raises(ValueError, match="two allowed sizes of B"):
@@ -206,3 +212,62 @@ def test_recursion_and_unknown_callees_fail_cleanly() -> None:
     progs = [ProgramInfo("s", text, [], [], {"B": b}, probe=True) for b in (3, 5, 7)]
     outcome = check_independent_of_dim(progs, dim="B")
     assert not outcome.passed and "could not be analyzed" in outcome.message
+
+
+# -- loops taken only at some sizes (issue #30: shapes the probes never see) ------------------
+
+ALL_B = probe_sizes(span(1, 8))
+
+
+def scan_unrolled_twice(x: jax.Array) -> jax.Array:
+    total, _ = jax.lax.scan(lambda c, r: (c + row_norm(r), None),
+                            jnp.zeros(x.shape[1:], x.dtype), x, unroll=2)
+    return total / x.shape[0]  # what the judge probes for B = [1, 8]: 1 to 8
+
+
+def rows_looped_when(taken: Callable[[int], bool]) -> Callable[[jax.Array], jax.Array]:
+    def solve(x: jax.Array) -> jax.Array:
+        if taken(x.shape[0]):
+            return python_loop(x)
+        return jax.vmap(row_norm)(x).mean(0)
+    return solve
+
+
+def first_rows_looped(x: jax.Array) -> jax.Array:
+    """The first 3 rows by a Python loop, the rest vectorized."""
+    k = min(x.shape[0], 3)
+    head = [row_norm(x[i]) for i in range(k)]
+    tail = jax.vmap(row_norm)(x[k:]).sum(0) if x.shape[0] > k else 0.0
+    return (sum(head) + tail) / x.shape[0]
+
+
+@pytest.mark.parametrize(("taken", "sizes"), [
+    (lambda b: b % 2 == 1, "B=3, 5 and 7"), (lambda b: b % 2 == 0, "B=2, 4 and 6"),
+    (lambda b: b >= 6, "B=6, 7 and 8"), (lambda b: b in (1, 2, 4, 8), "B=2, 4 and 8"),
+])
+def test_a_loop_taken_only_at_some_sizes_grows_per_element(
+        taken: Callable[[int], bool], sizes: str) -> None:
+    outcome = check_independent_of_dim(probes(rows_looped_when(taken), ALL_B), dim="B")
+    assert not outcome.passed
+    assert sizes in outcome.message and "Not every probe size grows" in outcome.message
+
+
+def test_a_loop_over_the_first_rows_grows_per_element() -> None:
+    outcome = check_independent_of_dim(probes(first_rows_looped, ALL_B), dim="B")
+    assert not outcome.passed and "for B=1, 2 and 4" in outcome.message
+
+
+def even_padded(x: jax.Array) -> jax.Array:
+    """A branch on parity with no loop: an odd batch gets a zero row (its norm is 0)."""
+    if x.shape[0] % 2:
+        x = jnp.concatenate([x, jnp.zeros_like(x[:1])])
+        return jax.vmap(row_norm)(x).sum(0) / (x.shape[0] - 1)
+    return jax.vmap(row_norm)(x).mean(0)
+
+
+@pytest.mark.parametrize("solve", [vectorized_with_special_case, even_padded, batches_of_four,
+                                   lax_loop(1), lax_loop(3), scan_unrolled_twice])
+def test_special_cases_without_a_loop_pass_at_every_probe_size(
+        solve: Callable[[jax.Array], jax.Array]) -> None:
+    outcome = check_independent_of_dim(probes(solve, ALL_B), dim="B")
+    assert outcome.passed, outcome.message

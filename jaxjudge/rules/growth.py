@@ -47,6 +47,9 @@ PROBE_GAP = 2  # two apart: the same parity, so `B % 2` special cases take the s
 # Three sizes, two intervals: per-element code grows over both, while a structure that changes
 # once between two sizes (a `lax.map` batch that fills up, an `if B > 4`) grows over one.
 PROBES = 3
+# Then every allowed size up to this many of each parity: a loop taken only at odd or only at
+# even sizes runs at three of them (jaxjudge.rules.growth.probe_sizes).
+PER_PARITY = 3
 # The function JAX's lax loops lower their body to, called once per copy of the body: a rolled
 # loop calls it once in its while body, an unrolled one once per unrolled step
 # (`closed_call` in recent JAX, `None` in 0.4.38; MLIR appends `_0`, `_1`... to repeats).
@@ -59,17 +62,31 @@ class DimOptions(RuleOptions):
 
 # -- probe shapes ------------------------------------------------------------------------------
 
-def probe_sizes(span: DimRange) -> tuple[int, ...]:
-    """The sizes of the dimension to compare: up to PROBES of them, allowed by `span` and
-    evenly spaced (PROBE_GAP apart, or the least multiple of the span's step that is), as
-    small as possible (cheap to trace) but past the special-cased sizes when the range allows;
-    () when the range holds no two such sizes."""
+def _spaced(span: DimRange) -> tuple[int, ...]:
+    """Up to PROBES sizes PROBE_GAP apart (or the least multiple of the span's step that is),
+    as small as possible but past the special-cased sizes when the range allows."""
     gap = lcm(PROBE_GAP, span.multiple_of)
     for floor in (SPECIAL_BELOW, 2, 1, 0):
         lo = span.first(floor)
         if lo is not None and lo + gap <= span.high:
             return tuple(range(lo, min(span.high, lo + (PROBES - 1) * gap) + 1, gap))
     return ()
+
+
+def probe_sizes(span: DimRange) -> tuple[int, ...]:
+    """The sizes of the dimension to compare, allowed by `span`; () when the range holds no
+    two sizes PROBE_GAP apart. Three evenly spaced ones (`_spaced`: B = [1, 8] gives 3, 5 and
+    7), then every allowed size from the first of them until PER_PARITY of each parity are
+    there (3 to 8), and the allowed sizes from 1 below them (1 and 2): a loop taken only at even
+    sizes, only at multiples of 3, only past a threshold or only for the first elements
+    (`range(min(B, 3))`) runs per element at three of them, which `growth` compares."""
+    spaced = _spaced(span)
+    if not spaced:
+        return ()
+    step = span.multiple_of
+    run = range(spaced[0], min(span.high, spaced[0] + (2 * PER_PARITY - 1) * step) + 1, step)
+    small = range(span.first(1) or spaced[0], spaced[0], step)
+    return tuple(sorted({*spaced, *run, *small}))
 
 
 def probe_dims(spans: Mapping[str, DimRange], dim: str,
@@ -272,14 +289,25 @@ def growth(parsed: Sequence[Parsed], dim: str,
         note = "; ".join(f"{dim}={v}: {fp.ops} ops" for v, fp in zip(values, fps, strict=True))
         note += " once inlined (constants aside)"
         # An unrolled loop adds at least one op per step, at every size: growing by fewer ops
-        # than the steps did, or over only some of the intervals, is not per-step code.
-        if all(b.ops - a.ops >= max(1, m - n) for a, b, n, m in
-               zip(fps, fps[1:], runs, runs[1:], strict=False)):
+        # than the steps did, or over only some of the intervals, is not per-step code. Taken
+        # only at some sizes (odd ones, multiples of 3, past a threshold, the first few), it
+        # still grows per step over three of them (`_per_step`).
+        picked = _per_step(values, fps, runs)
+        if picked is not None:
+            vs = [values[i] for i in picked]
+            fs = [fps[i] for i in picked]
+            rs = [runs[i] for i in picked]
+            counts = _and([str(fp.ops) for fp in fs])
+            at = f"{dim}={_and([str(v) for v in vs])}"
+            only = "" if len(picked) == len(values) else (
+                f" Not every probe size grows ({note}): code that runs once per element only "
+                f"at some sizes of {dim} (a branch on its parity, on its size, or over its "
+                f"first elements) is still per-element code.")
             return RuleOutcome(False, (
                 f"Your program grows with {dim}: {counts} operations for {at}{where}. "
-                + _cause(dim, values[0], values[-1], max(1, runs[-1] - runs[0]), fps[0],
-                         fps[-1], each or f"element of {dim}")),
-                region=_grown(sizes[values[0]][1], sizes[values[-1]][1], note))
+                + _cause(dim, vs[0], vs[-1], max(1, rs[-1] - rs[0]), fs[0], fs[-1],
+                         each or f"element of {dim}") + only),
+                region=_grown(sizes[vs[0]][1], sizes[vs[-1]][1], note))
         compared.append(f"{counts} operations for {at}{where}")
         shown = shown or noted(sizes[values[-1]][1].program, note)
     if not compared:
@@ -287,6 +315,47 @@ def growth(parsed: Sequence[Parsed], dim: str,
                                   f"available, so growth with {dim} cannot be checked.")
     return RuleOutcome(True, f"The program does not grow with {dim}: {'; '.join(compared)}.",
                        region=shown)
+
+
+def _grows(a: Footprint, b: Footprint, n: int, m: int) -> bool:
+    """From the program run n steps to the one run m steps: at least one op more per step."""
+    return b.ops - a.ops >= max(1, m - n)
+
+
+def _per_step(values: Sequence[int], fps: Sequence[Footprint],
+              runs: Sequence[int]) -> list[int] | None:
+    """The probe programs (indices, sizes increasing) over which the program grows per step:
+    all of them when it grows over every interval; else three evenly spaced sizes over which it
+    does, PROBE_GAP apart or a multiple of it and none of them a special-case-prone size below
+    SPECIAL_BELOW (a loop at even sizes only: 4, 6 and 8), or three sizes over which it grows by the
+    same number of ops per step (a loop at multiples of 3, at sizes past a threshold, or over
+    `range(min(B, 3))`: an unrolled loop adds the same ops per step, which a structure that
+    changes at some size, such as a special case of B = 1, does not do twice in proportion).
+    None when there are none."""
+    n = len(fps)
+    if all(_grows(fps[i], fps[i + 1], runs[i], runs[i + 1]) for i in range(n - 1)):
+        return list(range(n))
+    evenly: list[int] | None = None
+    # A lax loop with unroll=k is unrolled completely at sizes up to k and rolled past them
+    # (its body copied inside a while loop at the largest size): not per-element code.
+    unrolled = fps[-1].looped_copies > 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            if runs[j] <= runs[i] or not _grows(fps[i], fps[j], runs[i], runs[j]):
+                continue
+            for k in range(j + 1, n):
+                if runs[k] <= runs[j] or not _grows(fps[j], fps[k], runs[j], runs[k]):
+                    continue
+                if unrolled and fps[k].copies - fps[i].copies >= runs[k] - runs[i]:
+                    continue  # copies of a lax loop's body below its unroll factor
+                if (evenly is None and values[i] >= SPECIAL_BELOW
+                        and (values[j] - values[i]) % PROBE_GAP == 0
+                        and runs[j] - runs[i] == runs[k] - runs[j]):
+                    evenly = [i, j, k]
+                if ((fps[j].ops - fps[i].ops) * (runs[k] - runs[j])
+                        == (fps[k].ops - fps[j].ops) * (runs[j] - runs[i])):
+                    return [i, j, k]
+    return evenly
 
 
 def _grown(lo: Parsed, hi: Parsed, note: str) -> Region | None:
