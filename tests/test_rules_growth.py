@@ -252,6 +252,11 @@ def test_a_loop_taken_only_at_some_sizes_grows_per_element(
     assert sizes in outcome.message and "Not every probe size grows" in outcome.message
 
 
+def test_a_lax_loop_unrolled_by_four_grows_at_the_small_sizes() -> None:
+    outcome = check_independent_of_dim(probes(lax_loop(4), ALL_B), dim="B")
+    assert not outcome.passed and "is unrolled over B" in outcome.message
+
+
 def test_a_loop_over_the_first_rows_grows_per_element() -> None:
     outcome = check_independent_of_dim(probes(first_rows_looped, ALL_B), dim="B")
     assert not outcome.passed and "for B=1, 2 and 4" in outcome.message

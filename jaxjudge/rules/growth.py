@@ -9,10 +9,11 @@ program grow; vectorized operations, `jax.vmap` and a rolled lax loop do not.
 
 The sizes compared are the judge's, never the tests': a vectorized solution with a special case
 for `B == 1` is exported per shape, and comparing its B = 1 program with its B = 4 one would
-measure the special case, not a loop. So the problem's plan names up to three *probe* sizes of the
-dimension (`probe_sizes`: two apart, past the sizes code special-cases, allowed by the
-problem's constraints, a step such as `multiple_of = 4` included) and one value of every other
-dimension (`probe_dims`); stage A exports the
+measure the special case, not a loop. So the problem's plan names *probe* sizes of the
+dimension (`probe_sizes`: three of each parity and the small ones, allowed by the problem's
+constraints, a step such as `multiple_of = 4` included, so that a loop taken only at odd or
+even sizes, past a threshold or over the first few elements runs at three of them) and one
+value of every other dimension (`probe_dims`); stage A exports the
 submission at those abstract shapes (no values: it never sees more than shapes and dtypes)
 whenever it exports per shape, stage B verifies those programs like the others, and the rule
 compares only them: `loop_over_dim` and `no_loop_over_dim` as `independent_of_dim`, in run mode
@@ -336,9 +337,11 @@ def _per_step(values: Sequence[int], fps: Sequence[Footprint],
     if all(_grows(fps[i], fps[i + 1], runs[i], runs[i + 1]) for i in range(n - 1)):
         return list(range(n))
     evenly: list[int] | None = None
-    # A lax loop with unroll=k is unrolled completely at sizes up to k and rolled past them
-    # (its body copied inside a while loop at the largest size): not per-element code.
-    unrolled = fps[-1].looped_copies > 0
+    # A lax loop with unroll=2 or 3 (its body copied that many times inside a while loop at
+    # the largest size) is unrolled completely at sizes up to it, and copies the remainder
+    # past it: growth in copies of its body is not per-element code there. A factor of 4 or
+    # more (the tests' "partly unrolled") is.
+    unrolled = 0 < fps[-1].looped_copies <= PROBES
     for i in range(n):
         for j in range(i + 1, n):
             if runs[j] <= runs[i] or not _grows(fps[i], fps[j], runs[i], runs[j]):
@@ -384,12 +387,15 @@ def check_independent_of_dim(programs: Sequence[ProgramInfo], *, dim: str) -> Ru
 
     Passes when the program was exported with `dim` symbolic (one program serves every size),
     or when the programs exported at the judge's probe shapes do not grow with `dim`: `dim` at
-    up to three sizes two apart, past 0, 1 and 2 when the problem's range allows (`B = [1, 8]`:
-    3, 5 and 7), every other dimension at one value (see `probe_dims`); the rule fails when,
-    from each probe size to the next, the program (calls inlined, constants not counted) grows
-    by at least as many operations as `dim` grew. Per-element code unrolled while JAX traces
-    (Python loops and comprehensions, lax loops with `unroll=True` or a large unroll factor,
-    splitting into rows) fails, with a message naming what grows; a structure that changes once
-    between two sizes passes. The tests' own shapes are never compared."""
+    three sizes of each parity and the small sizes (`B = [1, 8]`: 1 to 8; see `probe_sizes`),
+    every other dimension at one value (see `probe_dims`); the rule fails when the program
+    (calls inlined, constants not counted) grows by at least as many operations as `dim` grew
+    from each probe size to the next, or over three probe sizes: evenly spaced ones of one
+    parity from 3, or any three by the same operations per element. Per-element code unrolled
+    while JAX traces (Python loops and comprehensions, also when taken only at odd or even
+    sizes, past a threshold or over the first few elements; lax loops with `unroll=True` or a
+    factor of 4 or more, splitting into rows) fails, with a message naming what grows; a
+    structure that changes at some size (a special case, a parity branch without a loop)
+    passes. The tests' own shapes are never compared."""
     parsed = parse_programs(programs)
     return parsed if isinstance(parsed, RuleOutcome) else growth(parsed, dim)
