@@ -55,6 +55,12 @@ PER_PARITY = 3
 # loop calls it once in its while body, an unrolled one once per unrolled step
 # (`closed_call` in recent JAX, `None` in 0.4.38; MLIR appends `_0`, `_1`... to repeats).
 _LAX_BODY = re.compile(r"^(closed_call|None)(_[0-9]+)?$")
+# Operations that move or relabel values: how many a slice of one element takes depends on the
+# size (x[0] of a (1, D) array is a reshape alone), so per-element code is compared without them.
+_LAYOUT = frozenset(f"stablehlo.{n}" for n in (
+    "slice", "reshape", "broadcast_in_dim", "transpose", "convert", "concatenate", "pad",
+    "dynamic_slice", "dynamic_update_slice", "bitcast_convert", "iota", "get_dimension_size",
+    "get_tuple_element", "tuple", "return", "optimization_barrier")) | {"func.return"}
 
 
 class DimOptions(RuleOptions):
@@ -119,6 +125,9 @@ class Footprint:
     copies: int = 0  # calls of a lax loop's body function (one per copy of the body)
     looped_copies: int = 0  # those inside while loops' regions
     calls: Counter[str] = field(default_factory=Counter)  # other callees -> calls
+    # Operations that compute (not `_LAYOUT`), by name: an unrolled loop adds the same ones
+    # per element, wherever the size changes how its slices and reshapes are lowered.
+    kinds: Counter[str] = field(default_factory=Counter)
 
     def add(self, other: Footprint, in_loop: bool) -> None:
         self.ops += other.ops
@@ -127,6 +136,7 @@ class Footprint:
         self.copies += other.copies
         self.looped_copies += other.copies if in_loop else other.looped_copies
         self.calls.update(other.calls)
+        self.kinds.update(other.kinds)
 
 
 def _entry(functions: dict[str, Op]) -> str:
@@ -186,7 +196,7 @@ def footprint(module: Module, budget: Budget) -> Footprint:
             budget.spend()
             if op.name == "func.call":
                 callee = op.attrs.get("callee", "")
-                budget.spend(len(done[callee].calls))
+                budget.spend(len(done[callee].calls) + len(done[callee].kinds))
                 fp.add(done[callee], in_loop)
                 if _LAX_BODY.match(callee):
                     fp.copies += 1
@@ -197,6 +207,8 @@ def footprint(module: Module, budget: Budget) -> Footprint:
             if op.name != "stablehlo.constant":  # constants merge when their values match
                 fp.ops += 1
                 fp.in_loops += in_loop
+                if op.name not in _LAYOUT:
+                    fp.kinds[op.name] += 1
             inner = in_loop or op.name == "stablehlo.while"
             fp.whiles += op.name == "stablehlo.while"
             stack.extend((o, inner) for region in op.regions for block in region
@@ -323,15 +335,24 @@ def _grows(a: Footprint, b: Footprint, n: int, m: int) -> bool:
     return b.ops - a.ops >= max(1, m - n)
 
 
+def _in_proportion(a: Footprint, b: Footprint, c: Footprint, m: int, n: int) -> bool:
+    """From a to b (m steps) and from b to c (n steps), the same operations that compute were
+    added per step, at least one of them."""
+    names = set(a.kinds) | set(b.kinds) | set(c.kinds)
+    first = {k: b.kinds[k] - a.kinds[k] for k in names}
+    return any(first.values()) and all(
+        first[k] * n == (c.kinds[k] - b.kinds[k]) * m for k in names)
+
+
 def _per_step(values: Sequence[int], fps: Sequence[Footprint],
               runs: Sequence[int]) -> list[int] | None:
     """The probe programs (indices, sizes increasing) over which the program grows per step:
     all of them when it grows over every interval; else three evenly spaced sizes over which it
     does, PROBE_GAP apart or a multiple of it and none of them a special-case-prone size below
-    SPECIAL_BELOW (a loop at even sizes only: 4, 6 and 8), or three sizes over which it grows by the
-    same number of ops per step (a loop at multiples of 3, at sizes past a threshold, or over
-    `range(min(B, 3))`: an unrolled loop adds the same ops per step, which a structure that
-    changes at some size, such as a special case of B = 1, does not do twice in proportion).
+    SPECIAL_BELOW (a loop at even sizes only: 4, 6 and 8), or three sizes over which it adds
+    the same operations that compute per step (`_in_proportion`: a loop past a threshold, or
+    over `range(min(B, 3))`; an unrolled loop adds the same ones per element, which a
+    structure that changes at some size, such as a special case of B = 1, does not do twice).
     None when there are none."""
     n = len(fps)
     if all(_grows(fps[i], fps[i + 1], runs[i], runs[i + 1]) for i in range(n - 1)):
@@ -355,8 +376,7 @@ def _per_step(values: Sequence[int], fps: Sequence[Footprint],
                         and (values[j] - values[i]) % PROBE_GAP == 0
                         and runs[j] - runs[i] == runs[k] - runs[j]):
                     evenly = [i, j, k]
-                if ((fps[j].ops - fps[i].ops) * (runs[k] - runs[j])
-                        == (fps[k].ops - fps[j].ops) * (runs[j] - runs[i])):
+                if _in_proportion(fps[i], fps[j], fps[k], runs[j] - runs[i], runs[k] - runs[j]):
                     return [i, j, k]
     return evenly
 
