@@ -128,6 +128,7 @@ class Footprint:
     # Operations that compute (not `_LAYOUT`), by name: an unrolled loop adds the same ones
     # per element, wherever the size changes how its slices and reshapes are lowered.
     kinds: Counter[str] = field(default_factory=Counter)
+    moves: Counter[str] = field(default_factory=Counter)  # the `_LAYOUT` ones, by name
 
     def add(self, other: Footprint, in_loop: bool) -> None:
         self.ops += other.ops
@@ -137,6 +138,7 @@ class Footprint:
         self.looped_copies += other.copies if in_loop else other.looped_copies
         self.calls.update(other.calls)
         self.kinds.update(other.kinds)
+        self.moves.update(other.moves)
 
 
 def _entry(functions: dict[str, Op]) -> str:
@@ -196,7 +198,8 @@ def footprint(module: Module, budget: Budget) -> Footprint:
             budget.spend()
             if op.name == "func.call":
                 callee = op.attrs.get("callee", "")
-                budget.spend(len(done[callee].calls) + len(done[callee].kinds))
+                budget.spend(len(done[callee].calls) + len(done[callee].kinds)
+                             + len(done[callee].moves))
                 fp.add(done[callee], in_loop)
                 if _LAX_BODY.match(callee):
                     fp.copies += 1
@@ -207,8 +210,7 @@ def footprint(module: Module, budget: Budget) -> Footprint:
             if op.name != "stablehlo.constant":  # constants merge when their values match
                 fp.ops += 1
                 fp.in_loops += in_loop
-                if op.name not in _LAYOUT:
-                    fp.kinds[op.name] += 1
+                (fp.moves if op.name in _LAYOUT else fp.kinds)[op.name] += 1
             inner = in_loop or op.name == "stablehlo.while"
             fp.whiles += op.name == "stablehlo.while"
             stack.extend((o, inner) for region in op.regions for block in region
@@ -337,11 +339,18 @@ def _grows(a: Footprint, b: Footprint, n: int, m: int) -> bool:
 
 def _in_proportion(a: Footprint, b: Footprint, c: Footprint, m: int, n: int) -> bool:
     """From a to b (m steps) and from b to c (n steps), the same operations that compute were
-    added per step, at least one of them."""
-    names = set(a.kinds) | set(b.kinds) | set(c.kinds)
-    first = {k: b.kinds[k] - a.kinds[k] for k in names}
-    return any(first.values()) and all(
-        first[k] * n == (c.kinds[k] - b.kinds[k]) * m for k in names)
+    added per step, at least one of them; or, when none that computes was, the same ones that
+    move values (a Python loop slicing rows out one by one for a lax loop to read)."""
+    def same(x: Counter[str], y: Counter[str], z: Counter[str]) -> bool | None:
+        names = set(x) | set(y) | set(z)
+        first = {k: y[k] - x[k] for k in names}
+        second = {k: z[k] - y[k] for k in names}
+        if not any(first.values()) and not any(second.values()):
+            return None
+        return all(first[k] * n == second[k] * m for k in names) and any(first.values())
+
+    computes = same(a.kinds, b.kinds, c.kinds)
+    return computes if computes is not None else bool(same(a.moves, b.moves, c.moves))
 
 
 def _per_step(values: Sequence[int], fps: Sequence[Footprint],
