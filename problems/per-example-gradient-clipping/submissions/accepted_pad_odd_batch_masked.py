@@ -1,0 +1,41 @@
+# Honest: an odd batch is padded to an even one with a zero example that a 0/1 weight drops
+# (vectorized either way): a branch on the parity of B with no loop in either branch, so the
+# programs at odd and even probe sizes differ by a constant, not per example.
+import jax
+import jax.numpy as jnp
+
+
+def loss(params, x_i, y_i):
+    return 0.5 * (x_i @ params["w"] + params["b"] - y_i) ** 2
+
+
+def clip_one(params, x_i, y_i, max_norm):
+    g = jax.grad(loss)(params, x_i, y_i)
+    norm = jnp.sqrt(jnp.sum(g["w"] ** 2) + g["b"] ** 2)
+    scale = max_norm / jnp.maximum(norm, max_norm)
+    return scale * g["w"], scale * g["b"]
+
+
+def vectorized(params, x, y, max_norm):
+    w, b = jax.vmap(clip_one, in_axes=(None, 0, 0, None))(params, x, y, max_norm)
+    return {"grads": {"w": w.mean(0), "b": b.mean()}}
+
+
+def looped(params, x, y, max_norm):
+    total_w, total_b = 0.0, 0.0
+    for i in range(x.shape[0]):
+        w, b = clip_one(params, x[i], y[i], max_norm)
+        total_w, total_b = total_w + w, total_b + b
+    return {"grads": {"w": total_w / x.shape[0], "b": total_b / x.shape[0]}}
+
+
+
+def solve(params, x, y, max_norm):
+    n = x.shape[0]
+    weight = jnp.ones((n,), x.dtype)
+    if n % 2 == 1:
+        x = jnp.concatenate([x, jnp.zeros_like(x[:1])])
+        y = jnp.concatenate([y, jnp.zeros_like(y[:1])])
+        weight = jnp.concatenate([weight, jnp.zeros((1,), x.dtype)])
+    w, b = jax.vmap(clip_one, in_axes=(None, 0, 0, None))(params, x, y, max_norm)
+    return {"grads": {"w": (weight[:, None] * w).sum(0) / n, "b": (weight * b).sum() / n}}
