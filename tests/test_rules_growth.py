@@ -24,7 +24,7 @@ def span(low: int, high: int, step: int = 1) -> DimRange:
 
 
 @pytest.mark.parametrize(("low", "high", "step", "sizes"), [
-    (1, 8, 1, (1, 2, 3, 4, 5, 6, 7, 8)), (16, 32, 1, (16, 17, 18, 19, 20, 21)),
+    (1, 8, 1, (1, 2, 3, 4, 5, 6)), (16, 32, 1, (16, 17, 18, 19, 20, 21)),
     (1, 6, 1, (1, 2, 3, 4, 5, 6)), (1, 4, 1, (1, 2, 3, 4)), (1, 3, 1, (1, 2, 3)),
     (0, 2, 1, (0, 1, 2)), (1, 2, 1, ()), (5, 5, 1, ()), (8, 64, 1, (8, 9, 10, 11, 12, 13)),
     # a step: its multiples only
@@ -32,10 +32,9 @@ def span(low: int, high: int, step: int = 1) -> DimRange:
     (17, 31, 4, (20, 24, 28)), (1, 16, 3, (3, 6, 9, 12, 15)), (1, 9, 2, (2, 4, 6, 8)),
     (16, 19, 4, ()),
 ])
-def test_probe_sizes_hold_both_parities_and_the_small_sizes(
+def test_probe_sizes_hold_three_of_each_parity_from_the_smallest(
         low: int, high: int, step: int, sizes: tuple[int, ...]) -> None:
-    """Three evenly spaced sizes as before (3, 5 and 7), then every allowed size until three
-    of each parity are there, and the allowed sizes below them from 1: each allowed."""
+    """The smallest allowed sizes from 1 until three of each parity are there, each allowed."""
     found = probe_sizes(span(low, high, step))
     assert found == sizes
     assert all(low <= v <= high and v % step == 0 for v in found)
@@ -43,7 +42,7 @@ def test_probe_sizes_hold_both_parities_and_the_small_sizes(
 
 def test_probe_dims_fix_every_other_dimension() -> None:
     found = probe_dims({"B": span(1, 8), "D": span(1, 5), "H": span(1, 2)}, "B", ["B", "D", "H"])
-    assert found == [{"B": b, "D": 3, "H": 2} for b in range(1, 9)]
+    assert found == [{"B": b, "D": 3, "H": 2} for b in range(1, 7)]
     stepped = probe_dims({"T": span(16, 32, 4), "d": span(1, 4), "K": span(1, 9, 4)}, "d",
                          ["K", "T", "d"])
     assert stepped == [{"T": 16, "K": 4, "d": d} for d in (1, 2, 3, 4)]
@@ -242,7 +241,7 @@ def first_rows_looped(x: jax.Array) -> jax.Array:
 
 
 @pytest.mark.parametrize("taken", [
-    lambda b: b % 2 == 1, lambda b: b % 2 == 0, lambda b: b >= 6, lambda b: b in (1, 2, 4, 8),
+    lambda b: b % 2 == 1, lambda b: b % 2 == 0, lambda b: b >= 4, lambda b: b in (1, 2, 4),
 ])
 def test_a_loop_taken_only_at_some_sizes_grows_per_element(taken: Callable[[int], bool]) -> None:
     outcome = check_independent_of_dim(probes(rows_looped_when(taken), ALL_B), dim="B")

@@ -10,7 +10,7 @@ program grow; vectorized operations, `jax.vmap` and a rolled lax loop do not.
 The sizes compared are the judge's, never the tests': a vectorized solution with a special case
 for `B == 1` is exported per shape, and comparing its B = 1 program with its B = 4 one would
 measure the special case, not a loop. So the problem's plan names *probe* sizes of the
-dimension (`probe_sizes`: three of each parity and the small ones, allowed by the problem's
+dimension (`probe_sizes`: three of each parity from the smallest, allowed by the problem's
 constraints, a step such as `multiple_of = 4` included, so that a loop taken only at odd or
 even sizes, past a threshold or over the first few elements runs at three of them) and one
 value of every other dimension (`probe_dims`); stage A exports the
@@ -48,8 +48,8 @@ PROBE_GAP = 2  # two apart: the same parity, so `B % 2` special cases take the s
 # Three sizes, two intervals: per-element code grows over both, while a structure that changes
 # once between two sizes (a `lax.map` batch that fills up, an `if B > 4`) grows over one.
 PROBES = 3
-# Then every allowed size up to this many of each parity: a loop taken only at odd or only at
-# even sizes runs at three of them (jaxjudge.rules.growth.probe_sizes).
+# Probe this many sizes of each parity: a loop taken only at odd or only at even sizes runs at
+# three of them (jaxjudge.rules.growth.probe_sizes).
 PER_PARITY = 3
 # The function JAX's lax loops lower their body to, called once per copy of the body: a rolled
 # loop calls it once in its while body, an unrolled one once per unrolled step
@@ -82,18 +82,19 @@ def _spaced(span: DimRange) -> tuple[int, ...]:
 
 def probe_sizes(span: DimRange) -> tuple[int, ...]:
     """The sizes of the dimension to compare, allowed by `span`; () when the range holds no
-    two sizes PROBE_GAP apart. Three evenly spaced ones (`_spaced`: B = [1, 8] gives 3, 5 and
-    7), then every allowed size from the first of them until PER_PARITY of each parity are
-    there (3 to 8), and the allowed sizes from 1 below them (1 and 2): a loop taken only at even
-    sizes, only at multiples of 3, only past a threshold or only for the first elements
-    (`range(min(B, 3))`) runs per element at three of them, which `growth` compares."""
+    two sizes PROBE_GAP apart. The smallest allowed sizes from 1 until PER_PARITY of each
+    parity are there (B = [1, 8]: 1 to 6; n = [8, 64]: 8 to 13; a step of 4 from 16: 16 to 36
+    as far as the range goes), or three evenly spaced ones (`_spaced`) where the range holds
+    fewer: a loop taken only at odd or even sizes, past a threshold or over the first elements
+    (`range(min(B, 3))`) runs at three of them, which `growth` compares. Each is one more
+    export per grade, so no more than that."""
     spaced = _spaced(span)
     if not spaced:
         return ()
     step = span.multiple_of
-    run = range(spaced[0], min(span.high, spaced[0] + (2 * PER_PARITY - 1) * step) + 1, step)
-    small = range(span.first(1) or spaced[0], spaced[0], step)
-    return tuple(sorted({*spaced, *run, *small}))
+    start = span.first(1) or spaced[0]
+    run = tuple(range(start, min(span.high, start + (2 * PER_PARITY - 1) * step) + 1, step))
+    return run if len(run) >= PROBES else tuple(sorted({*run, *spaced}))
 
 
 def probe_dims(spans: Mapping[str, DimRange], dim: str,
@@ -416,7 +417,7 @@ def check_independent_of_dim(programs: Sequence[ProgramInfo], *, dim: str) -> Ru
 
     Passes when the program was exported with `dim` symbolic (one program serves every size),
     or when the programs exported at the judge's probe shapes do not grow with `dim`: `dim` at
-    three sizes of each parity and the small sizes (`B = [1, 8]`: 1 to 8; see `probe_sizes`),
+    three sizes of each parity from the smallest (`B = [1, 8]`: 1 to 6; see `probe_sizes`),
     every other dimension at one value (see `probe_dims`); the rule fails when the program
     (calls inlined, constants not counted) grows by at least as many operations as `dim` grew
     from each probe size to the next, or over three probe sizes: evenly spaced ones of one
