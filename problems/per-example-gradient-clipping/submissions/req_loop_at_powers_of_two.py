@@ -1,5 +1,5 @@
 # Right numbers; a Python loop over the examples only when B is a power of two (1, 2, 4, 8),
-# none of them an old probe size: over B = 2, 4 and 8 it grows by the same operations per
+# none of them an old probe size: over B = 1, 2 and 4 it grows by the same operations per
 # example.
 import jax
 import jax.numpy as jnp

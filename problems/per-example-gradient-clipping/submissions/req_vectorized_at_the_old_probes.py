@@ -1,6 +1,6 @@
 # Once a known limit: a cheat that knows the judge's old probe shapes (B = 3, 5 and 7 with
 # D = 3) and is vectorized there only, with a Python loop at every other shape. The probes now
-# hold every allowed B (1 to 8), and over B = 2, 4 and 6 the program grows per example.
+# are B = 1 to 6, and over B = 2, 4 and 6 the program grows per example.
 import jax
 import jax.numpy as jnp
 
