@@ -368,7 +368,7 @@ def test_the_growth_check_needs_ranges_for_its_probe_shapes(tmp_path: Path) -> N
     """independent_of_dim exports at probe shapes chosen from [constraints]: every dimension
     needs a range, and the probed one room for two sizes two apart."""
     ok = load_problem(_with_requirements(tmp_path / "a", GROWTH))
-    assert list(ok.probes().values()) == [{"B": 2, "D": 3, "H": 3}, {"B": 4, "D": 3, "H": 3}]
+    assert list(ok.probes().values()) == [{"B": b, "D": 3, "H": 3} for b in (1, 2, 3, 4)]
     no_range = _with_requirements(tmp_path / "b", GROWTH)
     toml = (no_range / "problem.toml").read_text(encoding="utf-8").replace("\nH = [2, 5]", "")
     (no_range / "problem.toml").write_text(toml, encoding="utf-8")
@@ -410,12 +410,12 @@ def test_probe_shapes_honour_a_dimension_step(tmp_path: Path) -> None:
     stepped = load_problem(folder)
     assert stepped.constraints.dims()["D"].multiple_of == 4
     assert stepped.constraints.ranges()["D"] == (2, 9)
-    assert list(stepped.probes().values()) == [{"B": 2, "D": 4, "H": 3}, {"B": 4, "D": 4, "H": 3}]
+    assert list(stepped.probes().values()) == [{"B": b, "D": 4, "H": 3} for b in (1, 2, 3, 4)]
     assert stepped.constraints.violations({"B": 2, "D": 6}) == [
         "D = 6 is not a multiple of 4, as the constraints require (2 <= D <= 9, D a multiple "
         "of 4)"]
     blocks = load_problem("blockwise-attention-online-softmax")
-    assert sorted(d["T"] for d in blocks.probes().values()) == [16, 20, 24]
+    assert sorted(d["T"] for d in blocks.probes().values()) == [16, 20, 24, 28, 32]
 
 
 def test_the_plan_exports_only_the_probe_shapes_no_test_has() -> None:
@@ -423,9 +423,10 @@ def test_the_plan_exports_only_the_probe_shapes_no_test_has() -> None:
 
     problem = load_problem("per-example-gradient-clipping")
     plan = plan_for(problem, "submit")
-    # B = 3, D = 3 is a test shape: its program is a probe too, not exported twice.
+    # B = 1 and B = 3 with D = 3 are test shapes: their programs are probes too, not exported
+    # twice.
     extra = {p["id"]: plan.sig_dims[p["id"]] for p in plan.probes}
-    assert extra == {"p1": {"B": 5, "D": 3}, "p2": {"B": 7, "D": 3}}
+    assert extra == {f"p{b - 1}": {"B": b, "D": 3} for b in (2, 4, 5, 6)}
     reused = plan.probe_ids - set(extra)
-    assert len(reused) == 1 and plan.sig_dims[next(iter(reused))] == {"B": 3, "D": 3}
-    assert [a["shape"] for a in plan.probes[0]["args"][1:3]] == [[5, 3], [5]]
+    assert sorted(plan.sig_dims[i]["B"] for i in reused) == [1, 3]
+    assert [a["shape"] for a in plan.probes[0]["args"][1:3]] == [[2, 3], [2]]
