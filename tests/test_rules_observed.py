@@ -160,3 +160,12 @@ def test_without_shares_every_carried_value_must_keep_its_steps() -> None:
     obs = Observation(count=6, sliced=(), test="t", loops=(run,))
     why = judge_loop(obs, every_step=True, sliced=False, names="")
     assert why is not None and "steps 2–6" in why
+
+
+def test_a_value_carried_along_unchanged_is_not_a_value_that_stopped() -> None:
+    carried = Slot(first=(), touches=(), kept=(False,) * 6, live=True)  # w w^T, carried along
+    working = Slot(first=(), touches=(), kept=(True,) * 6, live=True)
+    run = LoopRun(index=9, depth=0, steps=6, entry=(), entry_max=(), exit=(), work=(8,) * 6,
+                  slots=(carried, working))
+    obs = Observation(count=6, sliced=(), test="t", loops=(run,))
+    assert judge_loop(obs, every_step=True, sliced=False, names="") is None

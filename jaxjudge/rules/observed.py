@@ -65,7 +65,8 @@ class LoopRun:
     def kept(self, s: int, every: bool = False) -> bool | None:
         """Did a value that carries the inputs' work (with `every`: each of them) keep step
         s's change (None: unknown)."""
-        known = [sl.kept[s] for sl in self.slots if sl.live and s < len(sl.kept)]
+        known = [sl.kept[s] for sl in self.slots if sl.live and s < len(sl.kept)
+                 and (not every or True in sl.kept)]  # with every: values that ever worked
         if every:
             if any(k is False for k in known):
                 return False
@@ -161,9 +162,9 @@ def _work_note(runs: list[LoopRun], idle: list[int]) -> str:
 
 def _every_step(runs: list[LoopRun], count: int, every: bool) -> str | None:
     """The steps (but the first) whose work no run kept; with `every`, that some value
-    carrying the inputs' work did not keep (a fixed-count iteration, where each carried
-    value is updated from the inputs at every step: a value that keeps changing beside one
-    that stopped is a decoy)."""
+    carrying the inputs' work, and keeping it at some step, did not keep (a fixed-count
+    iteration updates each such value from the inputs at every step: one that keeps changing
+    beside one that stopped is a decoy; a matrix carried along unchanged never worked)."""
     known: dict[int, bool] = {}
     for run in runs:
         if not any(sl.live for sl in run.slots):  # nothing it carries moves with the inputs
