@@ -8,12 +8,15 @@ A `no_loop_over_dim` requirement gets one run per dimension, one variant per ind
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from jaxjudge.grading.stage_results import ObservedResult
 from jaxjudge.problems.package import Problem
 from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.observed import LoopRun, Observation, Slot
+
+log = logging.getLogger("grader")
 
 MAX_OBSERVED_STEPS = 48
 MAX_VISITED = 64  # indices of a no_loop_over_dim dimension, one variant each
@@ -122,6 +125,8 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
         got = result.get(spec["id"])
         if got is None or spec["program"] != program:
             continue
+        if got.status == "error":  # the observer broke: our bug, the requirement fails
+            log.warning("stage B's observer failed on %s: %s", spec["id"], got.reason)
         loops = tuple(
             LoopRun(index=r.index, depth=r.depth, steps=r.steps, entry=tuple(r.entry),
                     entry_max=tuple(r.entry_max), exit=tuple(r.exit), work=tuple(r.work),
@@ -134,7 +139,7 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
                                watched=",".join(spec.get("watch", [])) if spec.get("dim") else "",
                                test=spec["test"], status=got.status, reason=got.reason,
                                groups=got.groups, group_elements=got.group_elements,
-                               outputs=tuple(got.outputs), outside_work=got.outside_work,
+                               outputs=tuple(got.outputs),
                                loops=loops, kind=spec.get("kind", "loop"),
                                activations=tuple(tuple(a) for a in got.activations)))
     return tuple(out)

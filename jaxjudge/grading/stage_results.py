@@ -185,7 +185,6 @@ class ObservedResult(_Strict):
     groups: Annotated[int, Field(ge=0, le=MAX_GROUPS)] = 0
     group_elements: Count = 0
     outputs: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
-    outside_work: Count = 0
     loops: Annotated[list[ObservedLoop], Field(max_length=MAX_OBSERVED_LOOPS)] = Field(
         default_factory=list)
     # per tapped activation op: per program output, the elements that moved

@@ -91,7 +91,6 @@ class Observation:
     groups: int = 0
     group_elements: int = 0
     outputs: tuple[int, ...] = ()  # per group: output elements that moved
-    outside_work: int = 0  # arithmetic executed outside every loop
     loops: tuple[LoopRun, ...] = field(default_factory=tuple)
     kind: str = "loop"  # or "activation": each op of the activation changed in a variant
     activations: tuple[tuple[int, ...], ...] = ()  # per activation op: per output, moved

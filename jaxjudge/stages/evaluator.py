@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import ChainMap
 from typing import Any
 
 import numpy as np
@@ -88,7 +89,6 @@ class Evaluator:
         self.whole = whole  # the variant with every watched input changed
         self.recorder = recorder  # makes each loop run's record (observe.LoopRecord)
         self.taps: dict[Any, int] = {}  # op -> the variant whose result of it is changed
-        self.outside_work = 0
         n = [0]
 
         def number(op) -> None:
@@ -178,7 +178,8 @@ class Evaluator:
               outer: dict[Any, np.ndarray] | None = None) -> list[np.ndarray]:
         """Run a block; a loop's or branch's region may read values of the block around it
         (`outer`), a function's body may not."""
-        env: dict[Any, np.ndarray] = dict(outer) if outer else {}
+        # a view over the block around it, not a copy: a loop body runs once per step
+        env: Any = ChainMap({}, outer) if outer else {}
         for a, v in zip(block.arguments, args, strict=True):
             env[a] = v
         return self.ops(block, env)
@@ -483,9 +484,7 @@ class Evaluator:
 
     def _count(self, macs: int) -> None:
         """Executed multiply-adds (or reduced elements), booked to the running step of every
-        loop the op runs in, or outside every loop."""
-        if not self.depth:
-            self.outside_work += macs
+        loop the op runs in."""
         for rec in self.active:
             if rec.work:
                 rec.work[-1] += macs

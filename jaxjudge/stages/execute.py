@@ -598,7 +598,8 @@ def _observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: 
             out[oid] = {"status": "unobservable", "reason": str(exc)[:500]}
         except observer["OverBudget"] as exc:
             out[oid] = {"status": "over_budget", "reason": str(exc)[:500]}
-        except Exception as exc:  # our evaluator's bug: the text analysis still decides
+        except Exception as exc:  # our evaluator's bug: logged by the parent; the requirement
+            # fails as unobserved (no input may make the grader fail instead)
             out[oid] = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"[:500]}
     return out
 

@@ -89,7 +89,7 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
         module = ir.Module.parse(text)
         ev = Evaluator(module, ir, hlo, V, inject, count, whole, LoopRecord)
         outs = ev.run(args)
-    return _summary(ev, outs, count, inject_steps, groups, inputs)
+    return _summary(ev, outs, count, groups, inputs)
 
 
 def _moved_count(values: list[np.ndarray], v: int) -> int:
@@ -186,7 +186,7 @@ class LoopRecord:
                                                  self.live, strict=True)]}
 
 
-def _summary(ev: Evaluator, outs, count: int, inject_steps: int, groups, inputs):
+def _summary(ev: Evaluator, outs, count: int, groups, inputs):
     group_elements = 0
     for spec in groups:
         shape = np.shape(inputs[spec["arg"]])
@@ -197,7 +197,6 @@ def _summary(ev: Evaluator, outs, count: int, inject_steps: int, groups, inputs)
         "group_elements": int(group_elements),
         "groups": count,
         "outputs": [_moved_count(outs, 1 + g) for g in range(count)],
-        "outside_work": int(ev.outside_work),
         "loops": [rec.summary() for rec in ev.loops],
     }
 
