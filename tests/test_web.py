@@ -250,6 +250,16 @@ def draft(page: Any, problem_id: str = PROBLEM) -> str | None:
     return value
 
 
+def wait_draft(page: Any, want: str, problem_id: str = PROBLEM) -> None:
+    """Wait until the page has saved `want` as its draft: a restore writes the editor and the
+    draft in the page's next task, not before the confirming click returns."""
+    page.wait_for_function(  # a function, not a string: the page's CSP forbids eval
+        "([key, want]) => localStorage.getItem(key) === want",
+        arg=[f"jaxjudge.draft.{problem_id}", want],
+        timeout=5000,
+    )
+
+
 def type_code(page: Any, code: str) -> None:
     """Type `code` key by key into the focused editor. The editor indents after Enter; selecting
     back to the line start (Shift+Home) lets each typed line bring its own indentation."""
@@ -779,8 +789,8 @@ def test_my_attempts_compare_and_restore(server: Server, open_tab: Callable[...,
         replace_code(page, "x = 1\n")
         item.get_by_role("button", name="Restore").click()
         page.get_by_role("dialog").get_by_role("button", name="Restore").click()
+        wait_draft(page, attempt)
         assert editor_text(page) == attempt.rstrip("\n") or editor_text(page) == attempt
-        assert draft(page) == attempt
         tab.shot(f"12-my-attempts-{label}", at="section.attempts")
         tab.axe_both_themes(f"my-attempts-{label}")
         # The submissions list filters to this browser's own.
