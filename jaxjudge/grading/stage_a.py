@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jaxjudge.grading.report import RequirementResult, Verdict
+from jaxjudge.grading.rules_run import rules_request
 from jaxjudge.grading.stage_common import (
     MALFORMED_A,
     TOO_DEEP_A,
@@ -81,6 +82,7 @@ class StageA(StageBase):
                     "signatures": list(self.plan.signatures.values()),
                     "symbolic": self.plan.symbolic,
                     "probes": self.plan.probes,
+                    "rules_run": rules_request(self.problem, self.plan),
                 }
             )
         )

@@ -13,6 +13,7 @@ from jaxjudge.grading.caches import ProgramCache
 from jaxjudge.grading.observing import observations, observe_specs
 from jaxjudge.grading.plan import signature_name
 from jaxjudge.grading.report import RequirementResult, Verdict
+from jaxjudge.grading.rules_run import RULES_ID, rules_program, rules_run
 from jaxjudge.grading.srclines import LINES_SUFFIX, MAX_LINES_BYTES, located, source_line_count
 from jaxjudge.grading.stage_common import (
     EXECUTE_SCRIPT,
@@ -100,6 +101,12 @@ class StageB(StageBase):
                 )
             blobs[prog["id"]] = blob
             prog["export"] = src.name
+        # The custom_vjp's rules on their own: run beside, on no signature of their own.
+        rules = rules_program(self.problem, stage_a, self.plan)
+        blob = read_regular(a_dir / f"{RULES_ID}.jaxexport", MAX_EXPORT_BYTES) if rules else None
+        if rules is not None and blob is not None:
+            blobs[RULES_ID], rules["export"] = blob, f"{RULES_ID}.jaxexport"
+            progs.append(rules)
         program_of = {sid: prog["id"] for prog in progs for sid in prog["signatures"]}
         watch = observe_specs(self.problem, self.plan, program_of) if program_of else []
         spec = {
@@ -133,7 +140,7 @@ class StageB(StageBase):
                 # Only complete successes: a test that failed may have failed for a reason of
                 # the moment (memory pressure), which must not be replayed to later submissions.
                 self.grader.programs.put(key, (result, texts))
-        return self._stage_b_outcome(result, texts, progs, watch)
+        return self._stage_b_outcome(result, texts, progs, watch, stage_a)
 
     def _run_stage_b(
         self, job: Path, spec: dict[str, Any], blobs: dict[str, bytes], flags: str
@@ -235,7 +242,7 @@ class StageB(StageBase):
 
     def _stage_b_outcome(
         self, result: StageBResult, texts: dict[str, str], progs: list[dict[str, Any]],
-        watch: list[dict[str, Any]] | None = None,
+        watch: list[dict[str, Any]] | None = None, stage_a: StageAResult | None = None,
     ) -> tuple[dict[str, Any], list[ProgramInfo]]:
         """Stage B's (fresh or cached) result -> outputs and verified programs, or a verdict."""
         if result.engines:
@@ -260,7 +267,10 @@ class StageB(StageBase):
         programs: list[ProgramInfo] = []
         probes_only = {p["id"] for p in self.plan.probes}  # exported for no test
         n_lines = source_line_count(self.source)
+        ran = rules_run(self.problem, self.plan, stage_a, result) if stage_a else None
         for prog in progs:
+            if prog["id"] == RULES_ID:
+                continue  # evidence beside the tested programs, not a program of solve
             entry = (result.programs or {}).get(prog["id"])
             poly = prog["id"] == "poly" and self.plan.symbolic is not None
             programs.append(
@@ -276,6 +286,7 @@ class StageB(StageBase):
                     located=located(texts.get(prog["id"] + LINES_SUFFIX), self.display_name,
                                     n_lines),
                     observed=observations(result.observed, watch or [], prog["id"]),
+                    rules_run=ran if prog.get("signatures") else None,
                 )
             )
             sid = prog.get("profile")

@@ -97,6 +97,10 @@ class StageAResult(_Strict):
     error_type: Name | None = None  # trace_error / export_error: the exception's class name
     signature: Name | None = None  # export_error: the signature that failed
     exports: Annotated[dict[Name, Name], Field(max_length=MAX_EXPORTS)] | None = None
+    # the custom_vjp's rules exported on their own (exports["rules"]): at which signature
+    # ("poly" or a test signature's id), or why not
+    rules_signature: Name | None = None
+    rules_error: Message = ""
     jaxpr: JsonValue = None  # the summary (opaque here: jaxjudge.rules.jaxpr checks its shape)
 
     @model_validator(mode="after")
@@ -192,6 +196,26 @@ class ObservedResult(_Strict):
                            Field(max_length=32)] = Field(default_factory=list)
 
 
+class PartDiff(_Strict):
+    """Where one part of the custom_vjp's rules differs from solve's output on one test
+    (stage B compared them at the problem's tolerance)."""
+
+    differing: Count
+    total: Count
+    index: Annotated[list[Count], Field(max_length=8)] = Field(default_factory=list)
+    rule: float | None = None
+    solve: float | None = None
+
+
+class RuleRunOutput(_Strict):
+    """The rules run on one test: an error, or per part where it differs from solve."""
+
+    ok: bool
+    error: Message = ""
+    parts: Annotated[dict[Literal["function", "forward", "backward"], PartDiff],
+                     Field(max_length=3)] = Field(default_factory=dict)
+
+
 class StageBResult(_Strict):
     """jaxjudge/stages/execute.py's result.json."""
 
@@ -207,6 +231,8 @@ class StageBResult(_Strict):
                        Field(max_length=MAX_TESTS)] | None = None
     cached: bool = False
     observed: Annotated[dict[Name, ObservedResult], Field(max_length=64)] | None = None
+    # the custom_vjp's rules run on their own, per test (jaxjudge.grading.rules_run)
+    rule_outputs: Annotated[dict[Name, RuleRunOutput], Field(max_length=MAX_TESTS)] | None = None
 
     @model_validator(mode="after")
     def _ok_has_outputs(self) -> StageBResult:

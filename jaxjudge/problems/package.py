@@ -297,6 +297,21 @@ class Problem(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _check_rule_names(self) -> Problem:
+        """Argument and output names in rule options (`argument`, `cotangent`,
+        `primal_output`, `gradient_output`) are this problem's."""
+        arguments = {arg.name for arg in self.arguments}
+        outputs = set(self.output_dtypes())
+        for req in self.requirements:
+            for key, value in (req.validated_options or ()):
+                known = (arguments if key in ("argument", "cotangent") else
+                         outputs if key in ("primal_output", "gradient_output") else None)
+                if known is not None and value not in known:
+                    raise ValueError(f"requirement {req.name!r}: option {key} = {value!r} is "
+                                     f"not one of this problem's {sorted(known)}")
+        return self
+
+    @model_validator(mode="after")
     def _check_probes(self) -> Problem:
         """A rule that measures growth (`Rule.probe`) gets programs at probe shapes, which need
         every argument's shape declared and a range for every dimension."""

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 # Importing the rule modules registers their rules.
 from jaxjudge.rules import absence as _absence  # noqa: F401
+from jaxjudge.rules import custom_vjp_run as _custom_vjp_run  # noqa: F401
 from jaxjudge.rules import forbidden as _forbidden  # noqa: F401
 from jaxjudge.rules import growth as _growth  # noqa: F401
 from jaxjudge.rules import jaxpr as _jaxpr  # noqa: F401

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from jaxjudge.rules.executed_rules import RulesRun
 from jaxjudge.rules.observed import Observation
 from jaxjudge.rules.stablehlo import Op
 
@@ -52,3 +53,6 @@ class ProgramInfo:
     # What stage B saw this program do when it ran one test, per loop requirement
     # (jaxjudge.rules.observed): evidence beside the text's proof, never instead of it.
     observed: tuple[Observation, ...] = ()
+    # The custom_vjp's rules run on their own on the tests, beside this (tested) program
+    # (jaxjudge.rules.custom_vjp_run), when a requirement asks for it.
+    rules_run: RulesRun | None = None

@@ -604,6 +604,70 @@ def _observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: 
     return out
 
 
+def _leaf_at(tree, path: str):
+    for key in path.split("."):
+        tree = tree.get(key) if isinstance(tree, dict) else None
+    return tree
+
+
+def _part_diff(got, want, rtol: float, atol: float, np) -> dict | None:
+    """Where the rules' `got` differs from solve's `want` beyond atol + rtol * |want| (a
+    different shape: every element), or None."""
+    want = np.asarray(want, dtype=np.float64)
+    try:
+        got = np.asarray(got, dtype=np.float64)
+    except (TypeError, ValueError):
+        got = None
+    if got is None or got.shape != want.shape:
+        return {"differing": int(want.size), "total": int(want.size)}
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(got - want) <= atol + rtol * np.abs(want)) & ~(
+            np.isnan(got) & np.isnan(want))
+    if not bad.any():
+        return None
+    idx = tuple(int(i) for i in np.argwhere(bad)[0])
+    return {"differing": int(bad.sum()), "total": int(want.size), "index": list(idx)[:8],
+            "rule": float(got[idx]), "solve": float(want[idx])}
+
+
+def _run_rules(job: dict, rules: dict, solved: dict, specs: dict, specializers: dict,
+               exported: dict, texts: dict, callables: dict, jax, np) -> dict:
+    """The custom_vjp's rules program (exported on its own by stage A) on every test of the
+    signatures it serves that solve ran (`solved`: test -> solve's outputs), each part
+    compared with the solve output `rules["compare"]` names at its tolerance. On the
+    interpreter when the job's engine is (no compile per test shape), else on XLA."""
+    pid, runs_on = rules["id"], set(rules["runs_on"])
+    interpret = _engine(job) == "interpret"
+    if interpret and pid not in specializers:
+        specializers[pid] = _specializer(exported[pid], texts[pid], jax, np)
+    out: dict[str, dict] = {}
+    for test in job["tests"]:
+        sid = test["signature"]
+        if sid not in runs_on or test["name"] not in solved:
+            continue
+        try:
+            args = _value_tree(test["inputs"], specs[sid], np)
+            fn = specializers[pid].at(specs[sid]) if interpret and specializers[pid] else None
+            try:
+                value = jax.block_until_ready((fn or callables[pid])(*args))
+            except Exception:
+                if fn is None:
+                    raise
+                value = jax.block_until_ready(callables[pid](*args))  # XLA says what is wrong
+            parts = {}
+            for part, (path, rtol, atol) in rules["compare"].items():
+                want = _leaf_at(solved[test["name"]], path)
+                diff = None if want is None else _part_diff(
+                    value.get(part) if isinstance(value, dict) else None, want, rtol, atol, np)
+                if diff is not None:
+                    parts[part] = diff
+            out[test["name"]] = {"ok": True, "parts": parts}
+        except Exception as exc:
+            msg = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            out[test["name"]] = {"ok": False, "error": msg[-2000:]}
+    return out
+
+
 def wait_for_job() -> bool:
     """Block until the grader says go (b"g") or gives up (EOF, or anything else)."""
     try:
@@ -691,9 +755,13 @@ def main(job_dir: str) -> int:
                                           mlir)
         timings["observe"] = time.perf_counter() - t_observe
 
+    # The custom_vjp's rules run on their own (jaxjudge.grading.rules_run): compared with
+    # solve's outputs, so those are computed here, not read from the results cache.
+    rules = next((p for p in job["programs"] if p.get("runs_on")), None)
+    solved: dict = {}
     cache_dir = os.environ.get("JAXJUDGE_RESULTS_CACHE")
     key = ""
-    if cache_dir:
+    if cache_dir and rules is None:
         key = _results_key(job, [texts[p] for p in sorted(texts)],
                            [_exported_meta(exported[p]) for p in sorted(texts)], jax.__version__)
         cached = _cache_read(cache_dir, key)
@@ -731,6 +799,8 @@ def main(job_dir: str) -> int:
                 out = runners[sid](*args)
             out = jax.block_until_ready(out)
             seconds = round(time.perf_counter() - started, 6)
+            if rules is not None:
+                solved[test["name"]] = out
             outputs[test["name"]] = {"ok": True, "value": _encode(out, np, jax),
                                      "seconds": seconds}
         except Exception as exc:
@@ -738,6 +808,11 @@ def main(job_dir: str) -> int:
             outputs[test["name"]] = {"ok": False, "error": msg[-2000:],
                                      "seconds": round(time.perf_counter() - started, 6)}
     timings["execute"] = time.perf_counter() - t2
+    if rules is not None:
+        t_rules = time.perf_counter()
+        result["rule_outputs"] = _run_rules(job, rules, solved, specs, specializers, exported,
+                                            texts, callables, jax, np)
+        timings["rules_run"] = time.perf_counter() - t_rules
     result["engines"] = sorted(set(engines.values()))
     if key and all(o.get("ok") for o in outputs.values()):
         _cache_write(cache_dir, key, outputs)

@@ -480,6 +480,9 @@ class _CustomRuleCalls:
         # reaches it in every run; "probe_failed" when a rule could not be traced on its own.
         self.rule_ops: dict[int, dict[str, Any]] = {}
         self._probing = False
+        # Per function, its first call's positional arguments with the one array left out
+        # (None), or None when the call had keywords or not exactly one array.
+        self.first_call: dict[int, list[Any] | None] = {}
         self.dropped = 0
         self._jax = jax
         self._mark = _marker()
@@ -624,6 +627,11 @@ class _CustomRuleCalls:
         k = self._record(obj, "custom_vjp")
         if k is None or self.functions[k]["library"]:
             return orig(obj, *args, **kwargs)
+        if k not in self.first_call:  # how rules_function calls the rules on x
+            arrays = [isinstance(a, self._jax.Array) for a in args]
+            self.first_call[k] = (None if kwargs or sum(arrays) != 1 else
+                                  [None if is_array else a for is_array, a in zip(arrays, args,
+                                                                                 strict=True)])
         swapped: list[tuple[str, Any]] = []
         wrappers = (("bwd", lambda f: self._marking_bwd(f, k)),
                     ("fun", lambda f: self._watching(f, k, False)),
@@ -644,6 +652,45 @@ class _CustomRuleCalls:
                 with contextlib.suppress(Exception):
                     setattr(obj, attr, rule)
         return self._marked(out, "out", k)
+
+    def rules_function(self, request: dict) -> Any:
+        """The submission's custom_vjp rules on their own, as a function of solve's arguments:
+        `fun(x)`, `fwd(x)` and `bwd(residuals, g)` with x and g solve's positional arguments
+        `request` numbers ("argument", "cotangent"). Stage B runs it on the tests, so the
+        parent sees what the rules compute, not where solve applies them. The function is
+        the first of the submission's custom_vjp functions whose backward rule ran (else the
+        first one called); a string says why there is none."""
+        own = [k for k, f in enumerate(self.functions)
+               if f["kind"] == "custom_vjp" and not f["library"]]
+        if not own:
+            return "no jax.custom_vjp function of yours is called"
+        k = next((k for k in own if k in self.bwd_run), own[0])
+        obj = self._keep[k]
+        call = self.first_call.get(k)
+        nondiff = tuple(getattr(obj, "nondiff_argnums", ()) or ())
+        if call is None:
+            return "it was called with keywords or with other than one array argument"
+        if call.index(None) in nondiff:
+            return "its array argument is one of its nondiff_argnums"
+        fun, fwd, bwd = (getattr(obj, a, None) for a in ("fun", "fwd", "bwd"))
+        if not (callable(fun) and callable(fwd) and callable(bwd)):
+            return "its rules were not defined with .defvjp(fwd, bwd)"
+        ix, ig = int(request["argument"]), int(request["cotangent"])
+        statics = [call[i] for i in nondiff if i < len(call)]
+
+        def rules(*args: Any) -> dict[str, Any]:
+            x, g = args[ix], args[ig]
+            given = [x if a is None else a for a in call]
+            out = fwd(*given)
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError("the forward rule must return (output, residuals)")
+            grads = bwd(*statics, out[1], g)
+            pos = [i for i in range(len(call)) if i not in nondiff].index(call.index(None))
+            first = (grads[pos] if isinstance(grads, (tuple, list)) and len(grads) > pos
+                     else grads)
+            return {"function": fun(*given), "forward": out[0], "backward": first}
+
+        return rules
 
     def __enter__(self) -> _CustomRuleCalls:
         for cls, kind, name in self._targets:
@@ -1100,6 +1147,36 @@ def wait_for_job() -> bool:
         return False
 
 
+def _export_rules(job_dir: str, job: dict, calls: _CustomRuleCalls, attempts: list,
+                  export_fn: Any, jit: Any, result: dict) -> None:
+    """When the job asks (`rules_run`), export the custom_vjp's rules on their own
+    (`_CustomRuleCalls.rules_function`) as rules.jaxexport, at the first of `attempts`
+    ((signature id, args, shape-question guard or None)) that exports cleanly; else say why in
+    `rules_error`. Never fatal: the requirement that asked fails with the reason."""
+    request = job.get("rules_run")
+    if not request:
+        return
+    rules = calls.rules_function(request)
+    if isinstance(rules, str):
+        result["rules_error"] = rules[:MAX_MESSAGE]
+        return
+    why = ""
+    for sig_id, args, guard in attempts:
+        try:
+            with guard if guard is not None else contextlib.nullcontext():
+                blob = export_fn(jit(rules))(*args).serialize()
+            if guard is not None and guard.found:
+                continue  # a Python decision on a symbolic size: export at a test's shape
+        except BaseException as exc:
+            why = f"{type(exc).__name__}: {exc}"
+            continue
+        _write_blob(job_dir, "rules.jaxexport", blob)
+        result["exports"]["rules"] = "rules.jaxexport"
+        result["rules_signature"] = sig_id
+        return
+    result["rules_error"] = (why or "they could not be exported")[:MAX_MESSAGE]
+
+
 def main(job_dir: str) -> int:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
@@ -1203,6 +1280,14 @@ def main(job_dir: str) -> int:
             _write_blob(job_dir, "poly.jaxexport", exported.serialize())
             timings["export"] = time.perf_counter() - t3
             result.update(status="ok", jaxpr=summary, exports={"poly": "poly.jaxexport"})
+            if job.get("rules_run"):
+                t4 = time.perf_counter()
+                guard = _ShapeDecisions(type(dims[names[0]]), source_name, trusted)
+                first = _to_spec_tree(signatures[0]["args"], jax, np)
+                _export_rules(job_dir, job, calls, [("poly", args, guard),
+                                                    (signatures[0]["id"], first, None)],
+                              export_fn, jit, result)
+                timings["export_rules"] = time.perf_counter() - t4
             _write_result(job_dir, result)
             return 0
         except BaseException as exc:  # SystemExit too: the per-signature path below reports it
@@ -1250,6 +1335,12 @@ def main(job_dir: str) -> int:
         exports[sig["id"]] = name
     timings["export_probes" if probes else "export"] = time.perf_counter() - t3
     result.update(status="ok", exports=exports)
+    if job.get("rules_run"):
+        t4 = time.perf_counter()
+        first = _to_spec_tree(signatures[0]["args"], jax, np)
+        _export_rules(job_dir, job, calls, [(signatures[0]["id"], first, None)], export_fn,
+                      jit, result)
+        timings["export_rules"] = time.perf_counter() - t4
     _write_result(job_dir, result)
     return 0
 

@@ -1,0 +1,176 @@
+"""`custom_vjp_rules_run`: the custom_vjp's rules on their own. Stage A's `rules_function`
+on real custom_vjp objects (nondiff arguments, tuple residuals, calls it cannot reproduce),
+stage B's comparison (`_part_diff`), the trusted side's record (`rules_run`, which never names
+a hidden test's values), the schema of stage B's records, and the rule's messages."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxjudge import load_problem
+from jaxjudge.grading.plan import plan_for
+from jaxjudge.grading.rules_run import rules_program, rules_request, rules_run
+from jaxjudge.grading.stage_results import MalformedResult, parse_stage_a, parse_stage_b
+from jaxjudge.rules import PROGRAM_RULES, ProgramInfo
+from jaxjudge.rules.executed_rules import RuleMismatch, RulesRun
+from jaxjudge.stages import execute, trace
+
+PROBLEM = load_problem("straight-through-estimator")
+CHECK = PROGRAM_RULES["custom_vjp_rules_run"]
+OPTIONS = {"argument": "x", "cotangent": "g", "primal_output": "y", "gradient_output": "dx",
+           "forward_work": "the sign", "backward_work": "the clipping"}
+
+
+def _sign(x: jax.Array) -> jax.Array:
+    return jnp.where(x >= 0, 1.0, -1.0).astype(x.dtype)
+
+
+def _rules_of(solve: Any, x: jax.Array, g: jax.Array) -> Any:
+    """Trace `solve` under stage A's watcher, then ask it for the rules function."""
+    calls = trace._CustomRuleCalls(jax)
+    with calls:
+        jax.make_jaxpr(solve)(x, g)
+    return calls.rules_function({"argument": 0, "cotangent": 1})
+
+
+X = jnp.array([-2.0, -0.5, 0.0, 0.5, 2.0], jnp.float32)
+G = jnp.array([1.0, 2.0, 3.0, 4.0, 5.0], jnp.float32)
+BAND = np.array([0.0, 2.0, 3.0, 4.0, 0.0], np.float32)
+
+
+def test_rules_function_runs_the_rules_with_a_nondiff_bound_and_tuple_residuals() -> None:
+    @partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def q(x: jax.Array, bound: float) -> jax.Array:
+        return _sign(x)
+
+    q.defvjp(lambda x, bound: (q(x, bound), (x,)),
+             lambda bound, res, g: (jnp.where(jnp.abs(res[0]) <= bound, g, 0.0),))
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        return {"y": q(x, 1.0), "dx": jax.vjp(lambda v: q(v, 1.0), x)[1](g)[0]}
+
+    rules = _rules_of(solve, X, G)
+    assert callable(rules)
+    out = jax.jit(rules)(X, G)
+    np.testing.assert_array_equal(out["function"], _sign(X))
+    np.testing.assert_array_equal(out["forward"], _sign(X))
+    np.testing.assert_array_equal(out["backward"], BAND)
+
+
+def test_rules_function_says_why_it_cannot_run_the_rules() -> None:
+    @jax.custom_vjp
+    def scaled(x: jax.Array, s: jax.Array) -> jax.Array:
+        return _sign(x) * s
+
+    scaled.defvjp(lambda x, s: (scaled(x, s), (x, s)), lambda r, g: (g * r[1], g * r[0]))
+
+    def two_arrays(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        return {"y": scaled(x, jnp.ones_like(x)), "dx": g}
+
+    def none(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        return {"y": _sign(x), "dx": g}
+
+    assert "other than one array argument" in _rules_of(two_arrays, X, G)
+    assert "no jax.custom_vjp" in _rules_of(none, X, G)
+
+
+def test_part_diff_counts_beyond_the_tolerance_only() -> None:
+    want = np.array([1.0, 2.0, np.nan, 4.0])
+    assert execute._part_diff(want * (1 + 1e-7), want, 1e-6, 0.0, np) is None
+    d = execute._part_diff(np.array([1.0, 2.5, np.nan, 0.0]), want, 1e-6, 0.0, np)
+    assert d == {"differing": 2, "total": 4, "index": [1], "rule": 2.5, "solve": 2.0}
+    assert execute._part_diff(np.zeros(3), want, 1e-6, 0.0, np) == {"differing": 4,
+                                                                    "total": 4}
+
+
+def _stage_b(rule_outputs: dict[str, Any]) -> Any:
+    return parse_stage_b(json.dumps({
+        "status": "ok", "programs": {}, "outputs": {}, "rule_outputs": rule_outputs}).encode())
+
+
+def test_rules_run_names_values_of_visible_tests_only() -> None:
+    plan = plan_for(PROBLEM, "submit")
+    visible = next(c for c in plan.cases if c.visible)
+    hidden = next(c for c in plan.cases if not c.visible)
+    diff = {"differing": 1, "total": 7, "index": [0], "rule": 1.0, "solve": 0.0}
+    stage_a = parse_stage_a(json.dumps({"status": "ok", "exports": {
+        "poly": "poly.jaxexport", "rules": "rules.jaxexport"}, "rules_signature": "poly"}
+    ).encode())
+    run = rules_run(PROBLEM, plan, stage_a, _stage_b({
+        hidden.name: {"ok": True, "parts": {"backward": diff}},
+        visible.name: {"ok": True, "parts": {}}}))
+    assert run is not None and run.tests == 2 and len(run.mismatches) == 1
+    m = run.mismatches[0]
+    assert not m.visible and m.index == () and m.input_value is None
+    text = CHECK([ProgramInfo("N", "", [], [], rules_run=run)], **OPTIONS).message
+    assert "a hidden test" in text and hidden.name not in text and "1 of 7" in text
+    shown = rules_run(PROBLEM, plan, stage_a, _stage_b({
+        visible.name: {"ok": True, "parts": {"backward": diff}}}))
+    assert shown is not None and shown.mismatches[0].input_value is not None
+    text = CHECK([ProgramInfo("N", "", [], [], rules_run=shown)], **OPTIONS).message
+    assert f"test '{visible.name}'" in text and "dx[0]" in text and "the clipping" in text
+
+
+def test_the_request_and_the_program_follow_the_problem() -> None:
+    plan = plan_for(PROBLEM, "run")
+    assert rules_request(PROBLEM, plan) == {"argument": 0, "cotangent": 1}
+    stage_a = parse_stage_a(json.dumps({"status": "ok", "exports": {
+        "poly": "poly.jaxexport", "rules": "rules.jaxexport"}, "rules_signature": "poly"}
+    ).encode())
+    prog = rules_program(PROBLEM, stage_a, plan)
+    assert prog is not None and prog["signatures"] == [] and prog["runs_on"]
+    assert prog["compare"]["backward"][0] == "dx" and prog["compare"]["function"][0] == "y"
+    forged = parse_stage_a(json.dumps({"status": "ok", "exports": {
+        "poly": "poly.jaxexport", "rules": "../../etc/passwd"}}).encode())
+    assert rules_program(PROBLEM, forged, plan) is None
+    missing = rules_run(PROBLEM, plan, forged, _stage_b({}))
+    assert missing is not None and missing.tests == 0
+
+
+@pytest.mark.parametrize("bad", [
+    {"t": {"ok": True, "parts": {"sideways": {"differing": 1, "total": 1}}}},
+    {"t": {"ok": True, "parts": {"backward": {"differing": -1, "total": 1}}}},
+    {"t": {"ok": "yes"}},
+    {"t": {"ok": True, "parts": {"backward": {"differing": 1, "total": 1,
+                                              "index": list(range(9))}}}},
+])
+def test_malformed_rule_records_are_rejected(bad: dict[str, Any]) -> None:
+    with pytest.raises(MalformedResult):
+        _stage_b(bad)
+
+
+@pytest.mark.parametrize(("run", "passed", "words"), [
+    (RulesRun(reason="no jax.custom_vjp function of yours is called."), False,
+     ["could not be run on their own", "is called."]),
+    (RulesRun(tests=3, errors=(("example-1", "TypeError: boom"),)), False,
+     ["failed on test 'example-1'", "boom"]),
+    (RulesRun(tests=0), False, ["ran on no test"]),
+    (RulesRun(tests=3, mismatches=(RuleMismatch("function", "example-2", 5, 7, (1,), 0.5, 1.0,
+                                                0.5),)), False,
+     ["your custom_vjp function, given x, returns 0.5 at y[1] where x[1] = 0.5", "the sign",
+      "5 of 7"]),
+    (RulesRun(tests=3), True, ["Run on their own on 3 tests"]),
+])
+def test_messages_say_what_was_run_and_what_differed(run: RulesRun, passed: bool,
+                                                     words: list[str]) -> None:
+    outcome = CHECK([ProgramInfo("N", "", [], [], rules_run=run)], **OPTIONS)
+    assert outcome.passed is passed
+    for w in words:
+        assert w in outcome.message, outcome.message
+    assert ".." not in outcome.message
+
+
+def test_a_problem_naming_an_unknown_argument_is_refused_at_load() -> None:
+    data = PROBLEM.model_dump()
+    data["requirements"] = [
+        {**r, "argument": "z"} if r.get("rule") == "custom_vjp_rules_run" else r
+        for r in (req.model_dump() | (req.model_extra or {}) for req in PROBLEM.requirements)]
+    with pytest.raises(ValueError, match="option argument = 'z'"):
+        type(PROBLEM).model_validate(data)
