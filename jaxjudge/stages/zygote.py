@@ -53,6 +53,10 @@ PR_SET_PDEATHSIG = 1
 STAGES = ("trace", "execute")
 
 
+# os._exit as it was before any submission ran: a stage's user code can rebind os._exit
+# (to write its result file again once the real one is written), so the child never calls it.
+_EXIT = os._exit
+
 def _send(fd: int, obj: dict) -> None:
     data = (json.dumps(obj) + "\n").encode()
     while data:
@@ -315,7 +319,7 @@ def _child(spool: str, mains: dict, req_r: int, done_w: int, closing: tuple[int,
             if ran:  # outputs are complete: the pool need not wait for our teardown (~5-9 ms)
                 os.write(done_w, bytes([rc & 0xFF]))
         finally:
-            os._exit(rc)
+            _EXIT(rc)  # the one captured at import: a submission may rebind os._exit
 
 
 def _await_child(pid: int, done_r: int, finished) -> tuple[int, int, object] | None:

@@ -1,8 +1,9 @@
 # Forging attempt: replaces os._exit, which the tracing process calls once it has written its
 # result, with a version that first overwrites result.json with a result of the wrong shape
-# (timings as a list, an "accepted"-looking status, numbers JSON cannot hold). The grader
-# validates every field of that file against a schema: a malformed result is a runtime error,
-# never a crash of the grader.
+# (timings as a list, an "accepted"-looking status, numbers JSON cannot hold). The stages exit
+# through the os._exit they captured before any submission ran, so the forgery never runs (a
+# forged file would meet the schema check: a runtime error, never a crash of the grader); the
+# verdict is the one of the code below, a block without jax.checkpoint.
 import json
 import os
 
