@@ -243,6 +243,32 @@ def test_a_loop_over_another_axis_takes_every_row_at_its_first_step() -> None:
     assert _loop(got, 3)["first"] == [0] * 6
 
 
+def _own(fn: Callable, *args) -> list[int]:
+    text, ins, _ = _program(fn, *args)
+    return OBS["observe"](text, ins, list(ROWS), 0, ir, hlo, mlir.make_ir_context(), None,
+                          True)["private"]
+
+
+def test_code_written_once_per_row_moves_with_its_row_alone() -> None:
+    def unrolled(x):  # a Python loop: one copy of the arithmetic per row
+        return jnp.stack([jnp.tanh(x[i] @ M[:3]) * 2.0 for i in range(x.shape[0])])
+
+    def leaky(x):  # each copy made to move a little with every row: still its own row's
+        s = 1e-6 * jnp.sum(x)
+        return jnp.stack([jnp.tanh((x[i] + s) @ M[:3]) * 2.0 for i in range(x.shape[0])])
+
+    def batched(x):
+        return jnp.tanh(x @ M[:3]) * 2.0
+
+    def halves(x):  # two vmapped halves: each op moves with three rows, not one
+        return jnp.concatenate([batched(x[:3]), batched(x[3:])])
+
+    assert all(n > 0 for n in _own(unrolled, X))
+    assert all(n > 0 for n in _own(leaky, X))
+    assert _own(batched, X) == [0] * 6
+    assert _own(halves, X) == [0] * 6
+
+
 def test_nested_loops_get_their_own_inject_variants() -> None:
     def cheat(w, u):  # all eight iterations at step 0 by a nested loop
         zero = (jnp.abs(w).sum() * 0.0).astype(jnp.int32)

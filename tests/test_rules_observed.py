@@ -169,3 +169,13 @@ def test_a_value_carried_along_unchanged_is_not_a_value_that_stopped() -> None:
                   slots=(carried, working))
     obs = Observation(count=6, sliced=(), test="t", loops=(run,))
     assert judge_loop(obs, every_step=True, sliced=False, names="") is None
+
+
+def test_code_per_index_fails_from_three_indices_with_ops_of_their_own() -> None:
+    """Ops that move with one index alone, at three indices or more: written once per index.
+    Two are not told from two vmapped halves at a size of 2, so they pass."""
+    three = Observation(count=4, sliced=(), dim="H", test="t", private=(6, 6, 6, 0))
+    why = visited((three,), "H")
+    assert why is not None and "18 moved with one index alone" in why and "'t'" in why
+    assert visited((Observation(count=2, sliced=(), dim="H", private=(6, 6)),), "H") is None
+    assert visited((Observation(count=4, sliced=(), dim="H", private=(0,) * 4),), "H") is None

@@ -77,20 +77,46 @@ def _visit_specs(problem: Problem, plan: Any, tests_of: dict[str, str],
     (up to MAX_VISITED): a loop whose state takes the indices up at different steps visits
     the dimension one slice at a time, however it picks them. Each input gets its own run, so
     one that every step reads whole (w in H v) does not hide one read a slice at a time."""
-    best: tuple[int, str] | None = None
+    by_size: dict[int, str] = {}
     for sid in tests_of:
         size = plan.sig_dims.get(sid, {}).get(dim)
-        if size is not None and 2 <= size <= MAX_VISITED and (best is None or size > best[0]):
-            best = (size, sid)
-    if best is None:
+        if size is not None and 2 <= size <= MAX_VISITED:
+            by_size.setdefault(size, sid)
+    if not by_size:
         return []
-    size, sid = best
-    return [{"id": f"r{n + i}", "program": program_of.get(sid, sid), "test": tests_of[sid],
-             "count": size, "sliced": [], "dim": dim, "inject": 0, "watch": [a.name],
-             "groups": [{"path": a.name, "axis": a.shape.index(dim), "size": 1}]}
-            for i, a in enumerate(x for x in problem.arguments
-                                  if x.shape is not None and dim in x.shape
-                                  and _floating(x.dtype or problem.constraints.dtype))]
+    size = max(by_size)
+    sid = by_size.pop(size)
+    inputs = [x for x in problem.arguments if x.shape is not None and dim in x.shape
+              and _floating(x.dtype or problem.constraints.dtype)]
+    specs = [{"id": f"r{n + i}", "program": program_of.get(sid, sid), "test": tests_of[sid],
+              "count": size, "sliced": [], "dim": dim, "inject": 0, "watch": [a.name],
+              "own": True, "groups": [{"path": a.name, "axis": a.shape.index(dim), "size": 1}]}
+             for i, a in enumerate(inputs)]
+    # Code written once per index only at some sizes (a Python loop at odd or small sizes):
+    # every input's index changed together, at up to MORE_SIZES other sizes the tests have.
+    for size in _spread(sorted(by_size), MORE_SIZES):
+        sid = by_size[size]
+        specs.append({"id": f"r{n + len(specs)}", "program": program_of.get(sid, sid),
+                      "test": tests_of[sid], "count": size, "sliced": [], "dim": dim,
+                      "inject": 0, "watch": [a.name for a in inputs], "own": True,
+                      "groups": [{"path": a.name, "axis": a.shape.index(dim), "size": 1}
+                                 for a in inputs]})
+    return specs
+
+
+MORE_SIZES = 4
+
+
+def _spread(sizes: list[int], k: int) -> list[int]:
+    """Up to k of `sizes` (ascending): the smallest of each parity first, then spread."""
+    if len(sizes) <= k:
+        return sizes
+    picked = [s for s in (next((s for s in sizes if s % 2 == p), None) for p in (0, 1))
+              if s is not None]
+    rest = [s for s in sizes if s not in picked]
+    step = len(rest) / max(1, k - len(picked))
+    picked += [rest[int(i * step)] for i in range(k - len(picked))]
+    return sorted(set(picked))
 
 
 def _floating(dtype: str) -> bool:
@@ -137,6 +163,7 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
         out.append(Observation(count=spec["count"], sliced=tuple(spec["sliced"]),
                                dim=spec.get("dim", ""),
                                watched=",".join(spec.get("watch", [])) if spec.get("dim") else "",
+                               private=tuple(got.private),
                                test=spec["test"], status=got.status, reason=got.reason,
                                groups=got.groups, group_elements=got.group_elements,
                                outputs=tuple(got.outputs),

@@ -94,6 +94,8 @@ class Observation:
     loops: tuple[LoopRun, ...] = field(default_factory=tuple)
     kind: str = "loop"  # or "activation": each op of the activation changed in a variant
     activations: tuple[tuple[int, ...], ...] = ()  # per activation op: per output, moved
+    # no_loop_over_dim: per index, the arithmetic ops whose result moved with it alone
+    private: tuple[int, ...] = ()
 
 
 def recomputed(observations: tuple[Observation, ...], outs: list[str], primal: tuple[str, ...],
@@ -297,4 +299,13 @@ def visited(observations: tuple[Observation, ...], dim: str) -> str | None:
                         f"{len(steps)} different steps ({shown}): it visits {dim} one slice "
                         f"at a time, however the slice is picked (a gather, a permutation, a "
                         f"one-hot product, a padded copy)")
+        own = [(g, n) for g, n in enumerate(obs.private) if n]
+        if len(own) >= 3:
+            shown = ", ".join(f"{n} with index {g}" for g, n in own[:4])
+            return (f"When your program ran on test {obs.test!r}, its arithmetic was written "
+                    f"once per index along {dim}: of the ops whose results moved when one "
+                    f"index's values changed, {sum(n for _, n in own)} moved with one index "
+                    f"alone ({shown}{', ...' if len(own) > 4 else ''}), where one batched op "
+                    f"would move with every index: code run once per index while JAX traced "
+                    f"(a Python loop, a list comprehension, a loop taken only at some sizes)")
     return None

@@ -593,7 +593,8 @@ def _observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: 
                        if entry.get("watch") else list(range(len(kept))))
             ctx = mlir.make_ir_context()
             out[oid] = observer["observe"](texts[pid], [leaves[i] for i in kept], groups,
-                                           int(entry["inject"]), ir, hlo, ctx, watched)
+                                           int(entry["inject"]), ir, hlo, ctx, watched,
+                                           bool(entry.get("own")))
         except observer["Unobservable"] as exc:
             out[oid] = {"status": "unobservable", "reason": str(exc)[:500]}
         except observer["OverBudget"] as exc:

@@ -55,14 +55,15 @@ _load("evaluator_regions").install(Evaluator, Unobservable)
 
 def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
             inject_steps: int, ir, hlo, mlir_context,
-            watched: list[int] | None = None) -> dict[str, Any]:
+            watched: list[int] | None = None, own: bool = False) -> dict[str, Any]:
     """Run `text`'s main on `inputs` (main's arguments, in order) and its variants.
 
     groups: [{"arg": main argument index, "axis": a, "size": rows per group, "count": n}]; all
     entries' group g are changed together (k and v's block g). inject_steps: how many steps of
     each loop get an inject variant, which changes at that step only the values the loop
     passes along that move with the watched inputs (main argument indices; default: the
-    grouped ones)."""
+    grouped ones). own: also count, per group, the ops whose result moved with that group
+    only (code written once per index: a Python loop unrolled into the program)."""
     count = max((g["count"] for g in groups), default=0)
     count = min(count, 64)
     inject_steps = min(inject_steps, 64)
@@ -88,8 +89,11 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
     with mlir_context:
         module = ir.Module.parse(text)
         ev = Evaluator(module, ir, hlo, V, inject, count, whole, LoopRecord)
+        owners = Owners(ev) if own and count else None
+        ev.owner = owners
         outs = ev.run(args)
-    return _summary(ev, outs, count, groups, inputs)
+    return {**_summary(ev, outs, count, groups, inputs),
+            "private": owners.private() if owners is not None else []}
 
 
 def _moved_count(values: list[np.ndarray], v: int) -> int:
@@ -199,6 +203,44 @@ def _summary(ev: Evaluator, outs, count: int, groups, inputs):
         "outputs": [_moved_count(outs, 1 + g) for g in range(count)],
         "loops": [rec.summary() for rec in ev.loops],
     }
+
+
+OWNED_SHARE = 1e-3  # of a result's size: less movement than this is not the index's own
+
+
+class Owners:
+    """Which group variants moved each arithmetic op's result (any run of it), by more than
+    OWNED_SHARE of its size: code written once per index has ops that move with their own
+    index only, and a copy made to depend a little on every index (plus 1e-6 of a sum)
+    still computes with its own index only. A batched op moves with every index."""
+
+    def __init__(self, ev: Evaluator) -> None:
+        self.ev = ev
+        self.moved: dict[Any, np.ndarray] = {}
+
+    def __call__(self, op, x: np.ndarray) -> None:
+        seen = self.moved.get(op)
+        if seen is not None and seen.all():
+            return  # moved with every group already: a loop body's op, run once per step
+        g = self.ev.groups
+        self.ev._spend(x.size)
+        new, base = x[1: 1 + g], x[0:1]
+        if x.dtype.kind not in "fc":
+            big = new != base
+        else:
+            with np.errstate(invalid="ignore", over="ignore"):
+                big = np.abs(new - base) > OWNED_SHARE * np.maximum(np.abs(new), np.abs(base))
+                big |= np.isnan(new) != np.isnan(base)
+        moved = big.reshape(g, -1).any(axis=1)
+        self.moved[op] = moved if seen is None else seen | moved
+
+    def private(self) -> list[int]:
+        """Per group: the ops whose result moved with that group only."""
+        out = [0] * self.ev.groups
+        for moved in self.moved.values():
+            if int(moved.sum()) == 1:
+                out[int(np.argmax(moved))] += 1
+        return out
 
 
 MAX_TAPS = 32
