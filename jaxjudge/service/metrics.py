@@ -366,6 +366,8 @@ class Metrics:
             if report.timings.get("cached"):  # a report-cache hit: nothing was graded
                 return
             for stage in STAGES:
+                if report.timings.get(f"{stage}.cached"):  # answered by the program cache:
+                    continue  # its lookup is in the report's split, but the stage never ran
                 seconds = report.timings.get(stage)
                 if isinstance(seconds, int | float) and math.isfinite(seconds) and seconds >= 0:
                     self.grade_seconds.labels(stage).observe(float(seconds))
