@@ -174,3 +174,24 @@ def test_a_problem_naming_an_unknown_argument_is_refused_at_load() -> None:
         for r in (req.model_dump() | (req.model_extra or {}) for req in PROBLEM.requirements)]
     with pytest.raises(ValueError, match="option argument = 'z'"):
         type(PROBLEM).model_validate(data)
+
+
+def test_a_none_static_before_the_array_is_kept_as_none() -> None:
+    """The rules get the first call's other arguments as they were, a None among them: the
+    array's place is recorded, not guessed from the values."""
+    @partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def q(mode: Any, x: jax.Array) -> jax.Array:
+        assert mode is None
+        return _sign(x)
+
+    q.defvjp(lambda mode, x: (q(mode, x), x),
+             lambda mode, x, g: (jnp.where(jnp.abs(x) <= 1.0, g, 0.0),))
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        return {"y": q(None, x), "dx": jax.vjp(lambda v: q(None, v), x)[1](g)[0]}
+
+    rules = _rules_of(solve, X, G)
+    assert callable(rules), rules
+    out = jax.jit(rules)(X, G)
+    np.testing.assert_array_equal(out["function"], _sign(X))
+    np.testing.assert_array_equal(out["backward"], BAND)

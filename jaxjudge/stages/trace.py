@@ -482,9 +482,9 @@ class _CustomRuleCalls:
         # reaches it in every run; "probe_failed" when a rule could not be traced on its own.
         self.rule_ops: dict[int, dict[str, Any]] = {}
         self._probing = False
-        # Per function, its first call's positional arguments with the one array left out
-        # (None), or None when the call had keywords or not exactly one array.
-        self.first_call: dict[int, list[Any] | None] = {}
+        # Per function, its first call: (the one array's position, the positional arguments),
+        # or None when the call had keywords or not exactly one array.
+        self.first_call: dict[int, tuple[int, list[Any]] | None] = {}
         self.dropped = 0
         self._jax = jax
         self._mark = _marker()
@@ -631,9 +631,9 @@ class _CustomRuleCalls:
             return orig(obj, *args, **kwargs)
         if k not in self.first_call:  # how rules_function calls the rules on x
             arrays = [isinstance(a, self._jax.Array) for a in args]
-            self.first_call[k] = (None if kwargs or sum(arrays) != 1 else
-                                  [None if is_array else a for is_array, a in zip(arrays, args,
-                                                                                 strict=True)])
+            self.first_call[k] = (None if kwargs or sum(arrays) != 1 else  # no tracer kept
+                                  (arrays.index(True), [None if is_array else a for is_array, a
+                                                        in zip(arrays, args, strict=True)]))
         swapped: list[tuple[str, Any]] = []
         wrappers = (("bwd", lambda f: self._marking_bwd(f, k)),
                     ("fun", lambda f: self._watching(f, k, False)),
@@ -672,22 +672,24 @@ class _CustomRuleCalls:
         nondiff = tuple(getattr(obj, "nondiff_argnums", ()) or ())
         if call is None:
             return "it was called with keywords or with other than one array argument"
-        if call.index(None) in nondiff:
+        at, given_args = call
+        if at in nondiff:
             return "its array argument is one of its nondiff_argnums"
         fun, fwd, bwd = (getattr(obj, a, None) for a in ("fun", "fwd", "bwd"))
         if not (callable(fun) and callable(fwd) and callable(bwd)):
             return "its rules were not defined with .defvjp(fwd, bwd)"
         ix, ig = int(request["argument"]), int(request["cotangent"])
-        statics = [call[i] for i in nondiff if i < len(call)]
+        statics = [given_args[i] for i in nondiff if i < len(given_args)]
+        # the array's place among the arguments the backward rule returns cotangents for
+        pos = [i for i in range(len(given_args)) if i not in nondiff].index(at)
 
         def rules(*args: Any) -> dict[str, Any]:
             x, g = args[ix], args[ig]
-            given = [x if a is None else a for a in call]
+            given = [x if i == at else a for i, a in enumerate(given_args)]
             out = fwd(*given)
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError("the forward rule must return (output, residuals)")
             grads = bwd(*statics, out[1], g)
-            pos = [i for i in range(len(call)) if i not in nondiff].index(call.index(None))
             first = (grads[pos] if isinstance(grads, (tuple, list)) and len(grads) > pos
                      else grads)
             return {"function": fun(*given), "forward": out[0], "backward": first}
