@@ -263,8 +263,13 @@ def test_code_written_once_per_row_moves_with_its_row_alone() -> None:
     def halves(x):  # two vmapped halves: each op moves with three rows, not one
         return jnp.concatenate([batched(x[:3]), batched(x[3:])])
 
+    def unrolled_sine(x):  # per-row code of ops no list would name (sine, abs, select)
+        return jnp.stack([jax.lax.select(jnp.sin(x[i]) > 0, jnp.abs(x[i]), x[i])
+                          for i in range(x.shape[0])])
+
     assert all(n > 0 for n in _own(unrolled, X))
     assert all(n > 0 for n in _own(leaky, X))
+    assert all(n > 0 for n in _own(unrolled_sine, X))
     assert _own(batched, X) == [0] * 6
     assert _own(halves, X) == [0] * 6
 

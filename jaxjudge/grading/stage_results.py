@@ -191,7 +191,7 @@ class ObservedResult(_Strict):
     outputs: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
     loops: Annotated[list[ObservedLoop], Field(max_length=MAX_OBSERVED_LOOPS)] = Field(
         default_factory=list)
-    # per group: the arithmetic ops whose result moved with that group only (code per index)
+    # per group: the computing ops whose result moved with that group only (code per index)
     private: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
     # per tapped activation op: per program output, the elements that moved
     activations: Annotated[list[Annotated[list[Count], Field(max_length=MAX_OUTPUTS)]],

@@ -94,7 +94,7 @@ class Observation:
     loops: tuple[LoopRun, ...] = field(default_factory=tuple)
     kind: str = "loop"  # or "activation": each op of the activation changed in a variant
     activations: tuple[tuple[int, ...], ...] = ()  # per activation op: per output, moved
-    # no_loop_over_dim: per index, the arithmetic ops whose result moved with it alone
+    # no_loop_over_dim: per index, the computing ops whose result moved with it alone
     private: tuple[int, ...] = ()
 
 

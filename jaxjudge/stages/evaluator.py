@@ -66,12 +66,14 @@ _ARITHMETIC = frozenset({"add", "subtract", "multiply"})  # counted as work, lik
 _COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
             "GT": np.greater, "GE": np.greater_equal}
 _WORK_OPS = {"dot_general": "multiply-adds", "convolution": "multiply-adds"}
-# Ops whose result says which group variants an op's work depends on (observe.Owners):
-# arithmetic, and calls (a helper called once per index has one call op per index).
-_OWNED = frozenset({f"stablehlo.{n}" for n in (
-    "dot_general", "convolution", "add", "subtract", "multiply", "divide", "exponential",
-    "log", "tanh", "logistic", "sqrt", "rsqrt", "power", "reduce", "maximum", "minimum",
-    "exponential_minus_one", "log_plus_one")} | {"func.call"})
+# Ops that only move or copy values: every other op computes, and its result says which group
+# variants its work depends on (observe.Owners). A list of what computes would miss one.
+_MOVES = frozenset({f"stablehlo.{n}" for n in (
+    "slice", "dynamic_slice", "real_dynamic_slice", "reshape", "dynamic_reshape",
+    "broadcast_in_dim", "dynamic_broadcast_in_dim", "concatenate", "transpose", "convert",
+    "bitcast_convert", "constant", "iota", "dynamic_iota", "gather", "pad", "dynamic_pad",
+    "reverse", "dynamic_update_slice", "get_dimension_size", "get_tuple_element", "tuple",
+    "optimization_barrier")})
 
 
 class Evaluator:
@@ -95,7 +97,7 @@ class Evaluator:
         self.whole = whole  # the variant with every watched input changed
         self.recorder = recorder  # makes each loop run's record (observe.LoopRecord)
         self.taps: dict[Any, int] = {}  # op -> the variant whose result of it is changed
-        self.owner = None  # called with (op, result) for each _OWNED op run (observe.Owners)
+        self.owner = None  # called with (op, result) for each computing op (observe.Owners)
         n = [0]
 
         def number(op) -> None:
@@ -208,7 +210,7 @@ class Evaluator:
                 raise Unobservable(f"the op {name} ({type(exc).__name__})") from None
             if self.taps and op in self.taps and outs and outs[0].dtype.kind in "fc":
                 outs = [self._perturbed_all(outs[0], self.taps[op]), *outs[1:]]
-            if self.owner is not None and name in _OWNED and outs:
+            if self.owner is not None and outs and name not in _MOVES:
                 self.owner(op, outs[0])
             for r, o in zip(op.results, outs, strict=True):
                 env[r] = o

@@ -209,10 +209,11 @@ OWNED_SHARE = 1e-3  # of a result's size: less movement than this is not the ind
 
 
 class Owners:
-    """Which group variants moved each arithmetic op's result (any run of it), by more than
-    OWNED_SHARE of its size: code written once per index has ops that move with their own
-    index only, and a copy made to depend a little on every index (plus 1e-6 of a sum)
-    still computes with its own index only. A batched op moves with every index."""
+    """Which group variants moved each computing op's result (any op but those that only move
+    values, evaluator._MOVES; any run of it) by more than OWNED_SHARE of its size: code
+    written once per index has ops that move with their own index only, and a copy made to
+    depend a little on every index (plus 1e-6 of a sum) still computes with its own index
+    only. A batched op moves with every index."""
 
     def __init__(self, ev: Evaluator) -> None:
         self.ev = ev
