@@ -605,6 +605,52 @@ def _observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: 
     return out
 
 
+class _Runners:
+    """Per (program, signature), what runs a test: the interpreter on the program specialised
+    to that signature when the job's engine is "interpret" and it can, else XLA. A run the
+    interpreter fails is run again on XLA (which says what went wrong), and that signature
+    stays on XLA."""
+
+    def __init__(self, job: dict, specs: dict, specializers: dict, exported: dict,
+                 texts: dict, callables: dict, jax, np) -> None:
+        self.interpret = _engine(job) == "interpret"
+        self.specs, self.specializers, self.exported = specs, specializers, exported
+        self.texts, self.callables, self.jax, self.np = texts, callables, jax, np
+        self.chosen: dict[tuple[str, str], tuple[Any, str]] = {}
+
+    def _choose(self, pid: str, sid: str) -> tuple[Any, str]:
+        if self.interpret:
+            if pid not in self.specializers:
+                self.specializers[pid] = _specializer(self.exported[pid], self.texts[pid],
+                                                      self.jax, self.np)
+            if self.specializers[pid] is not None:
+                fn = self.specializers[pid].at(self.specs[sid])
+                if fn is not None:
+                    return fn, "interpret"
+        return self.callables[pid], "xla"
+
+    def run(self, pid: str, sid: str, args) -> Any:
+        key = (pid, sid)
+        if key not in self.chosen:
+            self.chosen[key] = self._choose(pid, sid)
+        fn, engine = self.chosen[key]
+        try:
+            out = fn(*args)
+        except Exception:
+            if engine != "interpret":
+                raise
+            self.chosen[key] = (self.callables[pid], "xla")
+            out = self.callables[pid](*args)
+        return self.jax.block_until_ready(out)
+
+    def engines(self, pid: str | None = None) -> set[str]:
+        return {e for (p, _), (_, e) in self.chosen.items() if pid is None or p == pid}
+
+
+def _error(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()[-2000:]
+
+
 def _leaf_at(tree, path: str):
     for key in path.split("."):
         tree = tree.get(key) if isinstance(tree, dict) else None
@@ -631,30 +677,19 @@ def _part_diff(got, want, rtol: float, atol: float, np) -> dict | None:
             "rule": float(got[idx]), "solve": float(want[idx])}
 
 
-def _run_rules(job: dict, rules: dict, solved: dict, specs: dict, specializers: dict,
-               exported: dict, texts: dict, callables: dict, jax, np) -> dict:
+def _run_rules(job: dict, rules: dict, solved: dict, specs: dict, runners: _Runners,
+               np) -> dict:
     """The custom_vjp's rules program (exported on its own by stage A) on every test of the
     signatures it serves that solve ran (`solved`: test -> solve's outputs), each part
-    compared with the solve output `rules["compare"]` names at its tolerance. On the
-    interpreter when the job's engine is (no compile per test shape), else on XLA."""
+    compared with the solve output `rules["compare"]` names at its tolerance."""
     pid, runs_on = rules["id"], set(rules["runs_on"])
-    interpret = _engine(job) == "interpret"
-    if interpret and pid not in specializers:
-        specializers[pid] = _specializer(exported[pid], texts[pid], jax, np)
     out: dict[str, dict] = {}
     for test in job["tests"]:
         sid = test["signature"]
         if sid not in runs_on or test["name"] not in solved:
             continue
         try:
-            args = _value_tree(test["inputs"], specs[sid], np)
-            fn = specializers[pid].at(specs[sid]) if interpret and specializers[pid] else None
-            try:
-                value = jax.block_until_ready((fn or callables[pid])(*args))
-            except Exception:
-                if fn is None:
-                    raise
-                value = jax.block_until_ready(callables[pid](*args))  # XLA says what is wrong
+            value = runners.run(pid, sid, _value_tree(test["inputs"], specs[sid], np))
             parts = {}
             for part, (path, rtol, atol) in rules["compare"].items():
                 want = _leaf_at(solved[test["name"]], path)
@@ -664,8 +699,7 @@ def _run_rules(job: dict, rules: dict, solved: dict, specs: dict, specializers: 
                     parts[part] = diff
             out[test["name"]] = {"ok": True, "parts": parts}
         except Exception as exc:
-            msg = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            out[test["name"]] = {"ok": False, "error": msg[-2000:]}
+            out[test["name"]] = {"ok": False, "error": _error(exc)}
     return out
 
 
@@ -772,49 +806,27 @@ def main(job_dir: str) -> int:
             return 0
 
     t2 = time.perf_counter()
-    interpret = _engine(job) == "interpret"
-    runners: dict[str, object] = {}  # signature id -> callable
-    engines: dict[str, str] = {}
+    runners = _Runners(job, specs, specializers, exported, texts, callables, jax, np)
     outputs: dict[str, dict] = {}
     for test in job["tests"]:
         sid = test["signature"]
-        pid = program_of[sid]
-        if sid not in runners:
-            fn = None
-            if interpret:
-                if pid not in specializers:
-                    specializers[pid] = _specializer(exported[pid], texts[pid], jax, np)
-                if specializers[pid] is not None:
-                    fn = specializers[pid].at(specs[sid])
-            runners[sid] = fn if fn is not None else callables[pid]
-            engines[sid] = "interpret" if fn is not None else "xla"
         started = time.perf_counter()  # the test's own time (a shape's first also compiles)
         try:
-            args = _value_tree(test["inputs"], specs[sid], np)
-            try:
-                out = runners[sid](*args)
-            except Exception:
-                if engines[sid] != "interpret":
-                    raise
-                runners[sid], engines[sid] = callables[pid], "xla"  # XLA says what went wrong
-                out = runners[sid](*args)
-            out = jax.block_until_ready(out)
+            out = runners.run(program_of[sid], sid, _value_tree(test["inputs"], specs[sid], np))
             seconds = round(time.perf_counter() - started, 6)
             if rules is not None:
                 solved[test["name"]] = out
             outputs[test["name"]] = {"ok": True, "value": _encode(out, np, jax),
                                      "seconds": seconds}
         except Exception as exc:
-            msg = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            outputs[test["name"]] = {"ok": False, "error": msg[-2000:],
+            outputs[test["name"]] = {"ok": False, "error": _error(exc),
                                      "seconds": round(time.perf_counter() - started, 6)}
     timings["execute"] = time.perf_counter() - t2
+    result["engines"] = sorted(runners.engines())  # solve's programs' only
     if rules is not None:
         t_rules = time.perf_counter()
-        result["rule_outputs"] = _run_rules(job, rules, solved, specs, specializers, exported,
-                                            texts, callables, jax, np)
+        result["rule_outputs"] = _run_rules(job, rules, solved, specs, runners, np)
         timings["rules_run"] = time.perf_counter() - t_rules
-    result["engines"] = sorted(set(engines.values()))
     if key and all(o.get("ok") for o in outputs.values()):
         _cache_write(cache_dir, key, outputs)
     result.update(status="ok", outputs=outputs)
