@@ -10,12 +10,12 @@ import numpy as np
 
 from jaxjudge.grading.stage_results import StageAResult, StageBResult
 from jaxjudge.problems.package import Problem, Requirement
+from jaxjudge.rules.custom_vjp_run import NAME as RULE
 from jaxjudge.rules.executed_rules import RuleMismatch, RulesRun
 
 if TYPE_CHECKING:
     from jaxjudge.grading.plan import Plan
 
-RULE = "custom_vjp_rules_run"
 RULES_ID = "rules"  # the rules program's id (rules.jaxexport, rules.mlir)
 PARTS = ("function", "forward", "backward")
 MAX_MESSAGE = 2000

@@ -63,7 +63,10 @@ def _mismatch_text(m: RuleMismatch, argument: str, cotangent: str, primal: str,
             "done inside the rule, or is done again outside it.")
 
 
-@register("custom_vjp_rules_run", "program", CustomVjpRulesRunOptions)
+NAME = "custom_vjp_rules_run"  # the grader asks stage A for the rules when a problem uses it
+
+
+@register(NAME, "program", CustomVjpRulesRunOptions)
 def check_custom_vjp_rules_run(programs: list[ProgramInfo], *, argument: str, cotangent: str,
                                primal_output: str, gradient_output: str,
                                forward_work: str = "the forward value",
