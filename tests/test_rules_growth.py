@@ -1,5 +1,6 @@
-"""independent_of_dim on real exported programs: what grows is named from the programs, and
-only the judge's probe shapes are compared (never the tests' own shapes)."""
+"""independent_of_dim on real exported programs: what grows is named from the programs; the
+judge's probe shapes are compared, and the tests' own shapes only where three of them (or two
+far apart) share the other dimensions."""
 
 from __future__ import annotations
 
@@ -127,6 +128,40 @@ def test_a_special_case_at_a_tested_size_is_not_a_loop() -> None:
 def test_the_tests_shapes_alone_are_never_compared() -> None:
     outcome = check_independent_of_dim(probes(python_loop, (1, 4), probe=False), dim="B")
     assert not outcome.passed and "probe sizes" in outcome.message
+
+
+def shape_keyed(x: jax.Array) -> jax.Array:
+    """Vectorized at the probes' width D = 3, a Python loop over the rows at any other."""
+    return vectorized_with_special_case(x) if x.shape[1] == 3 else python_loop(x)
+
+
+def test_a_loop_at_widths_the_probes_never_have_grows_in_the_tests_programs() -> None:
+    """Three tests at D = 4 (B = 1, 4, 8): per-row growth, though the probes are clean."""
+    tests = probes(shape_keyed, (1, 4, 8), d=4, probe=False)
+    outcome = check_independent_of_dim(tests + probes(shape_keyed), dim="B")
+    assert not outcome.passed, outcome.message
+    assert "for B=1, 4 and 8 (D=4)" in outcome.message
+    assert "tests' own programs" in outcome.message and "for B=3, 5 and 7 (D=3)" in outcome.message
+
+
+@pytest.mark.parametrize(("sizes", "caught"), [((3, 20), True), ((3, 12), False), ((1, 20), False)])
+def test_two_test_sizes_are_compared_only_far_apart(sizes: tuple[int, int], caught: bool) -> None:
+    """Two tests that share D: 17 rows apart they tell per-row code from a special case; 9
+    apart, or from a size of 1 (special-cased), they are not compared."""
+    tests = probes(shape_keyed, sizes, d=4, probe=False)
+    outcome = check_independent_of_dim(tests + probes(shape_keyed), dim="B")
+    assert outcome.passed is not caught, outcome.message
+
+
+def test_a_special_case_at_other_widths_is_not_growth() -> None:
+    """Honest but unusual: a special case of B = 1 and of D = 4, at tests B = 1, 2, 30."""
+    def special(x: jax.Array) -> jax.Array:
+        if x.shape[1] == 4:
+            x = x * 1.0 + 0.0
+        return vectorized_with_special_case(x)
+    tests = probes(special, (1, 2, 30), d=4, probe=False)
+    outcome = check_independent_of_dim(tests + probes(special), dim="B")
+    assert outcome.passed, outcome.message
 
 
 def test_a_python_loop_repeats_operations() -> None:

@@ -24,6 +24,7 @@ copies of a lax loop's body, calls to one function, a loop body, or plain operat
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +49,9 @@ PROBE_GAP = 2  # two apart: the same parity, so `B % 2` special cases take the s
 # Three sizes, two intervals: per-element code grows over both, while a structure that changes
 # once between two sizes (a `lax.map` batch that fills up, an `if B > 4`) grows over one.
 PROBES = 3
+# The tests' own programs at only two sizes of a dimension are compared when per-step code
+# would run at least this many steps more in the larger one (jaxjudge.rules.growth.growth).
+TWO_SIZES_APART = 16
 # Probe this many sizes of each parity: a loop taken only at odd or only at even sizes runs at
 # three of them (jaxjudge.rules.growth.probe_sizes).
 PER_PARITY = 3
@@ -264,21 +268,26 @@ def _cause(dim: str, lo: int, hi: int, steps: int, a: Footprint, b: Footprint,
 def growth(parsed: Sequence[Parsed], dim: str,
            steps: Callable[[dict[str, int]], int] | None = None, each: str = "") -> RuleOutcome:
     """Whether the program stays the same size as `dim` grows, other dims equal, between the
-    programs exported at the judge's probe shapes (the tests' own shapes are never compared).
-    `steps(dims)` is how many steps per-step code runs at those dimensions (default: dim's
-    value; a loop over blocks of 4 passes `T // 4`, and `each` names one step: "step (T // 4
-    in all)"): it fails when the program grows by at least one operation per step over every
-    interval between probe sizes."""
+    programs exported at the judge's probe shapes, and between the tests' own programs where
+    three or more share every other dimension. `steps(dims)` is how many steps per-step code
+    runs at those dimensions (default: dim's value; a loop over blocks of 4 passes `T // 4`,
+    and `each` names one step: "step (T // 4 in all)"): it fails when the program grows by at
+    least one operation per step over every interval between probe sizes.
+
+    The probes fix every other dimension at one value, so code that unrolls only when another
+    dimension differs from it (`if D != 3`) is seen only in the tests' programs: three test
+    shapes with the same other dimensions are compared as the probes are, two only when far
+    apart (`TWO_SIZES_APART`), since a special case of some size makes two differ."""
     if all(dim in item.program.symbolic for item in parsed):
         return RuleOutcome(True, f"One program serves every {dim}: it was exported with {dim} "
                                  f"symbolic, so it does not grow with {dim}.",
                            region=noted(parsed[0].program, f"{dim} is symbolic in this program"))
     count = steps or (lambda dims: dims[dim])
-    groups: dict[tuple[tuple[str, int], ...], dict[int, tuple[Footprint, Parsed]]] = {}
+    groups = _Groups()
     budget = Budget()  # every program of the grade: bounded together
     for item in parsed:
         p = item.program
-        if not p.probe:
+        if not p.probe and dim not in p.dims:
             continue
         if dim not in p.dims:
             return RuleOutcome(False, f"The program for input shapes {p.signature} has no "
@@ -286,51 +295,90 @@ def growth(parsed: Sequence[Parsed], dim: str,
         try:
             fp = footprint(item.module, budget)
         except (ParseError, TooComplex) as exc:
+            if not p.probe:
+                continue  # a test's program: the program rules judge it
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
         rest = tuple(sorted((k, v) for k, v in p.dims.items() if k != dim))
-        groups.setdefault(rest, {})[p.dims[dim]] = (fp, item)
+        if p.probe:
+            groups.probes.setdefault(rest, {})[p.dims[dim]] = (fp, item)
+        groups.every.setdefault(rest, {}).setdefault(p.dims[dim], (fp, item))
     compared: list[str] = []
     shown: Region | None = None
-    for rest, sizes in groups.items():
-        values = sorted(sizes)
-        if len(values) < 2:
+    for rest, sizes in groups.probes.items():
+        if len(sizes) < 2:
             continue
-        fps = [sizes[v][0] for v in values]
-        runs = [count(sizes[v][1].program.dims) for v in values]
-        others = ", ".join(f"{k}={v}" for k, v in rest)
-        where = f" ({others})" if others else ""
-        counts = _and([str(fp.ops) for fp in fps])
-        at = f"{dim}={_and([str(v) for v in values])}"
-        note = "; ".join(f"{dim}={v}: {fp.ops} ops" for v, fp in zip(values, fps, strict=True))
-        note += " once inlined (constants aside)"
-        # An unrolled loop adds at least one op per step, at every size: growing by fewer ops
-        # than the steps did, or over only some of the intervals, is not per-step code. Taken
-        # only at some sizes (odd ones, multiples of 3, past a threshold, the first few), it
-        # still grows per step over three of them (`_per_step`).
-        picked = _per_step(values, fps, runs)
-        if picked is not None:
-            vs = [values[i] for i in picked]
-            fs = [fps[i] for i in picked]
-            rs = [runs[i] for i in picked]
-            counts = _and([str(fp.ops) for fp in fs])
-            at = f"{dim}={_and([str(v) for v in vs])}"
-            only = "" if len(picked) == len(values) else (
-                f" Not every probe size grows ({note}): code that runs once per element only "
-                f"at some sizes of {dim} (a branch on its parity, on its size, or over its "
-                f"first elements) is still per-element code.")
-            return RuleOutcome(False, (
-                f"Your program grows with {dim}: {counts} operations for {at}{where}. "
-                + _cause(dim, vs[0], vs[-1], max(1, rs[-1] - rs[0]), fs[0], fs[-1],
-                         each or f"element of {dim}") + only),
-                region=_grown(sizes[vs[0]][1], sizes[vs[-1]][1], note))
-        compared.append(f"{counts} operations for {at}{where}")
-        shown = shown or noted(sizes[values[-1]][1].program, note)
+        verdict = _compare(dim, rest, sizes, count, each)
+        if isinstance(verdict, RuleOutcome):
+            return verdict
+        compared.append(verdict[0])
+        shown = shown or verdict[1]
     if not compared:
         return RuleOutcome(False, f"No programs exported at two probe sizes of {dim} were "
                                   f"available, so growth with {dim} cannot be checked.")
+    for rest, sizes in groups.every.items():
+        if rest in groups.probes and sizes == groups.probes[rest]:
+            continue
+        if len(sizes) < PROBES:
+            # Two sizes: only far apart and past the special-cased ones, where a structure
+            # that changes at some size adds far fewer operations than the steps did.
+            lo, hi = sorted(sizes)[0], sorted(sizes)[-1]
+            gap = count(sizes[hi][1].program.dims) - count(sizes[lo][1].program.dims)
+            if len(sizes) < 2 or lo < SPECIAL_BELOW or gap < TWO_SIZES_APART:
+                continue
+        verdict = _compare(dim, rest, sizes, count, each, "tested")
+        if isinstance(verdict, RuleOutcome):
+            return dataclasses.replace(verdict, message=(
+                f"{verdict.message} These are the tests' own programs; at the probe shapes, "
+                f"{'; '.join(compared)}."))
     return RuleOutcome(True, f"The program does not grow with {dim}: {'; '.join(compared)}.",
                        region=shown)
+
+
+@dataclass
+class _Groups:
+    """Programs by the values of every dimension but the one measured, then by its value."""
+
+    probes: dict[tuple[tuple[str, int], ...], dict[int, tuple[Footprint, Parsed]]] = field(
+        default_factory=dict)
+    every: dict[tuple[tuple[str, int], ...], dict[int, tuple[Footprint, Parsed]]] = field(
+        default_factory=dict)
+
+
+def _compare(dim: str, rest: tuple[tuple[str, int], ...],
+             sizes: dict[int, tuple[Footprint, Parsed]], count: Callable[[dict[str, int]], int],
+             each: str, kind: str = "probe") -> RuleOutcome | tuple[str, Region | None]:
+    """One group's programs: a failed outcome when they grow per step, else what was compared
+    and the region to show."""
+    values = sorted(sizes)
+    fps = [sizes[v][0] for v in values]
+    runs = [count(sizes[v][1].program.dims) for v in values]
+    others = ", ".join(f"{k}={v}" for k, v in rest)
+    where = f" ({others})" if others else ""
+    counts = _and([str(fp.ops) for fp in fps])
+    at = f"{dim}={_and([str(v) for v in values])}"
+    note = "; ".join(f"{dim}={v}: {fp.ops} ops" for v, fp in zip(values, fps, strict=True))
+    note += " once inlined (constants aside)"
+    # An unrolled loop adds at least one op per step, at every size: growing by fewer ops
+    # than the steps did, or over only some of the intervals, is not per-step code. Taken
+    # only at some sizes (odd ones, multiples of 3, past a threshold, the first few), it
+    # still grows per step over three of them (`_per_step`).
+    picked = _per_step(values, fps, runs)
+    if picked is None:
+        return f"{counts} operations for {at}{where}", noted(sizes[values[-1]][1].program, note)
+    vs = [values[i] for i in picked]
+    fs = [fps[i] for i in picked]
+    rs = [runs[i] for i in picked]
+    only = "" if len(picked) == len(values) else (
+        f" Not every {kind} size grows ({note}): code that runs once per element only "
+        f"at some sizes of {dim} (a branch on its parity, on its size, or over its "
+        f"first elements) is still per-element code.")
+    return RuleOutcome(False, (
+        f"Your program grows with {dim}: {_and([str(fp.ops) for fp in fs])} operations for "
+        f"{dim}={_and([str(v) for v in vs])}{where}. "
+        + _cause(dim, vs[0], vs[-1], max(1, rs[-1] - rs[0]), fs[0], fs[-1],
+                 each or f"element of {dim}") + only),
+        region=_grown(sizes[vs[0]][1], sizes[vs[-1]][1], note))
 
 
 def _grows(a: Footprint, b: Footprint, n: int, m: int) -> bool:
@@ -426,6 +474,6 @@ def check_independent_of_dim(programs: Sequence[ProgramInfo], *, dim: str) -> Ru
     sizes, past a threshold or over the first few elements; lax loops with `unroll=True` or a
     factor of 4 or more, splitting into rows) fails, with a message naming what grows; a
     structure that changes at some size (a special case, a parity branch without a loop)
-    passes. The tests' own shapes are never compared."""
+    passes. The tests' own programs are compared too where three share the other dimensions."""
     parsed = parse_programs(programs)
     return parsed if isinstance(parsed, RuleOutcome) else growth(parsed, dim)
