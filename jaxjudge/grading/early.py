@@ -16,7 +16,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jaxjudge.grading.stage_common import EXECUTE_SCRIPT, TRACE_SCRIPT, sandbox_limits
+from jaxjudge.grading.stage_common import (
+    EXECUTE_SCRIPT,
+    TRACE_SCRIPT,
+    sandbox_limits,
+    stage_b_limits,
+)
 from jaxjudge.isolation import fstree, sandbox
 from jaxjudge.isolation.workdir import work_root
 from jaxjudge.isolation.xla import fast_compile_flags
@@ -78,7 +83,8 @@ def start(limits: Limits, *, root: Path | None = None, b: bool = True) -> Starte
         started.a = sandbox.prestart(TRACE_SCRIPT, started.root / "a", started.limits,
                                      untrusted=True)
         if b:
-            started.b = sandbox.prestart(EXECUTE_SCRIPT, started.root / "b", started.limits,
+            started.b = sandbox.prestart(EXECUTE_SCRIPT, started.root / "b",
+                                         stage_b_limits(limits),
                                          env=stage_b_env(), untrusted=False)
     except BaseException:
         started.close()

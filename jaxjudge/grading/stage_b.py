@@ -24,6 +24,7 @@ from jaxjudge.grading.stage_common import (
     StageBase,
     read_regular,
     read_result,
+    stage_b_limits,
 )
 from jaxjudge.grading.stage_results import (
     MalformedResult,
@@ -61,6 +62,9 @@ class StageB(StageBase):
     # The symbolic program specialised to the plan's largest test signature, for the memory
     # profile only (the rules read the programs as exported).
     profiled: ProgramInfo | None = None
+
+    def _sandbox_limits(self) -> sandbox.SandboxLimits:
+        return stage_b_limits(self.limits)
 
     def _stage_b(
         self, a_dir: Path, job: Path, stage_a: StageAResult

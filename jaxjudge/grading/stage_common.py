@@ -3,6 +3,7 @@ early-verdict exception, reading a file a sandbox wrote, and mapping sandbox out
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import stat
@@ -69,6 +70,15 @@ def sandbox_limits(limits: Limits) -> sandbox.SandboxLimits:
         memory_bytes=limits.memory_mb * 1024 * 1024,
         output_bytes=max(limits.output_kb * 1024, 256 * 1024),
     )
+
+
+def stage_b_limits(limits: Limits) -> sandbox.SandboxLimits:
+    """Stage B's: the problem's, but room for a result as large as the trusted side reads.
+    No user Python runs in stage B; what it writes is the tests' outputs and the observer's
+    runs, one per program the tests run (jaxjudge.grading.observing), which a program with
+    nested loops takes past the problem's output_kb. Their size is bounded by their schema."""
+    base = sandbox_limits(limits)
+    return dataclasses.replace(base, output_bytes=max(base.output_bytes, MAX_RESULT_BYTES))
 
 
 class Decided(Exception):
