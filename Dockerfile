@@ -18,9 +18,9 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY jaxjudge ./jaxjudge
 # The pip cache is a build cache mount: a rebuild after a code change downloads nothing, and the
-# cache never reaches an image layer.
-RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked \
-    /opt/jaxjudge/bin/pip install "jax==0.10.2" "jaxlib==0.10.2" . \
+# cache never reaches an image layer. Named explicitly: buildah's RUN may not have HOME=/root.
+RUN --mount=type=cache,target=/var/cache/pip,sharing=locked \
+    PIP_CACHE_DIR=/var/cache/pip /opt/jaxjudge/bin/pip install "jax==0.10.2" "jaxlib==0.10.2" . \
     && /opt/jaxjudge/bin/python -m compileall -q /opt/jaxjudge/lib
 COPY docker/entrypoint.sh /opt/jaxjudge/bin/docker-entrypoint
 COPY docker/healthcheck.py /opt/jaxjudge/bin/docker-healthcheck
