@@ -180,6 +180,13 @@ podman healthcheck run "$PREFIX-serve" >/dev/null || fail "HEALTHCHECK fails wit
 echo "ok: HEALTHCHECK passes on --port 9000"
 podman stop -t 30 "$PREFIX-serve" >/dev/null && podman rm "$PREFIX-serve" >/dev/null
 
+step "doctor with \$SANDBOX_FLAGS; a command that does not grade runs as 10001"
+# shellcheck disable=SC2086
+docker run --rm $SANDBOX_FLAGS "$IMAGE" jaxjudge doctor >"$WORK/doctor.out" 2>&1 \
+    || { tail -30 "$WORK/doctor.out"; fail "jaxjudge doctor failed"; }
+echo "ok: jaxjudge doctor"
+expect "uid of 'id -u' in the image" "$(docker run --rm "$IMAGE" id -u 2>/dev/null)" 10001
+
 # ---- grade-set, as documented -------------------------------------------------------------------
 step "grade-set: docker run --rm -v subs -v results \$SANDBOX_FLAGS jaxjudge jaxjudge grade-set"
 cd "$WORK"
