@@ -2,11 +2,11 @@
 # The image's entrypoint: root only where grading needs it, the service user everywhere else.
 #
 # The sandbox's uid pool switches every graded run to a throw-away uid, which needs root, so the
-# commands that grade (serve with the local queue, worker, grade-set, gradescope, grade, and
-# doctor, which reports what they get) keep root; run the container with user-namespace
-# remapping or rootless Docker/Podman so that root is not the host's. Every other command (migrate,
-# a shell, serve as an API node of the postgres queue) runs as the service user 10001 via
-# setpriv. Files the graders create on /data are handed to 10001 (see own_data below), so a
+# commands that grade (serve with the local queue, worker, grade-set, gradescope, grade,
+# check-problem, and doctor, which reports what they get) keep root; run the container with
+# user-namespace remapping or rootless Docker/Podman so that root is not the host's. Every other
+# command (migrate, a shell, serve as an API node of the postgres queue) runs as the service user
+# 10001 via setpriv. Files the graders create on /data are handed to 10001 (see own_data below), so a
 # later run as 10001 on the same volume can open them, and grade-set's results to the owner of
 # its --out folder.
 #
@@ -32,7 +32,7 @@ grades() {
     [ "${1##*/}" = jaxjudge ] || return 1
     case "${2:-}" in
         serve) [ "${JAXJUDGE_QUEUE:-local}" != postgres ] ;;
-        worker | grade-set | gradescope | grade | doctor) return 0 ;;
+        worker | grade-set | gradescope | grade | check-problem | doctor) return 0 ;;
         *) return 1 ;;
     esac
 }
