@@ -10,6 +10,9 @@
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 # ---- build: a virtualenv with jaxjudge and pinned jax/jaxlib, no compilers left behind ----------
+# Nothing the image never runs: pip and setuptools go after the install (the prefix is read-only
+# at run time anyway), and so do the libraries' own test suites (numpy's, scipy's, ...: ~60 MB);
+# jaxjudge's `tests` folder is its problem template and stays.
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
@@ -21,6 +24,9 @@ COPY jaxjudge ./jaxjudge
 # cache never reaches an image layer. Named explicitly: buildah's RUN may not have HOME=/root.
 RUN --mount=type=cache,target=/var/cache/pip,sharing=locked \
     PIP_CACHE_DIR=/var/cache/pip /opt/jaxjudge/bin/pip install "jax==0.10.2" "jaxlib==0.10.2" . \
+    && /opt/jaxjudge/bin/python -m pip uninstall -q -y pip setuptools \
+    && find /opt/jaxjudge/lib -depth -type d -name tests ! -path "*/site-packages/jaxjudge/*" \
+        -exec rm -rf {} + \
     && /opt/jaxjudge/bin/python -m compileall -q /opt/jaxjudge/lib
 COPY docker/entrypoint.sh /opt/jaxjudge/bin/docker-entrypoint
 COPY docker/healthcheck.py /opt/jaxjudge/bin/docker-healthcheck
