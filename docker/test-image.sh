@@ -33,11 +33,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-[ "$(id -u)" = 0 ] || skip "needs root: rootful podman (the cgroup layer needs the host's cgroup tree)"
+[ "$(id -u)" = 0 ] \
+    || skip "needs root: rootful podman (the cgroup layer needs the host's cgroup tree)"
 for tool in podman runc; do
-    command -v "$tool" >/dev/null || skip "$tool is not installed (apt-get install podman mmdebstrap uidmap runc)"
+    command -v "$tool" >/dev/null \
+        || skip "$tool is not installed (apt-get install podman mmdebstrap uidmap runc)"
 done
-podman info >/dev/null 2>"$WORK/info.err" || skip "podman does not work here: $(tail -1 "$WORK/info.err")"
+podman info >/dev/null 2>"$WORK/info.err" \
+    || skip "podman does not work here: $(tail -1 "$WORK/info.err")"
 
 # ---- the base image: Debian packages only -------------------------------------------------------
 # The host's own CA certificates (/usr/local/share/ca-certificates: a TLS-inspecting proxy's, a
@@ -50,7 +53,8 @@ step "base image $BASE"
 mkdir -p "$CACHE"
 tarball=$CACHE/base-bookworm-$key.tar
 if [ -z "$(find "$tarball" -mtime -7 2>/dev/null)" ]; then
-    command -v mmdebstrap >/dev/null || skip "mmdebstrap is not installed (apt-get install mmdebstrap)"
+    command -v mmdebstrap >/dev/null \
+        || skip "mmdebstrap is not installed (apt-get install mmdebstrap)"
     hooks=()
     if [ -n "$cas" ]; then
         # shellcheck disable=SC2016 # $1 is mmdebstrap's, the root of the new tree
@@ -59,7 +63,8 @@ if [ -z "$(find "$tarball" -mtime -7 2>/dev/null)" ]; then
     fi
     mmdebstrap --quiet --variant=minbase --format=tar \
         --include=python3,python3-venv,python-is-python3,ca-certificates "${hooks[@]}" \
-        bookworm "$tarball.tmp" || skip "mmdebstrap cannot build a bookworm base here (no Debian mirror?)"
+        bookworm "$tarball.tmp" \
+        || skip "mmdebstrap cannot build a bookworm base here (no Debian mirror?)"
     mv "$tarball.tmp" "$tarball"
     podman rmi -f "$BASE" >/dev/null 2>&1 || true
 fi
@@ -71,7 +76,8 @@ fi
 # CAP_SYS_RESOURCE, e.g. inside another sandbox) every container fails to start. Then use limits
 # we hold, through a containers.conf of this run only.
 if ! podman run --rm "$BASE" true 2>"$WORK/run.err"; then
-    grep -q rlimit "$WORK/run.err" || skip "podman cannot start a container here: $(tail -1 "$WORK/run.err")"
+    grep -q rlimit "$WORK/run.err" \
+        || skip "podman cannot start a container here: $(tail -1 "$WORK/run.err")"
     nofile=$(ulimit -Hn)
     [ "$nofile" = unlimited ] && nofile=1048576
     printf '[containers]\ndefault_ulimits = ["nofile=%s:%s", "nproc=32768:32768"]\n' \
@@ -85,7 +91,8 @@ fi
 # ---- the image ----------------------------------------------------------------------------------
 step "podman build --format docker (PYTHON_IMAGE=$BASE)"
 build_start=$SECONDS
-podman build --format docker --build-arg "PYTHON_IMAGE=$BASE" -t "$IMAGE" . >"$CACHE/build.log" 2>&1 \
+podman build --format docker --build-arg "PYTHON_IMAGE=$BASE" -t "$IMAGE" . \
+    >"$CACHE/build.log" 2>&1 \
     || { tail -40 "$CACHE/build.log"; fail "podman build failed (log: $CACHE/build.log)"; }
 size=$(podman image inspect --format '{{.Size}}' "$IMAGE")
 echo "built in $((SECONDS - build_start)) s; image size $((size / 1000000)) MB"
@@ -161,7 +168,8 @@ echo "ok: HEALTHCHECK passes"
 podman stop -t 30 "$PREFIX-serve" >/dev/null && podman rm "$PREFIX-serve" >/dev/null
 
 step "ownership on the data volume"
-owners=$(podman run --rm -v "$PREFIX-data:/data" --entrypoint find "$IMAGE" /data -printf '%u:%g %p\n')
+owners=$(podman run --rm -v "$PREFIX-data:/data" --entrypoint find "$IMAGE" \
+    /data -printf '%u:%g %p\n')
 echo "$owners"
 bad=$(echo "$owners" | grep -v '^jaxjudge:jaxjudge ' || true)
 [ -z "$bad" ] || fail "files on /data not owned by 10001: $bad"
@@ -201,7 +209,8 @@ for run in cold warm; do
     docker run --rm -v "$PWD/subs:/subs:ro" -v "$PWD/results:/results" \
         -v "$PREFIX-gcache:/var/cache/jaxjudge" $SANDBOX_FLAGS \
         "$IMAGE" jaxjudge grade-set /subs --problem "$PROBLEM" --out /results --force \
-        >"$WORK/grade-set-$run.log" 2>&1 || { tail -30 "$WORK/grade-set-$run.log"; fail "grade-set ($run) failed"; }
+        >"$WORK/grade-set-$run.log" 2>&1 \
+        || { tail -30 "$WORK/grade-set-$run.log"; fail "grade-set ($run) failed"; }
     echo "grade-set of 3 submissions ($run cache volume): $((SECONDS - t0)) s"
 done
 verdicts=$(cut -d, -f1,3 results/scores.csv | tail -n +2 | sort | tr '\n' ' ')
