@@ -4,7 +4,7 @@ VENV := .venv
 OLDEST := .venv-jax-oldest
 JAX_OLDEST := 0.4.38
 
-.PHONY: install serve test test-oldest lint bench clean web docs
+.PHONY: install serve test test-oldest lint bench clean web docs container-test
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -52,6 +52,11 @@ docs: install
 	@$(VENV)/bin/python -c 'import sphinx, myst_parser, furo' 2>/dev/null \
 		|| $(VENV)/bin/pip install -q -e '.[docs]'
 	$(VENV)/bin/sphinx-build -W --keep-going -b html docs docs/_build/html
+
+# The container image built with podman from a Debian-packages base and run as the docs say
+# (root, podman, mmdebstrap, runc; exit status 77 when they cannot work here).
+container-test:
+	docker/test-image.sh
 
 bench: install
 	$(VENV)/bin/python bench/run.py

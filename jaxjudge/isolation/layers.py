@@ -150,8 +150,8 @@ def _probe_layers(sup: _Support, candidates: list[tuple[str, str]],
     else:
         if failures:
             d["bwrap"] = "; ".join(failures) + (
-                " (user namespaces must be allowed: in Docker see README 'Running in a "
-                "container')")
+                " (user namespaces must be allowed: in a container see "
+                "docs/sandbox-and-deployment.md, 'Running in a container')")
     if prober is None:
         d["seccomp"] = arch[1]
     else:
@@ -293,9 +293,9 @@ def refusal(missing: list[str], prot: dict[str, dict]) -> str:
     lines += [
         "Ways out:",
         "  1. give the grader every layer: run it as root (the uid pool and per-run cgroups "
-        "need root; bwrap needs unprivileged user namespaces), or in the container with the "
-        "flags of README 'Running in a container' (--user 0, three --security-opt and "
-        "cgroup access); "
+        "need root; bwrap needs unprivileged user namespaces), or in the container as root "
+        "(the image's default user) with $SANDBOX_FLAGS of docs/sandbox-and-deployment.md, "
+        "'Running in a container' (three --security-opt and cgroup access); "
         "`jaxjudge doctor` shows what is active;",
         f"  2. or accept the risk explicitly: {UNSAFE_ENV}={','.join(missing)} (or =1 for any "
         "layer), or --unsafe-allow-missing-sandbox on serve, grade-set and gradescope.",
