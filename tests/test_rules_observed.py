@@ -8,7 +8,15 @@ import json
 import pytest
 
 from jaxjudge.grading.stage_results import MalformedResult, parse_stage_b
-from jaxjudge.rules.observed import LoopRun, Observation, Slot, judge_loop, unseen, visited
+from jaxjudge.rules.observed import (
+    LoopRun,
+    Observation,
+    Slot,
+    judge_loop,
+    unseen,
+    visited,
+    written_per_index,
+)
 
 
 def _run(first, kept, *, steps=6, entry=None, exit_=None, work=None, index=9,
@@ -179,3 +187,70 @@ def test_code_per_index_fails_from_three_indices_with_ops_of_their_own() -> None
     assert why is not None and "18 moved with one index alone" in why and "'t'" in why
     assert visited((Observation(count=2, sliced=(), dim="H", private=(6, 6)),), "H") is None
     assert visited((Observation(count=4, sliced=(), dim="H", private=(0,) * 4),), "H") is None
+
+
+def test_independent_of_dim_reads_code_per_index_alone() -> None:
+    """`written_per_index` (independent_of_dim) fails code written once per index, but not a
+    rolled loop visiting the indices one per step, which that requirement allows."""
+    three = Observation(count=4, sliced=(), dim="B", test="t", private=(5, 5, 5, 5))
+    why = written_per_index((three,), "B")
+    assert why is not None and "20 moved with one index alone" in why
+    assert written_per_index((three,), "D") is None  # another dimension's run
+    slot = Slot(first=(0, 1, 2, 3), touches=(1, 1, 1, 1), kept=(True,) * 4, live=True)
+    rolled = Observation(count=4, sliced=(), dim="B", test="t", private=(0,) * 4,
+                         loops=(LoopRun(index=0, depth=0, steps=4, entry=(), entry_max=(),
+                                        exit=(), work=(), slots=(slot,)),))
+    assert visited((rolled,), "B") is not None
+    assert written_per_index((rolled,), "B") is None
+    off = Observation(count=4, sliced=(), dim="B", test="t", status="unobservable",
+                      reason="an op it does not run")
+    assert "could not run" in (written_per_index((off,), "B") or "")
+
+
+def _kept_run(kept: tuple[bool, ...], work: tuple[int, ...]) -> LoopRun:
+    slot = Slot(first=(), touches=(), kept=kept, live=True)
+    return LoopRun(index=3, depth=0, steps=len(work), entry=(), entry_max=(), exit=(),
+                   work=work, slots=(slot,))
+
+
+def test_work_crowded_into_one_step_fails_on_every_run() -> None:
+    """All 8 iterations at step 1 under a branch (112 ops there, 13 or 0 elsewhere): crowded,
+    on the first run and on the others, whatever the steps keep."""
+    for primary in (True, False):
+        run = _kept_run((True,) * 8, (112,) + (13,) * 7)
+        obs = Observation(count=8, sliced=(), test="t", loops=(run,), primary=primary)
+        why = judge_loop(obs, every_step=True, sliced=False, names="")
+        assert why is not None and "step 1 of its 8 executed 112" in why and "median" in why
+    # even steps two iterations, odd ones one: not three times the median
+    even = _kept_run((True,) * 8, (28, 14) * 4)
+    assert judge_loop(Observation(count=8, sliced=(), test="t", loops=(even,)),
+                      every_step=True, sliced=False, names="") is None
+
+
+def test_steps_kept_are_read_on_the_first_run_only() -> None:
+    """Honest but unusual: a power iteration that converged (or started from u = 0) on the
+    test of a second program keeps nothing after step 2; only the first run reads that."""
+    converged = _kept_run((True, True) + (False,) * 6, (14,) * 8)
+    other = Observation(count=8, sliced=(), test="t", loops=(converged,), primary=False)
+    assert judge_loop(other, every_step=True, sliced=False, names="") is None
+    first = Observation(count=8, sliced=(), test="t", loops=(converged,))
+    why = judge_loop(first, every_step=True, sliced=False, names="")
+    assert why is not None and "steps 3–8" in why
+
+
+def test_a_sliced_loop_with_idle_steps_fails_whatever_tags_its_shares() -> None:
+    """Two rows per step after 23 idle steps, each step's row tagged into the state: every
+    share is first taken up at its own step, but steps 2-24 execute no arithmetic."""
+    slot = Slot(first=tuple(range(48)), touches=(1,) * 48, kept=(True,) * 48, live=True)
+    run = LoopRun(index=2, depth=0, steps=48, entry=(1,) * 48, entry_max=(1,) * 48,
+                  exit=(1,) * 48, work=(20,) + (0,) * 23 + (20,) * 24, slots=(slot,))
+    obs = Observation(count=48, sliced=("x",), test="t", groups=48, group_elements=1,
+                      outputs=(1,) * 48, loops=(run,))
+    why = judge_loop(obs, every_step=True, sliced=True, names="x")
+    assert why is not None and "steps 2–24 of its 48 executed 0" in why
+    # honest: a first step that only sets the starting value does less
+    honest = LoopRun(index=2, depth=0, steps=48, entry=(1,) * 48, entry_max=(1,) * 48,
+                     exit=(1,) * 48, work=(0,) + (20,) * 47, slots=(slot,))
+    ok = Observation(count=48, sliced=("x",), test="t", groups=48, group_elements=1,
+                     outputs=(1,) * 48, loops=(honest,))
+    assert judge_loop(ok, every_step=True, sliced=True, names="x") is None

@@ -1,9 +1,11 @@
 """Which runs stage B observes (jaxjudge/stages/observe.py), and its observations read back.
 
 A `loop_over_dim` requirement with `every_step` or `sliced` is decided from the program text
-and from one observed run: the test whose signature gives the loop the most steps (up to
-MAX_OBSERVED_STEPS), with one variant per step share of the sliced inputs and one per step.
-A `no_loop_over_dim` requirement gets one run per dimension, one variant per index along it.
+and from observed runs: one per program the tests run whose loop takes 2 to MAX_OBSERVED_STEPS
+steps (one test of each signature), with one variant per step share of the sliced inputs and
+one per step; each program is judged on its own run.
+A `no_loop_over_dim` or `independent_of_dim` requirement gets one run per input with the
+dimension, one variant per index along it, and runs at other sizes the tests have.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from jaxjudge.rules.observed import LoopRun, Observation, Slot
 log = logging.getLogger("grader")
 
 MAX_OBSERVED_STEPS = 48
+# Programs (test signatures) observed per loop requirement: every one the problems have today
+# (9 to 13), each judged on its own run.
+MAX_OBSERVED_PROGRAMS = 16
 MAX_VISITED = 64  # indices of a no_loop_over_dim dimension, one variant each
 
 
@@ -38,8 +43,9 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str]) -> li
                           "op": str(req.options.get("activation", "tanh")).split(".")[-1],
                           "groups": [], "inject": 0, "watch": []})
             continue
-        if req.rule == "no_loop_over_dim" and req.level == "program":
-            for dim in req.options.get("dims") or ():
+        if req.rule in ("no_loop_over_dim", "independent_of_dim") and req.level == "program":
+            dims = req.options.get("dims") or [req.options.get("dim")]
+            for dim in dims:
                 specs += _visit_specs(problem, plan, tests_of, program_of, dim, len(specs))
             continue
         if req.rule != "loop_over_dim" or req.level != "program":
@@ -50,24 +56,28 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str]) -> li
             continue
         dim = opts.get("dim")
         count: Expr = opts.get("trip_count") or Expr(str(dim))
-        best: tuple[int, str] | None = None
+        runs: list[tuple[int, str]] = []
         for sid in tests_of:
             try:
                 want = int(count.value(plan.sig_dims.get(sid, {})))
             except (KeyError, ZeroDivisionError, ValueError):
                 continue
-            if 2 <= want <= MAX_OBSERVED_STEPS and (best is None or want > best[0]):
-                best = (want, sid)
-        if best is None:
-            continue
-        want, sid = best
-        groups = _groups(problem, sliced, dim, plan.sig_dims.get(sid, {}), want)
-        if groups is None:
-            continue
+            if 2 <= want <= MAX_OBSERVED_STEPS:
+                runs.append((want, sid))
+        # Every program the tests run, the most steps first: a program that does the work as
+        # asked at one shape only and otherwise at other steps is seen where it does not.
+        runs.sort(key=lambda r: -r[0])
         watch = sorted(set(opts.get("depends_on") or ()) | set(sliced))
-        specs.append({"id": f"r{len(specs)}", "program": program_of.get(sid, sid),
-                      "test": tests_of[sid], "count": want, "sliced": list(sliced),
-                      "groups": groups, "inject": want, "watch": watch})
+        seen: set[str] = set()
+        for want, sid in runs:
+            program = program_of.get(sid, sid)
+            groups = _groups(problem, sliced, dim, plan.sig_dims.get(sid, {}), want)
+            if groups is None or program in seen or len(seen) >= MAX_OBSERVED_PROGRAMS:
+                continue
+            seen.add(program)
+            specs.append({"id": f"r{len(specs)}", "program": program, "test": tests_of[sid],
+                          "count": want, "sliced": list(sliced), "groups": groups,
+                          "inject": want, "watch": watch, "primary": len(seen) == 1})
     return specs
 
 
@@ -77,25 +87,22 @@ def _visit_specs(problem: Problem, plan: Any, tests_of: dict[str, str],
     (up to MAX_VISITED): a loop whose state takes the indices up at different steps visits
     the dimension one slice at a time, however it picks them. Each input gets its own run, so
     one that every step reads whole (w in H v) does not hide one read a slice at a time."""
-    by_size: dict[int, str] = {}
-    for sid in tests_of:
-        size = plan.sig_dims.get(sid, {}).get(dim)
-        if size is not None and 2 <= size <= MAX_VISITED:
-            by_size.setdefault(size, sid)
-    if not by_size:
+    sized = sorted(((size, sid) for sid in tests_of
+                    if (size := plan.sig_dims.get(sid, {}).get(dim)) is not None
+                    and 2 <= size <= MAX_VISITED), key=lambda r: -r[0])
+    if not sized:
         return []
-    size = max(by_size)
-    sid = by_size.pop(size)
+    size, sid = sized[0]
     inputs = [x for x in problem.arguments if x.shape is not None and dim in x.shape
               and _floating(x.dtype or problem.constraints.dtype)]
     specs = [{"id": f"r{n + i}", "program": program_of.get(sid, sid), "test": tests_of[sid],
               "count": size, "sliced": [], "dim": dim, "inject": 0, "watch": [a.name],
               "own": True, "groups": [{"path": a.name, "axis": a.shape.index(dim), "size": 1}]}
              for i, a in enumerate(inputs)]
-    # Code written once per index only at some sizes (a Python loop at odd or small sizes):
-    # every input's index changed together, at up to MORE_SIZES other sizes the tests have.
-    for size in _spread(sorted(by_size), MORE_SIZES):
-        sid = by_size[size]
+    # Code written once per index only at some shapes (a Python loop at odd sizes, or when
+    # another dimension has some value): every input's index changed together, on the test of
+    # every other signature (the same symbolic program at another size counts as another).
+    for size, sid in sized[1:MORE_RUNS + 1]:
         specs.append({"id": f"r{n + len(specs)}", "program": program_of.get(sid, sid),
                       "test": tests_of[sid], "count": size, "sliced": [], "dim": dim,
                       "inject": 0, "watch": [a.name for a in inputs], "own": True,
@@ -104,19 +111,8 @@ def _visit_specs(problem: Problem, plan: Any, tests_of: dict[str, str],
     return specs
 
 
-MORE_SIZES = 4
-
-
-def _spread(sizes: list[int], k: int) -> list[int]:
-    """Up to k of `sizes` (ascending): the smallest of each parity first, then spread."""
-    if len(sizes) <= k:
-        return sizes
-    picked = [s for s in (next((s for s in sizes if s % 2 == p), None) for p in (0, 1))
-              if s is not None]
-    rest = [s for s in sizes if s not in picked]
-    step = len(rest) / max(1, k - len(picked))
-    picked += [rest[int(i * step)] for i in range(k - len(picked))]
-    return sorted(set(picked))
+# Runs at other signatures than the largest, per dimension: every one the problems have today.
+MORE_RUNS = 16
 
 
 def _floating(dtype: str) -> bool:
@@ -168,5 +164,6 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
                                groups=got.groups, group_elements=got.group_elements,
                                outputs=tuple(got.outputs),
                                loops=loops, kind=spec.get("kind", "loop"),
+                               primary=spec.get("primary", True),
                                activations=tuple(tuple(a) for a in got.activations)))
     return tuple(out)

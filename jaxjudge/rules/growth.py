@@ -35,6 +35,7 @@ from pydantic import Field
 
 from jaxjudge.rules.dataflow import Budget, TooComplex
 from jaxjudge.rules.dimrange import DimRange
+from jaxjudge.rules.observed import written_per_index
 from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
 from jaxjudge.rules.parsed import Parsed, all_ops, parse_programs
 from jaxjudge.rules.region import noted, region_of
@@ -474,6 +475,21 @@ def check_independent_of_dim(programs: Sequence[ProgramInfo], *, dim: str) -> Ru
     sizes, past a threshold or over the first few elements; lax loops with `unroll=True` or a
     factor of 4 or more, splitting into rows) fails, with a message naming what grows; a
     structure that changes at some size (a special case, a parity branch without a loop)
-    passes. The tests' own programs are compared too where three share the other dimensions."""
+    passes. The tests' own programs are compared too where three share the other dimensions.
+
+    When stage B observed the tests' programs run (jaxjudge.rules.observed), arithmetic written
+    once per index along `dim` fails too, at whatever shapes it is taken: a loop keyed to a
+    shape no probe has is seen where it runs."""
     parsed = parse_programs(programs)
-    return parsed if isinstance(parsed, RuleOutcome) else growth(parsed, dim)
+    if isinstance(parsed, RuleOutcome):
+        return parsed
+    outcome = growth(parsed, dim)
+    if not outcome.passed:
+        return outcome
+    for item in parsed:
+        why = written_per_index(item.program.observed, dim)
+        if why is not None:
+            return RuleOutcome(False, f"{why}. Vectorize over {dim} (jax.vmap or batched "
+                                      f"operations) or use a rolled lax loop.",
+                               region=noted(item.program, f"code written once per {dim} index"))
+    return outcome

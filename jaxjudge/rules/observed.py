@@ -96,6 +96,10 @@ class Observation:
     activations: tuple[tuple[int, ...], ...] = ()  # per activation op: per output, moved
     # no_loop_over_dim: per index, the computing ops whose result moved with it alone
     private: tuple[int, ...] = ()
+    # The requirement's first run (the most steps); the others, one per program the tests run,
+    # may be on a test whose data moves nothing (u = 0 in a power iteration): a run in which no
+    # step kept anything says nothing there.
+    primary: bool = True
 
 
 def recomputed(observations: tuple[Observation, ...], outs: list[str], primal: tuple[str, ...],
@@ -161,8 +165,10 @@ def _work_note(runs: list[LoopRun], idle: list[int]) -> str:
             f"arithmetic operations each, and none of it reaches what the loop carries)")
 
 
-def _every_step(runs: list[LoopRun], count: int, every: bool) -> str | None:
-    """The steps (but the first) whose work no run kept; with `every`, that some value
+def _every_step(runs: list[LoopRun], count: int, every: bool,
+                primary: bool = True) -> str | None:
+    """The steps (but the first) whose work no run kept (read on the primary run only), then
+    work crowded into one step (`_crowded_work`, on every run); with `every`, that some value
     carrying the inputs' work, and keeping it at some step, did not keep (a fixed-count
     iteration updates each such value from the inputs at every step: one that keeps changing
     beside one that stopped is a decoy; a matrix carried along unchanged never worked)."""
@@ -177,11 +183,53 @@ def _every_step(runs: list[LoopRun], count: int, every: bool) -> str | None:
             if kept is not None:
                 known[s] = known.get(s, True) and kept
     idle = sorted(s for s in range(1, count) if known.get(s) is False)
-    if not idle:
-        return None
+    if not primary or not idle:
+        return _crowded_work(runs, count)
     return (f"steps {_ranges(idle)} of its {count} change nothing the loop carries when the "
             f"inputs they read change: their work is thrown away (a jnp.where, a zero factor "
             f"or a flag keeps the value from the step before){_work_note(runs, idle)}")
+
+
+# One step may execute this many times the median step's arithmetic (a first or last step
+# that also starts or finishes the work); more is several steps' work done at one.
+CROWDED = 3
+
+
+def _crowded_work(runs: list[LoopRun], count: int) -> str | None:
+    """On a run that is not the requirement's first (a test whose data may keep nothing, such
+    as a power iteration that has converged or starts from 0, so what steps keep is not read):
+    no step executes more than CROWDED times the median step's arithmetic. Gates of any kind
+    leave the executed work where it is: all of it at one step, under a branch, shows."""
+    for run in runs:
+        work = list(run.work[:count])
+        if len(work) < 3 or not any(work):
+            continue
+        median = sorted(work)[len(work) // 2]
+        top = max(range(len(work)), key=lambda s: work[s])
+        if work[top] > CROWDED * median:
+            return (f"step {top + 1} of its {count} executed {work[top]} arithmetic "
+                    f"operations where the median step executed {median}: several steps' "
+                    f"work is done at one step")
+    return None
+
+
+def _idle_steps(runs: list[LoopRun], count: int) -> str | None:
+    """A loop that takes one share of the sliced inputs per step does one share's arithmetic
+    at every step but the first: a step executing under half the median step's is idle while
+    others do its share (two rows per step after idle ones, however the steps' shares are
+    tagged)."""
+    for run in runs:
+        work = list(run.work[:count])
+        if len(work) < 3:
+            continue
+        median = sorted(work)[len(work) // 2]
+        idle = [s for s in range(1, len(work)) if 2 * work[s] < median]
+        if median > 0 and idle:
+            low = sorted({work[s] for s in idle})
+            return (f"step{'s' if len(idle) > 1 else ''} {_ranges(idle)} of its {count} "
+                    f"executed {'/'.join(map(str, low[:3]))} arithmetic operations where the "
+                    f"median step executed {median}: each step must do one share's work")
+    return None
 
 
 def _one_share_per_step(runs: list[LoopRun], obs: Observation, names: str) -> str | None:
@@ -240,10 +288,11 @@ def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
                 + (f" (loops ran {', '.join(map(str, ran[:6]))} steps)" if ran else ""))
     reasons: list[str] = []
     for runs in by_op.values():
-        why = _every_step(runs, obs.count, every=not obs.groups) if every_step else None
+        why = (_every_step(runs, obs.count, every=not obs.groups, primary=obs.primary)
+               if every_step else None)
         if why is None and sliced and obs.groups:
-            why = _one_share_per_step(runs, obs, names) or _nothing_mixed_outside(runs, obs,
-                                                                                 names)
+            why = (_one_share_per_step(runs, obs, names) or _idle_steps(runs, obs.count)
+                   or _nothing_mixed_outside(runs, obs, names))
         if why is None:
             return None
         reasons.append(why)
@@ -299,13 +348,33 @@ def visited(observations: tuple[Observation, ...], dim: str) -> str | None:
                         f"{len(steps)} different steps ({shown}): it visits {dim} one slice "
                         f"at a time, however the slice is picked (a gather, a permutation, a "
                         f"one-hot product, a padded copy)")
-        own = [(g, n) for g, n in enumerate(obs.private) if n]
-        if len(own) >= 3:
-            shown = ", ".join(f"{n} with index {g}" for g, n in own[:4])
-            return (f"When your program ran on test {obs.test!r}, its arithmetic was written "
-                    f"once per index along {dim}: of the ops whose results moved when one "
-                    f"index's values changed, {sum(n for _, n in own)} moved with one index "
-                    f"alone ({shown}{', ...' if len(own) > 4 else ''}), where one batched op "
-                    f"would move with every index: code run once per index while JAX traced "
-                    f"(a Python loop, a list comprehension, a loop taken only at some sizes)")
+        if (why := _per_index(obs, dim)) is not None:
+            return why
     return None
+
+
+def written_per_index(observations: tuple[Observation, ...], dim: str) -> str | None:
+    """None unless an observed run shows arithmetic written once per index along `dim` (code
+    JAX traced once per index: its ops each move with one index alone). A rolled loop over
+    `dim` runs the same ops for every index, so it is not seen here."""
+    for obs in observations:
+        if obs.dim != dim:
+            continue
+        if (why := unseen(obs)) is not None:
+            return why
+        if (why := _per_index(obs, dim)) is not None:
+            return why
+    return None
+
+
+def _per_index(obs: Observation, dim: str) -> str | None:
+    own = [(g, n) for g, n in enumerate(obs.private) if n]
+    if len(own) < 3:
+        return None
+    shown = ", ".join(f"{n} with index {g}" for g, n in own[:4])
+    return (f"When your program ran on test {obs.test!r}, its arithmetic was written "
+            f"once per index along {dim}: of the ops whose results moved when one "
+            f"index's values changed, {sum(n for _, n in own)} moved with one index "
+            f"alone ({shown}{', ...' if len(own) > 4 else ''}), where one batched op "
+            f"would move with every index: code run once per index while JAX traced "
+            f"(a Python loop, a list comprehension, a loop taken only at some sizes)")

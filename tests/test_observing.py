@@ -1,0 +1,45 @@
+"""Which runs stage B is asked to observe (jaxjudge.grading.observing)."""
+
+from __future__ import annotations
+
+from jaxjudge import load_problem
+from jaxjudge.grading.observing import observe_specs
+from jaxjudge.grading.plan import plan_for
+
+
+def test_every_program_the_tests_run_is_observed_most_steps_first() -> None:
+    """A program honest at the most-steps shape and idle elsewhere is seen where it idles:
+    one run per signature whose loop takes 2 to 48 steps, the first one primary."""
+    problem = load_problem("ema-with-scan")
+    plan = plan_for(problem, "submit")
+    program_of = {sid: sid for sid in {t["signature"] for t in plan.tests}}
+    specs = observe_specs(problem, plan, program_of)
+    wanted = {sid for sid in program_of if 2 <= plan.sig_dims[sid]["T"] <= 48}
+    assert {s["program"] for s in specs} == wanted and len(specs) == len(wanted)
+    assert [s["primary"] for s in specs] == [True] + [False] * (len(specs) - 1)
+    assert specs[0]["count"] == max(s["count"] for s in specs)
+    assert all(len(s["groups"]) == 1 and s["groups"][0]["size"] == 1 for s in specs)
+
+
+def test_independent_of_dim_is_watched_one_index_at_a_time() -> None:
+    problem = load_problem("per-example-gradient-clipping")
+    plan = plan_for(problem, "submit")
+    program_of = {sid: "p" for sid in {t["signature"] for t in plan.tests}}  # one symbolic
+    specs = observe_specs(problem, plan, program_of)
+    assert specs and all(s["dim"] == "B" and s["own"] for s in specs)
+    assert max(s["count"] for s in specs) == 8
+
+
+def test_no_loop_dims_are_watched_on_every_signature() -> None:
+    """Per input on the largest size, then every input together on one test of each other
+    signature that has at least two indices: a loop keyed to one (N, M) pair is seen there."""
+    problem = load_problem("pairwise-distances-nested-vmap")
+    plan = plan_for(problem, "submit")
+    program_of = {sid: sid for sid in {t["signature"] for t in plan.tests}}
+    specs = [s for s in observe_specs(problem, plan, program_of) if s["dim"] == "N"]
+    sizes = {sid: plan.sig_dims[sid]["N"] for sid in program_of}
+    wanted = {sid for sid, n in sizes.items() if n >= 2}
+    assert {s["program"] for s in specs} == wanted
+    largest = max(sizes.values())
+    assert specs[0]["watch"] == ["x"] and specs[0]["count"] == largest  # y has M rows, not N
+    assert [s["count"] for s in specs] == sorted((s["count"] for s in specs), reverse=True)
