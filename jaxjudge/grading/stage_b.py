@@ -63,9 +63,6 @@ class StageB(StageBase):
     # profile only (the rules read the programs as exported).
     profiled: ProgramInfo | None = None
 
-    def _sandbox_limits(self) -> sandbox.SandboxLimits:
-        return stage_b_limits(self.limits)
-
     def _stage_b(
         self, a_dir: Path, job: Path, stage_a: StageAResult
     ) -> tuple[dict[str, Any], list[ProgramInfo]]:
@@ -166,8 +163,8 @@ class StageB(StageBase):
             env = {"XLA_FLAGS": flags} if flags else {}
             pending, self.pending_b = self.pending_b, None
             def launch(env: dict[str, str] = env) -> sandbox.SandboxResult:
-                return self.grader.runner(EXECUTE_SCRIPT, job, self._sandbox_limits(), False,
-                                          env)
+                return self.grader.runner(EXECUTE_SCRIPT, job, stage_b_limits(self.limits),
+                                          False, env)
 
             if pending is not None and flags == fast_compile_flags():
                 res = self._launch_once(pending.go)  # started with these flags; reads the job
@@ -195,7 +192,7 @@ class StageB(StageBase):
                                            for ext in (".mlir", PROFILED, LINES_SUFFIX))):
                 (job / stale).unlink(missing_ok=True)  # nothing of the crashed run is read
         self.timings["stage_b"] = round(time.perf_counter() - t, 4)
-        decided = self._stage_failure(res, "Your exported program")
+        decided = self._stage_failure(res, "Your exported program", stage_b_limits(self.limits))
         if decided:
             raise decided
         return self._stage_b_result(job, res, [p["id"] for p in spec["programs"]])

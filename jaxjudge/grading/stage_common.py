@@ -166,7 +166,8 @@ class StageBase:
             return sandbox.SandboxResult("setup_failed", None, None, 0.0, None, None,
                                          f"runner: {exc}", "", "")
 
-    def _stage_failure(self, res: sandbox.SandboxResult, what: str) -> Decided | None:
+    def _stage_failure(self, res: sandbox.SandboxResult, what: str,
+                       limits: sandbox.SandboxLimits | None = None) -> Decided | None:
         """Map a sandbox outcome that ended the stage abnormally to a verdict."""
         lim = self.limits
         if res.status in ("wall_timeout", "cpu_timeout"):
@@ -185,7 +186,7 @@ class StageBase:
         if res.status == "output_exceeded":
             # The cap is the sandbox's (output_bytes: prints, and every file the stage writes:
             # result.json, the exported program, its StableHLO text), not output_kb alone.
-            cap_kb = self._sandbox_limits().output_bytes // 1024
+            cap_kb = (limits or self._sandbox_limits()).output_bytes // 1024
             if res.detail.startswith("stdout/stderr"):
                 return Decided(
                     Verdict.RUNTIME_ERROR,
