@@ -107,7 +107,7 @@ def _visit_specs(problem: Problem, plan: Any, tests_of: dict[str, str],
                       "test": tests_of[sid], "count": size, "sliced": [], "dim": dim,
                       "inject": 0, "watch": [a.name for a in inputs], "own": True,
                       "groups": [{"path": a.name, "axis": a.shape.index(dim), "size": 1}
-                                 for a in inputs]})
+                                 for a in inputs], "primary": False})
     return specs
 
 
@@ -145,8 +145,8 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
     out = []
     for spec in specs:
         got = result.get(spec["id"])
-        if got is None or spec["program"] != program:
-            continue
+        if got is None or spec["program"] != program or got.status == "skipped":
+            continue  # skipped: an extra run past the extra runs' budget, no evidence
         if got.status == "error":  # the observer broke: our bug, the requirement fails
             log.warning("stage B's observer failed on %s: %s", spec["id"], got.reason)
         loops = tuple(

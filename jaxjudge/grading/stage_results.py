@@ -184,7 +184,7 @@ class ObservedLoop(_Strict):
 class ObservedResult(_Strict):
     """What stage B's observer saw one program do on one test (or why it could not look)."""
 
-    status: Literal["ok", "unobservable", "over_budget", "error"]
+    status: Literal["ok", "unobservable", "over_budget", "error", "skipped"]
     reason: Message = ""
     groups: Annotated[int, Field(ge=0, le=MAX_GROUPS)] = 0
     group_elements: Count = 0

@@ -87,6 +87,7 @@ class Evaluator:
         self.V = variants
         self.inject = inject  # (0 outermost / 1 nested, step) -> the variant changed there
         self.work = 0
+        self.max_work = MAX_WORK  # observe's caller may give a run less (its extra runs)
         self.steps = 0
         self.depth = 0  # loops we are inside
         self.funcs: dict[str, Any] = {}
@@ -154,8 +155,8 @@ class Evaluator:
 
     def _spend(self, elements: int) -> None:
         self.work += elements
-        if self.work > MAX_WORK:
-            raise OverBudget(f"more than {MAX_WORK:,} element operations")
+        if self.work > self.max_work:
+            raise OverBudget(f"more than {self.max_work:,} element operations")
 
     def _out(self, arr: np.ndarray, value) -> np.ndarray:
         shape, dtype = self._type(value)

@@ -529,6 +529,9 @@ def _checked(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir) -> di
 WAIT_ENV = "JAXJUDGE_STAGE_WAIT"
 
 
+# Element operations all of a grade's extra observed runs may take together (one run's own
+# budget: evaluator.MAX_WORK, 60 M).
+EXTRA_WORK = 60_000_000
 _OBSERVER: dict | None = None  # observe.py's namespace, loaded once per process (zygote)
 
 
@@ -564,8 +567,15 @@ def _observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: 
     observer = _observer()
     tests = {t["name"]: t for t in job["tests"]}
     out: dict[str, dict] = {}
+    # The runs that are not a requirement's first share one budget: past it they are skipped
+    # (no evidence), so a program costly to watch ends no sooner than with one run.
+    extra_left = EXTRA_WORK
     for entry in job["observe"][:64]:
         oid, pid = str(entry["id"]), entry["program"]
+        primary = entry.get("primary", True) is not False
+        if not primary and extra_left <= 0:
+            out[oid] = {"status": "skipped", "reason": "the extra runs' budget is spent"}
+            continue
         test = tests.get(entry["test"])
         if pid not in texts or test is None:
             out[oid] = {"status": "unobservable", "reason": "no such program or test"}
@@ -592,13 +602,20 @@ def _observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: 
             watched = ([index[path] for path in entry["watch"] if path in index]
                        if entry.get("watch") else list(range(len(kept))))
             ctx = mlir.make_ir_context()
-            out[oid] = observer["observe"](texts[pid], [leaves[i] for i in kept], groups,
-                                           int(entry["inject"]), ir, hlo, ctx, watched,
-                                           bool(entry.get("own")))
+            got = observer["observe"](texts[pid], [leaves[i] for i in kept], groups,
+                                      int(entry["inject"]), ir, hlo, ctx, watched,
+                                      bool(entry.get("own")),
+                                      None if primary else extra_left)
+            spent = got.pop("spent", 0)
+            extra_left -= 0 if primary else spent
+            out[oid] = got
         except observer["Unobservable"] as exc:
             out[oid] = {"status": "unobservable", "reason": str(exc)[:500]}
         except observer["OverBudget"] as exc:
-            out[oid] = {"status": "over_budget", "reason": str(exc)[:500]}
+            if not primary:
+                extra_left = 0
+            out[oid] = {"status": "over_budget" if primary else "skipped",
+                        "reason": str(exc)[:500]}
         except Exception as exc:  # our evaluator's bug: logged by the parent; the requirement
             # fails as unobserved (no input may make the grader fail instead)
             out[oid] = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"[:500]}

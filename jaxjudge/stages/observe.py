@@ -55,7 +55,8 @@ _load("evaluator_regions").install(Evaluator, Unobservable)
 
 def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
             inject_steps: int, ir, hlo, mlir_context,
-            watched: list[int] | None = None, own: bool = False) -> dict[str, Any]:
+            watched: list[int] | None = None, own: bool = False,
+            max_work: int | None = None) -> dict[str, Any]:
     """Run `text`'s main on `inputs` (main's arguments, in order) and its variants.
 
     groups: [{"arg": main argument index, "axis": a, "size": rows per group, "count": n}]; all
@@ -63,7 +64,8 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
     each loop get an inject variant, which changes at that step only the values the loop
     passes along that move with the watched inputs (main argument indices; default: the
     grouped ones). own: also count, per group, the ops whose result moved with that group
-    only (code written once per index: a Python loop unrolled into the program)."""
+    only (code written once per index: a Python loop unrolled into the program). max_work:
+    a smaller budget for this run; the result's "spent" is the work it took."""
     count = max((g["count"] for g in groups), default=0)
     count = min(count, 64)
     inject_steps = min(inject_steps, 64)
@@ -89,11 +91,13 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
     with mlir_context:
         module = ir.Module.parse(text)
         ev = Evaluator(module, ir, hlo, V, inject, count, whole, LoopRecord)
+        if max_work is not None:
+            ev.max_work = max_work
         owners = Owners(ev) if own and count else None
         ev.owner = owners
         outs = ev.run(args)
     return {**_summary(ev, outs, count, groups, inputs),
-            "private": owners.private() if owners is not None else []}
+            "private": owners.private() if owners is not None else [], "spent": ev.work}
 
 
 def _moved_count(values: list[np.ndarray], v: int) -> int:
