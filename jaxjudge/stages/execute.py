@@ -133,7 +133,7 @@ def _cache_write(cache_dir: str, key: str, outputs: dict) -> None:
     try:
         tmp = os.path.join(cache_dir, f".results-{key}.{os.getpid()}.tmp")
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(outputs, f)
+            f.write(json.dumps(outputs))
         os.replace(tmp, os.path.join(cache_dir, f"results-{key}.json"))
         if random.random() < 1 / 64:  # bounded: drop the oldest entries now and then
             entries = [e for e in os.scandir(cache_dir) if e.name.startswith("results-")]
@@ -369,8 +369,8 @@ class Rejected(Exception):
 
 def _write_result(job_dir: str, result: dict) -> None:
     tmp = os.path.join(job_dir, "result.json.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(result, f, allow_nan=True)
+    with open(tmp, "w", encoding="utf-8") as f:  # dumps: C encoder, dump's is pure Python
+        f.write(json.dumps(result, allow_nan=True))
     os.replace(tmp, os.path.join(job_dir, "result.json"))
 
 
@@ -766,7 +766,7 @@ def main(job_dir: str) -> int:
         with open(os.path.join(job_dir, text_name), "w", encoding="utf-8") as f:
             f.write(info["text"])
         with open(os.path.join(job_dir, f"{pid}.lines.json"), "w", encoding="utf-8") as f:
-            json.dump(info["located"], f)
+            f.write(json.dumps(info["located"]))
         programs[pid] = {"text_file": text_name, "args": info["args"], "outs": info["outs"]}
         texts[pid] = info["text"]
         callables[pid] = jax.jit(exp.call)
