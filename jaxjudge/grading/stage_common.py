@@ -12,15 +12,18 @@ from pathlib import Path
 from typing import Any
 
 from jaxjudge.grading.report import Verdict
+from jaxjudge.grading.stage_paths import (  # noqa: F401  (their home for the other modules)
+    EXECUTE_SCRIPT,
+    STAGES_DIR,
+    TRACE_SCRIPT,
+    sandbox_limits,
+)
 from jaxjudge.grading.stage_results import (
     MalformedResult,
 )
 from jaxjudge.isolation import sandbox
 from jaxjudge.problems.package import Limits
 
-STAGES_DIR = Path(__file__).resolve().parent.parent / "stages"  # run by path, never imported
-TRACE_SCRIPT = STAGES_DIR / "trace.py"
-EXECUTE_SCRIPT = STAGES_DIR / "execute.py"
 MAX_SOURCE_BYTES = 1024 * 1024
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 MAX_PROGRAM_TEXT = 8 * 1024 * 1024
@@ -59,16 +62,6 @@ def default_runner(
     """A fresh sandboxed interpreter per stage (jaxjudge.isolation.sandbox.run_stage)."""
     return sandbox.run_stage(script, job_dir, limits, env=env, untrusted=untrusted)
 
-
-
-def sandbox_limits(limits: Limits) -> sandbox.SandboxLimits:
-    """A problem's per-stage limits as the sandbox takes them."""
-    return sandbox.SandboxLimits(
-        wall_seconds=limits.wall_seconds,
-        cpu_seconds=limits.cpu_seconds,
-        memory_bytes=limits.memory_mb * 1024 * 1024,
-        output_bytes=max(limits.output_kb * 1024, 256 * 1024),
-    )
 
 
 class Decided(Exception):
