@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import ml_dtypes
+
 from jaxjudge.problems.package import Problem, TestCase
 
 MAX_CUSTOM = 3
@@ -96,11 +98,7 @@ def _check_leaf(value: Any, declared: list[str | int], dtype: str, where: str,
                 raise CustomInputError(f"{where}: {dtype} values must be integers in "
                                        f"[{low}, {high})")
     elif dtype in _FLOATS:
-        # Finite as a Python float is not enough: 1e39 is inf in float32. ml_dtypes is
-        # imported here, on a learner's own inputs only: every grade imports this module, and
-        # the one-off grade's parent need not pay ~8 ms for it.
-        import ml_dtypes
-
+        # Finite as a Python float is not enough: 1e39 is inf in float32.
         largest = float(ml_dtypes.finfo(dtype).max)
         if any(abs(v) > largest for v in _leaves(value)):
             raise CustomInputError(f"{where}: every number must be finite in {dtype} "
