@@ -120,3 +120,38 @@ def test_the_command_adopts_the_launchers_stages_only_under_equal_limits(
     assert started.adopted is adopted
     assert started.a is None and started.b is None  # taken by the grade, or cancelled
     assert not started.root.exists()
+
+
+def test_the_launchers_limits_are_the_loaded_problems() -> None:
+    """The launcher reads [limits] alone (jaxjudge/problems/limits.py): for every bundled
+    problem, the same numbers the full load validates."""
+    from jaxjudge.problems.limits import peek_limits
+    from jaxjudge.problems.package import list_problems
+
+    problems = list_problems()
+    assert problems
+    for problem in problems:
+        peeked = peek_limits(problem.id)
+        assert peeked is not None, problem.id
+        assert (peeked.wall_seconds, peeked.cpu_seconds, peeked.memory_mb,
+                peeked.output_kb) == (problem.limits.wall_seconds, problem.limits.cpu_seconds,
+                                      problem.limits.memory_mb, problem.limits.output_kb)
+
+
+@pytest.mark.parametrize("table", [
+    "[limits]\nwall_seconds = 'ten'\n",
+    "[limits]\nmemory_mb = 2048.5\n",
+    "[limits]\nwall_clock = 10\n",
+    "limits = 3\n",
+    "[limits\n",
+])
+def test_odd_limits_leave_the_start_to_the_command(tmp_path: Path, table: str) -> None:
+    from jaxjudge.problems.limits import PeekedLimits, peek_limits
+
+    folder = tmp_path / "p"
+    folder.mkdir()
+    (folder / "problem.toml").write_text(f"id = 'p'\n{table}", encoding="utf-8")
+    assert peek_limits(str(folder)) is None
+    (folder / "problem.toml").write_text("id = 'p'\n", encoding="utf-8")
+    assert peek_limits(str(folder)) == PeekedLimits(60.0, 60.0, 2048, 256)
+    assert peek_limits("no-such-problem") is None

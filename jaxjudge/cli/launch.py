@@ -2,12 +2,13 @@
 
 A cold `jaxjudge grade` is a race to its first sandboxed stage, whose `import jax` is most of
 the grade. So for `grade -p ID ...` this module detects the sandbox layers (from the last
-all-good probe, jaxjudge/isolation/layer_cache.py), loads the problem and starts both stages
-(`jaxjudge.grading.early`) before the rest of the CLI is even imported (typer, rich and the grading
-code), and hands them to the command as Click's context object. The command adopts them only if the
-problem it parses has the same limits (the stages know nothing of the problem until their
-jobs); whatever it does not adopt is cancelled here. When the grade is done and printed, the
-process leaves without interpreter teardown.
+all-good probe, jaxjudge/isolation/layer_cache.py), reads the problem's limits (only those:
+jaxjudge/problems/limits.py) and starts both stages (`jaxjudge.grading.early`) before the rest
+of the CLI is even imported (typer, rich, the grading code and the problem package), and hands
+them to the command as Click's context object. The command adopts them only if the problem it
+loads has the same limits (the stages know nothing of the problem until their jobs); whatever
+it does not adopt is cancelled here. When the grade is done and printed, the process leaves
+without interpreter teardown.
 """
 
 from __future__ import annotations
@@ -48,12 +49,11 @@ def start_stages(argv: Sequence[str]) -> Started | None:
     problem_id = problem_arg(argv)
     if problem_id is None:
         return None
-    from jaxjudge.problems.package import ProblemError, load_problem
+    from jaxjudge.problems.limits import peek_limits
 
-    try:
-        limits = load_problem(problem_id).limits
-    except (ProblemError, OSError):
-        return None  # the command says what is wrong with it
+    limits = peek_limits(problem_id)  # [limits] only: the whole problem loads after the start
+    if limits is None:
+        return None  # the command says what is wrong with the problem
     return early.try_start(limits)
 
 

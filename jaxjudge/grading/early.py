@@ -16,16 +16,16 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jaxjudge.grading.stage_common import (
+from jaxjudge.grading.stage_paths import (
     EXECUTE_SCRIPT,
     TRACE_SCRIPT,
+    StageLimits,
     sandbox_limits,
     stage_b_limits,
 )
 from jaxjudge.isolation import fstree, sandbox
 from jaxjudge.isolation.workdir import work_root
 from jaxjudge.isolation.xla import fast_compile_flags
-from jaxjudge.problems.package import Limits
 
 log = logging.getLogger("grader")
 
@@ -75,7 +75,7 @@ class Started:
                 log.error("could not remove the grade's work dir %s", self.root)
 
 
-def start(limits: Limits, *, root: Path | None = None, b: bool = True) -> Started:
+def start(limits: StageLimits, *, root: Path | None = None, b: bool = True) -> Started:
     """Start stage A (then B, if `b`) for a grade under `limits`, in `root` (default: a new
     work directory). Stage A goes first: it is on the grade's critical path."""
     started = Started(root or work_root(), sandbox_limits(limits))
@@ -92,7 +92,7 @@ def start(limits: Limits, *, root: Path | None = None, b: bool = True) -> Starte
     return started
 
 
-def try_start(limits: Limits) -> Started | None:
+def try_start(limits: StageLimits) -> Started | None:
     """`start`, for a caller that grades either way: None when overlapping is off or the
     stages cannot start (a required layer missing, say: the grade then reports it)."""
     if not overlap_enabled():

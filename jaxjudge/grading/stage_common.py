@@ -3,7 +3,6 @@ early-verdict exception, reading a file a sandbox wrote, and mapping sandbox out
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import stat
@@ -13,17 +12,21 @@ from pathlib import Path
 from typing import Any
 
 from jaxjudge.grading.report import Verdict
+from jaxjudge.grading.stage_paths import (  # noqa: F401  (their home for the other modules)
+    EXECUTE_SCRIPT,
+    MAX_RESULT_BYTES,
+    STAGES_DIR,
+    TRACE_SCRIPT,
+    sandbox_limits,
+    stage_b_limits,
+)
 from jaxjudge.grading.stage_results import (
     MalformedResult,
 )
 from jaxjudge.isolation import sandbox
 from jaxjudge.problems.package import Limits
 
-STAGES_DIR = Path(__file__).resolve().parent.parent / "stages"  # run by path, never imported
-TRACE_SCRIPT = STAGES_DIR / "trace.py"
-EXECUTE_SCRIPT = STAGES_DIR / "execute.py"
 MAX_SOURCE_BYTES = 1024 * 1024
-MAX_RESULT_BYTES = 64 * 1024 * 1024
 MAX_PROGRAM_TEXT = 8 * 1024 * 1024
 MAX_EXPORT_BYTES = 64 * 1024 * 1024
 # How stage B runs the verified programs: "interpret" (default) evaluates each shape on the
@@ -60,25 +63,6 @@ def default_runner(
     """A fresh sandboxed interpreter per stage (jaxjudge.isolation.sandbox.run_stage)."""
     return sandbox.run_stage(script, job_dir, limits, env=env, untrusted=untrusted)
 
-
-
-def sandbox_limits(limits: Limits) -> sandbox.SandboxLimits:
-    """A problem's per-stage limits as the sandbox takes them."""
-    return sandbox.SandboxLimits(
-        wall_seconds=limits.wall_seconds,
-        cpu_seconds=limits.cpu_seconds,
-        memory_bytes=limits.memory_mb * 1024 * 1024,
-        output_bytes=max(limits.output_kb * 1024, 256 * 1024),
-    )
-
-
-def stage_b_limits(limits: Limits) -> sandbox.SandboxLimits:
-    """Stage B's: the problem's, but room for a result as large as the trusted side reads.
-    No user Python runs in stage B; what it writes is the tests' outputs and the observer's
-    runs, one per program the tests run (jaxjudge.grading.observing), which a program with
-    nested loops takes past the problem's output_kb. Their size is bounded by their schema."""
-    base = sandbox_limits(limits)
-    return dataclasses.replace(base, output_bytes=max(base.output_bytes, MAX_RESULT_BYTES))
 
 
 class Decided(Exception):

@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from jaxjudge.problems.limits import DEFAULTS as LIMIT_DEFAULTS
 from jaxjudge.problems.roots import ID_RE as _ID_RE
 from jaxjudge.problems.roots import find_problem_dir, iter_problem_dirs, problem_roots
 from jaxjudge.problems.roots import problems_dir as problems_dir  # kept for existing callers
@@ -85,10 +86,10 @@ class OutputTolerance(BaseModel):
 
 class Limits(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    wall_seconds: float = Field(60.0, gt=0, le=3600)
-    cpu_seconds: float = Field(60.0, gt=0, le=3600)
-    memory_mb: int = Field(2048, ge=256, le=65536)
-    output_kb: int = Field(256, ge=1, le=65536)
+    wall_seconds: float = Field(LIMIT_DEFAULTS["wall_seconds"], gt=0, le=3600)
+    cpu_seconds: float = Field(LIMIT_DEFAULTS["cpu_seconds"], gt=0, le=3600)
+    memory_mb: int = Field(LIMIT_DEFAULTS["memory_mb"], ge=256, le=65536)
+    output_kb: int = Field(LIMIT_DEFAULTS["output_kb"], ge=1, le=65536)
 
 
 class Tolerance(BaseModel):

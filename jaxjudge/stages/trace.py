@@ -69,8 +69,8 @@ _EXIT = os._exit  # before any submission runs (see the end of this file)
 
 def _write_result(job_dir: str, result: dict) -> None:
     tmp = os.path.join(job_dir, "result.json.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(result, f, separators=(",", ":"))
+    with open(tmp, "w", encoding="utf-8") as f:  # dumps: C encoder, dump's is pure Python
+        f.write(json.dumps(result, separators=(",", ":")))
     os.replace(tmp, os.path.join(job_dir, "result.json"))
 
 

@@ -1,0 +1,49 @@
+"""The stage scripts and a problem's limits as the sandbox takes them: all that starting a stage
+needs, apart from `jaxjudge.grading.stage_common` so that the one-off grade's launcher
+(jaxjudge/grading/early.py) starts the stages without importing the report, the rules or the
+problem package first."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Protocol
+
+from jaxjudge.isolation import sandbox
+
+STAGES_DIR = Path(__file__).resolve().parent.parent / "stages"  # run by path, never imported
+TRACE_SCRIPT = STAGES_DIR / "trace.py"
+EXECUTE_SCRIPT = STAGES_DIR / "execute.py"
+MAX_RESULT_BYTES = 64 * 1024 * 1024  # the most of a stage's result file the trusted side reads
+
+
+class StageLimits(Protocol):
+    """`jaxjudge.problems.package.Limits`, or the launcher's `limits.PeekedLimits`."""
+
+    @property
+    def wall_seconds(self) -> float: ...
+    @property
+    def cpu_seconds(self) -> float: ...
+    @property
+    def memory_mb(self) -> int: ...
+    @property
+    def output_kb(self) -> int: ...
+
+
+def sandbox_limits(limits: StageLimits) -> sandbox.SandboxLimits:
+    """A problem's per-stage limits as the sandbox takes them."""
+    return sandbox.SandboxLimits(
+        wall_seconds=limits.wall_seconds,
+        cpu_seconds=limits.cpu_seconds,
+        memory_bytes=limits.memory_mb * 1024 * 1024,
+        output_bytes=max(limits.output_kb * 1024, 256 * 1024),
+    )
+
+
+def stage_b_limits(limits: StageLimits) -> sandbox.SandboxLimits:
+    """Stage B's: the problem's, but room for a result as large as the trusted side reads.
+    No user Python runs in stage B; what it writes is the tests' outputs and the observer's
+    runs, one per program the tests run (jaxjudge.grading.observing), which a program with
+    nested loops takes past the problem's output_kb. Their size is bounded by their schema."""
+    base = sandbox_limits(limits)
+    return dataclasses.replace(base, output_bytes=max(base.output_bytes, MAX_RESULT_BYTES))
