@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxjudge import Verdict, grade, list_problems
+from jaxjudge import Grader, Verdict, list_problems
 
 CASES = []
 for _problem in list_problems():
@@ -22,6 +22,15 @@ for _problem in list_problems():
     _table = tomllib.loads(_expected_file.read_text(encoding="utf-8")).get("files", {})
     for _name, _spec in sorted(_table.items()):
         CASES.append(pytest.param(_problem, _name, _spec, id=f"{_problem.id}/{_name}"))
+
+
+@pytest.fixture(scope="module")
+def grader():  # type: ignore[no-untyped-def]
+    """One grader with a warm pool for the whole suite, as the service grades: each sample is
+    graded in forked stages instead of two fresh interpreters importing jax (the cold path is
+    covered by tests/test_grade.py and tests/test_load.py, with the same verdicts)."""
+    with Grader(warm_pool=1, program_cache=0) as g:
+        yield g
 
 
 def test_every_problem_has_samples() -> None:
@@ -38,9 +47,9 @@ def _only_pointless_failures(problem, report) -> bool:  # type: ignore[no-untype
 
 
 @pytest.mark.parametrize(("problem", "name", "spec"), CASES)
-def test_sample_submission(problem, name: str, spec: dict) -> None:
+def test_sample_submission(grader, problem, name: str, spec: dict) -> None:  # type: ignore[no-untyped-def]
     path: Path = problem.submissions_dir / name
-    report = grade(problem, path.read_bytes(), spec.get("mode", "submit"), filename=name)
+    report = grader.grade(problem, path.read_bytes(), spec.get("mode", "submit"), filename=name)
     expected = Verdict(spec["verdict"])
     assert report.verdict is expected, (
         f"{name}: expected {expected.value}, got {report.verdict.value}: {report.message}\n"
