@@ -353,3 +353,18 @@ def test_a_scatter_pays_for_each_index_and_a_run_can_be_given_less() -> None:
     with pytest.raises(OBS["OverBudget"], match="element operations"):
         OBS["observe"](text, ins, [], 0, ir, hlo, mlir.make_ir_context(), None,
                        max_work=got["spent"] // 2)
+
+
+def test_an_output_no_variant_reaches_is_read_as_unmoved() -> None:
+    """A constant output (the zero gradient of a parameter the program does not read) keeps
+    one copy in the evaluator, not one per variant: it moved with none of them, where reading
+    variant 1 of it was an IndexError that failed the requirement (wrong_forgets_b2.py)."""
+    def fn(x):
+        return jnp.tanh(x).sum(), jnp.zeros(3, jnp.float32)
+
+    text, ins, _ = _program(fn, X)
+    got = OBS["observe_activations"](text, ins, "stablehlo.tanh", ir, hlo,
+                                     mlir.make_ir_context())
+    assert got["status"] == "ok"
+    (loss_moved, zeros_moved), = got["activations"]
+    assert loss_moved > 0 and zeros_moved == 0

@@ -100,8 +100,14 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
             "private": owners.private() if owners is not None else [], "spent": ev.work}
 
 
+def _variant(x: np.ndarray, v: int) -> np.ndarray:
+    """Variant v of a value; one the variants never reached (a constant output, such as the
+    zero gradient of a parameter the program does not read) keeps a single copy."""
+    return x[v] if len(x) > v else x[0]
+
+
 def _moved_count(values: list[np.ndarray], v: int) -> int:
-    return int(sum(int(_moved(x[v], x[0]).sum()) for x in values))
+    return int(sum(int(_moved(_variant(x, v), x[0]).sum()) for x in values))
 
 
 MAX_SLOTS = 24  # a loop's carried values recorded one by one (the rest together, as the last)
@@ -276,5 +282,6 @@ def observe_activations(text: str, inputs: list[np.ndarray], op_name: str, ir, h
         ev.taps = {op: 1 + i for i, op in enumerate(found)}
         args = [np.repeat(np.asarray(x)[None], V, axis=0) for x in inputs]
         outs = ev.run(args)
-    moved = [[int(_moved(o[1 + i], o[0]).sum()) for o in outs] for i in range(len(found))]
+    moved = [[int(_moved(_variant(o, 1 + i), o[0]).sum()) for o in outs]
+             for i in range(len(found))]
     return {"status": "ok", "activations": moved}
