@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jaxjudge import load_problem
-from jaxjudge.grading.observing import observe_specs
+from jaxjudge.grading.observing import _groups, observe_specs
 from jaxjudge.grading.plan import plan_for
 
 
@@ -43,3 +43,12 @@ def test_no_loop_dims_are_watched_on_every_signature() -> None:
     largest = max(sizes.values())
     assert specs[0]["watch"] == ["x"] and specs[0]["count"] == largest  # y has M rows, not N
     assert [s["count"] for s in specs] == sorted((s["count"] for s in specs), reverse=True)
+
+
+def test_sliced_inputs_are_watched_only_where_every_share_is_whole() -> None:
+    """The idle-step check (rules/observed._idle_steps) compares steps' arithmetic: a ragged
+    last share would look idle, so a size the trip count does not divide is not observed."""
+    problem = load_problem("blockwise-attention-online-softmax")
+    got = _groups(problem, ("k", "v"), "T", {"T": 16}, 4)
+    assert got is not None and [g["size"] for g in got] == [4, 4]
+    assert _groups(problem, ("k", "v"), "T", {"T": 18}, 4) is None

@@ -172,6 +172,8 @@ def _every_step(runs: list[LoopRun], count: int, every: bool,
     carrying the inputs' work, and keeping it at some step, did not keep (a fixed-count
     iteration updates each such value from the inputs at every step: one that keeps changing
     beside one that stopped is a decoy; a matrix carried along unchanged never worked)."""
+    if not primary:
+        return _crowded_work(runs, count)
     known: dict[int, bool] = {}
     for run in runs:
         if not any(sl.live for sl in run.slots):  # nothing it carries moves with the inputs
@@ -183,11 +185,20 @@ def _every_step(runs: list[LoopRun], count: int, every: bool,
             if kept is not None:
                 known[s] = known.get(s, True) and kept
     idle = sorted(s for s in range(1, count) if known.get(s) is False)
-    if not primary or not idle:
+    if not idle:
         return _crowded_work(runs, count)
     return (f"steps {_ranges(idle)} of its {count} change nothing the loop carries when the "
             f"inputs they read change: their work is thrown away (a jnp.where, a zero factor "
             f"or a flag keeps the value from the step before){_work_note(runs, idle)}")
+
+
+def _step_work(run: LoopRun, count: int) -> tuple[list[int], int] | None:
+    """The arithmetic each of the first `count` steps executed, and the median step's; None
+    when fewer than three steps ran (no middle to measure against)."""
+    work = list(run.work[:count])
+    if len(work) < 3:
+        return None
+    return work, sorted(work)[len(work) // 2]
 
 
 # One step may execute this many times the median step's arithmetic (a first or last step
@@ -201,10 +212,10 @@ def _crowded_work(runs: list[LoopRun], count: int) -> str | None:
     no step executes more than CROWDED times the median step's arithmetic. Gates of any kind
     leave the executed work where it is: all of it at one step, under a branch, shows."""
     for run in runs:
-        work = list(run.work[:count])
-        if len(work) < 3 or not any(work):
+        measured = _step_work(run, count)
+        if measured is None or not any(measured[0]):
             continue
-        median = sorted(work)[len(work) // 2]
+        work, median = measured
         top = max(range(len(work)), key=lambda s: work[s])
         if work[top] > CROWDED * median:
             return (f"step {top + 1} of its {count} executed {work[top]} arithmetic "
@@ -217,12 +228,13 @@ def _idle_steps(runs: list[LoopRun], count: int) -> str | None:
     """A loop that takes one share of the sliced inputs per step does one share's arithmetic
     at every step but the first: a step executing under half the median step's is idle while
     others do its share (two rows per step after idle ones, however the steps' shares are
-    tagged)."""
+    tagged). A ragged last share cannot pass for an idle step: sliced inputs are observed only
+    at sizes the trip count divides (grading/observing._groups), where every share is whole."""
     for run in runs:
-        work = list(run.work[:count])
-        if len(work) < 3:
+        measured = _step_work(run, count)
+        if measured is None:
             continue
-        median = sorted(work)[len(work) // 2]
+        work, median = measured
         idle = [s for s in range(1, len(work)) if 2 * work[s] < median]
         if median > 0 and idle:
             low = sorted({work[s] for s in idle})
