@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from jaxjudge import load_problem
-from jaxjudge.grading.observing import _groups, observe_specs
+from jaxjudge.grading.observing import _groups, observations, observe_specs
 from jaxjudge.grading.plan import plan_for
+from jaxjudge.grading.stage_results import ObservedResult
 
 
 def test_every_program_the_tests_run_is_observed_most_steps_first() -> None:
@@ -43,6 +44,20 @@ def test_no_loop_dims_are_watched_on_every_signature() -> None:
     largest = max(sizes.values())
     assert specs[0]["watch"] == ["x"] and specs[0]["count"] == largest  # y has M rows, not N
     assert [s["count"] for s in specs] == sorted((s["count"] for s in specs), reverse=True)
+
+
+def test_a_first_run_reported_skipped_is_not_believed() -> None:
+    """Stage B skips only extra runs (past their share of the extra runs' budget); a first
+    run it says it skipped is an observer error, so the requirement fails unobserved instead
+    of losing its evidence."""
+    specs = [{"id": "r0", "program": "p", "test": "t0", "count": 4, "sliced": [],
+              "primary": True},
+             {"id": "r1", "program": "p", "test": "t1", "count": 3, "sliced": [],
+              "primary": False}]
+    skipped = ObservedResult(status="skipped", reason="the extra runs' budget is spent")
+    got = observations({"r0": skipped, "r1": skipped}, specs, "p")
+    assert [o.status for o in got] == ["error"]
+    assert observations({"r1": skipped}, specs, "p") == ()
 
 
 def test_sliced_inputs_are_watched_only_where_every_share_is_whole() -> None:

@@ -145,8 +145,13 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
     out = []
     for spec in specs:
         got = result.get(spec["id"])
-        if got is None or spec["program"] != program or got.status == "skipped":
-            continue  # skipped: an extra run past the extra runs' budget, no evidence
+        if got is None or spec["program"] != program:
+            continue
+        primary = spec.get("primary", True)
+        if got.status == "skipped" and not primary:
+            continue  # an extra run past what it may take of the extra runs' budget
+        if got.status == "skipped":  # stage B never skips a first run: believe none
+            got = ObservedResult(status="error", reason="a first run reported skipped")
         if got.status == "error":  # the observer broke: our bug, the requirement fails
             log.warning("stage B's observer failed on %s: %s", spec["id"], got.reason)
         loops = tuple(
@@ -164,6 +169,6 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
                                groups=got.groups, group_elements=got.group_elements,
                                outputs=tuple(got.outputs),
                                loops=loops, kind=spec.get("kind", "loop"),
-                               primary=spec.get("primary", True),
+                               primary=primary,
                                activations=tuple(tuple(a) for a in got.activations)))
     return tuple(out)
