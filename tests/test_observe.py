@@ -349,10 +349,10 @@ def test_a_scatter_pays_for_each_index_and_a_run_can_be_given_less() -> None:
     text, ins, _ = _program(pairs, x)
     got = OBS["observe"](text, ins, [], 0, ir, hlo, mlir.make_ir_context(), None)
     points = 48 * 48
-    assert got["spent"] >= points * OBS_REGIONS_POINT_COST
+    assert got["work"] >= points * OBS_REGIONS_POINT_COST
     with pytest.raises(OBS["OverBudget"], match="element operations"):
         OBS["observe"](text, ins, [], 0, ir, hlo, mlir.make_ir_context(), None,
-                       max_work=got["spent"] // 2)
+                       max_work=got["work"] // 2)
 
 
 def test_an_output_no_variant_reaches_is_read_as_unmoved() -> None:

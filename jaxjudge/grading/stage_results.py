@@ -188,6 +188,7 @@ class ObservedResult(_Strict):
     reason: Message = ""
     groups: Annotated[int, Field(ge=0, le=MAX_GROUPS)] = 0
     group_elements: Count = 0
+    work: Count = 0  # element operations the run took (evaluator.py's count)
     outputs: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
     loops: Annotated[list[ObservedLoop], Field(max_length=MAX_OBSERVED_LOOPS)] = Field(
         default_factory=list)

@@ -533,8 +533,42 @@ WAIT_ENV = "JAXJUDGE_STAGE_WAIT"
 
 
 # Element operations all of a grade's extra observed runs may take together (one run's own
-# budget: evaluator.MAX_WORK, 60 M).
+# budget: evaluator.MAX_WORK, 60 M). Each extra run is owed a share of it, whatever the runs
+# before it spent: half of it split evenly (an op's fixed cost dominates small shapes), half in
+# proportion to the run's size (steps and elements); what a run leaves of its share goes to
+# the runs after it.
 EXTRA_WORK = 60_000_000
+# What a loop step weighs beside its elements: ~50 ops run per step at the evaluator's fixed
+# cost per op (evaluator.OP_COST, 2,000), which outweighs the elements at the tests' sizes.
+STEP_WEIGHT = 100_000
+
+
+def _extra_shares(entries: list[dict], tests: dict, specs: dict) -> dict[str, int]:
+    """Per extra run (an entry that is not its requirement's first), what it is owed of
+    EXTRA_WORK: an even part, and a part in proportion to its steps and to its variants times
+    its test's input elements (an honest program's cost grows with both, so a costly shape is
+    owed more). No run's share depends on what a program did before it."""
+    def elements(spec) -> int:
+        if _is_spec(spec):
+            return math.prod(int(d) for d in spec["shape"])
+        values = spec.values() if isinstance(spec, dict) else spec
+        return sum(elements(s) for s in values)
+
+    weights: dict[str, int] = {}
+    for e in entries:
+        test = tests.get(e.get("test"))
+        if e.get("primary", True) is not False or test is None:
+            continue
+        count = min(int(e.get("count", 0)), 64) if e.get("groups") else 0
+        variants = 2 + count + 2 * min(int(e.get("inject", 0)), 64)
+        steps = min(int(e.get("count", 0)), 64)
+        weights[str(e["id"])] = (variants * max(1, elements(specs[test["signature"]]))
+                                 + STEP_WEIGHT * steps)
+    total = sum(weights.values()) or 1
+    even = EXTRA_WORK // 2 // max(len(weights), 1)
+    return {oid: even + EXTRA_WORK // 2 * w // total for oid, w in weights.items()}
+
+
 _OBSERVER: dict | None = None  # observe.py's namespace, loaded once per process (zygote)
 
 
@@ -570,15 +604,16 @@ def _observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: 
     observer = _observer()
     tests = {t["name"]: t for t in job["tests"]}
     out: dict[str, dict] = {}
-    # The runs that are not a requirement's first share one budget: past it they are skipped
-    # (no evidence), so a program costly to watch ends no sooner than with one run.
-    extra_left = EXTRA_WORK
-    for entry in job["observe"][:64]:
+    # The runs that are not a requirement's first share one budget, each owed its share:
+    # a program costly to watch at some shapes cannot spend what the other shapes' runs are
+    # owed, and a run past what it may take is skipped (no evidence, reported as such).
+    entries = job["observe"][:64]
+    shares = _extra_shares(entries, tests, specs)
+    surplus = 0
+    for entry in entries:
         oid, pid = str(entry["id"]), entry["program"]
         primary = entry.get("primary", True) is not False
-        if not primary and extra_left <= 0:
-            out[oid] = {"status": "skipped", "reason": "the extra runs' budget is spent"}
-            continue
+        allowed = shares.get(oid, 0) + surplus
         test = tests.get(entry["test"])
         if pid not in texts or test is None:
             out[oid] = {"status": "unobservable", "reason": "no such program or test"}
@@ -607,15 +642,15 @@ def _observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: 
             got = observer["observe"](texts[pid], [leaves[i] for i in kept], groups,
                                       int(entry["inject"]), ir, hlo, context, watched,
                                       bool(entry.get("own")),
-                                      None if primary else extra_left)
-            spent = got.pop("spent", 0)
-            extra_left -= 0 if primary else spent
+                                      None if primary else allowed)
+            if not primary:
+                surplus = allowed - got["work"]
             out[oid] = got
         except observer["Unobservable"] as exc:
             out[oid] = {"status": "unobservable", "reason": str(exc)[:500]}
         except observer["OverBudget"] as exc:
             if not primary:
-                extra_left = 0
+                surplus = 0
             out[oid] = {"status": "over_budget" if primary else "skipped",
                         "reason": str(exc)[:500]}
         except Exception as exc:  # our evaluator's bug: logged by the parent; the requirement

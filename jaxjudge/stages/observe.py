@@ -65,7 +65,7 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
     passes along that move with the watched inputs (main argument indices; default: the
     grouped ones). own: also count, per group, the ops whose result moved with that group
     only (code written once per index: a Python loop unrolled into the program). max_work:
-    a smaller budget for this run; the result's "spent" is the work it took."""
+    a smaller budget for this run; the result's "work" is the work it took."""
     count = max((g["count"] for g in groups), default=0)
     count = min(count, 64)
     inject_steps = min(inject_steps, 64)
@@ -97,7 +97,7 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
         ev.owner = owners
         outs = ev.run(args)
     return {**_summary(ev, outs, count, groups, inputs),
-            "private": owners.private() if owners is not None else [], "spent": ev.work}
+            "private": owners.private() if owners is not None else [], "work": ev.work}
 
 
 def _variant(x: np.ndarray, v: int) -> np.ndarray:
