@@ -16,7 +16,7 @@ import pytest
 
 from jaxjudge import load_problem
 from jaxjudge.grading.plan import plan_for
-from jaxjudge.grading.rules_run import rules_program, rules_request, rules_run
+from jaxjudge.grading.rules_run import rules_programs, rules_request, rules_run
 from jaxjudge.grading.stage_results import MalformedResult, parse_stage_a, parse_stage_b
 from jaxjudge.rules import PROGRAM_RULES, ProgramInfo
 from jaxjudge.rules.executed_rules import RuleMismatch, RulesRun
@@ -124,12 +124,12 @@ def test_the_request_and_the_program_follow_the_problem() -> None:
     stage_a = parse_stage_a(json.dumps({"status": "ok", "exports": {
         "poly": "poly.jaxexport", "rules": "rules.jaxexport"}, "rules_signature": "poly"}
     ).encode())
-    prog = rules_program(PROBLEM, stage_a, plan)
-    assert prog is not None and prog["signatures"] == [] and prog["runs_on"]
+    (prog,) = rules_programs(PROBLEM, stage_a, plan)
+    assert prog["signatures"] == [] and prog["runs_on"]
     assert prog["compare"]["backward"][0] == "dx" and prog["compare"]["function"][0] == "y"
     forged = parse_stage_a(json.dumps({"status": "ok", "exports": {
         "poly": "poly.jaxexport", "rules": "../../etc/passwd"}}).encode())
-    assert rules_program(PROBLEM, forged, plan) is None
+    assert rules_programs(PROBLEM, forged, plan) == []
     missing = rules_run(PROBLEM, plan, forged, _stage_b({}))
     assert missing is not None and missing.tests == 0
 
@@ -195,3 +195,21 @@ def test_a_none_static_before_the_array_is_kept_as_none() -> None:
     out = jax.jit(rules)(X, G)
     np.testing.assert_array_equal(out["function"], _sign(X))
     np.testing.assert_array_equal(out["backward"], BAND)
+
+
+def test_rules_not_exported_symbolically_run_at_every_signature() -> None:
+    """Rules that decide in Python on a shape are exported at each test signature, one
+    program each, run on that signature's tests: rules honest at one shape only are run at
+    every shape. A signature whose rules stage A did not export leaves none to run."""
+    plan = plan_for(PROBLEM, "submit")
+    sids = [s["id"] for s in plan.signatures.values()]
+    exports = {sid: f"{sid}.jaxexport" for sid in sids}
+    exports.update({f"rules-{sid}": f"rules-{sid}.jaxexport" for sid in sids})
+    stage_a = parse_stage_a(json.dumps({"status": "ok", "exports": exports,
+                                        "rules_signatures": sids}).encode())
+    progs = rules_programs(PROBLEM, stage_a, plan)
+    assert [p["runs_on"] for p in progs] == [[sid] for sid in sids]
+    assert all(p["id"] == f"rules-{p['runs_on'][0]}" for p in progs)
+    short = parse_stage_a(json.dumps({"status": "ok", "exports": exports,
+                                      "rules_signatures": sids[1:]}).encode())
+    assert rules_programs(PROBLEM, short, plan) == []

@@ -35,29 +35,43 @@ def rules_request(problem: Problem, plan: Plan) -> dict[str, int] | None:
             "cotangent": plan.arg_names.index(opts["cotangent"])}
 
 
-def rules_program(problem: Problem, stage_a: StageAResult,
-                  plan: Plan) -> dict[str, Any] | None:
-    """The rules program for stage B's job, when stage A exported it at the symbolic signature
-    or at a test signature: run on the tests of `runs_on` (on no signature of its own), each
-    part compared with the solve output `compare` names, at that output's tolerance."""
+def rules_programs(problem: Problem, stage_a: StageAResult,
+                   plan: Plan) -> list[dict[str, Any]]:
+    """The rules programs for stage B's job: the one stage A exported at the symbolic
+    signature, run on every test, or one per test signature, each run on that signature's
+    tests (on no signature of its own); each part compared with the solve output `compare`
+    names, at that output's tolerance. Empty when the rules were not exported at every
+    signature the tests have."""
     req = _requirement(problem)
     exports = stage_a.exports or {}
-    if req is None or exports.get(RULES_ID) != f"{RULES_ID}.jaxexport":
-        return None
+    if req is None:
+        return []
     opts = req.options
     primal = [opts["primal_output"], *problem.tolerance.for_output(opts["primal_output"])]
     grad = [opts["gradient_output"], *problem.tolerance.for_output(opts["gradient_output"])]
     compare = {"function": primal, "forward": primal, "backward": grad}
-    sid = stage_a.rules_signature
-    if sid == "poly" and plan.symbolic:
-        return {"id": RULES_ID, "args": plan.symbolic["args"], "signatures": [],
-                "runs_on": [s["id"] for s in plan.signatures.values()], "compare": compare,
-                "allowed_custom_calls": ["shape_assertion"]}
-    sig = next((s for s in plan.signatures.values() if s["id"] == sid), None)
-    if sig is None:
-        return None
-    return {"id": RULES_ID, "args": sig["args"], "signatures": [], "runs_on": [sid],
-            "compare": compare}
+    if (stage_a.rules_signature == "poly" and plan.symbolic
+            and exports.get(RULES_ID) == f"{RULES_ID}.jaxexport"):
+        return [{"id": RULES_ID, "args": plan.symbolic["args"], "signatures": [],
+                 "runs_on": [s["id"] for s in plan.signatures.values()], "compare": compare,
+                 "allowed_custom_calls": ["shape_assertion"]}]
+    out = []
+    for sig in plan.signatures.values():
+        pid = rules_id(sig["id"])
+        if sig["id"] not in stage_a.rules_signatures or exports.get(pid) != f"{pid}.jaxexport":
+            return []
+        out.append({"id": pid, "args": sig["args"], "signatures": [], "runs_on": [sig["id"]],
+                    "compare": compare})
+    return out
+
+
+def rules_id(signature: str) -> str:
+    """The id (and file stem) of the rules program exported at one test signature."""
+    return f"{RULES_ID}-{signature}"
+
+
+def is_rules(program_id: str) -> bool:
+    return program_id == RULES_ID or program_id.startswith(f"{RULES_ID}-")
 
 
 def _given(value: Any, index: list[int]) -> float | None:
@@ -76,7 +90,7 @@ def rules_run(problem: Problem, plan: Plan, stage_a: StageAResult,
     if req is None:
         return None
     argument = req.options["argument"]
-    if RULES_ID not in (stage_a.exports or {}):
+    if not any(is_rules(pid) for pid in stage_a.exports or {}):
         return RulesRun(reason=(stage_a.rules_error or "they could not be exported")[
             :MAX_MESSAGE])
     ran = result.rule_outputs or {}

@@ -13,7 +13,7 @@ from jaxjudge.grading.caches import ProgramCache
 from jaxjudge.grading.observing import observations, observe_specs
 from jaxjudge.grading.plan import signature_name
 from jaxjudge.grading.report import RequirementResult, Verdict
-from jaxjudge.grading.rules_run import RULES_ID, rules_program, rules_run
+from jaxjudge.grading.rules_run import is_rules, rules_programs, rules_run
 from jaxjudge.grading.srclines import LINES_SUFFIX, MAX_LINES_BYTES, located, source_line_count
 from jaxjudge.grading.stage_common import (
     EXECUTE_SCRIPT,
@@ -103,11 +103,13 @@ class StageB(StageBase):
             blobs[prog["id"]] = blob
             prog["export"] = src.name
         # The custom_vjp's rules on their own: run beside, on no signature of their own.
-        rules = rules_program(self.problem, stage_a, self.plan)
-        blob = read_regular(a_dir / f"{RULES_ID}.jaxexport", MAX_EXPORT_BYTES) if rules else None
-        if rules is not None and blob is not None:
-            blobs[RULES_ID], rules["export"] = blob, f"{RULES_ID}.jaxexport"
-            progs.append(rules)
+        rules = rules_programs(self.problem, stage_a, self.plan)
+        read = {r["id"]: read_regular(a_dir / f"{r['id']}.jaxexport", MAX_EXPORT_BYTES)
+                for r in rules}
+        if rules and all(blob is not None for blob in read.values()):
+            for r in rules:
+                blobs[r["id"]], r["export"] = read[r["id"]], f"{r['id']}.jaxexport"
+            progs += rules
         program_of = {sid: prog["id"] for prog in progs for sid in prog["signatures"]}
         watch = observe_specs(self.problem, self.plan, program_of) if program_of else []
         spec = {
@@ -270,7 +272,7 @@ class StageB(StageBase):
         n_lines = source_line_count(self.source)
         ran = rules_run(self.problem, self.plan, stage_a, result) if stage_a else None
         for prog in progs:
-            if prog["id"] == RULES_ID:
+            if is_rules(prog["id"]):
                 continue  # evidence beside the tested programs, not a program of solve
             entry = (result.programs or {}).get(prog["id"])
             poly = prog["id"] == "poly" and self.plan.symbolic is not None

@@ -97,9 +97,11 @@ class StageAResult(_Strict):
     error_type: Name | None = None  # trace_error / export_error: the exception's class name
     signature: Name | None = None  # export_error: the signature that failed
     exports: Annotated[dict[Name, Name], Field(max_length=MAX_EXPORTS)] | None = None
-    # the custom_vjp's rules exported on their own (exports["rules"]): at which signature
-    # ("poly" or a test signature's id), or why not
+    # the custom_vjp's rules exported on their own: "poly" (exports["rules"], every shape),
+    # else one per test signature (exports["rules-<id>"], rules_signatures), or why not
     rules_signature: Name | None = None
+    rules_signatures: Annotated[list[Name], Field(max_length=MAX_EXPORTS)] = Field(
+        default_factory=list)
     rules_error: Message = ""
     jaxpr: JsonValue = None  # the summary (opaque here: jaxjudge.rules.jaxpr checks its shape)
 

@@ -851,11 +851,11 @@ def main(job_dir: str) -> int:
 
     # The custom_vjp's rules run on their own (jaxjudge.grading.rules_run): compared with
     # solve's outputs, so those are computed here, not read from the results cache.
-    rules = next((p for p in job["programs"] if p.get("runs_on")), None)
+    rules = [p for p in job["programs"] if p.get("runs_on")]
     solved: dict = {}
     cache_dir = os.environ.get("JAXJUDGE_RESULTS_CACHE")
     key = ""
-    if cache_dir and rules is None:
+    if cache_dir and not rules:
         key = _results_key(job, [texts[p] for p in sorted(texts)],
                            [_exported_meta(exported[p]) for p in sorted(texts)], jax.__version__)
         cached = _cache_read(cache_dir, key)
@@ -873,7 +873,7 @@ def main(job_dir: str) -> int:
         try:
             out = runners.run(program_of[sid], sid, _value_tree(test["inputs"], specs[sid], np))
             seconds = round(time.perf_counter() - started, 6)
-            if rules is not None:
+            if rules:
                 solved[test["name"]] = out
             outputs[test["name"]] = {"ok": True, "value": _encode(out, np, jax),
                                      "seconds": seconds}
@@ -882,9 +882,11 @@ def main(job_dir: str) -> int:
                                      "seconds": round(time.perf_counter() - started, 6)}
     timings["execute"] = time.perf_counter() - t2
     result["engines"] = sorted(runners.engines())  # solve's programs' only
-    if rules is not None:
+    if rules:
         t_rules = time.perf_counter()
-        result["rule_outputs"] = _run_rules(job, rules, solved, specs, runners, np)
+        result["rule_outputs"] = {}
+        for program in rules:  # one symbolic program, or one per signature
+            result["rule_outputs"].update(_run_rules(job, program, solved, specs, runners, np))
         timings["rules_run"] = time.perf_counter() - t_rules
     if key and all(o.get("ok") for o in outputs.values()):
         _cache_write(cache_dir, key, outputs)

@@ -1151,12 +1151,14 @@ def wait_for_job() -> bool:
         return False
 
 
-def _export_rules(job_dir: str, job: dict, calls: _CustomRuleCalls, attempts: list,
-                  export_fn: Any, jit: Any, result: dict) -> None:
+def _export_rules(job_dir: str, job: dict, calls: _CustomRuleCalls, poly: tuple | None,
+                  per_signature: list, export_fn: Any, jit: Any, result: dict) -> None:
     """When the job asks (`rules_run`), export the custom_vjp's rules on their own
-    (`_CustomRuleCalls.rules_function`) as rules.jaxexport, at the first of `attempts`
-    ((signature id, args, shape-question guard or None)) that exports cleanly; else say why in
-    `rules_error`. Never fatal: the requirement that asked fails with the reason."""
+    (`_CustomRuleCalls.rules_function`): once at the symbolic signature when `poly` ((args,
+    shape-question guard)) exports cleanly, as rules.jaxexport; else at every test signature
+    of `per_signature` ((id, args)), as rules-<id>.jaxexport each, so rules that do their work
+    at some shapes only are run, and seen, at every shape. Else say why in `rules_error`.
+    Never fatal: the requirement that asked fails with the reason."""
     request = job.get("rules_run")
     if not request:
         return
@@ -1164,21 +1166,31 @@ def _export_rules(job_dir: str, job: dict, calls: _CustomRuleCalls, attempts: li
     if isinstance(rules, str):
         result["rules_error"] = rules[:MAX_MESSAGE]
         return
-    why = ""
-    for sig_id, args, guard in attempts:
+    if poly is not None:
+        args, guard = poly
         try:
-            with guard if guard is not None else contextlib.nullcontext():
+            with guard:
                 blob = export_fn(jit(rules))(*args).serialize()
-            if guard is not None and guard.found:
-                continue  # a Python decision on a symbolic size: export at a test's shape
+            if not guard.found:
+                _write_blob(job_dir, "rules.jaxexport", blob)
+                result["exports"]["rules"] = "rules.jaxexport"
+                result["rules_signature"] = "poly"
+                return
+        except BaseException:
+            pass  # a test shape's export below says what fails, if anything does
+    blobs = {}
+    for sig_id, args in per_signature:
+        try:
+            blobs[sig_id] = export_fn(jit(rules))(*args).serialize()
         except BaseException as exc:
-            why = f"{type(exc).__name__}: {exc}"
-            continue
-        _write_blob(job_dir, "rules.jaxexport", blob)
-        result["exports"]["rules"] = "rules.jaxexport"
-        result["rules_signature"] = sig_id
-        return
-    result["rules_error"] = (why or "they could not be exported")[:MAX_MESSAGE]
+            result["rules_error"] = (f"at the input shapes of signature {sig_id}: "
+                                     f"{type(exc).__name__}: {exc}")[:MAX_MESSAGE]
+            return
+    for sig_id, blob in blobs.items():
+        name = f"rules-{sig_id}"
+        _write_blob(job_dir, f"{name}.jaxexport", blob)
+        result["exports"][name] = f"{name}.jaxexport"
+    result["rules_signatures"] = list(blobs)
 
 
 def main(job_dir: str) -> int:
@@ -1287,10 +1299,8 @@ def main(job_dir: str) -> int:
             if job.get("rules_run"):
                 t4 = time.perf_counter()
                 guard = _ShapeDecisions(type(dims[names[0]]), source_name, trusted)
-                first = _to_spec_tree(signatures[0]["args"], jax, np)
-                _export_rules(job_dir, job, calls, [("poly", args, guard),
-                                                    (signatures[0]["id"], first, None)],
-                              export_fn, jit, result)
+                each = [(sig["id"], _to_spec_tree(sig["args"], jax, np)) for sig in signatures]
+                _export_rules(job_dir, job, calls, (args, guard), each, export_fn, jit, result)
                 timings["export_rules"] = time.perf_counter() - t4
             _write_result(job_dir, result)
             return 0
@@ -1341,9 +1351,8 @@ def main(job_dir: str) -> int:
     result.update(status="ok", exports=exports)
     if job.get("rules_run"):
         t4 = time.perf_counter()
-        first = _to_spec_tree(signatures[0]["args"], jax, np)
-        _export_rules(job_dir, job, calls, [(signatures[0]["id"], first, None)], export_fn,
-                      jit, result)
+        each = [(sig["id"], _to_spec_tree(sig["args"], jax, np)) for sig in signatures]
+        _export_rules(job_dir, job, calls, None, each, export_fn, jit, result)
         timings["export_rules"] = time.perf_counter() - t4
     _write_result(job_dir, result)
     return 0

@@ -1,4 +1,4 @@
-# Known limit, accepted today (issue #30, red-team round of 2026-12-05): the rules program is exported at one test shape; at others the rule may do nothing.
+# Cheat (red-team round of 2026-12-05, issue #30): the rules honest at the first test's shape only; they are exported and run at every test shape now.
 # Cheat: the honest custom_vjp at N == 7 (the first test's shape); at every other N the backward
 # rule returns g unchanged (x == x comparison) and the clipping is applied to g before it.
 import jax
