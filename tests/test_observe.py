@@ -235,6 +235,27 @@ def test_a_one_hot_pick_visits_the_rows_one_step_at_a_time() -> None:
     assert _loop(got, 16)["first"] == [0, 1, 2, 3, 4, 5]
 
 
+def test_a_sum_of_every_row_added_at_each_step_does_not_hide_the_visits() -> None:
+    """A tag element adding every row's sum at every step moves the carried value with every
+    row at every step; the elements one row moves at one step only still show the visit."""
+    def cheat(x):
+        n = x.shape[0]
+        tag = x.sum()
+
+        def row(i, out):
+            r = jnp.minimum(i, n - 1)
+            out = jax.lax.dynamic_update_index_in_dim(out, jnp.sin(x[r]), r, 0)
+            return out.at[n].add(tag * (i + 1).astype(x.dtype))
+
+        return jax.lax.fori_loop(0, 16, row, jnp.zeros((n + 1, x.shape[1]), x.dtype))[:n]
+
+    got = _observe(cheat, X, groups=ROWS)
+    run = _loop(got, 16)
+    assert run["first"] == [0] * 6  # the tag moves with every row from the first step
+    singles = [sl["single"] for r in got["loops"] if r["steps"] == 16 for sl in r["slots"]]
+    assert [0, 1, 2, 3, 4, 5] in singles, singles
+
+
 def test_a_loop_over_another_axis_takes_every_row_at_its_first_step() -> None:
     def honest(x):  # a loop over the features, all rows at every step
         return jax.lax.fori_loop(0, x.shape[1], lambda k, acc: acc + x[:, k] ** 2,
@@ -242,6 +263,8 @@ def test_a_loop_over_another_axis_takes_every_row_at_its_first_step() -> None:
 
     got = _observe(honest, X, groups=ROWS)
     assert _loop(got, 3)["first"] == [0] * 6
+    # each row's element moves at every step: no element is one row's at one step only
+    assert all(sl["single"] == [None] * 6 for r in got["loops"] for sl in r["slots"])
 
 
 def _own(fn: Callable, *args) -> list[int]:

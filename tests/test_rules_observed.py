@@ -110,6 +110,23 @@ def test_visiting_a_dimension_is_seen_whatever_picks_the_index() -> None:
     assert visited((obs,), "H") is None  # another dimension's run says nothing
 
 
+def test_a_sum_of_every_index_at_every_step_does_not_hide_the_visits() -> None:
+    """Every index moves the value at every step (a smeared sum), yet some element of it is
+    one index's at one step only: the loop takes the indices up one at a time."""
+    run = _run([0, 0, 0, 0], [], steps=8, touches=[8] * 4)
+    tagged = LoopRun(index=run.index, depth=run.depth, steps=run.steps, entry=run.entry,
+                     entry_max=run.entry_max, exit=run.exit, work=run.work,
+                     slots=(Slot(first=(0,) * 4, touches=(8,) * 4, kept=(), live=True,
+                                 single=(0, 1, 2, 3)),))
+    obs = Observation(count=4, sliced=(), dim="N", test="t", status="ok", groups=4,
+                      loops=(tagged,))
+    why = visited((obs,), "N")
+    assert why is not None and "N index 3 at step 4" in why
+    still = Observation(count=4, sliced=(), dim="N", test="t", status="ok", groups=4,
+                        loops=(run,))
+    assert visited((still,), "N") is None
+
+
 def _stage_b(observed: object) -> bytes:
     return json.dumps({"status": "ok", "programs": {}, "outputs": {},
                        "observed": observed}).encode()

@@ -158,7 +158,8 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
             LoopRun(index=r.index, depth=r.depth, steps=r.steps, entry=tuple(r.entry),
                     entry_max=tuple(r.entry_max), exit=tuple(r.exit), work=tuple(r.work),
                     slots=tuple(Slot(first=tuple(sl.first), touches=tuple(sl.touches),
-                                     kept=tuple(sl.kept), live=sl.live) for sl in r.slots))
+                                     kept=tuple(sl.kept), live=sl.live,
+                                     single=tuple(sl.single)) for sl in r.slots))
             for r in got.loops
         )
         out.append(Observation(count=spec["count"], sliced=tuple(spec["sliced"]),

@@ -167,6 +167,9 @@ class ObservedSlot(_Strict):
                        Field(max_length=MAX_GROUPS)]
     kept: Annotated[list[bool | None], Field(max_length=MAX_OBSERVED_STEPS)]
     live: bool
+    # per group: the step at which every element it alone moved was updated, once (observe.py)
+    single: Annotated[list[Annotated[int, Field(ge=0, le=MAX_OBSERVED_STEPS)] | None],
+                      Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
 
 
 class ObservedLoop(_Strict):

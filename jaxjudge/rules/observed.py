@@ -46,6 +46,9 @@ class Slot:
     kept: tuple[bool | None, ...]  # per step: did changing what the step read change it
     # (None: unknown, the variant had already moved)
     live: bool  # it moves with the watched inputs at the end: it carries their work
+    # per group: the step at which every element it alone moved was updated, once (a value
+    # that also carries a sum of every input, moving with all of them at every step)
+    single: tuple[int | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -349,12 +352,16 @@ def visited(observations: tuple[Observation, ...], dim: str) -> str | None:
                 once = {g: s for g, (s, n) in enumerate(zip(slot.first, slot.touches,
                                                              strict=True))
                         if s is not None and n == 1}
+                # elements one index moves at one step only, beside others every index moves
+                once.update((g, s) for g, s in enumerate(slot.single)
+                            if s is not None and g not in once)
                 steps = sorted(set(once.values()))
                 if len(steps) < 2:
                     continue
                 what = f" of {obs.watched}" if obs.watched else ""
-                shown = ", ".join(f"{dim} index {g} at step {s + 1}" for g, s in
-                                  list(once.items())[:4])
+                first_at = {s: g for g, s in sorted(once.items(), reverse=True)}
+                shown = ", ".join(f"{dim} index {g} at step {s + 1}" for s, g in
+                                  sorted(first_at.items())[:4])
                 return (f"When your program ran on test {obs.test!r}, a loop of {run.steps} "
                         f"steps took the indices along {dim}{what} up one at a time, at "
                         f"{len(steps)} different steps ({shown}): it visits {dim} one slice "

@@ -121,12 +121,12 @@ ROUNDING = 1e-4  # of the values' size: a difference of updates below it is roun
 
 
 def _updates_differ(old: np.ndarray, new: np.ndarray, g: int) -> np.ndarray:
-    """Per group variant: did this step update the value differently from variant 0, beyond
-    the rounding of adding the same update to a different value (acc_g + u - acc_g is not u
-    in float32)? Integers and booleans compare exactly."""
+    """Per group variant and element: did this step update the element differently from
+    variant 0, beyond the rounding of adding the same update to a different value (acc_g + u -
+    acc_g is not u in float32)? Integers and booleans compare exactly. Shape (g, elements)."""
     if new.dtype.kind not in "fc":
         upd = new.astype(np.int64) - old.astype(np.int64)
-        return (upd[1:] != upd[0:1]).reshape(g, -1).any(axis=1)
+        return (upd[1:] != upd[0:1]).reshape(g, -1)
     o, n = _wide(old), _wide(new)
     upd = n - o
     gap = np.abs(upd[1:] - upd[0:1])
@@ -134,7 +134,34 @@ def _updates_differ(old: np.ndarray, new: np.ndarray, g: int) -> np.ndarray:
                       np.maximum(np.abs(n[1:]), np.abs(n[0:1])))
     with np.errstate(invalid="ignore"):
         differ = (gap > ROUNDING * size) | (np.isnan(upd[1:]) != np.isnan(upd[0:1]))
-    return differ.reshape(g, -1).any(axis=1)
+    return differ.reshape(g, -1)
+
+
+class _ElementSteps:
+    """Per group and element of one carried value: at how many steps the group alone (not
+    every group at once: a sum of all inputs added at every step) updated the element
+    differently, and the first. A group all of whose own elements move at one and the same
+    step is taken up at that step, whatever else the value carries."""
+
+    def __init__(self, g: int, elements: int) -> None:
+        self.count = np.zeros((g, elements), dtype=np.int32)
+        self.first = np.full((g, elements), -1, dtype=np.int32)
+
+    def add(self, s: int, differ: np.ndarray) -> None:
+        own = differ & ~differ.all(axis=0)
+        self.count += own
+        self.first[(self.first < 0) & own] = s
+
+    def single(self) -> list[int | None]:
+        """Per group: the step at which every element it moved alone moved, once (None: none,
+        or at several steps)."""
+        out: list[int | None] = []
+        for count, first in zip(self.count, self.first, strict=True):
+            moved = count > 0
+            steps = np.unique(first[moved])
+            out.append(int(steps[0]) if moved.any() and (count[moved] == 1).all()
+                       and len(steps) == 1 else None)
+        return out
 
 
 class LoopRecord:
@@ -155,6 +182,7 @@ class LoopRecord:
         g = ev.groups
         self.first: list[list[int | None]] = [[None] * g for _ in range(n)]
         self.touches = [[0] * g for _ in range(n)]
+        self.elements: dict[int, _ElementSteps] = {}
         self.kept: list[list[bool | None]] = [[] for _ in range(n)]
         self.live = [False] * n
         self.entry = [_moved_count(carry, 1 + k) for k in range(g)]
@@ -171,7 +199,11 @@ class LoopRecord:
         for i in self.state:
             k = self.slot[i]
             if g:
-                touched[k] |= _updates_differ(old[i][: 1 + g], new[i][: 1 + g], g)
+                differ = _updates_differ(old[i][: 1 + g], new[i][: 1 + g], g)
+                touched[k] |= differ.any(axis=1)
+                if i not in self.elements:
+                    self.elements[i] = _ElementSteps(g, differ.shape[1])
+                self.elements[i].add(s, differ)
             if clean is not None:
                 kept[k] = kept[k] or bool(_moved(new[i][clean], new[i][0]).any())
         for k in range(len(self.first)):
@@ -191,13 +223,26 @@ class LoopRecord:
                     carry[i][whole], carry[i][0]).any():
                 self.live[self.slot[i]] = True
 
+    def _single(self, k: int) -> list[int | None]:
+        """Per group, over the values slot k stands for: the earliest step at which one of
+        them had every element the group moved alone updated at that step only."""
+        out: list[int | None] = [None] * self.ev.groups
+        for i, rec in self.elements.items():
+            if self.slot[i] != k:
+                continue
+            for grp, s in enumerate(rec.single()):
+                if s is not None and (out[grp] is None or s < out[grp]):
+                    out[grp] = s
+        return out
+
     def summary(self) -> dict[str, Any]:
         return {"index": self.index, "depth": self.depth, "steps": self.steps,
                 "entry": self.entry, "entry_max": self.entry_max, "exit": self.exit,
                 "work": [int(w) for w in self.work],
-                "slots": [{"first": f, "touches": t, "kept": k, "live": lv}
-                          for f, t, k, lv in zip(self.first, self.touches, self.kept,
-                                                 self.live, strict=True)]}
+                "slots": [{"first": f, "touches": t, "kept": k, "live": lv,
+                           "single": self._single(n)}
+                          for n, (f, t, k, lv) in enumerate(zip(
+                              self.first, self.touches, self.kept, self.live, strict=True))]}
 
 
 def _summary(ev: Evaluator, outs, count: int, groups, inputs):

@@ -1,4 +1,4 @@
-# Known limit, accepted today (issue #30, red-team round of 2026-12-05): a sum of all points added at every step hides which step takes up which point.
+# Cheat (red-team round of 2026-12-05, issue #30): a sum of all points added at every step; what each point moves alone is watched now.
 # Cheat: x copied by a run-time gather, then a fixed 16-step loop computing one row of distances
 # per step (a loop over the points). The buffer has an extra tag row that adds sum(x)+sum(y) at
 # every step, so every point moves the buffer's update at every step (no point is "taken up once").

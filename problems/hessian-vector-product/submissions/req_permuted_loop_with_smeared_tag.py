@@ -1,4 +1,4 @@
-# Known limit, accepted today (issue #30, red-team round of 2026-12-05): a sum of all inputs added at every step hides which step takes up which coordinate.
+# Cheat (red-team round of 2026-12-05, issue #30): a sum of all inputs added at every step; what each coordinate moves alone is watched now.
 # Cheat: v copied by a gather with a data-derived index, then a fixed 64-step loop computing one
 # Hessian column per step (a loop over the coordinates). The accumulator has an extra tag entry
 # that adds sum(w)+sum(v)+sum(s) at every step, so every coordinate moves every step's update.
