@@ -15,6 +15,11 @@ STAGES_DIR = Path(__file__).resolve().parent.parent / "stages"  # run by path, n
 TRACE_SCRIPT = STAGES_DIR / "trace.py"
 EXECUTE_SCRIPT = STAGES_DIR / "execute.py"
 MAX_RESULT_BYTES = 64 * 1024 * 1024  # the most of a stage's result file the trusted side reads
+# Stage B's time on top of the problem's, for the observer (jaxjudge/stages/observe.py): its
+# runs are counted in element operations, not seconds, and cost up to ~3 s of CPU on a program
+# costly to watch (a first run per input, and the extra runs' budget), which is the grader's
+# work, not the submission's; without it such a program's verdict changed with the load.
+OBSERVE_SECONDS = 4.0
 
 
 class StageLimits(Protocol):
@@ -41,9 +46,12 @@ def sandbox_limits(limits: StageLimits) -> sandbox.SandboxLimits:
 
 
 def stage_b_limits(limits: StageLimits) -> sandbox.SandboxLimits:
-    """Stage B's: the problem's, but room for a result as large as the trusted side reads.
-    No user Python runs in stage B; what it writes is the tests' outputs and the observer's
-    runs, one per program the tests run (jaxjudge.grading.observing), which a program with
-    nested loops takes past the problem's output_kb. Their size is bounded by their schema."""
+    """Stage B's: the problem's, plus the observer's time (OBSERVE_SECONDS) and room for a
+    result as large as the trusted side reads. No user Python runs in stage B; what it writes
+    is the tests' outputs and the observer's runs, one per program the tests run
+    (jaxjudge.grading.observing), which a program with nested loops takes past the problem's
+    output_kb. Their size is bounded by their schema."""
     base = sandbox_limits(limits)
-    return dataclasses.replace(base, output_bytes=max(base.output_bytes, MAX_RESULT_BYTES))
+    return dataclasses.replace(base, output_bytes=max(base.output_bytes, MAX_RESULT_BYTES),
+                               cpu_seconds=base.cpu_seconds + OBSERVE_SECONDS,
+                               wall_seconds=base.wall_seconds + OBSERVE_SECONDS)
