@@ -50,6 +50,7 @@ import json
 import numbers
 import operator
 import os
+import re
 import sys
 import time
 import traceback
@@ -448,6 +449,76 @@ class _ShapeDecisions:
                 delattr(cls, name)
 
 
+_ADDRESS_RE = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+class _RuleTraces:
+    """Each call of a custom_vjp's rule while solve is traced, traced once on its own
+    (`jax.make_jaxpr`) and replayed: solve computes with the replayed program, and the rules
+    exported for stage B replay the same one, so a rule whose Python acts differently from call
+    to call (a call counter, a flag) cannot show the export another program than solve used.
+    Two calls with the same arguments' shapes that trace to different programs mark the
+    function `stateful`. A rule that cannot be traced on its own is called as it is."""
+
+    MAX_TEXT = 1 << 20  # characters of a program kept to compare
+
+    def __init__(self, jax: Any) -> None:
+        self._jax = jax
+        self.recorded: dict[tuple, tuple[Any, Any]] = {}  # key -> (closed jaxpr, output tree)
+        self.texts: dict[tuple, str] = {}
+        self.stateful: set[int] = set()
+
+    def _split(self, args: Any, kwargs: Any) -> tuple[list, Any, list[int], tuple]:
+        jax = self._jax
+        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        where = [i for i, v in enumerate(leaves) if isinstance(v, jax.Array)]
+        shapes = tuple((str(leaves[i].shape), str(leaves[i].dtype)) for i in where)
+        statics = tuple(repr(v)[:200] for i, v in enumerate(leaves) if i not in where)
+        return leaves, tree, where, (str(tree)[:2000], shapes, statics)
+
+    def call(self, rule: Any, args: Any, kwargs: Any, k: int, role: str) -> Any:
+        """`rule(*args, **kwargs)`, computed through the program it traces to here."""
+        jax = self._jax
+        try:
+            leaves, tree, where, sig = self._split(args, kwargs)
+
+            def alone(*arrays: Any) -> Any:
+                full = list(leaves)
+                for i, a in zip(where, arrays, strict=True):
+                    full[i] = a
+                a_args, a_kwargs = jax.tree_util.tree_unflatten(tree, full)
+                return rule(*a_args, **a_kwargs)
+
+            arrays = [leaves[i] for i in where]
+            closed, shape = jax.make_jaxpr(alone, return_shape=True)(*arrays)
+        except Exception:
+            return rule(*args, **kwargs)  # its own error, if it has one, is raised here
+        key = (k, role, sig)
+        # Python objects in the program's parameters (a nested custom_vjp's rules) print
+        # with their addresses, which differ from one trace to the next
+        text = _ADDRESS_RE.sub("", str(closed)[: self.MAX_TEXT])
+        if self.texts.setdefault(key, text) != text:
+            self.stateful.add(k)
+        self.recorded.setdefault(key, (closed, jax.tree_util.tree_structure(shape)))
+        return self._run(key, arrays)
+
+    def _run(self, key: tuple, arrays: list) -> Any:
+        jax = self._jax
+        closed, out_tree = self.recorded[key]
+        outs = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *arrays)
+        return jax.tree_util.tree_unflatten(out_tree, outs)
+
+    def replay(self, rule: Any, k: int, role: str) -> Any:
+        """`rule`, as the program recorded for the same shapes when there is one."""
+        def replayed(*args: Any, **kwargs: Any) -> Any:
+            leaves, _, where, sig = self._split(args, kwargs)
+            if (k, role, sig) not in self.recorded:
+                return rule(*args, **kwargs)
+            return self._run((k, role, sig), [leaves[i] for i in where])
+
+        return replayed
+
+
 class _CustomRuleCalls:
     """Which custom-derivative functions (`jax.custom_vjp`, `jax.custom_jvp`) are called while
     `solve` is traced, and, for each custom_vjp function, whether its output and its backward
@@ -482,6 +553,7 @@ class _CustomRuleCalls:
         # reaches it in every run; "probe_failed" when a rule could not be traced on its own.
         self.rule_ops: dict[int, dict[str, Any]] = {}
         self._probing = False
+        self.traces = _RuleTraces(jax)
         # Per function, its first call: (the one array's position, the positional arguments),
         # or None when the call had keywords or not exactly one array.
         self.first_call: dict[int, tuple[int, list[Any]] | None] = {}
@@ -534,8 +606,8 @@ class _CustomRuleCalls:
             if self._probing:
                 return bwd(*args, **kwargs)
             self.bwd_run.add(k)
-            out = bwd(*args, **kwargs)
-            self._probe(bwd, args, kwargs, k, backward=True)
+            out = self.traces.call(bwd, args, kwargs, k, "bwd")
+            self._probe(self.traces.replay(bwd, k, "bwd"), args, kwargs, k, backward=True)
             if args and self._passes(out, args[-1]):  # (..., residuals, cotangent)
                 self.bwd_identity.add(k)
             return self._marked(out, "bwd", k)
@@ -550,8 +622,9 @@ class _CustomRuleCalls:
         def watched(*args: Any, **kwargs: Any) -> Any:
             if self._probing:
                 return rule(*args, **kwargs)
-            out = rule(*args, **kwargs)
-            self._probe(rule, args, kwargs, k, forward=forward)
+            role = "fwd" if forward else "fun"
+            out = self.traces.call(rule, args, kwargs, k, role)
+            self._probe(self.traces.replay(rule, k, role), args, kwargs, k, forward=forward)
             primal = out[0] if forward and isinstance(out, tuple) and len(out) == 2 else out
             if self._passes(primal, (args, kwargs)):
                 self.fwd_identity.add(k)
@@ -678,6 +751,12 @@ class _CustomRuleCalls:
         fun, fwd, bwd = (getattr(obj, a, None) for a in ("fun", "fwd", "bwd"))
         if not (callable(fun) and callable(fwd) and callable(bwd)):
             return "its rules were not defined with .defvjp(fwd, bwd)"
+        if k in self.traces.stateful:
+            return ("its rules computed different programs on two calls with the same "
+                    "arguments' shapes: a rule must depend on its arguments only")
+        # the programs solve computed with, not the Python functions called once more
+        fun, fwd, bwd = (self.traces.replay(f, k, role) for f, role in
+                         ((fun, "fun"), (fwd, "fwd"), (bwd, "bwd")))
         ix, ig = int(request["argument"]), int(request["cotangent"])
         statics = [given_args[i] for i in nondiff if i < len(given_args)]
         # the array's place among the arguments the backward rule returns cotangents for
@@ -1156,9 +1235,10 @@ def _export_rules(job_dir: str, job: dict, calls: _CustomRuleCalls, poly: tuple 
     """When the job asks (`rules_run`), export the custom_vjp's rules on their own
     (`_CustomRuleCalls.rules_function`): once at the symbolic signature when `poly` ((args,
     shape-question guard)) exports cleanly, as rules.jaxexport; else at every test signature
-    of `per_signature` ((id, args)), as rules-<id>.jaxexport each, so rules that do their work
-    at some shapes only are run, and seen, at every shape. Else say why in `rules_error`.
-    Never fatal: the requirement that asked fails with the reason."""
+    of `per_signature` ((id, args, the calls its own trace recorded, or None for `calls`)), as
+    rules-<id>.jaxexport each: the rules solve used at that shape, so rules (or a custom_vjp)
+    that do the work at some shapes only are run, and seen, at every shape. Else say why in
+    `rules_error`. Never fatal: the requirement that asked fails with the reason."""
     request = job.get("rules_run")
     if not request:
         return
@@ -1179,9 +1259,14 @@ def _export_rules(job_dir: str, job: dict, calls: _CustomRuleCalls, poly: tuple 
         except BaseException:
             pass  # a test shape's export below says what fails, if anything does
     blobs = {}
-    for sig_id, args in per_signature:
+    for sig_id, args, own in per_signature:
+        here = rules if own is None else own.rules_function(request)
+        if isinstance(here, str):
+            result["rules_error"] = f"at the input shapes of signature {sig_id}: {here}"[
+                :MAX_MESSAGE]
+            return
         try:
-            blobs[sig_id] = export_fn(jit(rules))(*args).serialize()
+            blobs[sig_id] = export_fn(jit(here))(*args).serialize()
         except BaseException as exc:
             result["rules_error"] = (f"at the input shapes of signature {sig_id}: "
                                      f"{type(exc).__name__}: {exc}")[:MAX_MESSAGE]
@@ -1299,7 +1384,8 @@ def main(job_dir: str) -> int:
             if job.get("rules_run"):
                 t4 = time.perf_counter()
                 guard = _ShapeDecisions(type(dims[names[0]]), source_name, trusted)
-                each = [(sig["id"], _to_spec_tree(sig["args"], jax, np)) for sig in signatures]
+                each = [(sig["id"], _to_spec_tree(sig["args"], jax, np), None)
+                        for sig in signatures]  # one program for all: one custom_vjp
                 _export_rules(job_dir, job, calls, (args, guard), each, export_fn, jit, result)
                 timings["export_rules"] = time.perf_counter() - t4
             _write_result(job_dir, result)
@@ -1331,13 +1417,23 @@ def main(job_dir: str) -> int:
     t3 = time.perf_counter()
     exports = {}
     probes = list(job.get("probes") or [])
+    # Per test signature, the custom_vjp calls its own export made (solve may pick another
+    # custom_vjp at another shape): the rules exported there are the ones solve used there.
+    calls_of: dict[str, _CustomRuleCalls] = {}
     for k, sig in enumerate(signatures + probes):
         if k == len(signatures):
             timings["export"] = time.perf_counter() - t3
             t3 = time.perf_counter()
         try:
             args = _to_spec_tree(sig["args"], jax, np)
-            exported = export_fn(jit(fn))(*args)
+            watch = (_CustomRuleCalls(jax) if job.get("rules_run") and k < len(signatures)
+                     else contextlib.nullcontext())
+            with watch:
+                exported = export_fn(jit(fn))(*args)
+            if isinstance(watch, _CustomRuleCalls) and watch.functions:
+                # none recorded: jax reused an earlier trace at these shapes (the summary's,
+                # at the first signature), whose calls `calls` holds
+                calls_of[sig["id"]] = watch
             blob = exported.serialize()
         except BaseException as exc:
             result.update(status="export_error", message=_short_traceback(exc, source_name),
@@ -1351,7 +1447,8 @@ def main(job_dir: str) -> int:
     result.update(status="ok", exports=exports)
     if job.get("rules_run"):
         t4 = time.perf_counter()
-        each = [(sig["id"], _to_spec_tree(sig["args"], jax, np)) for sig in signatures]
+        each = [(sig["id"], _to_spec_tree(sig["args"], jax, np), calls_of.get(sig["id"]))
+                for sig in signatures]
         _export_rules(job_dir, job, calls, None, each, export_fn, jit, result)
         timings["export_rules"] = time.perf_counter() - t4
     _write_result(job_dir, result)
