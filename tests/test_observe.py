@@ -176,6 +176,30 @@ def test_an_honest_scan_takes_one_row_per_step_and_keeps_every_step() -> None:
     assert run["kept"] == [True] * 6
     assert got["outputs"] == [18, 15, 12, 9, 6, 3]  # row t moves rows t.. of the average
     assert run["exit"][0] >= got["outputs"][0]
+    (loop,) = [r for r in got["loops"] if r["steps"] == 6]
+    assert loop["reached"] == [True] * 6  # each step's row reaches what the program returns
+
+
+def test_a_step_kept_only_in_a_dropped_tag_reaches_no_output() -> None:
+    """Each step adds its row to a tag beside the state (so every step 'keeps' a change of
+    what it reads), but the average is computed at the last step only: the tag is dropped,
+    so no step before the last moves an output."""
+    def cheat(x, alpha):
+        n = x.shape[0]
+        zero = jnp.minimum(jnp.abs(x).sum(), 0.0).astype(jnp.int32)
+
+        def body(t, c):
+            out, tag = c
+            last = (t + zero) == n - 1
+            full = _ema_scan(x, alpha)
+            return jnp.where(last, full, out), tag + x[t]
+
+        out, _ = jax.lax.fori_loop(0, n, body, (jnp.zeros_like(x), jnp.zeros(x.shape[1])))
+        return out
+
+    got = _observe(cheat, X, np.float32(0.3), groups=ROWS, inject=6)
+    (loop,) = [r for r in got["loops"] if r["steps"] == 6 and r["depth"] == 0]
+    assert loop["reached"][1:5] == [False] * 4 and loop["reached"][5] is True
 
 
 def _weights(x, alpha):

@@ -271,3 +271,20 @@ def test_a_sliced_loop_with_idle_steps_fails_whatever_tags_its_shares() -> None:
     ok = Observation(count=48, sliced=("x",), test="t", groups=48, group_elements=1,
                      outputs=(1,) * 48, loops=(honest,))
     assert judge_loop(ok, every_step=True, sliced=True, names="x") is None
+
+
+def test_steps_whose_reads_reach_no_output_are_idle_on_every_sliced_run() -> None:
+    """A tag beside the state keeps every step's change, but the program drops it: steps
+    whose change moved no output are idle, on extra runs of a sliced loop too."""
+    run = _run([0, 1, 2, 3, 4, 5], [True] * 6)
+    tagged = LoopRun(index=run.index, depth=0, steps=6, entry=run.entry,
+                     entry_max=run.entry_max, exit=run.exit, work=run.work,
+                     slots=run.slots, reached=(True, False, False, True, True, True))
+    obs = _obs(tagged)
+    extra = Observation(count=obs.count, sliced=obs.sliced, test=obs.test, status="ok",
+                        groups=obs.groups, group_elements=obs.group_elements,
+                        outputs=obs.outputs, loops=(tagged,), primary=False)
+    for o in (obs, extra):
+        why = judge_loop(o, every_step=True, sliced=True, names="x")
+        assert why is not None and "steps 2–3 of its 6 change nothing your program returns" in why
+    assert judge_loop(_obs(run), every_step=True, sliced=True, names="x") is None

@@ -184,6 +184,9 @@ class ObservedLoop(_Strict):
     work: Annotated[list[Count], Field(max_length=MAX_OBSERVED_STEPS)]
     slots: Annotated[list[ObservedSlot], Field(max_length=MAX_SLOTS)] = Field(
         default_factory=list)
+    # per injected step: did changing what it read move the program's outputs
+    reached: Annotated[list[bool | None], Field(max_length=MAX_OBSERVED_STEPS)] = Field(
+        default_factory=list)
 
 
 class ObservedResult(_Strict):

@@ -64,6 +64,8 @@ class LoopRun:
     work: tuple[int, ...]  # per step: multiply-adds, reduced elements and elementwise
     # products and sums executed
     slots: tuple[Slot, ...] = ()
+    # per injected step: did changing what it read move the program's outputs (None: unknown)
+    reached: tuple[bool | None, ...] = ()
 
     def kept(self, s: int, every: bool = False) -> bool | None:
         """Did a value that carries the inputs' work (with `every`: each of them) keep step
@@ -189,10 +191,25 @@ def _every_step(runs: list[LoopRun], count: int, every: bool,
                 known[s] = known.get(s, True) and kept
     idle = sorted(s for s in range(1, count) if known.get(s) is False)
     if not idle:
-        return _crowded_work(runs, count)
+        return _unreached(runs, count) or _crowded_work(runs, count)
     return (f"steps {_ranges(idle)} of its {count} change nothing the loop carries when the "
             f"inputs they read change: their work is thrown away (a jnp.where, a zero factor "
             f"or a flag keeps the value from the step before){_work_note(runs, idle)}")
+
+
+def _unreached(runs: list[LoopRun], count: int) -> str | None:
+    """The steps (but the first and the last) whose reads' change moved none of the program's
+    outputs: what they kept went into a value the program drops (a tag beside the state), the
+    work is done at other steps. A last update dropped is an off-by-one (recording the value
+    before the step): a wrong answer, not work moved elsewhere."""
+    for run in runs:
+        lost = [s for s in range(1, min(count - 1, len(run.reached)))
+                if run.reached[s] is False]
+        if lost:
+            return (f"steps {_ranges(lost)} of its {count} change nothing your program returns "
+                    f"when the inputs they read change: what they compute is dropped (kept "
+                    f"only in a value the program does not return){_work_note(runs, lost)}")
+    return None
 
 
 def _step_work(run: LoopRun, count: int) -> tuple[list[int], int] | None:
@@ -303,7 +320,8 @@ def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
                 + (f" (loops ran {', '.join(map(str, ran[:6]))} steps)" if ran else ""))
     reasons: list[str] = []
     for runs in by_op.values():
-        why = (_every_step(runs, obs.count, every=not obs.groups, primary=obs.primary)
+        why = (_every_step(runs, obs.count, every=not obs.groups,
+                           primary=obs.primary or (sliced and bool(obs.groups)))
                if every_step else None)
         if why is None and sliced and obs.groups:
             why = (_one_share_per_step(runs, obs, names) or _idle_steps(runs, obs.count)

@@ -184,6 +184,7 @@ class LoopRecord:
         self.touches = [[0] * g for _ in range(n)]
         self.elements: dict[int, _ElementSteps] = {}
         self.kept: list[list[bool | None]] = [[] for _ in range(n)]
+        self.injects: list[int | None] = []  # per injected step: its clean variant, if any
         self.live = [False] * n
         self.entry = [_moved_count(carry, 1 + k) for k in range(g)]
         self.entry_max = [max((int(_moved(c[1 + k], c[0]).sum()) for c in carry), default=0)
@@ -213,6 +214,8 @@ class LoopRecord:
                     self.first[k][grp] = s
             if injected:
                 self.kept[k].append(kept[k] if clean is not None else None)
+        if injected:
+            self.injects.append(clean)
 
     def finish(self, carry: list[np.ndarray]) -> None:
         self.exit = [_moved_count([carry[i] for i in self.state], 1 + k)
@@ -235,8 +238,17 @@ class LoopRecord:
                     out[grp] = s
         return out
 
-    def summary(self) -> dict[str, Any]:
+    def reached(self, outs: list[np.ndarray]) -> list[bool | None]:
+        """Per injected step of an outermost loop: did changing what it read move any of the
+        program's outputs (a change kept in a value the program then drops reaches none)?
+        None where unknown; nested loops share their variants across runs: none."""
+        if self.depth:
+            return []
+        return [None if v is None else _moved_count(outs, v) > 0 for v in self.injects]
+
+    def summary(self, outs: list[np.ndarray] | None = None) -> dict[str, Any]:
         return {"index": self.index, "depth": self.depth, "steps": self.steps,
+                "reached": self.reached(outs) if outs is not None else [],
                 "entry": self.entry, "entry_max": self.entry_max, "exit": self.exit,
                 "work": [int(w) for w in self.work],
                 "slots": [{"first": f, "touches": t, "kept": k, "live": lv,
@@ -256,7 +268,7 @@ def _summary(ev: Evaluator, outs, count: int, groups, inputs):
         "group_elements": int(group_elements),
         "groups": count,
         "outputs": [_moved_count(outs, 1 + g) for g in range(count)],
-        "loops": [rec.summary() for rec in ev.loops],
+        "loops": [rec.summary(outs) for rec in ev.loops],
     }
 
 
