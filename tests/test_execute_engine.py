@@ -257,23 +257,3 @@ def test_one_program_from_different_sources_runs_stage_b_once() -> None:
     assert lines(first) and lines(elsewhere) == [n + 3 for n in lines(first)]
     assert other.verdict is Verdict.WRONG_ANSWER  # a different program runs for real
 
-
-def test_each_extra_observed_run_is_owed_its_share_of_the_budget() -> None:
-    """The extra runs' budget is split before any runs: half evenly, half by variants times
-    input elements. A program costly to watch at the shapes watched first cannot spend what a
-    later shape is owed (problems/ema-with-scan's req_costly_early_shapes_cheat_late.py)."""
-    specs = {"big": {"x": {"shape": [48, 6], "dtype": "float32"}},
-             "small": {"x": {"shape": [4, 1], "dtype": "float32"}}}
-    tests = {"t_big": {"signature": "big"}, "t_small": {"signature": "small"}}
-
-    def entry(oid: str, test: str, count: int, primary: bool) -> dict:
-        return {"id": oid, "test": test, "count": count, "inject": count, "primary": primary,
-                "groups": [{"path": "x", "axis": 0, "size": 1}]}
-
-    entries = [entry("r0", "t_big", 48, True), entry("r1", "t_big", 48, False),
-               entry("r2", "t_small", 4, False)]
-    shares = execute._extra_shares(entries, tests, specs)
-    assert set(shares) == {"r1", "r2"}  # the first run has a budget of its own
-    assert sum(shares.values()) <= execute.EXTRA_WORK
-    assert shares["r2"] >= execute.EXTRA_WORK // 4 and shares["r1"] > shares["r2"]
-    assert execute._extra_shares(entries[::-1], tests, specs) == shares

@@ -532,43 +532,6 @@ def _checked(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir, conte
 WAIT_ENV = "JAXJUDGE_STAGE_WAIT"
 
 
-# Element operations all of a grade's extra observed runs may take together (one run's own
-# budget: evaluator.MAX_WORK, 60 M). Each extra run is owed a share of it, whatever the runs
-# before it spent: half of it split evenly (an op's fixed cost dominates small shapes), half in
-# proportion to the run's size (steps and elements); what a run leaves of its share goes to
-# the runs after it.
-EXTRA_WORK = 60_000_000
-# What a loop step weighs beside its elements: ~50 ops run per step at the evaluator's fixed
-# cost per op (evaluator.OP_COST, 2,000), which outweighs the elements at the tests' sizes.
-STEP_WEIGHT = 100_000
-
-
-def _extra_shares(entries: list[dict], tests: dict, specs: dict) -> dict[str, int]:
-    """Per extra run (an entry that is not its requirement's first), what it is owed of
-    EXTRA_WORK: an even part, and a part in proportion to its steps and to its variants times
-    its test's input elements (an honest program's cost grows with both, so a costly shape is
-    owed more). No run's share depends on what a program did before it."""
-    def elements(spec) -> int:
-        if _is_spec(spec):
-            return math.prod(int(d) for d in spec["shape"])
-        values = spec.values() if isinstance(spec, dict) else spec
-        return sum(elements(s) for s in values)
-
-    weights: dict[str, int] = {}
-    for e in entries:
-        test = tests.get(e.get("test"))
-        if e.get("primary", True) is not False or test is None:
-            continue
-        count = min(int(e.get("count", 0)), 64) if e.get("groups") else 0
-        variants = 2 + count + 2 * min(int(e.get("inject", 0)), 64)
-        steps = min(int(e.get("count", 0)), 64)
-        weights[str(e["id"])] = (variants * max(1, elements(specs[test["signature"]]))
-                                 + STEP_WEIGHT * steps)
-    total = sum(weights.values()) or 1
-    even = EXTRA_WORK // 2 // max(len(weights), 1)
-    return {oid: even + EXTRA_WORK // 2 * w // total for oid, w in weights.items()}
-
-
 _OBSERVER: dict | None = None  # observe.py's namespace, loaded once per process (zygote)
 
 
@@ -592,71 +555,6 @@ def _observer() -> dict:
 def warm_zygote() -> None:
     """Run by the warm pool's zygote before it forks: the observer, loaded once for all."""
     _observer()
-
-
-def _observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: dict, jax,
-                 np, ir, context) -> dict:
-    """Run each `observe` entry on stage B's observer (observe.py beside this file): what the
-    program does, step by step, on one test's inputs and their variants. An entry that cannot
-    be observed says why; an error here is ours and is reported, never fatal to the grade."""
-    from jax._src.lib.mlir.dialects import hlo
-
-    observer = _observer()
-    tests = {t["name"]: t for t in job["tests"]}
-    out: dict[str, dict] = {}
-    # The runs that are not a requirement's first share one budget, each owed its share:
-    # a program costly to watch at some shapes cannot spend what the other shapes' runs are
-    # owed, and a run past what it may take is skipped (no evidence, reported as such).
-    entries = job["observe"][:64]
-    shares = _extra_shares(entries, tests, specs)
-    surplus = 0
-    for entry in entries:
-        oid, pid = str(entry["id"]), entry["program"]
-        primary = entry.get("primary", True) is not False
-        allowed = shares.get(oid, 0) + surplus
-        test = tests.get(entry["test"])
-        if pid not in texts or test is None:
-            out[oid] = {"status": "unobservable", "reason": "no such program or test"}
-            continue
-        try:
-            leaves = jax.tree_util.tree_leaves(
-                _value_tree(test["inputs"], specs[test["signature"]], np))
-            kept = sorted(int(i) for i in exported[pid].module_kept_var_idx)
-            if entry.get("kind") == "activation":
-                # the verified text itself, symbolic or not: specialising it would also merge
-                # duplicate ops (CSE), a recomputed activation among them
-                out[oid] = observer["observe_activations"](
-                    texts[pid], [leaves[i] for i in kept], f"stablehlo.{entry['op']}", ir, hlo,
-                    context)
-                continue
-            names = programs[pid]["args"]
-            index = {name: i for i, name in enumerate(names)}
-            groups = []
-            for g in entry["groups"]:
-                if g["path"] not in index:
-                    raise observer["Unobservable"](f"the program does not read {g['path']}")
-                groups.append({"arg": index[g["path"]], "axis": int(g["axis"]),
-                               "size": int(g["size"]), "count": int(entry["count"])})
-            watched = ([index[path] for path in entry["watch"] if path in index]
-                       if entry.get("watch") else list(range(len(kept))))
-            got = observer["observe"](texts[pid], [leaves[i] for i in kept], groups,
-                                      int(entry["inject"]), ir, hlo, context, watched,
-                                      bool(entry.get("own")),
-                                      None if primary else allowed)
-            if not primary:
-                surplus = allowed - got["work"]
-            out[oid] = got
-        except observer["Unobservable"] as exc:
-            out[oid] = {"status": "unobservable", "reason": str(exc)[:500]}
-        except observer["OverBudget"] as exc:
-            if not primary:
-                surplus = 0
-            out[oid] = {"status": "over_budget" if primary else "skipped",
-                        "reason": str(exc)[:500]}
-        except Exception as exc:  # our evaluator's bug: logged by the parent; the requirement
-            # fails as unobserved (no input may make the grader fail instead)
-            out[oid] = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"[:500]}
-    return out
 
 
 class _Runners:
@@ -845,8 +743,8 @@ def main(job_dir: str) -> int:
     timings["profile"] = time.perf_counter() - t_profile
     if job.get("observe"):
         t_observe = time.perf_counter()
-        result["observed"] = _observe_all(job, specs, programs, texts, exported, jax, np, ir,
-                                          context)
+        result["observed"] = _observer()["observe_all"](job, specs, programs, texts,
+                                                        exported, jax, ir, context, _value_tree)
         timings["observe"] = time.perf_counter() - t_observe
 
     # The custom_vjp's rules run on their own (jaxjudge.grading.rules_run): compared with
