@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import json
 import numbers
 import operator
@@ -452,6 +453,19 @@ class _ShapeDecisions:
 _ADDRESS_RE = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
+def _positional(obj: Any, args: tuple, kwargs: dict) -> list | None:
+    """A custom function's call arguments, all positional (`quantize(x=x)` as `quantize(x)`),
+    bound to its function's parameters as JAX binds them; None when a keyword-only one is
+    given or they do not bind."""
+    if not kwargs:
+        return list(args)
+    try:
+        bound = inspect.signature(obj.fun).bind(*args, **kwargs)
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return None if bound.kwargs else list(bound.args)
+
+
 class _RuleTraces:
     """Each call of a custom_vjp's rule while solve is traced, traced once on its own
     (`jax.make_jaxpr`) and replayed: solve computes with the replayed program, and the rules
@@ -703,10 +717,11 @@ class _CustomRuleCalls:
         if k is None or self.functions[k]["library"]:
             return orig(obj, *args, **kwargs)
         if k not in self.first_call:  # how rules_function calls the rules on x
-            arrays = [isinstance(a, self._jax.Array) for a in args]
-            self.first_call[k] = (None if kwargs or sum(arrays) != 1 else  # no tracer kept
+            given = _positional(obj, args, kwargs)
+            arrays = [isinstance(a, self._jax.Array) for a in given or ()]
+            self.first_call[k] = (None if given is None or sum(arrays) != 1 else  # no tracer
                                   (arrays.index(True), [None if is_array else a for is_array, a
-                                                        in zip(arrays, args, strict=True)]))
+                                                        in zip(arrays, given, strict=True)]))
         swapped: list[tuple[str, Any]] = []
         wrappers = (("bwd", lambda f: self._marking_bwd(f, k)),
                     ("fun", lambda f: self._watching(f, k, False)),
