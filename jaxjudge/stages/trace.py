@@ -453,6 +453,24 @@ class _ShapeDecisions:
 _ADDRESS_RE = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
+class _PrimalBox:
+    """A CustomVJPPrimal (value, perturbed) as a pytree node: the value is its child."""
+
+    def __init__(self, value: Any, perturbed: Any) -> None:
+        self.value, self.perturbed = value, perturbed
+
+
+_BOX_REGISTERED: list[bool] = []
+
+
+def _register_box(jax: Any) -> None:
+    if not _BOX_REGISTERED:
+        jax.tree_util.register_pytree_node(
+            _PrimalBox, lambda b: ((b.value,), bool(b.perturbed)),
+            lambda perturbed, children: _PrimalBox(children[0], perturbed))
+        _BOX_REGISTERED.append(True)
+
+
 def _positional(obj: Any, args: tuple, kwargs: dict) -> list | None:
     """A custom function's call arguments, all positional (`quantize(x=x)` as `quantize(x)`),
     bound to its function's parameters as JAX binds them; None when a keyword-only one is
@@ -481,10 +499,30 @@ class _RuleTraces:
         self.recorded: dict[tuple, tuple[Any, Any]] = {}  # key -> (closed jaxpr, output tree)
         self.texts: dict[tuple, str] = {}
         self.stateful: set[int] = set()
+        # defvjp(..., symbolic_zeros=True) gives the forward rule CustomVJPPrimal pairs, which
+        # are not pytrees: boxed, their values are traced as the rule's arguments
+        self.primal = getattr(jax.custom_derivatives, "CustomVJPPrimal", None)
+        _register_box(jax)
+
+    def box(self, tree: Any) -> Any:
+        """`tree` with each CustomVJPPrimal as a `_PrimalBox` (its value a pytree child)."""
+        primal = self.primal
+        if primal is None:
+            return tree
+        return self._jax.tree_util.tree_map(
+            lambda v: _PrimalBox(v.value, v.perturbed) if isinstance(v, primal) else v, tree,
+            is_leaf=lambda v: isinstance(v, primal))
+
+    def unbox(self, tree: Any) -> Any:
+        if self.primal is None:
+            return tree
+        return self._jax.tree_util.tree_map(
+            lambda v: self.primal(v.value, v.perturbed) if isinstance(v, _PrimalBox) else v,
+            tree, is_leaf=lambda v: isinstance(v, _PrimalBox))
 
     def _split(self, args: Any, kwargs: Any) -> tuple[list, Any, list[int], tuple]:
         jax = self._jax
-        leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+        leaves, tree = jax.tree_util.tree_flatten(self.box((args, kwargs)))
         where = [i for i, v in enumerate(leaves) if isinstance(v, jax.Array)]
         shapes = tuple((str(leaves[i].shape), str(leaves[i].dtype)) for i in where)
         statics = tuple(repr(v)[:200] for i, v in enumerate(leaves) if i not in where)
@@ -500,7 +538,7 @@ class _RuleTraces:
                 full = list(leaves)
                 for i, a in zip(where, arrays, strict=True):
                     full[i] = a
-                a_args, a_kwargs = jax.tree_util.tree_unflatten(tree, full)
+                a_args, a_kwargs = self.unbox(jax.tree_util.tree_unflatten(tree, full))
                 return rule(*a_args, **a_kwargs)
 
             arrays = [leaves[i] for i in where]
@@ -661,7 +699,7 @@ class _CustomRuleCalls:
         entry["probes"] = entry.get("probes", 0) + 1
         primal_live: tuple[bool, ...] = ()
         try:
-            leaves, tree = jax.tree_util.tree_flatten((args, kwargs))
+            leaves, tree = jax.tree_util.tree_flatten(self.traces.box((args, kwargs)))
             where = [i for i, v in enumerate(leaves) if isinstance(v, jax.Array)]
             n_ct = 0
             if backward and args:
@@ -671,7 +709,7 @@ class _CustomRuleCalls:
                 full = list(leaves)
                 for i, a in zip(where, arrays, strict=True):
                     full[i] = a
-                a_args, a_kwargs = jax.tree_util.tree_unflatten(tree, full)
+                a_args, a_kwargs = self.traces.unbox(jax.tree_util.tree_unflatten(tree, full))
                 out = rule(*a_args, **a_kwargs)
                 res: Any = ()
                 if forward and isinstance(out, tuple) and len(out) == 2:
@@ -777,10 +815,14 @@ class _CustomRuleCalls:
         # the array's place among the arguments the backward rule returns cotangents for
         pos = [i for i in range(len(given_args)) if i not in nondiff].index(at)
 
+        # defvjp(..., symbolic_zeros=True): JAX gives the forward rule CustomVJPPrimal pairs
+        primal = self.traces.primal if getattr(obj, "symbolic_zeros", False) else None
+
         def rules(*args: Any) -> dict[str, Any]:
             x, g = args[ix], args[ig]
             given = [x if i == at else a for i, a in enumerate(given_args)]
-            out = fwd(*given)
+            out = fwd(*([primal(a, i == at) if i not in nondiff else a
+                         for i, a in enumerate(given)] if primal is not None else given))
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError("the forward rule must return (output, residuals)")
             grads = bwd(*statics, out[1], g)
