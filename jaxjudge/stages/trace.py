@@ -526,7 +526,7 @@ class _RuleTraces:
         where = [i for i, v in enumerate(leaves) if isinstance(v, jax.Array)]
         shapes = tuple((str(leaves[i].shape), str(leaves[i].dtype)) for i in where)
         statics = tuple(repr(v)[:200] for i, v in enumerate(leaves) if i not in where)
-        return leaves, tree, where, (str(tree)[:2000], shapes, statics)
+        return leaves, tree, where, (tree, shapes, statics)
 
     def call(self, rule: Any, args: Any, kwargs: Any, k: int, role: str) -> Any:
         """`rule(*args, **kwargs)`, computed through the program it traces to here."""
@@ -551,12 +551,13 @@ class _RuleTraces:
         text = _ADDRESS_RE.sub("", str(closed)[: self.MAX_TEXT])
         if self.texts.setdefault(key, text) != text:
             self.stateful.add(k)
-        self.recorded.setdefault(key, (closed, jax.tree_util.tree_structure(shape)))
-        return self._run(key, arrays)
+        traced = (closed, jax.tree_util.tree_structure(shape))
+        self.recorded.setdefault(key, traced)
+        return self._run(traced, arrays)  # this call's own program, whatever was recorded
 
-    def _run(self, key: tuple, arrays: list) -> Any:
+    def _run(self, traced: tuple[Any, Any], arrays: list) -> Any:
         jax = self._jax
-        closed, out_tree = self.recorded[key]
+        closed, out_tree = traced
         outs = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *arrays)
         return jax.tree_util.tree_unflatten(out_tree, outs)
 
@@ -566,7 +567,7 @@ class _RuleTraces:
             leaves, _, where, sig = self._split(args, kwargs)
             if (k, role, sig) not in self.recorded:
                 return rule(*args, **kwargs)
-            return self._run((k, role, sig), [leaves[i] for i in where])
+            return self._run(self.recorded[(k, role, sig)], [leaves[i] for i in where])
 
         return replayed
 
