@@ -787,8 +787,10 @@ def test_my_attempts_compare_and_restore(server: Server, open_tab: Callable[...,
         assert item.get_attribute("data-verdict") == "compile_error"
         assert section.locator("li.attempt").count() == 1
         replace_code(page, "x = 1\n")
+        wait_draft(page, "x = 1\n")  # the draft is saved 300 ms after an edit: not yet the attempt
         item.get_by_role("button", name="Restore").click()
         page.get_by_role("dialog").get_by_role("button", name="Restore").click()
+        page.locator(".draft-note", has_text="Attempt restored").wait_for()
         wait_draft(page, attempt)
         assert editor_text(page) == attempt.rstrip("\n") or editor_text(page) == attempt
         tab.shot(f"12-my-attempts-{label}", at="section.attempts")
