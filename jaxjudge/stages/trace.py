@@ -490,7 +490,8 @@ class _RuleTraces:
     exported for stage B replay the same one, so a rule whose Python acts differently from call
     to call (a call counter, a flag) cannot show the export another program than solve used.
     Two calls with the same arguments' shapes that trace to different programs mark the
-    function `stateful`. A rule that cannot be traced on its own is called as it is."""
+    function `stateful`. A rule that cannot be traced on its own is called as it is, and
+    marks the function `untraced`: what it computed for solve was never seen."""
 
     MAX_TEXT = 1 << 20  # characters of a program kept to compare
 
@@ -499,6 +500,7 @@ class _RuleTraces:
         self.recorded: dict[tuple, tuple[Any, Any]] = {}  # key -> (closed jaxpr, output tree)
         self.texts: dict[tuple, str] = {}
         self.stateful: set[int] = set()
+        self.untraced: set[int] = set()
         # defvjp(..., symbolic_zeros=True) gives the forward rule CustomVJPPrimal pairs, which
         # are not pytrees: boxed, their values are traced as the rule's arguments
         self.primal = getattr(jax.custom_derivatives, "CustomVJPPrimal", None)
@@ -544,6 +546,7 @@ class _RuleTraces:
             arrays = [leaves[i] for i in where]
             closed, shape = jax.make_jaxpr(alone, return_shape=True)(*arrays)
         except Exception:
+            self.untraced.add(k)
             return rule(*args, **kwargs)  # its own error, if it has one, is raised here
         key = (k, role, sig)
         # Python objects in the program's parameters (a nested custom_vjp's rules) print
@@ -808,6 +811,9 @@ class _CustomRuleCalls:
         if k in self.traces.stateful:
             return ("its rules computed different programs on two calls with the same "
                     "arguments' shapes: a rule must depend on its arguments only")
+        if k in self.traces.untraced:
+            return ("a rule of it ran when called but failed when traced on its own at the same "
+                    "arguments: a rule must depend on its arguments only")
         # the programs solve computed with, not the Python functions called once more
         fun, fwd, bwd = (self.traces.replay(f, k, role) for f, role in
                          ((fun, "fun"), (fwd, "fwd"), (bwd, "bwd")))
