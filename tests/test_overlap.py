@@ -253,7 +253,7 @@ def test_overlap_is_for_cold_stages_and_can_be_turned_off(monkeypatch: pytest.Mo
 
 
 def test_stages_started_early_are_adopted_by_the_grade() -> None:
-    started = early.start(PROBLEM.limits)
+    started = early.start(PROBLEM.limits, PROBLEM.observed)
     trees = [_snapshot(p.pid) for p in (started.a, started.b) if p is not None]
     assert len(trees) == 2 and all(trees)
     report = Grader().grade(PROBLEM, REFERENCE + "\n# early\n", "run", early=started)
@@ -269,7 +269,7 @@ def test_stages_started_early_never_outlive_the_grade(case: str,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever the grade does with them (other limits: new ones; a file over the size cap: no
     stage at all; stage A fails: B never gets a job), they are gone after it."""
-    started = early.start(PROBLEM.limits)
+    started = early.start(PROBLEM.limits, PROBLEM.observed)
     trees = [_snapshot(p.pid) for p in (started.a, started.b) if p is not None]
     source, limits = REFERENCE + "\n# early, unused\n", None
     if case == "other_limits":

@@ -54,7 +54,7 @@ def start_stages(argv: Sequence[str]) -> Started | None:
     limits = peek_limits(problem_id)  # [limits] only: the whole problem loads after the start
     if limits is None:
         return None  # the command says what is wrong with the problem
-    return early.try_start(limits)
+    return early.try_start(limits, limits.observed)
 
 
 def _status(code: object) -> int:

@@ -85,7 +85,8 @@ def grade_cmd(
 
     # Stages jaxjudge.cli.launch started from the same arguments, before this module was imported;
     # the grade adopts them only if they run under this problem's limits.
-    started = ctx.obj if isinstance(ctx.obj, early.Started) else early.try_start(prob.limits)
+    started = (ctx.obj if isinstance(ctx.obj, early.Started)
+               else early.try_start(prob.limits, prob.observed))
     try:
         from jaxjudge.grading.custom import CustomInputError
         from jaxjudge.grading.grade import grade

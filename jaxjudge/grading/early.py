@@ -50,6 +50,7 @@ class Started:
 
     root: Path
     limits: sandbox.SandboxLimits
+    observed: bool  # stage B was given the observer's time (stage_paths.stage_b_limits)
     a: sandbox.Pending | None = None
     b: sandbox.Pending | None = None
     adopted: bool = field(default=False)
@@ -75,16 +76,18 @@ class Started:
                 log.error("could not remove the grade's work dir %s", self.root)
 
 
-def start(limits: StageLimits, *, root: Path | None = None, b: bool = True) -> Started:
+def start(limits: StageLimits, observed: bool, *, root: Path | None = None,
+          b: bool = True) -> Started:
     """Start stage A (then B, if `b`) for a grade under `limits`, in `root` (default: a new
-    work directory). Stage A goes first: it is on the grade's critical path."""
-    started = Started(root or work_root(), sandbox_limits(limits))
+    work directory); `observed`: the problem's programs are observed in stage B. Stage A
+    goes first: it is on the grade's critical path."""
+    started = Started(root or work_root(), sandbox_limits(limits), observed)
     try:
         started.a = sandbox.prestart(TRACE_SCRIPT, started.root / "a", started.limits,
                                      untrusted=True)
         if b:
             started.b = sandbox.prestart(EXECUTE_SCRIPT, started.root / "b",
-                                         stage_b_limits(limits),
+                                         stage_b_limits(limits, observed),
                                          env=stage_b_env(), untrusted=False)
     except BaseException:
         started.close()
@@ -92,13 +95,13 @@ def start(limits: StageLimits, *, root: Path | None = None, b: bool = True) -> S
     return started
 
 
-def try_start(limits: StageLimits) -> Started | None:
+def try_start(limits: StageLimits, observed: bool) -> Started | None:
     """`start`, for a caller that grades either way: None when overlapping is off or the
     stages cannot start (a required layer missing, say: the grade then reports it)."""
     if not overlap_enabled():
         return None
     try:
-        return start(limits)
+        return start(limits, observed)
     except Exception:
         log.debug("stages not started early", exc_info=True)
         return None

@@ -130,7 +130,8 @@ class Grading(StageA, StageB):
         imports of jax then overlap, stage B's with stage A's), else none."""
         early, self.early = self.early, None
         if early is not None:
-            if early.limits == sandbox_limits(self.limits) and early.a is not None:
+            if (early.limits == sandbox_limits(self.limits) and early.a is not None
+                    and early.observed == self.problem.observed):
                 early.adopted = True
                 if early.b is not None and not self.grader.overlap:
                     early.take_b().cancel()  # type: ignore[union-attr]
@@ -140,7 +141,7 @@ class Grading(StageA, StageB):
             return None
         root = work_root()
         try:
-            started = start_stages(self.limits, root=root)
+            started = start_stages(self.limits, self.problem.observed, root=root)
         except BaseException:
             fstree.remove_tree(root)
             raise

@@ -160,13 +160,13 @@ class StageB(StageBase):
         for prog in spec["programs"]:
             (job / prog["export"]).write_bytes(blobs[prog["id"]])
         engine = spec["engine"]
+        limits = stage_b_limits(self.limits, self.problem.observed)
         while True:
             (job / "job.json").write_text(json.dumps({**spec, "engine": engine}))
             env = {"XLA_FLAGS": flags} if flags else {}
             pending, self.pending_b = self.pending_b, None
             def launch(env: dict[str, str] = env) -> sandbox.SandboxResult:
-                return self.grader.runner(EXECUTE_SCRIPT, job, stage_b_limits(self.limits),
-                                          False, env)
+                return self.grader.runner(EXECUTE_SCRIPT, job, limits, False, env)
 
             if pending is not None and flags == fast_compile_flags():
                 res = self._launch_once(pending.go)  # started with these flags; reads the job
@@ -194,7 +194,7 @@ class StageB(StageBase):
                                            for ext in (".mlir", PROFILED, LINES_SUFFIX))):
                 (job / stale).unlink(missing_ok=True)  # nothing of the crashed run is read
         self.timings["stage_b"] = round(time.perf_counter() - t, 4)
-        decided = self._stage_failure(res, "Your exported program", stage_b_limits(self.limits))
+        decided = self._stage_failure(res, "Your exported program", limits)
         if decided:
             raise decided
         return self._stage_b_result(job, res, [p["id"] for p in spec["programs"]])

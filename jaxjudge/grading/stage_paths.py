@@ -15,10 +15,12 @@ STAGES_DIR = Path(__file__).resolve().parent.parent / "stages"  # run by path, n
 TRACE_SCRIPT = STAGES_DIR / "trace.py"
 EXECUTE_SCRIPT = STAGES_DIR / "execute.py"
 MAX_RESULT_BYTES = 64 * 1024 * 1024  # the most of a stage's result file the trusted side reads
-# Stage B's time on top of the problem's, for the observer (jaxjudge/stages/observe.py): its
-# runs are counted in element operations, not seconds, and cost up to ~3 s of CPU on a program
-# costly to watch (a first run per input, and the extra runs' budget), which is the grader's
-# work, not the submission's; without it such a program's verdict changed with the load.
+# Stage B's time on top of the problem's when the problem's rules observe its programs
+# (`Problem.observed`; jaxjudge/stages/observe.py): the observer's runs are counted in element
+# operations, not seconds, and cost up to ~3 s of CPU on a program costly to watch (a first
+# run per input, and the extra runs' budget), which is the grader's work, not the
+# submission's; without it such a program's verdict changed with the load. A problem nothing
+# observes keeps its own limits.
 OBSERVE_SECONDS = 4.0
 
 
@@ -45,13 +47,14 @@ def sandbox_limits(limits: StageLimits) -> sandbox.SandboxLimits:
     )
 
 
-def stage_b_limits(limits: StageLimits) -> sandbox.SandboxLimits:
-    """Stage B's: the problem's, plus the observer's time (OBSERVE_SECONDS) and room for a
-    result as large as the trusted side reads. No user Python runs in stage B; what it writes
-    is the tests' outputs and the observer's runs, one per program the tests run
-    (jaxjudge.grading.observing), which a program with nested loops takes past the problem's
-    output_kb. Their size is bounded by their schema."""
+def stage_b_limits(limits: StageLimits, observed: bool) -> sandbox.SandboxLimits:
+    """Stage B's: the problem's, plus the observer's time (OBSERVE_SECONDS) when `observed`,
+    and room for a result as large as the trusted side reads. No user Python runs in stage B;
+    what it writes is the tests' outputs and the observer's runs, one per program the tests
+    run (jaxjudge.grading.observing), which a program with nested loops takes past the
+    problem's output_kb. Their size is bounded by their schema."""
     base = sandbox_limits(limits)
+    extra = OBSERVE_SECONDS if observed else 0.0
     return dataclasses.replace(base, output_bytes=max(base.output_bytes, MAX_RESULT_BYTES),
-                               cpu_seconds=base.cpu_seconds + OBSERVE_SECONDS,
-                               wall_seconds=base.wall_seconds + OBSERVE_SECONDS)
+                               cpu_seconds=base.cpu_seconds + extra,
+                               wall_seconds=base.wall_seconds + extra)

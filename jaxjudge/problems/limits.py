@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,12 +27,28 @@ DEFAULTS: dict[str, float | int] = {
 
 @dataclass(frozen=True)
 class PeekedLimits:
-    """The four numbers a stage starts with; the same attributes as `package.Limits`."""
+    """The four numbers a stage starts with; the same attributes as `package.Limits`, and
+    whether stage B's observer watches this problem's programs (`asks_observer`)."""
 
     wall_seconds: float
     cpu_seconds: float
     memory_mb: int
     output_kb: int
+    observed: bool = False
+
+
+# Requirements whose rules read stage B's observed runs (jaxjudge/grading/observing.py).
+_OBSERVING = ("rematerialized_activation", "no_loop_over_dim", "independent_of_dim")
+
+
+def asks_observer(rule: object, level: object, options: Mapping[str, object]) -> bool:
+    """Whether a requirement has stage B's observer watch the program run: stage B is then
+    given the observer's time on top of the problem's limits (stage_paths.stage_b_limits)."""
+    if level != "program":
+        return False
+    if rule in _OBSERVING:
+        return True
+    return rule == "loop_over_dim" and bool(options.get("every_step") or options.get("sliced"))
 
 
 def _number(value: object, integral: bool) -> bool:
@@ -57,5 +74,9 @@ def peek_limits(problem_id: str) -> PeekedLimits | None:
     values = {**DEFAULTS, **table}
     if not all(_number(values[k], integral=k.endswith(("_mb", "_kb"))) for k in DEFAULTS):
         return None
+    reqs = data.get("requirements", [])
+    if not isinstance(reqs, list) or not all(isinstance(r, dict) for r in reqs):
+        return None
+    observed = any(asks_observer(r.get("rule"), r.get("level"), r) for r in reqs)
     return PeekedLimits(float(values["wall_seconds"]), float(values["cpu_seconds"]),
-                        int(values["memory_mb"]), int(values["output_kb"]))
+                        int(values["memory_mb"]), int(values["output_kb"]), observed)

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from jaxjudge.problems.limits import DEFAULTS as LIMIT_DEFAULTS
+from jaxjudge.problems.limits import asks_observer
 from jaxjudge.problems.roots import ID_RE as _ID_RE
 from jaxjudge.problems.roots import find_problem_dir, iter_problem_dirs, problem_roots
 from jaxjudge.problems.roots import problems_dir as problems_dir  # kept for existing callers
@@ -389,6 +390,12 @@ class Problem(BaseModel):
         if req.corroborated_by is not None:
             return list(req.corroborated_by)
         return [r.name for r in self.requirements if r.level == "program"]
+
+    @property
+    def observed(self) -> bool:
+        """Whether stage B's observer watches this problem's programs run (a requirement's
+        rule reads what it records): stage B then gets the observer's time too."""
+        return any(asks_observer(r.rule, r.level, r.options) for r in self.requirements)
 
     # -- package files -------------------------------------------------------------------
     @property
