@@ -460,15 +460,11 @@ class _PrimalBox:
         self.value, self.perturbed = value, perturbed
 
 
-_BOX_REGISTERED: list[bool] = []
-
-
+@functools.cache  # once per process: jax refuses a second registration
 def _register_box(jax: Any) -> None:
-    if not _BOX_REGISTERED:
-        jax.tree_util.register_pytree_node(
-            _PrimalBox, lambda b: ((b.value,), bool(b.perturbed)),
-            lambda perturbed, children: _PrimalBox(children[0], perturbed))
-        _BOX_REGISTERED.append(True)
+    jax.tree_util.register_pytree_node(
+        _PrimalBox, lambda b: ((b.value,), bool(b.perturbed)),
+        lambda perturbed, children: _PrimalBox(children[0], perturbed))
 
 
 def _positional(obj: Any, args: tuple, kwargs: dict) -> list | None:
@@ -522,10 +518,21 @@ class _RuleTraces:
             lambda v: self.primal(v.value, v.perturbed) if isinstance(v, _PrimalBox) else v,
             tree, is_leaf=lambda v: isinstance(v, _PrimalBox))
 
-    def _split(self, args: Any, kwargs: Any) -> tuple[list, Any, list[int], tuple]:
+    def flatten(self, args: Any, kwargs: Any) -> tuple[list, Any, list[int]]:
+        """A rule call's arguments as leaves, their tree, and where the arrays are."""
         jax = self._jax
         leaves, tree = jax.tree_util.tree_flatten(self.box((args, kwargs)))
-        where = [i for i, v in enumerate(leaves) if isinstance(v, jax.Array)]
+        return leaves, tree, [i for i, v in enumerate(leaves) if isinstance(v, jax.Array)]
+
+    def rebuild(self, leaves: list, tree: Any, where: list[int], arrays: Any) -> Any:
+        """`flatten`'s (args, kwargs), with `arrays` in place of the array leaves."""
+        full = list(leaves)
+        for i, a in zip(where, arrays, strict=True):
+            full[i] = a
+        return self.unbox(self._jax.tree_util.tree_unflatten(tree, full))
+
+    def _split(self, args: Any, kwargs: Any) -> tuple[list, Any, list[int], tuple]:
+        leaves, tree, where = self.flatten(args, kwargs)
         shapes = tuple((str(leaves[i].shape), str(leaves[i].dtype)) for i in where)
         statics = tuple(repr(v)[:200] for i, v in enumerate(leaves) if i not in where)
         return leaves, tree, where, (tree, shapes, statics)
@@ -537,10 +544,7 @@ class _RuleTraces:
             leaves, tree, where, sig = self._split(args, kwargs)
 
             def alone(*arrays: Any) -> Any:
-                full = list(leaves)
-                for i, a in zip(where, arrays, strict=True):
-                    full[i] = a
-                a_args, a_kwargs = self.unbox(jax.tree_util.tree_unflatten(tree, full))
+                a_args, a_kwargs = self.rebuild(leaves, tree, where, arrays)
                 return rule(*a_args, **a_kwargs)
 
             arrays = [leaves[i] for i in where]
@@ -703,17 +707,13 @@ class _CustomRuleCalls:
         entry["probes"] = entry.get("probes", 0) + 1
         primal_live: tuple[bool, ...] = ()
         try:
-            leaves, tree = jax.tree_util.tree_flatten(self.traces.box((args, kwargs)))
-            where = [i for i, v in enumerate(leaves) if isinstance(v, jax.Array)]
+            leaves, tree, where = self.traces.flatten(args, kwargs)
             n_ct = 0
             if backward and args:
                 n_ct = sum(isinstance(v, jax.Array) for v in jax.tree_util.tree_leaves(args[-1]))
 
             def alone(*arrays: Any) -> Any:
-                full = list(leaves)
-                for i, a in zip(where, arrays, strict=True):
-                    full[i] = a
-                a_args, a_kwargs = self.traces.unbox(jax.tree_util.tree_unflatten(tree, full))
+                a_args, a_kwargs = self.traces.rebuild(leaves, tree, where, arrays)
                 out = rule(*a_args, **a_kwargs)
                 res: Any = ()
                 if forward and isinstance(out, tuple) and len(out) == 2:
