@@ -246,9 +246,9 @@ class LoopRecord:
             return []
         return [None if v is None else _moved_count(outs, v) > 0 for v in self.injects]
 
-    def summary(self, outs: list[np.ndarray] | None = None) -> dict[str, Any]:
+    def summary(self, outs: list[np.ndarray]) -> dict[str, Any]:
         return {"index": self.index, "depth": self.depth, "steps": self.steps,
-                "reached": self.reached(outs) if outs is not None else [],
+                "reached": self.reached(outs),
                 "entry": self.entry, "entry_max": self.entry_max, "exit": self.exit,
                 "work": [int(w) for w in self.work],
                 "slots": [{"first": f, "touches": t, "kept": k, "live": lv,
