@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from jaxjudge import Grader, Limits, Verdict, load_problem
@@ -135,6 +135,7 @@ well_formed_a = st.fixed_dictionaries({
 
 @FUZZ
 @given(data=(mutated(well_formed_a) | stage_a_objects).map(_dumps) | raw_files)
+@example(data=b'{"status":"trace_error","error_type":"MemoryError"}')  # found: no message
 def test_fuzzed_stage_a_results_get_verdicts(data: bytes) -> None:
     with tempfile.TemporaryDirectory() as d:
         verdict = _judge_stage_a(data, Path(d))

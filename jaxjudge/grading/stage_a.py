@@ -151,7 +151,9 @@ class StageA(StageBase):
         if status in ("trace_error", "export_error"):
             etype = result.error_type or ""
             if etype == "MemoryError":
-                raise Decided(Verdict.MEMORY_LIMIT_EXCEEDED, message)
+                step = "traced" if status == "trace_error" else "exported"
+                raise Decided(Verdict.MEMORY_LIMIT_EXCEEDED, message or
+                              f"solve ran out of memory (MemoryError) while it was {step}")
             static = etype == "ValueError" and STATIC_TRACER in message
             if etype in UNTRACEABLE or static:
                 failed = self._untraceable(message)
