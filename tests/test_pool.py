@@ -132,10 +132,19 @@ def test_zygote_killer_is_a_runtime_error_and_the_pool_recovers(warm: pool.WarmP
     )
     respawns = warm.stats.respawns
     report = grade(PROBLEM, source, "run")
-    assert report.verdict in (Verdict.RUNTIME_ERROR, Verdict.COMPILE_ERROR), report.message
-    assert report.verdict is not Verdict.INTERNAL_ERROR
-    warm.settle()
-    assert warm.stats.respawns > respawns
+    # Its run ends with its zygote (a runtime error), or, under load, writes its result before
+    # the zygote is gone: then its own solve, which returns None, is judged (seen in CI).
+    assert report.verdict in (Verdict.RUNTIME_ERROR, Verdict.COMPILE_ERROR,
+                              Verdict.WRONG_ANSWER), report.message
+    # The dead zygote is replaced once the pool notices: right after the run, or at its next
+    # use. Within this test either way, so that no later test counts its respawn.
+    deadline = time.monotonic() + 60
+    while True:
+        warm.settle()
+        if warm.stats.respawns > respawns:
+            break
+        assert time.monotonic() < deadline, "the killed zygote was never replaced"
+        assert grade(PROBLEM, REFERENCE, "run").verdict is Verdict.ACCEPTED
     assert all(m["pid"] for m in warm.zygote_memory())
     again = grade(PROBLEM, REFERENCE, "run")
     assert again.verdict is Verdict.ACCEPTED, again.message
