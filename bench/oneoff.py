@@ -233,7 +233,7 @@ def main() -> None:
           f"{args.naive_tests or len(tests)}; N={args.n} interleaved after one warm-up each")
     print(f"(a) naive fresh-process judge:  {stats(naive)}")
     print(f"(b) jaxjudge grade (new program, every layer): {stats(cli)}")
-    print(f"    ratio of medians (b)/(a) = {ratio:.2f} (target <= 0.50)")
+    print(f"    ratio of medians (b)/(a) = {ratio:.2f} (target <= 0.45, issue #32)")
     print(f"    the first grade on a machine (empty state dir: probes the XLA flags and the "
           f"sandbox layers): {first:.2f} s")
     keys = sorted({k for r in reports for k in r["timings"]})
