@@ -745,9 +745,42 @@ def f32_rounding_gate(x: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, x.shape[0], body, (x[0], jnp.float32(1.0)))[0]
 
 
+def guard_on_index_vector(x: jax.Array) -> jax.Array:
+    # Honest: a guard built from an index vector that holds at every step (no row past T).
+    n = x.shape[0]
+
+    def body(t: jax.Array, c: jax.Array) -> jax.Array:
+        return jnp.where(jnp.any(t + jnp.arange(3) < n + 2), step(c, x[t]), c)
+
+    return jax.lax.fori_loop(0, n, body, x[0])
+
+
+def first_step_on_index_vector(x: jax.Array) -> jax.Array:
+    # Honest: the first step found as "no row before this one", counted on an index vector.
+    rows = jnp.arange(x.shape[0])
+
+    def body(t: jax.Array, c: jax.Array) -> jax.Array:
+        return jnp.where(jnp.sum(rows < t) == 0, x[0], step(c, x[t]))
+
+    return jax.lax.fori_loop(0, x.shape[0], body, jnp.zeros_like(x[0]))
+
+
+def two_rows_index_vector_gate(x: jax.Array) -> jax.Array:
+    # Two rows per step, then idle steps, the gate on the two rows' index vector (read as
+    # updating at every step until small index arrays were run: stage B's observer caught it).
+    n = x.shape[0]
+
+    def body(t: jax.Array, c: jax.Array) -> jax.Array:
+        two = step(step(c, x[(2 * t) % n]), x[(2 * t + 1) % n])
+        return jnp.where(jnp.any(2 * t + jnp.arange(2) < n), two, c)
+
+    return jax.lax.fori_loop(0, n, body, x[0])
+
+
 @pytest.mark.parametrize("fn", [scan_rows, ema_where_first_row, ema_pass_first_step,
                                 ema_records_previous, ema_masked_block,
-                                ema_pass_first_np_arange])
+                                ema_pass_first_np_arange, guard_on_index_vector,
+                                first_step_on_index_vector])
 def test_an_update_left_out_at_most_at_the_first_step_passes(fn: Callable[..., Any]) -> None:
     found = at_every_step(fn)
     assert [w for c, w, _, _ in found if c == 12] == [True], found
@@ -761,7 +794,8 @@ def test_an_update_left_out_at_most_at_the_first_step_passes(fn: Callable[..., A
                                           (table_gate_copy_branch, 6),
                                           (inner_loop_at_first_step, 11),
                                           (zero_times_inf_gate, 11),
-                                          (f32_rounding_gate, 11)])
+                                          (f32_rounding_gate, 11),
+                                          (two_rows_index_vector_gate, 6)])
 def test_an_update_left_out_at_more_steps_fails(fn: Callable[..., Any], idle: int) -> None:
     outer = [f for f in at_every_step(fn) if f[0] == 12]
     assert outer and not any(w for _, w, _, _ in outer)

@@ -1,8 +1,8 @@
-# KNOWN LIMIT (rejected today; honest): a fori_loop over the T // 4 key blocks that, written
-# for a T that may not be a multiple of 4, masks keys past T (as accepted_fori_masked_tail.py)
-# AND keeps the state when a block has no valid key: jnp.where(jnp.any(inside), new, state).
-# The guard is true at every step, but it is computed from an array of key indices, which
-# the grader does not run, so it is read as a gate that may pass the state along.
+# Honest, unusual (a former known limit, rejected until 2026-12-06): a fori_loop over the T // 4
+# key blocks that, written for a T that may not be a multiple of 4, masks keys past T (as
+# accepted_fori_masked_tail.py) AND keeps the state when a block has no valid key:
+# jnp.where(jnp.any(inside), new, state). The guard is true at every step; it is computed from
+# an array of key indices, which the grader now runs step by step like the counter itself.
 import jax
 import jax.numpy as jnp
 
