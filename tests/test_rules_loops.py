@@ -765,6 +765,16 @@ def first_step_on_index_vector(x: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, x.shape[0], body, jnp.zeros_like(x[0]))
 
 
+def first_step_bitwise_or(x: jax.Array) -> jax.Array:
+    # Honest: the first step found by a bitwise OR of an index vector (2t | 2t + 1 is 1 only at
+    # t == 0): a reduce by `or` on integers is bitwise, not any() (red-team finding).
+    def body(t: jax.Array, c: jax.Array) -> jax.Array:
+        first = jnp.bitwise_or.reduce(2 * t + jnp.arange(2)) == 1
+        return jnp.where(first, x[0], step(c, x[t]))
+
+    return jax.lax.fori_loop(0, x.shape[0], body, jnp.zeros_like(x[0]))
+
+
 def two_rows_index_vector_gate(x: jax.Array) -> jax.Array:
     # Two rows per step, then idle steps, the gate on the two rows' index vector (read as
     # updating at every step until small index arrays were run: stage B's observer caught it).
@@ -780,7 +790,7 @@ def two_rows_index_vector_gate(x: jax.Array) -> jax.Array:
 @pytest.mark.parametrize("fn", [scan_rows, ema_where_first_row, ema_pass_first_step,
                                 ema_records_previous, ema_masked_block,
                                 ema_pass_first_np_arange, guard_on_index_vector,
-                                first_step_on_index_vector])
+                                first_step_on_index_vector, first_step_bitwise_or])
 def test_an_update_left_out_at_most_at_the_first_step_passes(fn: Callable[..., Any]) -> None:
     found = at_every_step(fn)
     assert [w for c, w, _, _ in found if c == 12] == [True], found

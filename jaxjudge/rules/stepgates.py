@@ -258,11 +258,20 @@ def _taken(step: Step, index: Value, n_branches: int) -> int | None:
 
 
 def _reducer(op: Op) -> str | None:
-    """The one op a `stablehlo.reduce`'s body applies (`stablehlo.or` for `jnp.any`)."""
+    """The one op a `stablehlo.reduce`'s body applies to its two arguments and returns
+    (`stablehlo.or` for `jnp.any`); None for any other body (`maximum(a, a)` returns the
+    init, not the maximum)."""
     if len(op.regions) != 1 or len(op.regions[0]) != 1:
         return None
-    names = [o.name for o in op.regions[0][0].ops if o.name not in ("stablehlo.return",)]
-    return names[0] if len(names) == 1 else None
+    block = op.regions[0][0]
+    if len(block.args) != 2 or len(block.ops) != 2:
+        return None
+    body, ret = block.ops
+    if (ret.name != "stablehlo.return" or len(body.results) != 1
+            or ret.operands != body.results
+            or sorted(body.operands) != sorted(block.args)):
+        return None
+    return body.name
 
 
 _ARRAY_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -271,9 +280,12 @@ _ARRAY_BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "stablehlo.minimum": np.minimum, "stablehlo.and": np.bitwise_and,
     "stablehlo.or": np.bitwise_or, "stablehlo.xor": np.bitwise_xor,
 }
+# A reduce to a scalar, init included; `or`, `and` and `xor` are bitwise, as XLA runs them
+# (on i1, whose values are 0 and 1, that is any / all / parity).
 _REDUCERS: dict[str, Callable[[np.ndarray, int], int]] = {
-    "stablehlo.or": lambda a, init: int(bool(a.any()) or bool(init)),
-    "stablehlo.and": lambda a, init: int(bool(a.all()) and bool(init)),
+    "stablehlo.or": lambda a, init: int(np.bitwise_or.reduce(a, initial=init)),
+    "stablehlo.and": lambda a, init: int(np.bitwise_and.reduce(a, initial=init)),
+    "stablehlo.xor": lambda a, init: int(np.bitwise_xor.reduce(a, initial=init)),
     "stablehlo.maximum": lambda a, init: max(int(a.max()), init),
     "stablehlo.minimum": lambda a, init: min(int(a.min()), init),
     "stablehlo.add": lambda a, init: int(a.sum()) + init,
