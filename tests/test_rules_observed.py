@@ -288,3 +288,33 @@ def test_steps_whose_reads_reach_no_output_are_idle_on_every_sliced_run() -> Non
         why = judge_loop(o, every_step=True, sliced=True, names="x")
         assert why is not None and "steps 2–3 of its 6 change nothing your program returns" in why
     assert judge_loop(_obs(run), every_step=True, sliced=True, names="x") is None
+
+
+def _reaching(sizes: tuple[float | None, ...]) -> LoopRun:
+    run = _kept_run((True,) * len(sizes), (13,) * len(sizes))
+    return LoopRun(index=run.index, depth=0, steps=run.steps, entry=(), entry_max=(), exit=(),
+                   work=run.work, slots=run.slots, reached=tuple(s != 0 for s in sizes),
+                   reach_size=sizes)
+
+
+def test_a_step_that_only_nudges_fails_where_reach_must_grow() -> None:
+    """Two iterations per step on steps 1-4, then a 1e-6 nudge that reads w (spectral,
+    `reach_grows`): steps 5-7 move the outputs ~1e-6 as much as step 4 did. An honest power
+    iteration's steps move them more and more (the example test's profile); the last step and
+    extra runs are not read; without the option nothing changes."""
+    cheat = (5.8e-8, 5.4e-6, 3e-4, 0.02, 3.1e-8, 3.4e-8, 2.8e-8, 2.8e-8)
+    honest = (7.3e-9, 6.9e-8, 4e-7, 2.4e-6, 1.4e-5, 5.6e-4, 2.7e-3, 0.045)
+    obs = Observation(count=8, sliced=(), test="example-1", loops=(_reaching(cheat),))
+    why = judge_loop(obs, every_step=True, sliced=False, names="", reach_grows=True)
+    assert why is not None and "steps 5–7 of its 8" in why and "3.1e-08" in why
+    assert "0.02" in why
+    assert judge_loop(obs, every_step=True, sliced=False, names="") is None
+    extra = Observation(count=8, sliced=(), test="hidden-01", loops=(_reaching(cheat),),
+                        primary=False)
+    assert judge_loop(extra, every_step=True, sliced=False, names="", reach_grows=True) is None
+    fine = Observation(count=8, sliced=(), test="example-1", loops=(_reaching(honest),))
+    assert judge_loop(fine, every_step=True, sliced=False, names="", reach_grows=True) is None
+    # a last step that only nudges is an off-by-one's place: not read here
+    last = (*honest[:7], 1e-9)
+    late = Observation(count=8, sliced=(), test="example-1", loops=(_reaching(last),))
+    assert judge_loop(late, every_step=True, sliced=False, names="", reach_grows=True) is None

@@ -187,6 +187,9 @@ class ObservedLoop(_Strict):
     # per injected step: did changing what it read move the program's outputs
     reached: Annotated[list[bool | None], Field(max_length=MAX_OBSERVED_STEPS)] = Field(
         default_factory=list)
+    # per injected step: how far that change moved them (relative to each output's size)
+    reach_size: Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)] | None],
+                          Field(max_length=MAX_OBSERVED_STEPS)] = Field(default_factory=list)
 
 
 class ObservedResult(_Strict):

@@ -66,6 +66,8 @@ class LoopRun:
     slots: tuple[Slot, ...] = ()
     # per injected step: did changing what it read move the program's outputs (None: unknown)
     reached: tuple[bool | None, ...] = ()
+    # per injected step: how far it moved them, relative to each output's size (0 to 1)
+    reach_size: tuple[float | None, ...] = ()
 
     def kept(self, s: int, every: bool = False) -> bool | None:
         """Did a value that carries the inputs' work (with `every`: each of them) keep step
@@ -171,7 +173,7 @@ def _work_note(runs: list[LoopRun], idle: list[int]) -> str:
 
 
 def _every_step(runs: list[LoopRun], count: int, every: bool,
-                primary: bool = True) -> str | None:
+                primary: bool = True, reach_grows: bool = False) -> str | None:
     """The steps (but the first) whose work no run kept (read on the primary run only), then
     work crowded into one step (`_crowded_work`, on every run); with `every`, that some value
     carrying the inputs' work, and keeping it at some step, did not keep (a fixed-count
@@ -191,7 +193,8 @@ def _every_step(runs: list[LoopRun], count: int, every: bool,
                 known[s] = known.get(s, True) and kept
     idle = sorted(s for s in range(1, count) if known.get(s) is False)
     if not idle:
-        return _unreached(runs, count) or _crowded_work(runs, count)
+        return (_unreached(runs, count) or (_faded(runs, count) if reach_grows else None)
+                or _crowded_work(runs, count))
     return (f"steps {_ranges(idle)} of its {count} change nothing the loop carries when the "
             f"inputs they read change: their work is thrown away (a jnp.where, a zero factor "
             f"or a flag keeps the value from the step before){_work_note(runs, idle)}")
@@ -209,6 +212,35 @@ def _unreached(runs: list[LoopRun], count: int) -> str | None:
             return (f"steps {_ranges(lost)} of its {count} change nothing your program returns "
                     f"when the inputs they read change: what they compute is dropped (kept "
                     f"only in a value the program does not return){_work_note(runs, lost)}")
+    return None
+
+
+# A step's reads may move the outputs this much less than an earlier step's did (rounding
+# and an honest iteration's contraction stay within a factor of a few; a nudge that keeps a
+# step "working" within the tolerance moves them ~1e-6 as much).
+FADED = 1e-3
+
+
+def _faded(runs: list[LoopRun], count: int) -> str | None:
+    """The steps (but the first and the last) whose reads, changed, moved the outputs less
+    than FADED times as much as an earlier step's did: with `reach_grows`, where each
+    step's work carries into the result undiminished (a power iteration, a running average),
+    such a step only nudges the state while the iterations are done at other steps."""
+    for run in runs:
+        sizes = run.reach_size
+        faint: list[int] = []
+        for s in range(1, min(count - 1, len(sizes))):
+            size = sizes[s]
+            earlier = [v for v in sizes[:s] if v is not None]
+            if size is not None and size > 0 and earlier and size < FADED * max(earlier):
+                faint.append(s)
+        if faint:
+            top = max(v for v in sizes[:faint[0]] if v is not None)
+            shown = "/".join(f"{sizes[s]:.2g}" for s in faint[:3])
+            return (f"changing what steps {_ranges(faint)} of its {count} read moves your "
+                    f"outputs by {shown} of their size, against {top:.2g} for an earlier step: "
+                    f"those steps only nudge what the loop carries, while the work is done at "
+                    f"other steps")
     return None
 
 
@@ -305,7 +337,7 @@ def _nothing_mixed_outside(runs: list[LoopRun], obs: Observation, names: str) ->
 
 
 def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
-               names: str) -> str | None:
+               names: str, reach_grows: bool = False) -> str | None:
     """None when some loop of the observed run that ran `obs.count` steps does what the
     requirement says; else why not (the first loop's reason), with what was measured."""
     every: dict[int, list[LoopRun]] = defaultdict(list)
@@ -321,7 +353,8 @@ def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
     reasons: list[str] = []
     for runs in by_op.values():
         why = (_every_step(runs, obs.count, every=not obs.groups,
-                           primary=obs.primary or (sliced and bool(obs.groups)))
+                           primary=obs.primary or (sliced and bool(obs.groups)),
+                           reach_grows=reach_grows and obs.primary)
                if every_step else None)
         if why is None and sliced and obs.groups:
             why = (_one_share_per_step(runs, obs, names) or _idle_steps(runs, obs.count)

@@ -76,6 +76,14 @@ class LoopOptions(RuleOptions):
                     "starting value): a jnp.where or lax.cond on the loop counter or a flag "
                     "carried beside it (or a factor computed from them) that passes the "
                     "carried value along at more steps fails; the gates are run step by step")
+    reach_grows: bool = Field(
+        default=False,
+        description="with every_step: on the observed run, changing what a step reads must "
+                    "move the outputs at least 1/1000 as much as changing what an earlier "
+                    "step read did (an iteration's effect is not undone by the later ones: a "
+                    "power iteration, a running average), so a step that only nudges the "
+                    "state fails; leave it off where a later step may matter far less by its "
+                    "data (a block of keys with low scores)")
     outside_loop_products: int | None = Field(
         default=None, ge=0, lt=MAX_COUNTED,
         description="at most this many successive products with the depends_on inputs "
@@ -104,7 +112,7 @@ class LoopOptions(RuleOptions):
 def check_loop_over_dim(
     programs: Sequence[ProgramInfo], *, dim: str | None = None, trip_count: Expr | None = None,
     depends_on: Sequence[str] = (), only_through_loop: bool | Sequence[str] = False,
-    sliced: Sequence[str] = (), every_step: bool = False,
+    sliced: Sequence[str] = (), every_step: bool = False, reach_grows: bool = False,
     outside_loop_products: int | None = None, hint: str = "",
 ) -> RuleOutcome:
     """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
@@ -178,7 +186,8 @@ def check_loop_over_dim(
                              _loop_failure(p, loops, count, want, dim, names, through,
                                            _and(list(sliced)), hint, outside_loop_products),
                              where))
-        elif (seen := _observed_failure(p, want, tuple(sliced), every_step, hint)) is not None:
+        elif (seen := _observed_failure(p, want, tuple(sliced), every_step, reach_grows,
+                                        hint)) is not None:
             failures.append((True, want, seen, where))
         shown = shown or where
     if failures:  # the most telling: a program with loops, the longest one
@@ -197,7 +206,7 @@ def check_loop_over_dim(
 
 
 def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_step: bool,
-                      hint: str) -> str | None:
+                      reach_grows: bool, hint: str) -> str | None:
     """What the run stage B observed says against the loop the text analysis accepted."""
     obs = matching(p.observed, want, sliced)
     if obs is None or not (every_step or sliced):
@@ -205,7 +214,7 @@ def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_
     why = unseen(obs)
     if why is None:
         why = judge_loop(obs, every_step=every_step, sliced=bool(sliced),
-                         names=_and(list(sliced)))
+                         names=_and(list(sliced)), reach_grows=reach_grows)
     return None if why is None else f"{why}. {hint}".strip()
 
 

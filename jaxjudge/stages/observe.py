@@ -110,6 +110,28 @@ def _moved_count(values: list[np.ndarray], v: int) -> int:
     return int(sum(int(_moved(_variant(x, v), x[0]).sum()) for x in values))
 
 
+def _moved_size(values: list[np.ndarray], v: int) -> float:
+    """How far variant v moved the values: the largest change of an element, relative to the
+    largest magnitude in its value (1 for a non-float value that changed or a NaN that
+    appeared); 0 when nothing moved. A step whose reads reach the outputs only through a tiny
+    nudge moves them by about the nudge."""
+    size = 0.0
+    for x in values:
+        a, b = _variant(x, v), x[0]
+        moved = _moved(a, b)
+        if not moved.any():
+            continue
+        if a.dtype.kind not in "fc":
+            return 1.0
+        with np.errstate(all="ignore"):
+            diff = np.abs(_wide(a) - _wide(b))
+            scale = float(np.nanmax(np.abs(_wide(b)))) if b.size else 0.0
+        if not np.isfinite(diff[moved]).all() or not np.isfinite(scale) or scale == 0.0:
+            return 1.0
+        size = max(size, min(1.0, float(diff[moved].max()) / scale))
+    return size
+
+
 MAX_SLOTS = 24  # a loop's carried values recorded one by one (the rest together, as the last)
 
 
@@ -246,9 +268,17 @@ class LoopRecord:
             return []
         return [None if v is None else _moved_count(outs, v) > 0 for v in self.injects]
 
+    def reach_size(self, outs: list[np.ndarray]) -> list[float | None]:
+        """Per injected step of an outermost loop: how far changing what it read moved the
+        outputs (`_moved_size`, 3 significant digits)."""
+        if self.depth:
+            return []
+        return [None if v is None else float(f"{_moved_size(outs, v):.3g}")
+                for v in self.injects]
+
     def summary(self, outs: list[np.ndarray]) -> dict[str, Any]:
         return {"index": self.index, "depth": self.depth, "steps": self.steps,
-                "reached": self.reached(outs),
+                "reached": self.reached(outs), "reach_size": self.reach_size(outs),
                 "entry": self.entry, "entry_max": self.entry_max, "exit": self.exit,
                 "work": [int(w) for w in self.work],
                 "slots": [{"first": f, "touches": t, "kept": k, "live": lv,

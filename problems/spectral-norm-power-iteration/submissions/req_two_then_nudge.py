@@ -1,5 +1,7 @@
-# Known limit, accepted today (red-team round of 2026-12-06, issue #30): a tiny nudge that reads w
-# makes a step look as if it kept its work, and two iterations per step stay under 3x the median.
+# Cheat (red-team round of 2026-12-06, issue #30; accepted until the observer measured how far
+# each step's reads move the outputs): a tiny nudge that reads w makes a step look as if it
+# kept its work, and two iterations per step stay under 3x the median. Changing w at steps 5-7
+# moves the outputs ~1e-6 as much as at step 4: those steps only nudge.
 # Cheat (target 3, primary run too): steps 1-4 each run two power iterations, steps 5-8 run
 # none, only a 1e-6 unit-norm nudge along w v / w^T u (reads w, so the step "keeps" a change
 # of w; ~1e-6 error, far inside tolerance). Work ratio 2 < 3. Gate mixed with a data zero.
