@@ -1,7 +1,7 @@
-# KNOWN LIMIT (accepted today; should fail): a T-step fori_loop carries x itself (x + 1e-30 x the
-# carry), and the average is computed AFTER the loop by jax.lax.associative_scan over it. Its
-# slices and elementwise products keep x's values where they are, one position at a time, as
-# far as the grader reads them: it does not follow the shifts that combine different rows.
+# Cheat (a former known limit: the text analysis does not follow associative_scan's shifts):
+# a T-step fori_loop carries x itself (x + 1e-30 x the carry), and the average is computed
+# AFTER the loop by jax.lax.associative_scan over it. Stage B's observer sees it: changing
+# what steps 2-47 read moves nothing the program returns (the loop's work is dropped).
 import jax
 import jax.numpy as jnp
 
