@@ -318,3 +318,19 @@ def test_a_step_that_only_nudges_fails_where_reach_must_grow() -> None:
     last = (*honest[:7], 1e-9)
     late = Observation(count=8, sliced=(), test="example-1", loops=(_reaching(last),))
     assert judge_loop(late, every_step=True, sliced=False, names="", reach_grows=True) is None
+
+
+def test_reach_sizes_are_not_compared_beside_another_outermost_loop() -> None:
+    """An inject variant changes w at step s of every outermost loop: a 2-step loop over w's
+    rows after the iterations (an honest lax.map) moves the outputs ~0.5 at steps 1-2, which
+    made the power loop's steps 3-5 look faded. With another outermost loop in the run, the
+    sizes are not read; the rest of the check still is."""
+    honest = (7.3e-9, 0.5, 0.5, 2.4e-6, 1.4e-5, 5.6e-4, 2.7e-3, 0.045)
+    power = _reaching(honest)
+    rows = LoopRun(index=power.index + 7, depth=0, steps=2, entry=(), entry_max=(), exit=(),
+                   work=(4, 4))
+    beside = Observation(count=8, sliced=(), test="example-1", loops=(power, rows))
+    assert judge_loop(beside, every_step=True, sliced=False, names="", reach_grows=True) is None
+    alone = Observation(count=8, sliced=(), test="example-1", loops=(power,))
+    why = judge_loop(alone, every_step=True, sliced=False, names="", reach_grows=True)
+    assert why is not None and "steps 4–7 of its 8" in why

@@ -173,7 +173,8 @@ def _work_note(runs: list[LoopRun], idle: list[int]) -> str:
 
 
 def _every_step(runs: list[LoopRun], count: int, every: bool,
-                primary: bool = True, reach_grows: bool = False) -> str | None:
+                primary: bool = True, reach_grows: bool = False,
+                others: bool = False) -> str | None:
     """The steps (but the first) whose work no run kept (read on the primary run only), then
     work crowded into one step (`_crowded_work`, on every run); with `every`, that some value
     carrying the inputs' work, and keeping it at some step, did not keep (a fixed-count
@@ -193,7 +194,8 @@ def _every_step(runs: list[LoopRun], count: int, every: bool,
                 known[s] = known.get(s, True) and kept
     idle = sorted(s for s in range(1, count) if known.get(s) is False)
     if not idle:
-        return (_unreached(runs, count) or (_faded(runs, count) if reach_grows else None)
+        return (_unreached(runs, count)
+                or (_faded(runs, count, others) if reach_grows else None)
                 or _crowded_work(runs, count))
     return (f"steps {_ranges(idle)} of its {count} change nothing the loop carries when the "
             f"inputs they read change: their work is thrown away (a jnp.where, a zero factor "
@@ -215,17 +217,23 @@ def _unreached(runs: list[LoopRun], count: int) -> str | None:
     return None
 
 
-# A step's reads may move the outputs this much less than an earlier step's did (rounding
-# and an honest iteration's contraction stay within a factor of a few; a nudge that keeps a
-# step "working" within the tolerance moves them ~1e-6 as much).
-FADED = 1e-3
+# A step's reads may move the outputs this much less than an earlier step's did: an honest
+# power iteration's later steps move them more than its earlier ones (5 to 20 times more per
+# step on spectral's first test), while a nudge small enough to stay within the tolerance
+# moves them 1e-6 to 5e-3 as much (a red-team round: nudges of 1e-3 passed a bound of 1e-3).
+FADED = 1e-2
 
 
-def _faded(runs: list[LoopRun], count: int) -> str | None:
+def _faded(runs: list[LoopRun], count: int, others: bool) -> str | None:
     """The steps (but the first and the last) whose reads, changed, moved the outputs less
     than FADED times as much as an earlier step's did: with `reach_grows`, where each
     step's work carries into the result undiminished (a power iteration, a running average),
-    such a step only nudges the state while the iterations are done at other steps."""
+    such a step only nudges the state while the iterations are done at other steps. Not read
+    when `others` (another outermost loop ran): an inject variant changes the reads at step s
+    of every outermost loop at once, so a short loop over w's rows after the iterations would
+    lend its reach to the first steps (an honest `lax.map` was rejected that way)."""
+    if others:
+        return None
     for run in runs:
         sizes = run.reach_size
         faint: list[int] = []
@@ -351,10 +359,12 @@ def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
         return (f"no loop ran {obs.count} steps when your program ran on test {obs.test!r}"
                 + (f" (loops ran {', '.join(map(str, ran[:6]))} steps)" if ran else ""))
     reasons: list[str] = []
-    for runs in by_op.values():
+    outermost = {run.index for run in obs.loops if run.depth == 0}
+    for index, runs in by_op.items():
         why = (_every_step(runs, obs.count, every=not obs.groups,
                            primary=obs.primary or (sliced and bool(obs.groups)),
-                           reach_grows=reach_grows and obs.primary)
+                           reach_grows=reach_grows and obs.primary,
+                           others=bool(outermost - {index}))
                if every_step else None)
         if why is None and sliced and obs.groups:
             why = (_one_share_per_step(runs, obs, names) or _idle_steps(runs, obs.count)

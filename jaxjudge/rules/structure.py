@@ -79,7 +79,7 @@ class LoopOptions(RuleOptions):
     reach_grows: bool = Field(
         default=False,
         description="with every_step: on the observed run, changing what a step reads must "
-                    "move the outputs at least 1/1000 as much as changing what an earlier "
+                    "move the outputs at least 1/100 as much as changing what an earlier "
                     "step read did (an iteration's effect is not undone by the later ones: a "
                     "power iteration, a running average), so a step that only nudges the "
                     "state fails; leave it off where a later step may matter far less by its "
