@@ -297,6 +297,8 @@ def _run(g: Graph, values: list[Value], plan: _Plan, loop: Loop, env: dict[int, 
                 v = env.get(o, values[o])
                 if r in plan.opaque or len(g.producers()[r]) != 1:
                     continue
+                if o in arrays:  # an index array passed into a call (jnp's reduce helpers)
+                    arrays[r] = arrays[o]
                 if v is not None:
                     env[r] = v
                 elif o in soft:
