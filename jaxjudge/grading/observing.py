@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 from jaxjudge.grading.stage_results import ObservedResult
+from jaxjudge.problems.limits import asks_observer
 from jaxjudge.problems.package import Problem
 from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.observed import LoopRun, Observation, Slot
@@ -36,24 +37,24 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str]) -> li
     for test in plan.tests:
         tests_of.setdefault(test["signature"], test["name"])
     for req in problem.requirements:
-        if req.rule == "rematerialized_activation" and req.level == "program" and tests_of:
+        opts = req.options
+        if not asks_observer(req.rule, req.level, opts):  # as Problem.observed decides
+            continue
+        if req.rule == "rematerialized_activation" and tests_of:
             sid, name = next(iter(tests_of.items()))  # one run: the first test
             specs.append({"id": f"r{len(specs)}", "program": program_of.get(sid, sid),
                           "test": name, "kind": "activation", "count": 0, "sliced": [],
-                          "op": str(req.options.get("activation", "tanh")).split(".")[-1],
+                          "op": str(opts.get("activation", "tanh")).split(".")[-1],
                           "groups": [], "inject": 0, "watch": []})
             continue
-        if req.rule in ("no_loop_over_dim", "independent_of_dim") and req.level == "program":
-            dims = req.options.get("dims") or [req.options.get("dim")]
+        if req.rule in ("no_loop_over_dim", "independent_of_dim"):
+            dims = opts.get("dims") or [opts.get("dim")]
             for dim in dims:
                 specs += _visit_specs(problem, plan, tests_of, program_of, dim, len(specs))
             continue
-        if req.rule != "loop_over_dim" or req.level != "program":
+        if req.rule != "loop_over_dim":
             continue
-        opts = req.options
         sliced = tuple(opts.get("sliced") or ())
-        if not (opts.get("every_step") or sliced):
-            continue
         dim = opts.get("dim")
         count: Expr = opts.get("trip_count") or Expr(str(dim))
         runs: list[tuple[int, str]] = []
