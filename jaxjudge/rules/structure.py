@@ -105,6 +105,8 @@ class LoopOptions(RuleOptions):
     def _count_known(self) -> LoopOptions:
         if self.dim is None and self.trip_count is None:
             raise ValueError("give dim, trip_count, or both")
+        if self.reach_grows and not self.every_step:
+            raise ValueError("reach_grows is read with every_step: set every_step = true")
         return self
 
 
