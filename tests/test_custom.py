@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from jaxjudge import grade, list_problems, load_problem
-from jaxjudge.grading.custom import MAX_ELEMENTS, CustomInputError, custom_cases
+from jaxjudge.grading.custom import _LARGEST, MAX_ELEMENTS, CustomInputError, custom_cases
 from jaxjudge.grading.report import Verdict
 from jaxjudge.problems.package import Problem
 
@@ -44,6 +44,12 @@ PARAMS = {"w1": [[0.5, -0.3], [0.1, 0.4]], "b1": [0.0, 0.1],
 def test_inputs_the_problem_does_not_promise_are_refused(problem, given, why) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(CustomInputError, match=why):
         custom_cases(problem, [given])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_the_largest_finite_values_are_the_dtypes_own(dtype: str) -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    assert _LARGEST[dtype] == float(ml_dtypes.finfo(dtype).max)
 
 
 def test_counts_and_sizes_are_bounded() -> None:
