@@ -3,7 +3,8 @@ numpy, every value with a leading variant axis, every loop's steps seen.
 
 Used by the observer (observe.py beside this file, which says why). Ops it does not know, or a
 run past its budget, raise `Unobservable`; gather, scatter, convolution and FFT live in
-evaluator_regions.py. Run by path (runpy) with numpy and jaxlib's MLIR bindings only.
+evaluator_regions.py, loops and cases in evaluator_loops.py. Run by path (runpy) with numpy
+and jaxlib's MLIR bindings only.
 """
 
 from __future__ import annotations
@@ -500,101 +501,6 @@ class Evaluator:
         for rec in self.active:
             if rec.work:
                 rec.work[-1] += macs
-
-    def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
-        cond_b, body_b = op.regions[0].blocks[0], op.regions[1].blocks[0]
-        outer = self.env
-        carry = [np.broadcast_to(x, (self.V, *x.shape[1:])) for x in ins]
-        passing = self._passes_along(body_b)
-        level = min(self.depth, 1)  # outermost loops and nested ones get their own variants
-        record = None
-        if len(self.loops) < MAX_RECORDS and self.recorder is not None:
-            record = self.recorder(self, self.index.get(op, -1), carry, passing)
-            self.loops.append(record)
-            self.active.append(record)
-        self.depth += 1
-        try:
-            active = self._cond(cond_b, carry, outer)
-            step = 0
-            while active.any():
-                self.steps += 1
-                if self.steps > MAX_STEPS:
-                    raise OverBudget(f"more than {MAX_STEPS:,} loop steps")
-                reads = carry
-                v = self.inject.get((level, step))
-                clean = v is not None and not any(_moved(c[v], c[0]).any() for c in carry)
-                if v is not None:
-                    reads = [self._perturbed(c, v) if i in passing else c
-                             for i, c in enumerate(carry)]
-                if record is not None and len(record.work) < MAX_RECORDED_STEPS:
-                    record.work.append(0)
-                new = self.block(body_b, reads, outer)
-                new = [carry[i] if i in passing else np.broadcast_to(x, (self.V, *x.shape[1:]))
-                       for i, x in enumerate(new)]
-                mask = active
-                old, carry = carry, [np.where(mask.reshape((self.V,) + (1,) * (x.ndim - 1)), x, c)
-                                     for x, c in zip(new, carry, strict=True)]
-                if record is not None and step < MAX_RECORDED_STEPS:
-                    record.step(step, old, carry, v if clean else None, v is not None)
-                active = active & self._cond(cond_b, carry, outer)
-                step += 1
-        finally:
-            self.depth -= 1
-            if record is not None:
-                self.active.pop()
-        if record is not None:
-            record.finish(carry)
-        return [self._out(c, r) for c, r in zip(carry, op.results, strict=True)]
-
-    def _cond(self, block, carry, outer) -> np.ndarray:
-        out = self.block(block, carry, outer)[0]
-        return np.broadcast_to(out, (self.V, *out.shape[1:])).reshape(self.V).astype(bool)
-
-    @staticmethod
-    def _passes_along(body) -> list[int]:
-        """The carried slots the body returns unchanged (a scan's xs, closed-over inputs)."""
-        ops = [o.operation for o in body.operations]
-        ret = ops[-1] if ops else None
-        if ret is None:
-            return []
-        args = list(body.arguments)
-        return [i for i, v in enumerate(ret.operands) if i < len(args) and v == args[i]]
-
-    def _perturbed(self, x: np.ndarray, v: int) -> np.ndarray:
-        """Variant v of x changed where x moves with the watched inputs (the `whole` variant):
-        the inputs' values a step reads, not a gate or constant computed beside them."""
-        if not (np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype,
-                                                                       np.complexfloating)):
-            return x
-        if self.whole is None:
-            return x
-        mask = _moved(x[self.whole], x[0])
-        if not mask.any():
-            return x
-        out = np.array(x)
-        out[v] = np.where(mask, _changed(out[v], self.rng), out[v])
-        return out
-
-    def case(self, op, short: str, ins):
-        index = ins[0]
-        branches = op.regions
-        idx = np.broadcast_to(index.reshape(-1), (self.V,)) if index.size else np.zeros(
-            self.V, int)
-        if short == "if":
-            idx = np.where(idx.astype(bool), 0, 1)
-        n = len(branches)
-        idx = np.where((idx < 0) | (idx >= n), n - 1, idx).astype(int)
-        outs = None
-        outer = self.env
-        for k in sorted(set(idx.tolist())):
-            got = self.block(branches[k].blocks[0], [], outer)
-            got = [np.broadcast_to(g, (self.V, *g.shape[1:])) for g in got]
-            if outs is None:
-                outs = [np.array(g) for g in got]
-            sel = idx == k
-            for o, g in zip(outs, got, strict=True):
-                o[sel] = g[sel]
-        return [self._out(o, r) for o, r in zip(outs or [], op.results, strict=True)]
 
     # -- gather, scatter, convolution, fft -------------------------------------------------
     def run(self, args: list[np.ndarray]) -> list[np.ndarray]:

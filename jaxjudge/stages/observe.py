@@ -51,6 +51,7 @@ MAX_VARIANTS = _ev["MAX_VARIANTS"]
 _changed = _ev["_changed"]
 _moved = _ev["_moved"]
 _load("evaluator_regions").install(Evaluator, Unobservable)
+_load("evaluator_loops").install(Evaluator, _ev)
 
 
 def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
