@@ -49,10 +49,11 @@ def _evaluate(fn: Callable, *args) -> tuple[list[np.ndarray], list]:
     return [g[0] for g in got], want
 
 
-def _observe(fn: Callable, *args, groups=(), inject: int = 0, watched=None) -> dict:
+def _observe(fn: Callable, *args, groups=(), inject: int = 0, watched=None,
+             skip: bool = False) -> dict:
     text, ins, _ = _program(fn, *args)
     return OBS["observe"](text, ins, list(groups), inject, ir, hlo, mlir.make_ir_context(),
-                          watched)
+                          watched, skip=skip)
 
 
 RNG = np.random.default_rng(7)
@@ -226,6 +227,59 @@ def test_a_data_zero_gate_shows_idle_steps() -> None:
     assert run["first"] == [0] * 6  # every row at step 1
     assert run["work"][0] > 0 and len(set(run["work"])) == 1  # w @ x runs at every step,
     # thrown away at 2..6
+
+
+def _normalize(x):
+    return x / jnp.maximum(jnp.linalg.norm(x), 1e-12)
+
+
+def _power(w, u):
+    def step(_, c):
+        u, v = c
+        v = _normalize(w.T @ u)
+        return _normalize(w @ v), v
+
+    u, v = jax.lax.fori_loop(0, 8, step, (u, jnp.zeros(w.shape[1], w.dtype)))
+    return u, u @ (w @ v)
+
+
+def _diff_of_copies(w, u):
+    """Two iterations on even steps; on odd ones a nudge by w minus a carried copy of w: zero
+    in every real run, nonzero when w changes at one step only (an inject variant)."""
+    zero = jnp.minimum(jnp.abs(w).sum(), 0.0).astype(jnp.int32)
+
+    def two(c):
+        u, v, _ = c
+        for _ in range(2):
+            v = _normalize(w.T @ u)
+            u = _normalize(w @ v)
+        return u, v, w
+
+    def nudge(c):
+        u, v, wc = c
+        return u + (w - wc) @ v, v + (w - wc).T @ u, w
+
+    u, v, _ = jax.lax.fori_loop(
+        0, 8, lambda i, c: jax.lax.cond((i + zero) % 2 == 0, two, nudge, c),
+        (u, jnp.zeros(w.shape[1], w.dtype), w))
+    return u, u @ (w @ v)
+
+
+def test_undoing_a_step_shows_the_steps_idle_in_the_real_run() -> None:
+    """With `skip`, one variant per step undoes that step's update of what the loop carries
+    from the watched input while the counter advances: every step of an honest power iteration
+    matters as much as another (the same 7 iterations are left); the odd steps of a loop that
+    reads w there only through a difference of copies matter not at all, though changing w at
+    those steps alone reaches the outputs."""
+    w = np.array([[2.0, 0.9, 0.1], [0.8, 1.7, 0.3], [0.2, 0.4, 1.5]], np.float32)
+    u = np.array([1.0, 0.0, 0.0], np.float32)
+    honest = _loop(_observe(_power, w, u, inject=8, watched=[0], skip=True), 8)
+    sizes = honest["skip_size"]
+    assert len(sizes) == 8 and sizes[0] > 1e-5 and len(set(sizes)) == 1
+    cheat = _loop(_observe(_diff_of_copies, w, u, inject=8, watched=[0], skip=True), 8)
+    assert cheat["skip_size"][1::2] == [0.0] * 4 and min(cheat["skip_size"][0::2]) > 1e-5
+    assert all(cheat["reached"][1:7])  # what the inject variants alone see: kept
+    assert _loop(_observe(_power, w, u, inject=8, watched=[0]), 8)["skip_size"] == []
 
 
 def test_a_copy_by_gather_is_followed_and_mixing_after_the_loop_shows() -> None:

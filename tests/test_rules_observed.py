@@ -334,3 +334,35 @@ def test_reach_sizes_are_not_compared_beside_another_outermost_loop() -> None:
     alone = Observation(count=8, sliced=(), test="example-1", loops=(power,))
     why = judge_loop(alone, every_step=True, sliced=False, names="", reach_grows=True)
     assert why is not None and "steps 4–7 of its 8" in why
+
+
+def _undone(sizes: tuple[float | None, ...]) -> LoopRun:
+    run = _reaching((1e-3,) * len(sizes))
+    return LoopRun(index=run.index, depth=0, steps=run.steps, entry=(), entry_max=(), exit=(),
+                   work=run.work, slots=run.slots, reached=run.reached,
+                   reach_size=run.reach_size, skip_size=sizes)
+
+
+def test_a_middle_step_whose_undoing_matters_little_fails_where_reach_must_grow() -> None:
+    """Undoing each step (spectral's hidden-01): an honest power iteration leaves the same 7
+    iterations whichever step is undone, so the sizes are equal; two iterations on even steps
+    and a difference-of-copies nudge on odd ones give 0 on odd steps. Read on extra runs too;
+    not on a test where undoing is rounding (below UNDONE_FLOOR), not beside another loop,
+    not at the first or last step, and not without `reach_grows`."""
+    cheat = (0.035, 0.0, 0.035, 0.0, 0.035, 1e-7, 0.035, 0.0)
+    for primary in (True, False):
+        obs = Observation(count=8, sliced=(), test="hidden-01", loops=(_undone(cheat),),
+                          primary=primary)
+        why = judge_loop(obs, every_step=True, sliced=False, names="", reach_grows=True)
+        assert why is not None and "undoing steps 2, 4 and 6 of its 8" in why, why
+        assert "0.035" in why
+        assert judge_loop(obs, every_step=True, sliced=False, names="") is None
+    for fine in ((0.0143,) * 8, (1.0, *(0.0143,) * 6, 0.5), (0.0, 1.4e-7, *(0.0,) * 6),
+                 (0.035, *(0.035,) * 6, 0.0)):
+        obs = Observation(count=8, sliced=(), test="hidden-01", loops=(_undone(fine),))
+        assert judge_loop(obs, every_step=True, sliced=False, names="", reach_grows=True) is None
+    power = _undone(cheat)
+    rows = LoopRun(index=power.index + 7, depth=0, steps=2, entry=(), entry_max=(), exit=(),
+                   work=(4, 4))
+    beside = Observation(count=8, sliced=(), test="hidden-01", loops=(power, rows))
+    assert judge_loop(beside, every_step=True, sliced=False, names="", reach_grows=True) is None

@@ -78,7 +78,10 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str]) -> li
             seen.add(program)
             specs.append({"id": f"r{len(specs)}", "program": program, "test": tests_of[sid],
                           "count": want, "sliced": list(sliced), "groups": groups,
-                          "inject": want, "watch": watch, "primary": len(seen) == 1})
+                          "inject": want, "watch": watch, "primary": len(seen) == 1,
+                          # variants that undo one step each, read with reach_grows on every
+                          # run (a test far from converged shows a nudge at its true size)
+                          "skip": bool(opts.get("reach_grows"))})
     return specs
 
 
@@ -159,6 +162,7 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
             LoopRun(index=r.index, depth=r.depth, steps=r.steps, entry=tuple(r.entry),
                     entry_max=tuple(r.entry_max), exit=tuple(r.exit), work=tuple(r.work),
                     reached=tuple(r.reached), reach_size=tuple(r.reach_size),
+                    skip_size=tuple(r.skip_size),
                     slots=tuple(Slot(first=tuple(sl.first), touches=tuple(sl.touches),
                                      kept=tuple(sl.kept), live=sl.live,
                                      single=tuple(sl.single)) for sl in r.slots))

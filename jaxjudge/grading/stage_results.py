@@ -190,6 +190,9 @@ class ObservedLoop(_Strict):
     # per injected step: how far that change moved them (relative to each output's size)
     reach_size: Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)] | None],
                           Field(max_length=MAX_OBSERVED_STEPS)] = Field(default_factory=list)
+    # per skipped step: how far undoing that step moved them (runs that asked for it)
+    skip_size: Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)] | None],
+                         Field(max_length=MAX_OBSERVED_STEPS)] = Field(default_factory=list)
 
 
 class ObservedResult(_Strict):

@@ -68,6 +68,8 @@ class LoopRun:
     reached: tuple[bool | None, ...] = ()
     # per injected step: how far it moved them, relative to each output's size (0 to 1)
     reach_size: tuple[float | None, ...] = ()
+    # per skipped step: how far undoing the step moved them (a run that asked for it)
+    skip_size: tuple[float | None, ...] = ()
 
     def kept(self, s: int, every: bool = False) -> bool | None:
         """Did a value that carries the inputs' work (with `every`: each of them) keep step
@@ -181,7 +183,8 @@ def _every_step(runs: list[LoopRun], count: int, every: bool,
     iteration updates each such value from the inputs at every step: one that keeps changing
     beside one that stopped is a decoy; a matrix carried along unchanged never worked)."""
     if not primary:
-        return _crowded_work(runs, count)
+        return (_crowded_work(runs, count)
+                or (_undone_unseen(runs, count, others) if reach_grows else None))
     known: dict[int, bool] = {}
     for run in runs:
         if not any(sl.live for sl in run.slots):  # nothing it carries moves with the inputs
@@ -195,7 +198,8 @@ def _every_step(runs: list[LoopRun], count: int, every: bool,
     idle = sorted(s for s in range(1, count) if known.get(s) is False)
     if not idle:
         return (_unreached(runs, count)
-                or (_faded(runs, count, others) if reach_grows else None)
+                or (_faded(runs, count, others) if reach_grows else None)  # primary only
+                or (_undone_unseen(runs, count, others) if reach_grows else None)
                 or _crowded_work(runs, count))
     return (f"steps {_ranges(idle)} of its {count} change nothing the loop carries when the "
             f"inputs they read change: their work is thrown away (a jnp.where, a zero factor "
@@ -224,6 +228,11 @@ def _unreached(runs: list[LoopRun], count: int) -> str | None:
 FADED = 1e-2
 
 
+def _sizes_at(sizes: tuple[float | None, ...], steps: list[int]) -> str:
+    """The first three steps' sizes, as a message shows them."""
+    return "/".join(f"{sizes[s]:.2g}" for s in steps[:3])
+
+
 def _faded(runs: list[LoopRun], count: int, others: bool) -> str | None:
     """The steps (but the first and the last) whose reads, changed, moved the outputs less
     than FADED times as much as an earlier step's did: with `reach_grows`, where each
@@ -244,11 +253,44 @@ def _faded(runs: list[LoopRun], count: int, others: bool) -> str | None:
                 faint.append(s)
         if faint:
             top = max(v for v in sizes[:faint[0]] if v is not None)
-            shown = "/".join(f"{sizes[s]:.2g}" for s in faint[:3])
             return (f"changing what steps {_ranges(faint)} of its {count} read moves your "
-                    f"outputs by {shown} of their size, against {top:.2g} for an earlier step: "
-                    f"those steps only nudge what the loop carries, while the work is done at "
-                    f"other steps")
+                    f"outputs by {_sizes_at(sizes, faint)} of their size, against {top:.2g} "
+                    f"for an earlier step: those steps only nudge what the loop carries, while "
+                    f"the work is done at other steps")
+    return None
+
+
+# A middle step whose undoing moves the outputs less than this fraction of what undoing another
+# middle step does. An honest power iteration applies one map at every step, so undoing any
+# one of them leaves the same 7 iterations: equal sizes, bit for bit (spectral's tests).
+UNDONE = 0.1
+# Below this (relative to the outputs' size, ~80 float32 roundings) undoing a step is rounding:
+# a test that converged within the 8 steps (or an honest loop that stops updating once it has)
+# is not judged.
+UNDONE_FLOOR = 1e-5
+
+
+def _undone_unseen(runs: list[LoopRun], count: int, others: bool) -> str | None:
+    """The middle steps (not the first, not the last) whose undoing, in the run itself, moved
+    the outputs less than UNDONE times as much as undoing another middle step did: with
+    `reach_grows`, each step does the same iteration, so each matters as much; a step that
+    only nudges the state, or leaves it as it was (reading w only through a difference that
+    is zero in every real run), matters little or not at all. Not read beside another
+    outermost loop, which its variants undo too (as `_faded`)."""
+    if others:
+        return None
+    for run in runs:
+        sizes = run.skip_size[1:count - 1]
+        known = [v for v in sizes if v is not None]
+        top = max(known, default=0.0)
+        if top < UNDONE_FLOOR:
+            continue
+        faint = [1 + i for i, v in enumerate(sizes) if v is not None and v < UNDONE * top]
+        if faint:
+            return (f"undoing step{'s' if len(faint) > 1 else ''} {_ranges(faint)} of its "
+                    f"{count} moves your outputs by {_sizes_at(run.skip_size, faint)} of their "
+                    f"size, against {top:.2g} for another step: those steps do little or none "
+                    f"of the iterations, which are done at other steps")
     return None
 
 
@@ -363,7 +405,7 @@ def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
     for index, runs in by_op.items():
         why = (_every_step(runs, obs.count, every=not obs.groups,
                            primary=obs.primary or (sliced and bool(obs.groups)),
-                           reach_grows=reach_grows and obs.primary,
+                           reach_grows=reach_grows,
                            others=bool(outermost - {index}))
                if every_step else None)
         if why is None and sliced and obs.groups:

@@ -82,11 +82,15 @@ class Evaluator:
     recording each outermost loop's steps."""
 
     def __init__(self, module, ir, hlo, variants: int, inject: dict[tuple[int, int], int],
-                 groups: int = 0, whole: int | None = None, recorder=None) -> None:
+                 groups: int = 0, whole: int | None = None, recorder=None,
+                 skip: dict[int, int] | None = None) -> None:
         self.ir = ir
         self.hlo = hlo
         self.V = variants
         self.inject = inject  # (0 outermost / 1 nested, step) -> the variant changed there
+        # step of an outermost loop -> the variant in which that step's update of what the
+        # loop carries from the inputs is undone (_skip_step)
+        self.skip = skip or {}
         self.work = 0
         self.max_work = MAX_WORK  # observe's caller may give a run less (its extra runs)
         self.steps = 0

@@ -337,6 +337,7 @@ def region_sort(self, op, ins):
     sub = type(self).__new__(type(self))
     sub.__dict__.update(self.__dict__)
     sub.V, sub.active, sub.inject, sub.groups, sub.whole = pairs, [], {}, 0, None
+    sub.skip = {}
     body = op.regions[0].blocks[0]
     less = sub.block(body, args, _captured(self, body))[0].reshape(-1, n, n).astype(bool)
     earlier = np.arange(n)[:, None] > np.arange(n)[None, :]  # [i, j]: j comes before i

@@ -57,7 +57,7 @@ _load("evaluator_loops").install(Evaluator, _ev)
 def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
             inject_steps: int, ir, hlo, mlir_context,
             watched: list[int] | None = None, own: bool = False,
-            max_work: int | None = None) -> dict[str, Any]:
+            max_work: int | None = None, skip: bool = False) -> dict[str, Any]:
     """Run `text`'s main on `inputs` (main's arguments, in order) and its variants.
 
     groups: [{"arg": main argument index, "axis": a, "size": rows per group, "count": n}]; all
@@ -66,12 +66,14 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
     passes along that move with the watched inputs (main argument indices; default: the
     grouped ones). own: also count, per group, the ops whose result moved with that group
     only (code written once per index: a Python loop unrolled into the program). max_work:
-    a smaller budget for this run; the result's "work" is the work it took."""
+    a smaller budget for this run; the result's "work" is the work it took. skip: also one
+    variant per injected step of each outermost loop with that step undone
+    (Evaluator._skip_step), whose outputs say how much the step's work mattered."""
     count = max((g["count"] for g in groups), default=0)
     count = min(count, 64)
     inject_steps = min(inject_steps, 64)
     whole = 1 + count
-    V = 2 + count + 2 * inject_steps
+    V = 2 + count + 2 * inject_steps + (inject_steps if skip else 0)
     if V > MAX_VARIANTS:
         raise Unobservable("too many variants")
     rng = np.random.default_rng(1205)
@@ -89,9 +91,11 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
         args[i][whole] = _changed(args[i][whole], rng)
     inject = {(level, s): 2 + count + level * inject_steps + s
               for level in (0, 1) for s in range(inject_steps)}
+    skips = ({s: 2 + count + 2 * inject_steps + s for s in range(inject_steps)} if skip
+             else {})
     with mlir_context:
         module = ir.Module.parse(text)
-        ev = Evaluator(module, ir, hlo, V, inject, count, whole, LoopRecord)
+        ev = Evaluator(module, ir, hlo, V, inject, count, whole, LoopRecord, skips)
         if max_work is not None:
             ev.max_work = max_work
         owners = Owners(ev) if own and count else None
@@ -208,6 +212,7 @@ class LoopRecord:
         self.elements: dict[int, _ElementSteps] = {}
         self.kept: list[list[bool | None]] = [[] for _ in range(n)]
         self.injects: list[int | None] = []  # per injected step: its clean variant, if any
+        self.skips: list[int | None] = []  # per skipped step: its clean variant, if any
         self.live = [False] * n
         self.entry = [_moved_count(carry, 1 + k) for k in range(g)]
         self.entry_max = [max((int(_moved(c[1 + k], c[0]).sum()) for c in carry), default=0)
@@ -277,9 +282,18 @@ class LoopRecord:
         return [None if v is None else float(f"{_moved_size(outs, v):.3g}")
                 for v in self.injects]
 
+    def skip_size(self, outs: list[np.ndarray]) -> list[float | None]:
+        """Per skipped step of an outermost loop: how far undoing it moved the outputs
+        (`_moved_size`, 3 significant digits)."""
+        if self.depth:
+            return []
+        return [None if v is None else float(f"{_moved_size(outs, v):.3g}")
+                for v in self.skips]
+
     def summary(self, outs: list[np.ndarray]) -> dict[str, Any]:
         return {"index": self.index, "depth": self.depth, "steps": self.steps,
                 "reached": self.reached(outs), "reach_size": self.reach_size(outs),
+                "skip_size": self.skip_size(outs),
                 "entry": self.entry, "entry_max": self.entry_max, "exit": self.exit,
                 "work": [int(w) for w in self.work],
                 "slots": [{"first": f, "touches": t, "kept": k, "live": lv,
@@ -403,7 +417,8 @@ def _extra_shares(entries: list[dict], tests: dict, specs: dict) -> dict[str, in
         if e.get("primary", True) is not False or test is None:
             continue
         count = min(int(e.get("count", 0)), 64) if e.get("groups") else 0
-        variants = 2 + count + 2 * min(int(e.get("inject", 0)), 64)
+        inject = min(int(e.get("inject", 0)), 64)
+        variants = 2 + count + 2 * inject + (inject if e.get("skip") else 0)
         steps = min(int(e.get("count", 0)), 64)
         weights[str(e["id"])] = (variants * max(1, elements(specs[test["signature"]]))
                                  + STEP_WEIGHT * steps)
@@ -460,7 +475,8 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
             got = observe(texts[pid], [leaves[i] for i in kept], groups,
                                       int(entry["inject"]), ir, hlo, context, watched,
                                       bool(entry.get("own")),
-                                      None if primary else allowed)
+                                      None if primary else allowed,
+                                      skip=bool(entry.get("skip")))
             if not primary:
                 surplus = allowed - got["work"]
             out[oid] = got

@@ -1,7 +1,6 @@
-# Known limit, accepted today (issue #30, red-team round of 2026-12-05): a term that is zero in every real run but moves when the observer changes w at one step makes idle steps look kept.
-# Cheat: two power iterations on even steps; on odd steps only a "nudge" by (w - wc), where
-# wc is a carried copy of w (exactly zero in every real run, nonzero only when w changes
-# mid-loop, which is what the observer's inject variant does). Parity gate uses a data zero.
+# Cheat (issue #30, a new form of the difference of copies): two power iterations on even steps;
+# on odd steps a nudge by (w - wc), wc a carried copy of w, plus a drift of 2e-6 so that the
+# state moves a little in every real run too (the result stays within the tolerance).
 import jax
 import jax.numpy as jnp
 
@@ -23,7 +22,7 @@ def solve(w, u):
     def nudge(c):
         u, v, wc = c
         d = w - wc
-        return u + d @ v, v + d.T @ u, w
+        return normalize(u + d @ v + 2e-6 * jnp.roll(u, 1)), v + d.T @ u, w
 
     def step(i, c):
         return jax.lax.cond((i + zero) % 2 == 0, two, nudge, c)
