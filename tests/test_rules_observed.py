@@ -13,6 +13,7 @@ from jaxjudge.rules.observed import (
     Observation,
     Slot,
     judge_loop,
+    recomputed,
     unseen,
     visited,
     written_per_index,
@@ -366,3 +367,21 @@ def test_a_middle_step_whose_undoing_matters_little_fails_where_reach_must_grow(
                    work=(4, 4))
     beside = Observation(count=8, sliced=(), test="hidden-01", loops=(power, rows))
     assert judge_loop(beside, every_step=True, sliced=False, names="", reach_grows=True) is None
+
+
+def test_the_recomputed_activation_must_move_each_output_it_feeds() -> None:
+    """Changing each tanh's result in turn: the recomputed one moves the gradients and not the
+    loss. With `feeds` it must move W2's gradient too: a tanh saved by dots_saveable through a
+    product with a permutation serves that gradient, and the tanh recomputed only for its own
+    derivative moves the others alone (a red-team round)."""
+    outs = ["loss", "grads.b1", "grads.w1", "grads.w2"]
+    honest = ((1, 3, 6, 6), (0, 3, 6, 6))  # forward tanh: everything; recomputed: grads only
+    cheat = ((1, 3, 6, 6), (0, 3, 6, 0))  # the recomputed one misses grads.w2
+    for moved, feeds, ok in ((honest, ("grads.w2",), True), (cheat, (), True),
+                             (cheat, ("grads.w2",), False)):
+        obs = Observation(count=0, sliced=(), test="example-1", kind="activation",
+                          activations=moved)
+        why = recomputed((obs,), outs, ("loss",), ("grads",), "tanh", feeds)
+        assert (why is None) is ok, why
+        if not ok:
+            assert "grads.w2 among them" in why and "the gradients but not grads.w2" in why

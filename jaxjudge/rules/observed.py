@@ -112,9 +112,12 @@ class Observation:
 
 
 def recomputed(observations: tuple[Observation, ...], outs: list[str], primal: tuple[str, ...],
-               gradients: tuple[str, ...], activation: str) -> str | None:
+               gradients: tuple[str, ...], activation: str,
+               feeds: tuple[str, ...] = ()) -> str | None:
     """None unless the observed run shows no activation op whose result moves the gradients and
-    not the primal outputs (the one recomputed for the backward pass); else what was seen."""
+    not the primal outputs (the one recomputed for the backward pass), moving each of `feeds`
+    too (a weight gradient that needs the activation itself, not only its derivative: one
+    read from a saved copy of the forward activation is not recomputed); else what was seen."""
     def under(path: str, roots: tuple[str, ...]) -> bool:
         return any(path == r or path.startswith(r + ".") for r in roots)
 
@@ -125,19 +128,25 @@ def recomputed(observations: tuple[Observation, ...], outs: list[str], primal: t
             return why
         grads = [i for i, o in enumerate(outs) if under(o, gradients)]
         prim = [i for i, o in enumerate(outs) if under(o, primal)]
+        fed = {f: [i for i, o in enumerate(outs) if under(o, (f,))] for f in feeds}
         kinds = []
         for moved in obs.activations:
             if len(moved) != len(outs):
                 return None  # not the program the paths name: the text decides
             g = sum(moved[i] for i in grads)
             p = sum(moved[i] for i in prim)
-            if g and not p:
+            missed = [f for f, idx in fed.items() if not sum(moved[i] for i in idx)]
+            if g and not p and not missed:
                 return None
-            kinds.append("both" if g and p else "the loss only" if p else "neither")
+            kinds.append("both" if g and p else "the loss only" if p else
+                         f"the gradients but not {missed[0]}" if g and missed else
+                         "neither")
+        also = f", {', '.join(feeds)} among them," if feeds else ""
         return (f"When your program ran on test {obs.test!r}, none of its {len(kinds)} "
-                f"{activation} op(s) changes your gradients without changing the loss (changing "
-                f"each one's result moved {', '.join(kinds) or 'nothing'}): the backward pass "
-                f"does not recompute the {activation}, it reuses the forward one")
+                f"{activation} op(s) changes your gradients{also} without changing the loss "
+                f"(changing each one's result moved {', '.join(kinds) or 'nothing'}): the "
+                f"backward pass does not recompute the {activation} where it needs it, it "
+                f"reuses the forward one")
     return None
 
 

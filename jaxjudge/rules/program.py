@@ -455,6 +455,9 @@ class RematerializedActivationOptions(RuleOptions):
     primal: list[str] = Field(description="output paths of the forward values, e.g. [loss]")
     gradients: list[str] = Field(min_length=1, description="output paths of the gradients")
     policy: str = Field(pattern=_NAME, description="the checkpoint policy fix-its name")
+    feeds: list[str] = Field(default=[], max_length=16, description=(
+        "output paths the recomputed activation must move too: a weight gradient that needs "
+        "the activation itself (its product's), which a saved copy could otherwise serve"))
 
 
 @register("rematerialized_activation", "program", RematerializedActivationOptions)
@@ -466,6 +469,7 @@ def check_rematerialized_activation(
     primal: Sequence[str],
     gradients: Sequence[str],
     policy: str,
+    feeds: Sequence[str] = (),
 ) -> RuleOutcome:
     """The gradients use an activation recomputed from the saved product, never the forward one.
 
@@ -506,7 +510,8 @@ def check_rematerialized_activation(
     failed = [f for f in findings if f.kind != "ok"]
     if not failed:
         for p in programs:  # what the run showed (jaxjudge.rules.observed)
-            seen = recomputed(p.observed, p.outs, tuple(primal), tuple(gradients), activation)
+            seen = recomputed(p.observed, p.outs, tuple(primal), tuple(gradients), activation,
+                              tuple(feeds))
             if seen is not None:
                 return RuleOutcome(False, f"{seen}. Put the block in jax.checkpoint(..., "
                                           f"policy={policy}) inside the function you "
