@@ -282,6 +282,40 @@ def test_undoing_a_step_shows_the_steps_idle_in_the_real_run() -> None:
     assert _loop(_observe(_power, w, u, inject=8, watched=[0]), 8)["skip_size"] == []
 
 
+def test_undoing_is_blind_to_sign_flips_and_dummy_loops_are_not_varied() -> None:
+    """A loop that negates its state at every step makes undoing any one step flip the
+    result: undo sizes ignore the sign, so the difference-of-copies steps still measure 0. A
+    second loop that passes sigma along times 1.0 reads nothing the variants change and is
+    not `varied` (it cannot confound the power loop's sizes); the power loop is."""
+    def flips(w, u):
+        u, sigma = _diff_of_copies(w, u)
+        u = jax.lax.fori_loop(0, 8, lambda i, x: -x, u)  # an even number of flips
+        return u, jax.lax.fori_loop(0, 2, lambda i, s: s * 1.0, sigma)
+
+    def flipping(w, u):
+        zero = jnp.minimum(jnp.abs(w).sum(), 0.0).astype(jnp.int32)
+
+        def body(i, c):
+            u, v, wc = c
+            u, v, wc = jax.lax.cond((i + zero) % 2 == 0,
+                                    lambda c: (_normalize(w @ _normalize(w.T @ _normalize(
+                                        w @ _normalize(w.T @ c[0])))),
+                                               _normalize(w.T @ c[0]), w),
+                                    lambda c: (c[0] + (w - c[2]) @ c[1], c[1], w), (u, v, wc))
+            return -u, -v, wc
+
+        u, v, _ = jax.lax.fori_loop(0, 8, body, (u, jnp.zeros(w.shape[1], w.dtype), w))
+        return u, u @ (w @ v)
+
+    w = np.array([[2.0, 0.9, 0.1], [0.8, 1.7, 0.3], [0.2, 0.4, 1.5]], np.float32)
+    u = np.array([1.0, 0.0, 0.0], np.float32)
+    run = _loop(_observe(flipping, w, u, inject=8, watched=[0], skip=True), 8)
+    assert run["skip_size"][1::2] == [0.0] * 4 and min(run["skip_size"][0::2]) > 1e-5
+    got = _observe(flips, w, u, inject=8, watched=[0], skip=True)
+    by_steps = {r["steps"]: r for r in got["loops"] if r["depth"] == 0}
+    assert by_steps[8]["varied"] is True and by_steps[2]["varied"] is False
+
+
 def test_a_copy_by_gather_is_followed_and_mixing_after_the_loop_shows() -> None:
     def cheat(x, alpha):
         xc = x[jnp.argsort(-jnp.arange(x.shape[0]))[::-1]]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jaxjudge import load_problem
+from jaxjudge import list_problems, load_problem
 from jaxjudge.grading.observing import _groups, observations, observe_specs
 from jaxjudge.grading.plan import plan_for
 from jaxjudge.grading.stage_results import ObservedResult
@@ -67,3 +67,21 @@ def test_sliced_inputs_are_watched_only_where_every_share_is_whole() -> None:
     got = _groups(problem, ("k", "v"), "T", {"T": 16}, 4)
     assert got is not None and [g["size"] for g in got] == [4, 4]
     assert _groups(problem, ("k", "v"), "T", {"T": 18}, 4) is None
+
+
+
+def test_the_tests_steps_must_matter_on_are_observed() -> None:
+    """`steps_matter_on` names tests far from converged: each must be one the observer runs
+    (the first test of its input shape) with the undo variants, or the check reads nothing."""
+    checked = 0
+    for info in list_problems():
+        problem = load_problem(info.id)
+        named = {t for r in problem.requirements for t in r.options.get("steps_matter_on") or ()}
+        if not named:
+            continue
+        plan = plan_for(problem, "submit")
+        program_of = {sid: sid for sid in {t["signature"] for t in plan.tests}}
+        watched = {s["test"] for s in observe_specs(problem, plan, program_of) if s.get("skip")}
+        assert named <= watched, (info.id, named, watched)
+        checked += len(named)
+    assert checked >= 2  # spectral's hidden-01 and hidden-05

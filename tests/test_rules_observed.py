@@ -329,9 +329,15 @@ def test_reach_sizes_are_not_compared_beside_another_outermost_loop() -> None:
     honest = (7.3e-9, 0.5, 0.5, 2.4e-6, 1.4e-5, 5.6e-4, 2.7e-3, 0.045)
     power = _reaching(honest)
     rows = LoopRun(index=power.index + 7, depth=0, steps=2, entry=(), entry_max=(), exit=(),
-                   work=(4, 4))
+                   work=(4, 4), reach_size=(0.5, 0.5), varied=True)
     beside = Observation(count=8, sliced=(), test="example-1", loops=(power, rows))
     assert judge_loop(beside, every_step=True, sliced=False, names="", reach_grows=True) is None
+    # a loop the variants moved nothing in (a dummy fori_loop over sigma) confounds nothing
+    idle = LoopRun(index=power.index + 7, depth=0, steps=2, entry=(), entry_max=(), exit=(),
+                   work=(1, 1), reach_size=(0.0, 0.0), skip_size=(0.0, 0.0), varied=False)
+    dummy = Observation(count=8, sliced=(), test="example-1", loops=(power, idle))
+    why = judge_loop(dummy, every_step=True, sliced=False, names="", reach_grows=True)
+    assert why is not None and "steps 4–7 of its 8" in why
     alone = Observation(count=8, sliced=(), test="example-1", loops=(power,))
     why = judge_loop(alone, every_step=True, sliced=False, names="", reach_grows=True)
     assert why is not None and "steps 4–7 of its 8" in why
@@ -364,7 +370,7 @@ def test_a_middle_step_whose_undoing_matters_little_fails_where_reach_must_grow(
         assert judge_loop(obs, every_step=True, sliced=False, names="", reach_grows=True) is None
     power = _undone(cheat)
     rows = LoopRun(index=power.index + 7, depth=0, steps=2, entry=(), entry_max=(), exit=(),
-                   work=(4, 4))
+                   work=(4, 4), skip_size=(0.3, 0.3), varied=True)
     beside = Observation(count=8, sliced=(), test="hidden-01", loops=(power, rows))
     assert judge_loop(beside, every_step=True, sliced=False, names="", reach_grows=True) is None
 
@@ -385,3 +391,22 @@ def test_the_recomputed_activation_must_move_each_output_it_feeds() -> None:
         assert (why is None) is ok, why
         if not ok:
             assert "grads.w2 among them" in why and "the gradients but not grads.w2" in why
+
+
+def test_on_a_test_far_from_converged_every_middle_step_must_matter() -> None:
+    """All 8 iterations at step 1, the other steps idle (reading w through a difference of
+    copies, with junk iterations to keep the work even): undoing a middle step moves nothing,
+    so no middle step stands above the floor to compare with. On a test the problem names in
+    `steps_matter_on` (strict), each middle step must move the outputs 1e-5 itself; elsewhere
+    (a test that may have converged) nothing is judged."""
+    cheat = (0.5, *(0.0,) * 7)
+    obs = Observation(count=8, sliced=(), test="hidden-01", loops=(_undone(cheat),),
+                      primary=False)
+    assert judge_loop(obs, every_step=True, sliced=False, names="", reach_grows=True) is None
+    why = judge_loop(obs, every_step=True, sliced=False, names="", reach_grows=True,
+                     strict=True)
+    assert why is not None and "undoing steps 2–7 of its 8" in why and "1e-05" in why
+    honest = (0.0143,) * 8
+    fine = Observation(count=8, sliced=(), test="hidden-01", loops=(_undone(honest),))
+    assert judge_loop(fine, every_step=True, sliced=False, names="", reach_grows=True,
+                      strict=True) is None

@@ -162,7 +162,7 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
             LoopRun(index=r.index, depth=r.depth, steps=r.steps, entry=tuple(r.entry),
                     entry_max=tuple(r.entry_max), exit=tuple(r.exit), work=tuple(r.work),
                     reached=tuple(r.reached), reach_size=tuple(r.reach_size),
-                    skip_size=tuple(r.skip_size),
+                    skip_size=tuple(r.skip_size), varied=r.varied,
                     slots=tuple(Slot(first=tuple(sl.first), touches=tuple(sl.touches),
                                      kept=tuple(sl.kept), live=sl.live,
                                      single=tuple(sl.single)) for sl in r.slots))

@@ -193,6 +193,8 @@ class ObservedLoop(_Strict):
     # per skipped step: how far undoing that step moved them (runs that asked for it)
     skip_size: Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)] | None],
                          Field(max_length=MAX_OBSERVED_STEPS)] = Field(default_factory=list)
+    # an inject or undo variant changed what one of its steps read or kept
+    varied: bool = False
 
 
 class ObservedResult(_Strict):

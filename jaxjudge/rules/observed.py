@@ -70,6 +70,8 @@ class LoopRun:
     reach_size: tuple[float | None, ...] = ()
     # per skipped step: how far undoing the step moved them (a run that asked for it)
     skip_size: tuple[float | None, ...] = ()
+    # an inject or undo variant changed what one of its steps read or kept
+    varied: bool = False
 
     def kept(self, s: int, every: bool = False) -> bool | None:
         """Did a value that carries the inputs' work (with `every`: each of them) keep step
@@ -164,6 +166,11 @@ def _ranges(steps: list[int]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
+def _steps(steps: list[int]) -> str:
+    """"step 8" or "steps 2–4 and 6" (1-based)."""
+    return f"step{'s' if len(steps) > 1 else ''} {_ranges(steps)}"
+
+
 def _work_note(runs: list[LoopRun], idle: list[int]) -> str:
     """What the idle and the working steps executed (multiply-adds and reduced elements)."""
     run = runs[0]
@@ -185,7 +192,7 @@ def _work_note(runs: list[LoopRun], idle: list[int]) -> str:
 
 def _every_step(runs: list[LoopRun], count: int, every: bool,
                 primary: bool = True, reach_grows: bool = False,
-                others: bool = False) -> str | None:
+                others: bool = False, strict: bool = False) -> str | None:
     """The steps (but the first) whose work no run kept (read on the primary run only), then
     work crowded into one step (`_crowded_work`, on every run); with `every`, that some value
     carrying the inputs' work, and keeping it at some step, did not keep (a fixed-count
@@ -193,7 +200,7 @@ def _every_step(runs: list[LoopRun], count: int, every: bool,
     beside one that stopped is a decoy; a matrix carried along unchanged never worked)."""
     if not primary:
         return (_crowded_work(runs, count)
-                or (_undone_unseen(runs, count, others) if reach_grows else None))
+                or (_undone_unseen(runs, count, others, strict) if reach_grows else None))
     known: dict[int, bool] = {}
     for run in runs:
         if not any(sl.live for sl in run.slots):  # nothing it carries moves with the inputs
@@ -208,11 +215,12 @@ def _every_step(runs: list[LoopRun], count: int, every: bool,
     if not idle:
         return (_unreached(runs, count)
                 or (_faded(runs, count, others) if reach_grows else None)  # primary only
-                or (_undone_unseen(runs, count, others) if reach_grows else None)
+                or (_undone_unseen(runs, count, others, strict) if reach_grows else None)
                 or _crowded_work(runs, count))
-    return (f"steps {_ranges(idle)} of its {count} change nothing the loop carries when the "
-            f"inputs they read change: their work is thrown away (a jnp.where, a zero factor "
-            f"or a flag keeps the value from the step before){_work_note(runs, idle)}")
+    return (f"{_steps(idle)} of its {count} change{'s' if len(idle) == 1 else ''} nothing the "
+            f"loop carries when the inputs they read change: their work is thrown away (a "
+            f"jnp.where, a zero factor or a flag keeps the value from the step before)"
+            f"{_work_note(runs, idle)}")
 
 
 def _unreached(runs: list[LoopRun], count: int) -> str | None:
@@ -224,8 +232,9 @@ def _unreached(runs: list[LoopRun], count: int) -> str | None:
         lost = [s for s in range(1, min(count - 1, len(run.reached)))
                 if run.reached[s] is False]
         if lost:
-            return (f"steps {_ranges(lost)} of its {count} change nothing your program returns "
-                    f"when the inputs they read change: what they compute is dropped (kept "
+            return (f"{_steps(lost)} of its {count} change{'s' if len(lost) == 1 else ''} nothing "
+                    f"your program returns when the inputs they read change: what they "
+                    f"compute is dropped (kept "
                     f"only in a value the program does not return){_work_note(runs, lost)}")
     return None
 
@@ -279,27 +288,34 @@ UNDONE = 0.1
 UNDONE_FLOOR = 1e-5
 
 
-def _undone_unseen(runs: list[LoopRun], count: int, others: bool) -> str | None:
+def _undone_unseen(runs: list[LoopRun], count: int, others: bool,
+                   strict: bool = False) -> str | None:
     """The middle steps (not the first, not the last) whose undoing, in the run itself, moved
     the outputs less than UNDONE times as much as undoing another middle step did: with
     `reach_grows`, each step does the same iteration, so each matters as much; a step that
     only nudges the state, or leaves it as it was (reading w only through a difference that
-    is zero in every real run), matters little or not at all. Not read beside another
-    outermost loop, which its variants undo too (as `_faded`)."""
+    is zero in every real run), matters little or not at all. `strict` (a test the problem
+    names as far from converged): each middle step must also move them UNDONE_FLOOR, so all
+    the iterations done at the first step, the others idle, fail too. Not read beside another
+    outermost loop the variants moved, which they undo too (as `_faded`)."""
     if others:
         return None
     for run in runs:
         sizes = run.skip_size[1:count - 1]
         known = [v for v in sizes if v is not None]
         top = max(known, default=0.0)
-        if top < UNDONE_FLOOR:
+        if top < UNDONE_FLOOR and not strict:
             continue
-        faint = [1 + i for i, v in enumerate(sizes) if v is not None and v < UNDONE * top]
+        bound = max(UNDONE * top, UNDONE_FLOOR if strict else 0.0)
+        faint = [1 + i for i, v in enumerate(sizes) if v is not None and v < bound]
         if faint:
-            return (f"undoing step{'s' if len(faint) > 1 else ''} {_ranges(faint)} of its "
-                    f"{count} moves your outputs by {_sizes_at(run.skip_size, faint)} of their "
-                    f"size, against {top:.2g} for another step: those steps do little or none "
-                    f"of the iterations, which are done at other steps")
+            against = (f"against {top:.2g} for another step" if top >= UNDONE_FLOOR else
+                       f"where each iteration moves them at least {UNDONE_FLOOR:.0e} on this "
+                       f"test")
+            return (f"undoing {_steps(faint)} of its {count} moves your outputs by "
+                    f"{_sizes_at(run.skip_size, faint)} of their size, {against}: "
+                    f"{'those steps do' if len(faint) > 1 else 'that step does'} little or "
+                    f"none of the iterations, which are done at other steps")
     return None
 
 
@@ -396,7 +412,7 @@ def _nothing_mixed_outside(runs: list[LoopRun], obs: Observation, names: str) ->
 
 
 def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
-               names: str, reach_grows: bool = False) -> str | None:
+               names: str, reach_grows: bool = False, strict: bool = False) -> str | None:
     """None when some loop of the observed run that ran `obs.count` steps does what the
     requirement says; else why not (the first loop's reason), with what was measured."""
     every: dict[int, list[LoopRun]] = defaultdict(list)
@@ -410,11 +426,13 @@ def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
         return (f"no loop ran {obs.count} steps when your program ran on test {obs.test!r}"
                 + (f" (loops ran {', '.join(map(str, ran[:6]))} steps)" if ran else ""))
     reasons: list[str] = []
-    outermost = {run.index for run in obs.loops if run.depth == 0}
+    # other outermost loops the inject or undo variants moved something in (they change every
+    # outermost loop's step s at once): a loop they leave untouched confounds nothing
+    outermost = {run.index for run in obs.loops if run.depth == 0 and run.varied}
     for index, runs in by_op.items():
         why = (_every_step(runs, obs.count, every=not obs.groups,
                            primary=obs.primary or (sliced and bool(obs.groups)),
-                           reach_grows=reach_grows,
+                           reach_grows=reach_grows, strict=strict,
                            others=bool(outermost - {index}))
                if every_step else None)
         if why is None and sliced and obs.groups:

@@ -84,6 +84,13 @@ class LoopOptions(RuleOptions):
                     "power iteration, a running average), so a step that only nudges the "
                     "state fails; leave it off where a later step may matter far less by its "
                     "data (a block of keys with low scores)")
+    steps_matter_on: tuple[str, ...] = Field(
+        default=(), max_length=16,
+        description="with reach_grows: tests (among those observed: the first of each input "
+                    "shape) far from converged within the trip count, on which undoing any "
+                    "middle step must move the outputs at least 1e-5 of their size, whatever "
+                    "the other steps do (all the iterations done at one step, the others idle, "
+                    "fail there)")
     outside_loop_products: int | None = Field(
         default=None, ge=0, lt=MAX_COUNTED,
         description="at most this many successive products with the depends_on inputs "
@@ -107,6 +114,8 @@ class LoopOptions(RuleOptions):
             raise ValueError("give dim, trip_count, or both")
         if self.reach_grows and not self.every_step:
             raise ValueError("reach_grows is read with every_step: set every_step = true")
+        if self.steps_matter_on and not self.reach_grows:
+            raise ValueError("steps_matter_on is read with reach_grows: set reach_grows = true")
         return self
 
 
@@ -116,6 +125,7 @@ def check_loop_over_dim(
     depends_on: Sequence[str] = (), only_through_loop: bool | Sequence[str] = False,
     sliced: Sequence[str] = (), every_step: bool = False, reach_grows: bool = False,
     outside_loop_products: int | None = None, hint: str = "",
+    steps_matter_on: Sequence[str] = (),
 ) -> RuleOutcome:
     """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
 
@@ -189,7 +199,7 @@ def check_loop_over_dim(
                                            _and(list(sliced)), hint, outside_loop_products),
                              where))
         elif (seen := _observed_failure(p, want, tuple(sliced), every_step, reach_grows,
-                                        hint)) is not None:
+                                        hint, tuple(steps_matter_on))) is not None:
             failures.append((True, want, seen, where))
         shown = shown or where
     if failures:  # the most telling: a program with loops, the longest one
@@ -208,7 +218,8 @@ def check_loop_over_dim(
 
 
 def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_step: bool,
-                      reach_grows: bool, hint: str) -> str | None:
+                      reach_grows: bool, hint: str,
+                      steps_matter_on: tuple[str, ...] = ()) -> str | None:
     """What the run stage B observed says against the loop the text analysis accepted."""
     obs = matching(p.observed, want, sliced)
     if obs is None or not (every_step or sliced):
@@ -216,7 +227,8 @@ def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_
     why = unseen(obs)
     if why is None:
         why = judge_loop(obs, every_step=every_step, sliced=bool(sliced),
-                         names=_and(list(sliced)), reach_grows=reach_grows)
+                         names=_and(list(sliced)), reach_grows=reach_grows,
+                         strict=obs.test in steps_matter_on)
     return None if why is None else f"{why}. {hint}".strip()
 
 

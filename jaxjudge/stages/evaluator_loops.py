@@ -55,6 +55,9 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
             if v is not None:
                 reads = [self._perturbed(c, v) if i in passing else c
                          for i, c in enumerate(carry)]
+                if record is not None and any(r is not c for r, c in zip(reads, carry,
+                                                                         strict=True)):
+                    record.varied = True  # the variant changed what this step reads
             if record is not None and len(record.work) < MAX_RECORDED_STEPS:
                 record.work.append(0)
             new = self.block(body_b, reads, outer)
@@ -64,7 +67,11 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
             old, carry = carry, [np.where(mask.reshape((self.V,) + (1,) * (x.ndim - 1)), x, c)
                                  for x, c in zip(new, carry, strict=True)]
             if u is not None:
-                carry = self._skip_step(old, carry, u)
+                undone = self._skip_step(old, carry, u)
+                if record is not None and any(_moved(x[u], c[u]).any()
+                                              for x, c in zip(undone, carry, strict=True)):
+                    record.varied = True  # undoing this step changed what the loop carries
+                carry = undone
             if record is not None and step < MAX_RECORDED_STEPS:
                 record.step(step, old, carry, v if clean else None, v is not None)
                 if u is not None:
@@ -100,6 +107,7 @@ def _skip_step(self, old: list[np.ndarray], new: list[np.ndarray],
             b[u] = a[u]
         out.append(b)
     return out
+
 
 def _passes_along(body) -> list[int]:
     """The carried slots the body returns unchanged (a scan's xs, closed-over inputs)."""

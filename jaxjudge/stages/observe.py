@@ -115,11 +115,13 @@ def _moved_count(values: list[np.ndarray], v: int) -> int:
     return int(sum(int(_moved(_variant(x, v), x[0]).sum()) for x in values))
 
 
-def _moved_size(values: list[np.ndarray], v: int) -> float:
+def _moved_size(values: list[np.ndarray], v: int, unsigned: bool = False) -> float:
     """How far variant v moved the values: the largest change of an element, relative to the
     largest magnitude in its value (1 for a non-float value that changed or a NaN that
     appeared); 0 when nothing moved. A step whose reads reach the outputs only through a tiny
-    nudge moves them by about the nudge."""
+    nudge moves them by about the nudge. unsigned: a value that only changed sign did not
+    move (a loop that negates its state at every step makes undoing any one step flip the
+    result, however little the step did)."""
     size = 0.0
     for x in values:
         a, b = _variant(x, v), x[0]
@@ -130,6 +132,8 @@ def _moved_size(values: list[np.ndarray], v: int) -> float:
             return 1.0
         with np.errstate(all="ignore"):
             diff = np.abs(_wide(a) - _wide(b))
+            if unsigned:
+                diff = np.minimum(diff, np.abs(_wide(a) + _wide(b)).max())
             scale = float(np.nanmax(np.abs(_wide(b)))) if b.size else 0.0
         if not np.isfinite(diff[moved]).all() or not np.isfinite(scale) or scale == 0.0:
             return 1.0
@@ -213,6 +217,7 @@ class LoopRecord:
         self.kept: list[list[bool | None]] = [[] for _ in range(n)]
         self.injects: list[int | None] = []  # per injected step: its clean variant, if any
         self.skips: list[int | None] = []  # per skipped step: its clean variant, if any
+        self.varied = False  # an inject or undo variant changed a step's reads or what it kept
         self.live = [False] * n
         self.entry = [_moved_count(carry, 1 + k) for k in range(g)]
         self.entry_max = [max((int(_moved(c[1 + k], c[0]).sum()) for c in carry), default=0)
@@ -287,13 +292,13 @@ class LoopRecord:
         (`_moved_size`, 3 significant digits)."""
         if self.depth:
             return []
-        return [None if v is None else float(f"{_moved_size(outs, v):.3g}")
+        return [None if v is None else float(f"{_moved_size(outs, v, unsigned=True):.3g}")
                 for v in self.skips]
 
     def summary(self, outs: list[np.ndarray]) -> dict[str, Any]:
         return {"index": self.index, "depth": self.depth, "steps": self.steps,
                 "reached": self.reached(outs), "reach_size": self.reach_size(outs),
-                "skip_size": self.skip_size(outs),
+                "skip_size": self.skip_size(outs), "varied": self.varied,
                 "entry": self.entry, "entry_max": self.entry_max, "exit": self.exit,
                 "work": [int(w) for w in self.work],
                 "slots": [{"first": f, "touches": t, "kept": k, "live": lv,
