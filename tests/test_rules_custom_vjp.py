@@ -305,6 +305,23 @@ FAILING = [
 ]
 
 
+def _decoy_differentiated_first() -> Callable[..., Any]:
+    """An honest custom_vjp differentiated and dropped beside a second one whose results are
+    returned (a red-team round): the first is a decoy whose rules the rules run would check."""
+    real, fake = _quantize(), _quantize()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        jax.vjp(real, x)[1](g)
+        y, vjp = jax.vjp(fake, x)
+        return {"y": y, "dx": vjp(g)[0]}
+
+    return solve
+
+
+FAILING.append((_decoy_differentiated_first,
+                "neither its result nor its backward rule's reaches what solve returns"))
+
+
 def traced(make: Callable[..., Any], *, symbolic: bool = False) -> dict:
     """Stage A's summary of a fresh `solve` (as its symbolic or per-signature path makes it)."""
     n = export.symbolic_shape("N")[0] if symbolic else 5

@@ -81,6 +81,36 @@ def test_rules_function_says_why_it_cannot_run_the_rules() -> None:
     assert "no jax.custom_vjp" in _rules_of(none, X, G)
 
 
+def test_a_custom_vjp_called_two_ways_is_not_run_as_one_of_them() -> None:
+    """The rules run replays one call: a quantiser called with two nondiff bounds (1.0 for a
+    dropped decoy, 1e30 for the values returned), or on x and on x[None] with rules that
+    switch on the rank, would be checked at the call it did not return (a red-team round).
+    Called twice the same way (y, then inside jax.vjp), it runs."""
+    @partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def q(x: jax.Array, bound: float) -> jax.Array:
+        return _sign(x)
+
+    q.defvjp(lambda x, bound: (q(x, bound), x),
+             lambda bound, x, g: (jnp.where(jnp.abs(x) <= bound, g, 0.0),))
+
+    def two_bounds(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        jax.vjp(lambda v: q(v, 1.0), x)[1](g)
+        y, vjp = jax.vjp(lambda v: q(v, 1e30), x)
+        return {"y": y, "dx": jnp.where(jnp.abs(x) <= 1.0, vjp(g)[0], 0.0)}
+
+    def two_ranks(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        jax.vjp(lambda v: q(v, 1.0), x)[1](g)
+        y, vjp = jax.vjp(lambda v: q(v, 1.0), x[None])
+        return {"y": y[0], "dx": vjp(g[None])[0][0]}
+
+    def same_way(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        return {"y": q(x, 1.0), "dx": jax.vjp(lambda v: q(v, 1.0), x)[1](g)[0]}
+
+    for solve in (two_bounds, two_ranks):
+        assert "called with arrays of different shapes" in _rules_of(solve, X, G)
+    assert callable(_rules_of(same_way, X, G))
+
+
 def test_part_diff_counts_beyond_the_tolerance_only() -> None:
     want = np.array([1.0, 2.0, np.nan, 4.0])
     assert execute._part_diff(want * (1 + 1e-7), want, 1e-6, 0.0, np) is None

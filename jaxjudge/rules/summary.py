@@ -291,6 +291,15 @@ def check_custom_vjp_used(summary: object, *, output: bool = True, backward: boo
     work = _Work(frozenset(forward_ops or ()), frozenset(backward_ops or ()), forward_work,
                  backward_work)
     passing = [f for f in vjps if not _unused(f, output, backward, computes, work)]
+    # A custom_vjp beside the one that passes, called (differentiated, even) but with nothing
+    # it computes reaching what solve returns: a decoy whose rules would be the ones checked.
+    decoys = [f for f in vjps if not f.output_used and not f.bwd_used]
+    if passing and decoys and (output or backward):
+        return RuleOutcome(False, (
+            f"Your {decoys[0].named(what)} is called, but neither its result nor its backward "
+            f"rule's reaches what solve returns (it is thrown away), beside "
+            f"{passing[0].named(what)}, which does: call only the one whose result and "
+            f"gradient you return. {hint}").strip())
     if passing:
         parts = []
         if output:

@@ -617,6 +617,9 @@ class _CustomRuleCalls:
         # Per function, its first call: (the one array's position, the positional arguments),
         # or None when the call had keywords or not exactly one array.
         self.first_call: dict[int, tuple[int, list[Any]] | None] = {}
+        # Per function, each different way it was called (arrays' shapes and types, the other
+        # arguments' text): the rules run replays the first one only.
+        self.call_kinds: dict[int, set[tuple]] = {}
         self.dropped = 0
         self._jax = jax
         self._mark = _marker()
@@ -758,8 +761,12 @@ class _CustomRuleCalls:
         k = self._record(obj, "custom_vjp")
         if k is None or self.functions[k]["library"]:
             return orig(obj, *args, **kwargs)
+        given = _positional(obj, args, kwargs)
+        kinds = self.call_kinds.setdefault(k, set())
+        if len(kinds) < 8:
+            kinds.add(tuple((str(a.shape), str(a.dtype)) if isinstance(a, self._jax.Array)
+                            else repr(a)[:200] for a in given or (kwargs,)))
         if k not in self.first_call:  # how rules_function calls the rules on x
-            given = _positional(obj, args, kwargs)
             arrays = [isinstance(a, self._jax.Array) for a in given or ()]
             self.first_call[k] = (None if given is None or sum(arrays) != 1 else  # no tracer
                                   (arrays.index(True), [None if is_array else a for is_array, a
@@ -814,6 +821,10 @@ class _CustomRuleCalls:
         if k in self.traces.untraced:
             return ("a rule of it ran when called but failed when traced on its own at the same "
                     "arguments: a rule must depend on its arguments only")
+        if len(self.call_kinds.get(k, ())) > 1:
+            return ("it was called with arrays of different shapes or different other "
+                    "arguments (a nondiff bound, say), and its rules are checked as one call "
+                    "made them: call it on x alone, the same way each time")
         # the programs solve computed with, not the Python functions called once more
         fun, fwd, bwd = (self.traces.replay(f, k, role) for f, role in
                          ((fun, "fun"), (fwd, "fwd"), (bwd, "bwd")))
