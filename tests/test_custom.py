@@ -133,3 +133,21 @@ def test_every_problem_runs_a_learners_input_against_its_reference(problem_id: s
     t = mine[0]
     assert t.details is not None and t.details.expected is not None
     assert t.verdict is Verdict.ACCEPTED and t.max_score == 0.0
+
+
+def test_every_test_of_every_problem_is_within_its_declared_constraints() -> None:
+    """The tests keep the promises a learner's own inputs are held to (shapes, ranges, the
+    values `constraints.values` declares): ema-with-scan's prices test once reached 1013.7
+    where the statement says |x| <= 1e3, and an honest program that clips to the bound failed
+    it. Tests with more numbers than a custom input may hold are left out (few)."""
+    checked = 0
+    for info in list_problems():
+        problem = load_problem(info.id)
+        for case in problem.cases("submit"):
+            try:
+                custom_cases(problem, [case.inputs])
+            except CustomInputError as exc:
+                assert f"more than {MAX_ELEMENTS} numbers" in str(exc), (info.id, case.name, exc)
+                continue
+            checked += 1
+    assert checked > 300
