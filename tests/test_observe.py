@@ -316,6 +316,24 @@ def test_undoing_is_blind_to_sign_flips_and_dummy_loops_are_not_varied() -> None
     assert by_steps[8]["varied"] is True and by_steps[2]["varied"] is False
 
 
+def test_a_step_whose_reads_no_variant_can_change_is_unknown_not_idle() -> None:
+    """An EMA written in place into a buffer that starts as x: the loop passes nothing along
+    that moves with x, so an inject variant changes nothing a step reads. That says nothing
+    about the step (kept and reached unknown), where it used to read as idle and unreached."""
+    def in_place(x, alpha):
+        def body(t, out):
+            prev = out[jnp.maximum(t - 1, 0)]
+            return out.at[t].set(jnp.where(t == 0, out[t], alpha * out[t] + (1 - alpha) * prev))
+
+        return jax.lax.fori_loop(0, x.shape[0], body, x)
+
+    got = _observe(in_place, X, np.float32(0.3), groups=ROWS, inject=6)
+    run = _loop(got, 6)
+    assert run["reached"] == [None] * 6
+    assert all(sl["kept"] == [None] * 6 for sl in run["slots"])
+    assert run["varied"] is False
+
+
 def test_a_copy_by_gather_is_followed_and_mixing_after_the_loop_shows() -> None:
     def cheat(x, alpha):
         xc = x[jnp.argsort(-jnp.arange(x.shape[0]))[::-1]]

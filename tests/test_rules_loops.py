@@ -263,8 +263,19 @@ def test_a_loop_of_the_right_count_that_does_not_do_the_work(fn: Callable[..., A
     assert right == [(False, why)]
 
 
+def in_place_from_x(x: jax.Array) -> jax.Array:
+    """An EMA written in place: the buffer starts as x, row t becomes the average of row t
+    and row t - 1 (a red-team round's honest form, rejected while x counted only when read
+    as a value passed along)."""
+    def body(t: jax.Array, out: jax.Array) -> jax.Array:
+        prev = out[jnp.maximum(t - 1, 0)]
+        return out.at[t].set(jnp.where(t == 0, out[t], 0.5 * out[t] + 0.5 * prev))
+
+    return jax.lax.fori_loop(0, x.shape[0], body, x)
+
+
 @pytest.mark.parametrize("fn", [scan_rows, ys_of_previous_carry, while_countdown,
-                                map_over_inner_scan])
+                                map_over_inner_scan, in_place_from_x])
 def test_a_recurrence_does_the_work(fn: Callable[..., Any]) -> None:
     assert any(works for _, works, _ in loops(fn, 6))
 

@@ -55,8 +55,12 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
             if v is not None:
                 reads = [self._perturbed(c, v) if i in passing else c
                          for i, c in enumerate(carry)]
-                if record is not None and any(r is not c for r, c in zip(reads, carry,
-                                                                         strict=True)):
+                # A step whose reads the variant could not change (the input is carried in
+                # the state, an output buffer updated in place) tells nothing: unknown, not
+                # idle and not unreached.
+                perturbed = any(r is not c for r, c in zip(reads, carry, strict=True))
+                clean = clean and perturbed
+                if record is not None and perturbed:
                     record.varied = True  # the variant changed what this step reads
             if record is not None and len(record.work) < MAX_RECORDED_STEPS:
                 record.work.append(0)
