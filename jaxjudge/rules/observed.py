@@ -392,13 +392,16 @@ def _one_share_per_step(runs: list[LoopRun], obs: Observation, names: str) -> st
 
 def _nothing_mixed_outside(runs: list[LoopRun], obs: Observation, names: str) -> str | None:
     """Before the loop, a group enters only as copies; after it, the outputs move with a group
-    no more than the loop's results do."""
+    no more than the loop's results do. The first group is the first step's share: what is
+    computed from it before the loop is that step's work begun early (the running maximum
+    started at the first block's maximum, as blockwise attention's hint 3 offers), not
+    several steps' work."""
     per_group = obs.group_elements
     if per_group <= 0:
         return None
     for run in runs:
         for g, moved in enumerate(run.entry_max[: obs.groups]):
-            if moved > ENTRY_COPIES * per_group:
+            if g > 0 and moved > ENTRY_COPIES * per_group:
                 return (f"before the loop starts, {moved} values of one array it receives "
                         f"move with share {g + 1} of {names} (a copy has {per_group}): they "
                         f"are computed from several steps' shares before the loop")
