@@ -14,12 +14,41 @@ def test_every_program_the_tests_run_is_observed_most_steps_first() -> None:
     problem = load_problem("ema-with-scan")
     plan = plan_for(problem, "submit")
     program_of = {sid: sid for sid in {t["signature"] for t in plan.tests}}
-    specs = observe_specs(problem, plan, program_of)
+    first_test = {}
+    for t in plan.tests:
+        first_test.setdefault(t["signature"], t["name"])
+    every = observe_specs(problem, plan, program_of)
+    specs = [s for s in every if s["test"] == first_test[s["program"]]]
     wanted = {sid for sid in program_of if 2 <= plan.sig_dims[sid]["T"] <= 48}
     assert {s["program"] for s in specs} == wanted and len(specs) == len(wanted)
     assert [s["primary"] for s in specs] == [True] + [False] * (len(specs) - 1)
     assert specs[0]["count"] == max(s["count"] for s in specs)
     assert all(len(s["groups"]) == 1 and s["groups"][0]["size"] == 1 for s in specs)
+
+
+def test_a_second_test_of_each_signature_is_watched_as_the_programs_pick_it() -> None:
+    """Beside each first run, one more test of its signature, picked by the seed (the grade's
+    programs: the same program gets the same pick, another program may get another), never
+    primary: a loop that switches its work on data only some tests have is not safe on the
+    tests watched first."""
+    problem = load_problem("ema-with-scan")
+    plan = plan_for(problem, "submit")
+    program_of = {sid: sid for sid in {t["signature"] for t in plan.tests}}
+    names: dict[str, list[str]] = {}
+    for t in plan.tests:
+        names.setdefault(t["signature"], []).append(t["name"])
+    picks = []
+    for seed in (b"a", b"a", b"b", b"c"):
+        specs = observe_specs(problem, plan, program_of, seed)
+        seconds = [s for s in specs if s["test"] != names[s["program"]][0]]
+        assert seconds and not any(s["primary"] for s in seconds)
+        assert all(s["test"] in names[s["program"]] for s in seconds)
+        with_more = {sid for sid in program_of if len(names[sid]) > 1
+                     and 2 <= plan.sig_dims[sid]["T"] <= 48}
+        assert {s["program"] for s in seconds} == with_more
+        assert len({s["id"] for s in specs}) == len(specs)
+        picks.append(tuple(s["test"] for s in seconds))
+    assert picks[0] == picks[1] and len(set(picks)) > 1
 
 
 def test_independent_of_dim_is_watched_one_index_at_a_time() -> None:

@@ -10,7 +10,9 @@ dimension, one variant per index along it, and runs at other sizes the tests hav
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import random
 from typing import Any
 
 from jaxjudge.grading.stage_results import ObservedResult
@@ -28,14 +30,18 @@ MAX_OBSERVED_PROGRAMS = 16
 MAX_VISITED = 64  # indices of a no_loop_over_dim dimension, one variant each
 
 
-def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str]) -> list[dict[str, Any]]:
+def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str],
+                  seed: bytes = b"") -> list[dict[str, Any]]:
     """Stage B's `observe` entries for this problem and plan (empty when no rule asks).
 
-    program_of: signature id -> the program id that runs it."""
+    program_of: signature id -> the program id that runs it. seed: picks, per program a loop
+    requirement watches, one more of its signature's tests (`_second_tests`)."""
     specs: list[dict[str, Any]] = []
     tests_of: dict[str, str] = {}
+    names_of: dict[str, list[str]] = {}
     for test in plan.tests:
         tests_of.setdefault(test["signature"], test["name"])
+        names_of.setdefault(test["signature"], []).append(test["name"])
     for req in problem.requirements:
         opts = req.options
         if not asks_observer(req.rule, req.level, opts):  # as Problem.observed decides
@@ -70,19 +76,41 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str]) -> li
         runs.sort(key=lambda r: -r[0])
         watch = sorted(set(opts.get("depends_on") or ()) | set(sliced))
         seen: set[str] = set()
+        firsts: list[dict[str, Any]] = []
         for want, sid in runs:
             program = program_of.get(sid, sid)
             groups = _groups(problem, sliced, dim, plan.sig_dims.get(sid, {}), want)
             if groups is None or program in seen or len(seen) >= MAX_OBSERVED_PROGRAMS:
                 continue
             seen.add(program)
-            specs.append({"id": f"r{len(specs)}", "program": program, "test": tests_of[sid],
-                          "count": want, "sliced": list(sliced), "groups": groups,
-                          "inject": want, "watch": watch, "primary": len(seen) == 1,
-                          # variants that undo one step each, read with reach_grows on every
-                          # run (a test far from converged shows a nudge at its true size)
-                          "skip": bool(opts.get("reach_grows"))})
+            first = {"id": f"r{len(specs)}", "program": program, "test": tests_of[sid],
+                     "count": want, "sliced": list(sliced), "groups": groups,
+                     "inject": want, "watch": watch, "primary": len(seen) == 1,
+                     # variants that undo one step each, read with reach_grows on every
+                     # run (a test far from converged shows a nudge at its true size)
+                     "skip": bool(opts.get("reach_grows"))}
+            specs.append(first)
+            firsts.append({**first, "signature": sid})
+        for extra in _second_tests(firsts, names_of, seed + req.name.encode()):
+            specs.append({**extra, "id": f"r{len(specs)}"})
     return specs
+
+
+def _second_tests(firsts: list[dict[str, Any]], names_of: dict[str, list[str]],
+                  seed: bytes) -> list[dict[str, Any]]:
+    """Per first run, the same run on one more test of its signature, picked by `seed` (the
+    grade's programs): a program that switches its loop's work on data values only some tests
+    have (alpha in a range, a score above 8) is not safe on the tests watched first. The
+    pick is fixed for a program (its results cache, a re-grade), not for what a learner can
+    foresee without the judge's tests. Extra runs, never primary."""
+    rng = random.Random(hashlib.sha256(seed).digest())
+    out = []
+    for first in firsts:
+        sid = first.pop("signature")
+        others = [name for name in names_of.get(sid, []) if name != first["test"]]
+        if others:
+            out.append({**first, "test": rng.choice(others), "primary": False, "second": True})
+    return out
 
 
 def _visit_specs(problem: Problem, plan: Any, tests_of: dict[str, str],
@@ -176,6 +204,6 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
                                groups=got.groups, group_elements=got.group_elements,
                                outputs=tuple(got.outputs),
                                loops=loops, kind=spec.get("kind", "loop"),
-                               primary=primary,
+                               primary=primary, second=bool(spec.get("second")),
                                activations=tuple(tuple(a) for a in got.activations)))
     return tuple(out)

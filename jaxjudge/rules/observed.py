@@ -111,6 +111,9 @@ class Observation:
     # may be on a test whose data moves nothing (u = 0 in a power iteration): a run in which no
     # step kept anything says nothing there.
     primary: bool = True
+    # a second test of its signature (observing._second_tests): read only for what holds on
+    # any data (work per step, shares per step, undo sizes), not for what steps keep
+    second: bool = False
 
 
 def recomputed(observations: tuple[Observation, ...], outs: list[str], primal: tuple[str, ...],
@@ -434,7 +437,8 @@ def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
     outermost = {run.index for run in obs.loops if run.depth == 0 and run.varied}
     for index, runs in by_op.items():
         why = (_every_step(runs, obs.count, every=not obs.groups,
-                           primary=obs.primary or (sliced and bool(obs.groups)),
+                           primary=obs.primary or (sliced and bool(obs.groups)
+                                                   and not obs.second),
                            reach_grows=reach_grows, strict=strict,
                            others=bool(outermost - {index}))
                if every_step else None)
@@ -448,12 +452,12 @@ def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
 
 
 def matching(observations: tuple[Observation, ...], count: int,
-             sliced: tuple[str, ...]) -> Observation | None:
-    """The observation made for this trip count and these sliced inputs, if any."""
-    for obs in observations:
-        if obs.kind == "loop" and not obs.dim and obs.count == count and obs.sliced == sliced:
-            return obs
-    return None
+             sliced: tuple[str, ...]) -> list[Observation]:
+    """The observations made for this trip count and these sliced inputs (a program's first
+    run, then the one on a second test of its signature)."""
+    return [obs for obs in observations
+            if obs.kind == "loop" and not obs.dim and obs.count == count
+            and obs.sliced == sliced]
 
 
 def unseen(obs: Observation) -> str | None:

@@ -220,16 +220,19 @@ def check_loop_over_dim(
 def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_step: bool,
                       reach_grows: bool, hint: str,
                       steps_matter_on: tuple[str, ...] = ()) -> str | None:
-    """What the run stage B observed says against the loop the text analysis accepted."""
-    obs = matching(p.observed, want, sliced)
-    if obs is None or not (every_step or sliced):
+    """What the runs stage B observed say against the loop the text analysis accepted (the
+    first that says something)."""
+    if not (every_step or sliced):
         return None
-    why = unseen(obs)
-    if why is None:
-        why = judge_loop(obs, every_step=every_step, sliced=bool(sliced),
-                         names=_and(list(sliced)), reach_grows=reach_grows,
-                         strict=obs.test in steps_matter_on)
-    return None if why is None else f"{why}. {hint}".strip()
+    for obs in matching(p.observed, want, sliced):
+        why = unseen(obs)
+        if why is None:
+            why = judge_loop(obs, every_step=every_step, sliced=bool(sliced),
+                             names=_and(list(sliced)), reach_grows=reach_grows,
+                             strict=obs.test in steps_matter_on)
+        if why is not None:
+            return f"{why}. {hint}".strip()
+    return None
 
 
 def _loop_region(item: _Parsed, g: Graph, which: list[int], want: int) -> Region:
