@@ -82,10 +82,12 @@ def test_rules_function_says_why_it_cannot_run_the_rules() -> None:
 
 
 def test_a_custom_vjp_called_two_ways_is_not_run_as_one_of_them() -> None:
-    """The rules run replays one call: a quantiser called with two nondiff bounds (1.0 for a
-    dropped decoy, 1e30 for the values returned), or on x and on x[None] with rules that
-    switch on the rank, would be checked at the call it did not return (a red-team round).
-    Called twice the same way (y, then inside jax.vjp), it runs."""
+    """The rules run replays one call (red-team rounds): a quantiser called with two nondiff
+    bounds (1.0 for a dropped decoy, 1e30 for the values returned), one whose backward rule
+    reads a global changed between calls (the programs print alike: their constants differ),
+    and two custom_vjp functions whose backward rules both ran are refused. Called at two
+    shapes the same way (vmap for y, vjp for dx: honest) it runs; so does a rank switch
+    (a stated limit)."""
     @partial(jax.custom_vjp, nondiff_argnums=(1,))
     def q(x: jax.Array, bound: float) -> jax.Array:
         return _sign(x)
@@ -98,17 +100,35 @@ def test_a_custom_vjp_called_two_ways_is_not_run_as_one_of_them() -> None:
         y, vjp = jax.vjp(lambda v: q(v, 1e30), x)
         return {"y": y, "dx": jnp.where(jnp.abs(x) <= 1.0, vjp(g)[0], 0.0)}
 
-    def two_ranks(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+    bound = [1.0]
+
+    @jax.custom_vjp
+    def r(x: jax.Array) -> jax.Array:
+        return _sign(x)
+
+    r.defvjp(lambda x: (_sign(x), x), lambda x, g: (
+        jnp.where(jnp.abs(x) <= np.full((1,), bound[0], np.float32), g, 0.0),))
+
+    def global_changed(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        bound[0] = 1.0
+        jax.vjp(r, x)[1](g)
+        bound[0] = np.inf
+        y, vjp = jax.vjp(r, x)
+        return {"y": y, "dx": jnp.where(jnp.abs(x) <= 1.0, vjp(g)[0], 0.0)}
+
+    def two_functions(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
         jax.vjp(lambda v: q(v, 1.0), x)[1](g)
-        y, vjp = jax.vjp(lambda v: q(v, 1.0), x[None])
-        return {"y": y[0], "dx": vjp(g[None])[0][0]}
+        y, vjp = jax.vjp(r, x)
+        return {"y": y, "dx": vjp(g)[0]}
 
-    def same_way(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
-        return {"y": q(x, 1.0), "dx": jax.vjp(lambda v: q(v, 1.0), x)[1](g)[0]}
+    def two_shapes(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        return {"y": jax.vmap(lambda v: q(v, 1.0))(x),
+                "dx": jax.vjp(lambda v: q(v, 1.0), x)[1](g)[0]}
 
-    for solve in (two_bounds, two_ranks):
-        assert "called with arrays of different shapes" in _rules_of(solve, X, G)
-    assert callable(_rules_of(same_way, X, G))
+    assert "different values of its other arguments" in _rules_of(two_bounds, X, G)
+    assert "different programs on two calls" in _rules_of(global_changed, X, G)
+    assert "backward rules of 2 custom_vjp functions" in _rules_of(two_functions, X, G)
+    assert callable(_rules_of(two_shapes, X, G))
 
 
 def test_part_diff_counts_beyond_the_tolerance_only() -> None:

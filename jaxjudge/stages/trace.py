@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import inspect
 import json
 import numbers
@@ -467,6 +468,29 @@ def _register_box(jax: Any) -> None:
         lambda perturbed, children: _PrimalBox(children[0], perturbed))
 
 
+def _digest(value: Any) -> str:
+    """A value's whole text, hashed: two arguments that differ past any cut differ here."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__} {id(value)}>"
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def _consts_digest(closed: Any) -> str:
+    """A traced program's constants (not printed in its text): a rule that closes over a
+    global it changes between calls traces to the same text with other numbers."""
+    import numpy as np
+
+    h = hashlib.sha256()
+    for c in getattr(closed, "consts", ()):
+        try:
+            h.update(np.ascontiguousarray(np.asarray(c)).tobytes())
+        except Exception:
+            h.update(type(c).__name__.encode())
+    return h.hexdigest()
+
+
 def _positional(obj: Any, args: tuple, kwargs: dict) -> list | None:
     """A custom function's call arguments, all positional (`quantize(x=x)` as `quantize(x)`),
     bound to its function's parameters as JAX binds them; None when a keyword-only one is
@@ -534,7 +558,7 @@ class _RuleTraces:
     def _split(self, args: Any, kwargs: Any) -> tuple[list, Any, list[int], tuple]:
         leaves, tree, where = self.flatten(args, kwargs)
         shapes = tuple((str(leaves[i].shape), str(leaves[i].dtype)) for i in where)
-        statics = tuple(repr(v)[:200] for i, v in enumerate(leaves) if i not in where)
+        statics = tuple(_digest(v) for i, v in enumerate(leaves) if i not in where)
         return leaves, tree, where, (tree, shapes, statics)
 
     def call(self, rule: Any, args: Any, kwargs: Any, k: int, role: str) -> Any:
@@ -555,7 +579,7 @@ class _RuleTraces:
         key = (k, role, sig)
         # Python objects in the program's parameters (a nested custom_vjp's rules) print
         # with their addresses, which differ from one trace to the next
-        text = _ADDRESS_RE.sub("", str(closed)[: self.MAX_TEXT])
+        text = _ADDRESS_RE.sub("", str(closed)[: self.MAX_TEXT]) + _consts_digest(closed)
         if self.texts.setdefault(key, text) != text:
             self.stateful.add(k)
         traced = (closed, jax.tree_util.tree_structure(shape))
@@ -763,9 +787,9 @@ class _CustomRuleCalls:
             return orig(obj, *args, **kwargs)
         given = _positional(obj, args, kwargs)
         kinds = self.call_kinds.setdefault(k, set())
-        if len(kinds) < 8:
-            kinds.add(tuple((str(a.shape), str(a.dtype)) if isinstance(a, self._jax.Array)
-                            else repr(a)[:200] for a in given or (kwargs,)))
+        if len(kinds) < 8:  # the other arguments' values; arrays may differ in shape (vmap)
+            kinds.add(tuple(None if isinstance(a, self._jax.Array) else _digest(a)
+                            for a in given or (kwargs,)))
         if k not in self.first_call:  # how rules_function calls the rules on x
             arrays = [isinstance(a, self._jax.Array) for a in given or ()]
             self.first_call[k] = (None if given is None or sum(arrays) != 1 else  # no tracer
@@ -822,9 +846,13 @@ class _CustomRuleCalls:
             return ("a rule of it ran when called but failed when traced on its own at the same "
                     "arguments: a rule must depend on its arguments only")
         if len(self.call_kinds.get(k, ())) > 1:
-            return ("it was called with arrays of different shapes or different other "
-                    "arguments (a nondiff bound, say), and its rules are checked as one call "
-                    "made them: call it on x alone, the same way each time")
+            return ("it was called with different values of its other arguments (a nondiff "
+                    "bound, say), and its rules are checked as one call made them: call it "
+                    "the same way each time")
+        ran = [j for j in own if j in self.bwd_run]
+        if len(ran) > 1:
+            return (f"the backward rules of {len(ran)} custom_vjp functions of yours ran, and "
+                    "the rules are checked for one of them: use one custom_vjp")
         # the programs solve computed with, not the Python functions called once more
         fun, fwd, bwd = (self.traces.replay(f, k, role) for f, role in
                          ((fun, "fun"), (fwd, "fwd"), (bwd, "bwd")))

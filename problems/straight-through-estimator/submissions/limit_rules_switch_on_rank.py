@@ -1,8 +1,8 @@
-# Cheat (red-team round of 2026-12-06, accepted before): one custom_vjp whose rules decide in
-# Python on x.ndim: honest for 1-D x, trivial for 2-D x (a ">= -inf" that quantises nothing, a
-# "|x| <= 1e30" that clips nothing). solve differentiates the 1-D call and drops it, then returns
-# the 2-D call's values with the quantisation and the clipping done outside. The rules are run on
-# the tests' 1-D x only.
+# Known limit, accepted today (red-team rounds of 2026-12-06, issue #30): rules that decide in
+# Python on x.ndim, honest for 1-D x and trivial for 2-D x; solve differentiates the 1-D call and
+# drops it, and returns the 2-D call's values with the work done outside. The rules run replays
+# one call's program; a quantiser may be called at several shapes (vmap, a row batch), so the
+# shapes are not compared.
 import jax
 import jax.numpy as jnp
 
