@@ -114,3 +114,23 @@ def test_the_tests_steps_must_matter_on_are_observed() -> None:
         assert named <= watched, (info.id, named, watched)
         checked += len(named)
     assert checked >= 2  # spectral's hidden-01 and hidden-05
+
+
+def test_the_recomputed_activation_is_watched_on_a_second_program_too() -> None:
+    """The tanh observer runs on the first test and on a test of one other program, which the
+    seed picks: a program honest at the first test's shape only (a red-team round) is seen."""
+    problem = load_problem("rematerialized-mlp-block")
+    plan = plan_for(problem, "submit")
+    program_of = {sid: sid for sid in {t["signature"] for t in plan.tests}}
+    first = plan.tests[0]["signature"]
+    picks = set()
+    for seed in (b"a", b"b", b"c", b"d"):
+        specs = [s for s in observe_specs(problem, plan, program_of, seed)
+                 if s["kind"] == "activation"]
+        assert [s["primary"] for s in specs] == [True, False]
+        assert specs[0]["program"] == first and specs[1]["program"] != first
+        picks.add(specs[1]["program"])
+    assert len(picks) > 1
+    one = {sid: "p" for sid in program_of}  # one symbolic program: one run
+    assert len([s for s in observe_specs(problem, plan, one, b"a")
+                if s["kind"] == "activation"]) == 1

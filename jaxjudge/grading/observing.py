@@ -47,11 +47,20 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str],
         if not asks_observer(req.rule, req.level, opts):  # as Problem.observed decides
             continue
         if req.rule == "rematerialized_activation" and tests_of:
-            sid, name = next(iter(tests_of.items()))  # one run: the first test
-            specs.append({"id": f"r{len(specs)}", "program": program_of.get(sid, sid),
-                          "test": name, "kind": "activation", "count": 0, "sliced": [],
-                          "op": str(opts.get("activation", "tanh")).split(".")[-1],
-                          "groups": [], "inject": 0, "watch": []})
+            # the first test, and one test of another program the programs' hash picks (a
+            # program honest at the first test's shape only is not safe there)
+            sid = next(iter(tests_of))
+            first = program_of.get(sid, sid)
+            others = sorted(s for s in tests_of if program_of.get(s, s) != first)
+            rng = random.Random(hashlib.sha256(seed + req.name.encode()).digest())
+            picks = [sid] + ([rng.choice(others)] if others else [])
+            for pick in picks:
+                specs.append({"id": f"r{len(specs)}", "program": program_of.get(pick, pick),
+                              "test": tests_of[pick], "kind": "activation", "count": 0,
+                              "sliced": [],
+                              "op": str(opts.get("activation", "tanh")).split(".")[-1],
+                              "groups": [], "inject": 0, "watch": [],
+                              "primary": pick == sid})
             continue
         if req.rule in ("no_loop_over_dim", "independent_of_dim"):
             dims = opts.get("dims") or [opts.get("dim")]
