@@ -334,6 +334,21 @@ def test_a_step_whose_reads_no_variant_can_change_is_unknown_not_idle() -> None:
     assert run["varied"] is False
 
 
+def test_stage_b_picks_a_candidate_by_the_program_text_alone() -> None:
+    """The second run's test: the same program text and salt give the same pick (however the
+    file was named or laid out: the verified text has no locations); another text or salt
+    may give another; the pick is always one of the candidates."""
+    pick = OBS["_pick"]
+    cands = [{"program": "a", "test": f"hidden-{i:02d}"} for i in range(12)]
+    entry = {"candidates": cands, "salt": "loop"}
+    one = pick(entry, {"a": "module { A }"})
+    assert one in cands and one == pick(entry, {"a": "module { A }"})
+    picks = {pick(entry, {"a": f"module {{ {i} }}"})["test"] for i in range(20)}
+    picks |= {pick({**entry, "salt": f"s{i}"}, {"a": "module { A }"})["test"] for i in range(20)}
+    assert len(picks) > 3
+    assert pick({"salt": "x"}, {}) is None
+
+
 def test_a_copy_by_gather_is_followed_and_mixing_after_the_loop_shows() -> None:
     def cheat(x, alpha):
         xc = x[jnp.argsort(-jnp.arange(x.shape[0]))[::-1]]

@@ -14,11 +14,7 @@ def test_every_program_the_tests_run_is_observed_most_steps_first() -> None:
     problem = load_problem("ema-with-scan")
     plan = plan_for(problem, "submit")
     program_of = {sid: sid for sid in {t["signature"] for t in plan.tests}}
-    first_test = {}
-    for t in plan.tests:
-        first_test.setdefault(t["signature"], t["name"])
-    every = observe_specs(problem, plan, program_of)
-    specs = [s for s in every if s["test"] == first_test[s["program"]]]
+    specs = [s for s in observe_specs(problem, plan, program_of) if not s.get("candidates")]
     wanted = {sid for sid in program_of if 2 <= plan.sig_dims[sid]["T"] <= 48}
     assert {s["program"] for s in specs} == wanted and len(specs) == len(wanted)
     assert [s["primary"] for s in specs] == [True] + [False] * (len(specs) - 1)
@@ -26,30 +22,27 @@ def test_every_program_the_tests_run_is_observed_most_steps_first() -> None:
     assert all(len(s["groups"]) == 1 and s["groups"][0]["size"] == 1 for s in specs)
 
 
-def test_a_second_test_of_each_signature_is_watched_as_the_programs_pick_it() -> None:
-    """Beside each first run, one more test of its signature, picked by the seed (the grade's
-    programs: the same program gets the same pick, another program may get another), never
-    primary: a loop that switches its work on data only some tests have is not safe on the
-    tests watched first."""
+def test_a_second_test_of_each_signature_is_offered_for_stage_b_to_pick() -> None:
+    """Beside each first run, one run on another test of its signature, which stage B picks
+    among the candidates (by the verified program's hash): never primary, the first run's
+    program, every other test of the signature offered."""
     problem = load_problem("ema-with-scan")
     plan = plan_for(problem, "submit")
     program_of = {sid: sid for sid in {t["signature"] for t in plan.tests}}
     names: dict[str, list[str]] = {}
     for t in plan.tests:
         names.setdefault(t["signature"], []).append(t["name"])
-    picks = []
-    for seed in (b"a", b"a", b"b", b"c"):
-        specs = observe_specs(problem, plan, program_of, seed)
-        seconds = [s for s in specs if s["test"] != names[s["program"]][0]]
-        assert seconds and not any(s["primary"] for s in seconds)
-        assert all(s["test"] in names[s["program"]] for s in seconds)
-        with_more = {sid for sid in program_of if len(names[sid]) > 1
-                     and 2 <= plan.sig_dims[sid]["T"] <= 48}
-        assert {s["program"] for s in seconds} == with_more
-        assert len({s["id"] for s in specs}) == len(specs)
-        picks.append(tuple(s["test"] for s in seconds))
-    assert picks[0] == picks[1] and len(set(picks)) > 1
-
+    specs = observe_specs(problem, plan, program_of)
+    seconds = [s for s in specs if s.get("candidates")]
+    assert seconds and not any(s["primary"] for s in seconds)
+    with_more = {sid for sid in program_of if len(names[sid]) > 1
+                 and 2 <= plan.sig_dims[sid]["T"] <= 48}
+    assert {s["program"] for s in seconds} == with_more
+    for s in seconds:
+        offered = [c["test"] for c in s["candidates"]]
+        assert sorted(offered) == sorted(names[s["program"]][1:])
+        assert {c["program"] for c in s["candidates"]} == {s["program"]}
+    assert len({s["id"] for s in specs}) == len(specs)
 
 def test_independent_of_dim_is_watched_one_index_at_a_time() -> None:
     problem = load_problem("per-example-gradient-clipping")
@@ -117,20 +110,33 @@ def test_the_tests_steps_must_matter_on_are_observed() -> None:
 
 
 def test_the_recomputed_activation_is_watched_on_a_second_program_too() -> None:
-    """The tanh observer runs on the first test and on a test of one other program, which the
-    seed picks: a program honest at the first test's shape only (a red-team round) is seen."""
+    """The tanh observer runs on the first test and on a test of one other program, which
+    stage B picks: a program honest at the first test's shape only (a red-team round) is seen.
+    One symbolic program gets one run."""
     problem = load_problem("rematerialized-mlp-block")
     plan = plan_for(problem, "submit")
     program_of = {sid: sid for sid in {t["signature"] for t in plan.tests}}
     first = plan.tests[0]["signature"]
-    picks = set()
-    for seed in (b"a", b"b", b"c", b"d"):
-        specs = [s for s in observe_specs(problem, plan, program_of, seed)
-                 if s["kind"] == "activation"]
-        assert [s["primary"] for s in specs] == [True, False]
-        assert specs[0]["program"] == first and specs[1]["program"] != first
-        picks.add(specs[1]["program"])
-    assert len(picks) > 1
-    one = {sid: "p" for sid in program_of}  # one symbolic program: one run
-    assert len([s for s in observe_specs(problem, plan, one, b"a")
+    specs = [s for s in observe_specs(problem, plan, program_of) if s["kind"] == "activation"]
+    assert [s.get("primary", True) for s in specs] == [True, False]
+    assert specs[0]["program"] == first
+    offered = {c["program"] for c in specs[1]["candidates"]}
+    assert first not in offered and len(offered) == len(program_of) - 1
+    one = {sid: "p" for sid in program_of}
+    assert len([s for s in observe_specs(problem, plan, one)
                 if s["kind"] == "activation"]) == 1
+
+
+def test_a_picked_run_is_read_as_the_pick_and_only_an_offered_pick_is_believed() -> None:
+    """Stage B says which candidate it ran; the parent reads the run as that program's and
+    test's, and a pick it did not offer is an observer error (the requirement fails)."""
+    spec = {"id": "r1", "program": "s1", "test": "t1", "kind": "activation", "count": 0,
+            "sliced": [], "primary": False, "second": True, "salt": "x",
+            "candidates": [{"program": "s1", "test": "t1"}, {"program": "s2", "test": "t2"}]}
+    got = ObservedResult(status="ok", picked_program="s2", picked_test="t2")
+    assert observations({"r1": got}, [spec], "s1") == ()
+    (obs,) = observations({"r1": got}, [spec], "s2")
+    assert obs.test == "t2" and obs.status == "ok" and obs.second
+    forged = ObservedResult(status="ok", picked_program="s2", picked_test="t9")
+    (bad,) = observations({"r1": forged}, [spec], "s1")
+    assert bad.status == "error" and "not offered" in bad.reason

@@ -10,9 +10,7 @@ dimension, one variant per index along it, and runs at other sizes the tests hav
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import random
 from typing import Any
 
 from jaxjudge.grading.stage_results import ObservedResult
@@ -30,12 +28,12 @@ MAX_OBSERVED_PROGRAMS = 16
 MAX_VISITED = 64  # indices of a no_loop_over_dim dimension, one variant each
 
 
-def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str],
-                  seed: bytes = b"") -> list[dict[str, Any]]:
+def observe_specs(problem: Problem, plan: Any,
+                  program_of: dict[str, str]) -> list[dict[str, Any]]:
     """Stage B's `observe` entries for this problem and plan (empty when no rule asks).
 
-    program_of: signature id -> the program id that runs it. seed: picks, per program a loop
-    requirement watches, one more of its signature's tests (`_second_tests`)."""
+    program_of: signature id -> the program id that runs it. An entry with `candidates` is
+    run on the one stage B picks (`_second_tests`)."""
     specs: list[dict[str, Any]] = []
     tests_of: dict[str, str] = {}
     names_of: dict[str, list[str]] = {}
@@ -52,15 +50,16 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str],
             sid = next(iter(tests_of))
             first = program_of.get(sid, sid)
             others = sorted(s for s in tests_of if program_of.get(s, s) != first)
-            rng = random.Random(hashlib.sha256(seed + req.name.encode()).digest())
-            picks = [sid] + ([rng.choice(others)] if others else [])
-            for pick in picks:
-                specs.append({"id": f"r{len(specs)}", "program": program_of.get(pick, pick),
-                              "test": tests_of[pick], "kind": "activation", "count": 0,
-                              "sliced": [],
-                              "op": str(opts.get("activation", "tanh")).split(".")[-1],
-                              "groups": [], "inject": 0, "watch": [],
-                              "primary": pick == sid})
+            run = {"kind": "activation", "count": 0, "sliced": [], "groups": [], "inject": 0,
+                   "op": str(opts.get("activation", "tanh")).split(".")[-1], "watch": []}
+            specs.append({**run, "id": f"r{len(specs)}", "program": first,
+                          "test": tests_of[sid]})
+            if others:  # and one of the other programs, which stage B picks
+                specs.append({**run, "id": f"r{len(specs)}", "program": program_of.get(
+                    others[0], others[0]), "test": tests_of[others[0]], "primary": False,
+                    "second": True, "salt": req.name,
+                    "candidates": [{"program": program_of.get(o, o), "test": tests_of[o]}
+                                   for o in others[:64]]})
             continue
         if req.rule in ("no_loop_over_dim", "independent_of_dim"):
             dims = opts.get("dims") or [opts.get("dim")]
@@ -100,25 +99,27 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str],
                      "skip": bool(opts.get("reach_grows"))}
             specs.append(first)
             firsts.append({**first, "signature": sid})
-        for extra in _second_tests(firsts, names_of, seed + req.name.encode()):
+        for extra in _second_tests(firsts, names_of, req.name):
             specs.append({**extra, "id": f"r{len(specs)}"})
     return specs
 
 
 def _second_tests(firsts: list[dict[str, Any]], names_of: dict[str, list[str]],
-                  seed: bytes) -> list[dict[str, Any]]:
-    """Per first run, the same run on one more test of its signature, picked by `seed` (the
-    grade's programs): a program that switches its loop's work on data values only some tests
-    have (alpha in a range, a score above 8) is not safe on the tests watched first. The
-    pick is fixed for a program (its results cache, a re-grade), not for what a learner can
-    foresee without the judge's tests. Extra runs, never primary."""
-    rng = random.Random(hashlib.sha256(seed).digest())
+                  salt: str) -> list[dict[str, Any]]:
+    """Per first run, the same run on one more test of its signature: a program that switches
+    its loop's work on data values only some tests have (alpha in a range, a score above 8) is
+    not safe on the tests watched first. Stage B picks the test among `candidates` by a hash
+    of the verified program text (no source locations: the same program, however its file is
+    laid out or named, gets the same pick, so re-grades and the results cache agree) and
+    `salt`, and says which (`ObservedResult.test`). Extra runs, never primary."""
     out = []
     for first in firsts:
         sid = first.pop("signature")
-        others = [name for name in names_of.get(sid, []) if name != first["test"]]
+        others = sorted(name for name in names_of.get(sid, []) if name != first["test"])
         if others:
-            out.append({**first, "test": rng.choice(others), "primary": False, "second": True})
+            out.append({**first, "candidates": [{"program": first["program"], "test": name}
+                                                for name in others[:64]],
+                        "salt": salt, "primary": False, "second": True})
     return out
 
 
@@ -186,7 +187,17 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
     out = []
     for spec in specs:
         got = result.get(spec["id"])
-        if got is None or spec["program"] != program:
+        if got is None:
+            continue
+        if spec.get("candidates"):  # stage B picked one: it must be one we offered
+            pick = {"program": got.picked_program, "test": got.picked_test}
+            if pick not in spec["candidates"]:
+                if spec["candidates"][0]["program"] != program:
+                    continue
+                got = ObservedResult(status="error", reason="a pick that was not offered")
+                pick = spec["candidates"][0]
+            spec = {**spec, **pick}
+        if spec["program"] != program:
             continue
         primary = spec.get("primary", True)
         if got.status == "skipped" and not primary:

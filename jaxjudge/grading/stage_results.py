@@ -213,6 +213,9 @@ class ObservedResult(_Strict):
     # per tapped activation op: per program output, the elements that moved
     activations: Annotated[list[Annotated[list[Count], Field(max_length=MAX_OUTPUTS)]],
                            Field(max_length=32)] = Field(default_factory=list)
+    # an entry offered candidates: the program and test stage B picked (observing._second_tests)
+    picked_program: Name | None = None
+    picked_test: Name | None = None
 
 
 class PartDiff(_Strict):

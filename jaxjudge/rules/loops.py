@@ -131,17 +131,16 @@ def _carries_work(g: Graph, values: list[Value], loop: Loop, n: int, data: list[
     names_mask = (1 << n_names) - 1
     bit = {p: 1 << (n_names + j) for j, p in enumerate(carried)}
     seeds: dict[int, int] = {}
-    args = set(g.main_args)
     for heads in (loop.body_args, loop.cond_args):
         for p, a in enumerate(heads):
             # Values passed along unchanged (the scanned arrays, closed-over inputs) are what
             # the loop started with; a counter depends on nothing. A carried value that starts
-            # as an argument itself (an output buffer updated in place from a copy of x) holds
-            # that argument's data too.
+            # from an argument (an output buffer updated in place from x, alpha * x, x.T)
+            # holds that argument's data too: work done on it before the loop is the
+            # observer's to see (shares entering the loop already mixed).
             if p in bit:
                 start = loop.operands[p] if p < len(loop.operands) else None
-                seeds[a] = bit[p] | (data[start] & names_mask if start is not None
-                                     and origin(g, start) in args else 0)
+                seeds[a] = bit[p] | (data[start] & names_mask if start is not None else 0)
             else:
                 seeds[a] = data[a] & names_mask if p < len(unchanged) and unchanged[p] else 0
     owned = set(seeds)

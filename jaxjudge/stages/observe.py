@@ -24,6 +24,7 @@ Run by path from execute.py (runpy): stdlib and numpy only, plus jaxlib's MLIR b
 stage B already loaded, passed in.
 """
 
+import hashlib
 import importlib.util
 import math
 import os
@@ -448,7 +449,12 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
     entries = job["observe"][:64]
     shares = _extra_shares(entries, tests, specs)
     surplus = 0
+    picks: dict[str, dict] = {}
     for entry in entries:
+        picked = _pick(entry, texts)
+        if picked is not None:
+            entry = {**entry, **picked}
+            picks[str(entry["id"])] = picked
         oid, pid = str(entry["id"]), entry["program"]
         primary = entry.get("primary", True) is not False
         allowed = shares.get(oid, 0) + surplus
@@ -495,4 +501,21 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
         except Exception as exc:  # our evaluator's bug: logged by the parent; the requirement
             # fails as unobserved (no input may make the grader fail instead)
             out[oid] = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"[:500]}
+    for oid, picked in picks.items():  # every path above, `continue` included
+        if oid in out:
+            out[oid].update(picked_program=picked["program"], picked_test=picked["test"])
     return out
+
+
+def _pick(entry: dict, texts: dict) -> dict | None:
+    """For an entry that offers `candidates` (program, test): the one a hash of the verified
+    program texts (no source locations) and the entry's salt picks. The same programs get the
+    same pick however the submission's file is named or laid out; a learner cannot choose it
+    without changing the program itself."""
+    candidates = entry.get("candidates")
+    if not candidates:
+        return None
+    h = hashlib.sha256(str(entry.get("salt", "")).encode())
+    for pid in sorted({c["program"] for c in candidates}):
+        h.update(pid.encode() + b"\0" + texts.get(pid, "").encode("utf-8", "replace"))
+    return dict(candidates[int.from_bytes(h.digest()[:8], "big") % len(candidates)])
