@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from jaxjudge.rules.stablehlo import Block, Module, Op, ParseError
+from jaxjudge.rules.stablehlo import Block, Module, Op, ParseError, tensor_types
 
 MAX_INLINED_STEPS = 300_000
 # Step evaluations per grade, over all of its programs and propagations: honest programs need
@@ -182,6 +182,8 @@ class Loop:
     body_returns: tuple[tuple[int, ...], ...]
     first: int
     end: int = -1
+    # per operand, its element count from the op's type (None: unknown)
+    sizes: tuple[int | None, ...] = ()
 
 
 @dataclass
@@ -359,6 +361,9 @@ def build_graph(module: Module) -> Graph:
                 tuple(heads[-1]) if body else (),
                 tuple(tuple(node(inst, v) for v in r.operands) for r in _region_returns(cond)),
                 tuple(tuple(b) for b in backs), len(g.steps))
+            given = tensor_types(op.type.partition("->")[0])
+            if len(given) == len(opd):
+                loop.sizes = tuple(t.elements() for t in given)
             g.loops.append(loop)
 
             def after_loop(backs: list[list[int]] = backs, res: list[int] = res,

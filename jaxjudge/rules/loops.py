@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from jaxjudge.rules.dataflow import Graph, Kind, Loop, Step, TooComplex, propagate
 from jaxjudge.rules.folding import Bits, Transfer, Value, fold_constants, live_nodes, make_transfer
 from jaxjudge.rules.outsideloop import Outside, products_outside
+from jaxjudge.rules.stablehlo import tensor_types
 from jaxjudge.rules.stepgates import branch_transfer, control_groups
 from jaxjudge.rules.stepslices import reads_whole, whole_reads
 from jaxjudge.rules.tripcount import counter_step, origin, trip_count
@@ -131,16 +132,22 @@ def _carries_work(g: Graph, values: list[Value], loop: Loop, n: int, data: list[
     names_mask = (1 << n_names) - 1
     bit = {p: 1 << (n_names + j) for j, p in enumerate(carried)}
     seeds: dict[int, int] = {}
+    arg_sizes = {t.elements() for text in g.main_arg_types for t in tensor_types(text)[:1]}
+    arg_sizes.discard(None)
+    arg_sizes.discard(1)  # a scalar argument's size is any scalar's
     for heads in (loop.body_args, loop.cond_args):
         for p, a in enumerate(heads):
             # Values passed along unchanged (the scanned arrays, closed-over inputs) are what
             # the loop started with; a counter depends on nothing. A carried value that starts
-            # from an argument (an output buffer updated in place from x, alpha * x, x.T)
-            # holds that argument's data too: work done on it before the loop is the
-            # observer's to see (shares entering the loop already mixed).
+            # as a whole argument's worth of its data (an output buffer updated in place from
+            # x, alpha * x, x.T) holds that argument's data too; one that starts from a part
+            # of it (x[0]) does not, so `c * 1.0` on it is no work. Work done on it before the
+            # loop is the observer's to see (shares entering the loop already mixed).
             if p in bit:
                 start = loop.operands[p] if p < len(loop.operands) else None
-                seeds[a] = bit[p] | (data[start] & names_mask if start is not None else 0)
+                whole = (start is not None and p < len(loop.sizes)
+                         and loop.sizes[p] in arg_sizes)
+                seeds[a] = bit[p] | (data[start] & names_mask if whole else 0)
             else:
                 seeds[a] = data[a] & names_mask if p < len(unchanged) and unchanged[p] else 0
     owned = set(seeds)
