@@ -279,7 +279,9 @@ def test_declared_values_must_name_inputs_and_dimensions(tmp_path: Path) -> None
         dst = tmp_path / str(len(list(tmp_path.iterdir()))) / src.name
         shutil.copytree(src, dst, ignore=shutil.ignore_patterns("submissions"))
         toml = dst / "problem.toml"
-        toml.write_text(toml.read_text().replace("alpha = [0.05, 0.95]", values))
+        declared = "alpha = [0.05, 0.95]\nx = [-1000.0, 1000.0]"  # ema's values table
+        assert declared in toml.read_text()
+        toml.write_text(toml.read_text().replace(declared, values))
         with pytest.raises(ProblemError, match=why):
             load_problem(dst)
 
