@@ -410,3 +410,21 @@ def test_on_a_test_far_from_converged_every_middle_step_must_matter() -> None:
     fine = Observation(count=8, sliced=(), test="hidden-01", loops=(_undone(honest),))
     assert judge_loop(fine, every_step=True, sliced=False, names="", reach_grows=True,
                       strict=True) is None
+
+
+def test_the_share_taken_up_first_may_enter_the_loop_worked_on() -> None:
+    """A running maximum started at the first block's maximum before the loop: that share
+    enters already mixed (24 values, a copy has 3), the first step's work begun early. The
+    share taken up first is whichever the loop starts from: block 6 for a loop run backwards.
+    Any other share entering mixed is work done before the loop."""
+    forward = _run([0, 1, 2, 3, 4, 5], [True] * 6, entry=[24, 3, 3, 3, 3, 3])
+    backward = _run([5, 4, 3, 2, 1, 0], [True] * 6, entry=[3, 3, 3, 3, 3, 24])
+    assert judge_loop(_obs(forward), every_step=True, sliced=True, names="x") is None
+    assert judge_loop(_obs(backward), every_step=True, sliced=True, names="x") is None
+    # block 1 folded before the loop, on data where no step is seen taking it up (its scores
+    # underflow): the loop starts from that end all the same
+    unseen_first = _run([None, 1, 2, 3, 4, 5], [True] * 6, entry=[24, 3, 3, 3, 3, 3])
+    assert judge_loop(_obs(unseen_first), every_step=True, sliced=True, names="x") is None
+    late = _run([5, 4, 3, 2, 1, 0], [True] * 6, entry=[24, 3, 3, 3, 3, 3])
+    why = judge_loop(_obs(late), every_step=True, sliced=True, names="x")
+    assert why is not None and "move with share 1 of x" in why
