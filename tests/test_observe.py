@@ -312,8 +312,9 @@ def test_undoing_is_blind_to_sign_flips_and_dummy_loops_are_not_varied() -> None
     run = _loop(_observe(flipping, w, u, inject=8, watched=[0], skip=True), 8)
     assert run["skip_size"][1::2] == [0.0] * 4 and min(run["skip_size"][0::2]) > 1e-5
     got = _observe(flips, w, u, inject=8, watched=[0], skip=True)
-    by_steps = {r["steps"]: r for r in got["loops"] if r["depth"] == 0}
-    assert by_steps[8]["varied"] is True and by_steps[2]["varied"] is False
+    outer = [r for r in got["loops"] if r["depth"] == 0]
+    assert [r["varied"] for r in outer if r["steps"] == 8] == [True, True]  # power, flips
+    assert [r["varied"] for r in outer if r["steps"] == 2] == [False]
 
 
 def test_a_step_whose_reads_no_variant_can_change_is_unknown_not_idle() -> None:

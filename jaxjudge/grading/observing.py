@@ -111,7 +111,8 @@ def _second_tests(firsts: list[dict[str, Any]], names_of: dict[str, list[str]],
     not safe on the tests watched first. Stage B picks the test among `candidates` by a hash
     of the verified program text (no source locations: the same program, however its file is
     laid out or named, gets the same pick, so re-grades and the results cache agree) and
-    `salt`, and says which (`ObservedResult.test`). Extra runs, never primary."""
+    `salt`, and says which (`ObservedResult.picked_program`, `picked_test`). Extra runs,
+    never primary."""
     out = []
     for first in firsts:
         sid = first.pop("signature")
