@@ -367,6 +367,38 @@ def test_a_copy_by_gather_is_followed_and_mixing_after_the_loop_shows() -> None:
     assert got["outputs"][0] == 18  # ...the outputs mix them after it
 
 
+def test_knockouts_say_which_loop_results_the_outputs_need() -> None:
+    def cheat(x, alpha):
+        def body(t, c):
+            buf, junk = c  # a copy of row t, and every row added to every row
+            return buf.at[t].set(x[t]), junk + x[t][None, :]
+
+        buf, junk = jax.lax.fori_loop(0, x.shape[0], body, (jnp.zeros_like(x), jnp.zeros_like(x)))
+        return _weights(x, alpha) @ buf + 1e-30 * junk
+
+    def honest(x, alpha):
+        def step(m, row):
+            m = alpha * row + (1 - alpha) * m
+            return m, m
+
+        return jax.lax.scan(step, x[0], x)[1]
+
+    got = OBS["observe"](*_program(cheat, X, np.float32(0.3))[:2], ROWS, 6, ir, hlo,
+                         mlir.make_ir_context(), knockouts=True)
+    run = _loop(got, 6)
+    parts = dict(zip((part[0] for part in run["exit_parts"]), run["needed"], strict=True))
+    assert parts[3] > 0.1  # buf: one row per group, and the outputs need it
+    assert parts[18] == 0.0  # junk: every row in all 18 of its values, needed by nothing
+    got = OBS["observe"](*_program(honest, X, np.float32(0.3))[:2], ROWS, 6, ir, hlo,
+                         mlir.make_ir_context(), knockouts=True)
+    run = _loop(got, 6)
+    assert max(n for n in run["needed"] if n is not None) > 0.1
+    assert got["outputs"][0] <= sum(part[0] for part, n in zip(
+        run["exit_parts"], run["needed"], strict=True) if n is None or n >= 1e-3)
+    plain = _observe(honest, X, np.float32(0.3), groups=ROWS, inject=6)
+    assert plain["outputs"] == got["outputs"]  # the knockout rows change no other variant
+
+
 def test_a_one_hot_pick_visits_the_rows_one_step_at_a_time() -> None:
     def cheat(x):
         n = x.shape[0]

@@ -4,6 +4,7 @@ observation's schema at the trust boundary (jaxjudge.grading.stage_results)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -27,6 +28,7 @@ def _run(first, kept, *, steps=6, entry=None, exit_=None, work=None, index=9,
     return LoopRun(index=index, depth=0, steps=steps, entry=tuple(entry or [3] * len(first)),
                    entry_max=tuple(entry or [3] * len(first)),
                    exit=tuple(exit_ or [18] * len(first)), work=tuple(work or [8] * steps),
+                   exit_parts=(tuple(exit_ or [18] * len(first)),), needed=(1.0,),
                    slots=(slot,))
 
 
@@ -84,6 +86,21 @@ def test_outputs_mixed_after_the_loop_fail() -> None:
     run = _run([0, 1, 2, 3, 4, 5], [True] * 6, exit_=[3] * 6)
     why = judge_loop(_obs(run), every_step=False, sliced=True, names="x")
     assert why is not None and "after the loop" in why
+
+
+def test_loop_results_the_outputs_do_not_need_are_not_counted_after_it() -> None:
+    # a copy of one row per step, and a value holding every row (18 per group) that the
+    # outputs take in times 1e-30: setting it back at the end moves them by nothing
+    run = _run([0, 1, 2, 3, 4, 5], [True] * 6, exit_=[21] * 6)
+    parts = dict(exit_parts=((3,) * 6, (18,) * 6))
+    junk = replace(run, **parts, needed=(1.0, 0.0))
+    why = judge_loop(_obs(junk), every_step=False, sliced=True, names="x")
+    assert why is not None and "the outputs are seen to need only 3" in why
+    needed = replace(run, **parts, needed=(1.0, 0.5))  # honest: both parts move the outputs
+    assert judge_loop(_obs(needed), every_step=False, sliced=True, names="x") is None
+    unknown = replace(run, **parts, needed=(1.0, None))  # a fourth loop: not measured
+    why = judge_loop(_obs(unknown), every_step=False, sliced=True, names="x")
+    assert why is not None and "after three others" in why
 
 
 def test_a_loop_whose_runs_differ_in_length_is_not_the_loop() -> None:

@@ -210,6 +210,7 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
         loops = tuple(
             LoopRun(index=r.index, depth=r.depth, steps=r.steps, entry=tuple(r.entry),
                     entry_max=tuple(r.entry_max), exit=tuple(r.exit), work=tuple(r.work),
+                    exit_parts=tuple(tuple(p) for p in r.exit_parts), needed=tuple(r.needed),
                     reached=tuple(r.reached), reach_size=tuple(r.reach_size),
                     skip_size=tuple(r.skip_size), varied=r.varied,
                     slots=tuple(Slot(first=tuple(sl.first), touches=tuple(sl.touches),

@@ -156,6 +156,7 @@ MAX_OUTPUTS = 4096
 
 
 MAX_SLOTS = 24
+MAX_KNOCK_PARTS = 4  # observe.KNOCK_PARTS
 
 
 class ObservedSlot(_Strict):
@@ -181,6 +182,12 @@ class ObservedLoop(_Strict):
     entry: Annotated[list[Count], Field(max_length=MAX_GROUPS)]
     entry_max: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
     exit: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
+    # per knockout part (its first carried values one by one, the rest together), per group
+    exit_parts: Annotated[list[Annotated[list[Count], Field(max_length=MAX_GROUPS)]],
+                          Field(max_length=MAX_KNOCK_PARTS)] = Field(default_factory=list)
+    # per knockout part: how far setting it back at the end moved the outputs (None: unknown)
+    needed: Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)] | None],
+                      Field(max_length=MAX_KNOCK_PARTS)] = Field(default_factory=list)
     work: Annotated[list[Count], Field(max_length=MAX_OBSERVED_STEPS)]
     slots: Annotated[list[ObservedSlot], Field(max_length=MAX_SLOTS)] = Field(
         default_factory=list)

@@ -35,6 +35,11 @@ from dataclasses import dataclass, field
 ENTRY_COPIES = 2
 # The outputs may read a group directly beside the loop (x[0] joined to the loop's rows).
 DIRECT_COPIES = 2
+# A loop result the outputs need: setting it back at the end (observe.Knockouts) moves them by
+# this much of their size or more. An honest result moves them wholly; a value kept only to
+# look as if it carried every input's work, and added to the outputs times a tiny weight,
+# moves them by that weight (a weight this large would put them outside the tolerance).
+NEEDED = 1e-3
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,20 @@ class LoopRun:
     skip_size: tuple[float | None, ...] = ()
     # an inject or undo variant changed what one of its steps read or kept
     varied: bool = False
+    # `exit` per knockout part: the first carried values one by one, the rest together
+    exit_parts: tuple[tuple[int, ...], ...] = ()
+    # per knockout part: how far setting it back to the unchanged inputs' value at the end
+    # moved the outputs, relative to their size (None: unknown)
+    needed: tuple[float | None, ...] = ()
+
+    def exits(self, groups: int) -> list[int]:
+        """Per group: the elements of the loop's results that moved with it, in the parts the
+        outputs are seen to need (setting one back moves them by NEEDED of their size or
+        more). A part not measured (its loop ran after three others of the trip count: no
+        honest program has four, since each is judged by its own results) counts for none."""
+        return [sum(part[g] for p, part in enumerate(self.exit_parts) if g < len(part)
+                    and p < len(self.needed) and self.needed[p] is not None
+                    and self.needed[p] >= NEEDED) for g in range(groups)]
 
     def kept(self, s: int, every: bool = False) -> bool | None:
         """Did a value that carries the inputs' work (with `every`: each of them) keep step
@@ -419,12 +438,22 @@ def _nothing_mixed_outside(runs: list[LoopRun], obs: Observation, names: str) ->
                 return (f"before the loop starts, {moved} values of one array it receives "
                         f"move with share {g + 1} of {names} (a copy has {per_group}): they "
                         f"are computed from several steps' shares before the loop")
-    exits = [sum(run.exit[g] for run in runs if g < len(run.exit)) for g in range(obs.groups)]
+    exits = [sum(counts) for counts in zip(*(run.exits(obs.groups) for run in runs),
+                                            strict=True)]
     for g, moved in enumerate(obs.outputs[: obs.groups]):
         if moved > exits[g] + DIRECT_COPIES * per_group:
+            every = sum(run.exit[g] for run in runs if g < len(run.exit))
+            unmeasured = any(n is None for run in runs for n in run.needed)
+            unneeded = ("" if every <= exits[g] else
+                        f" (of the {every} that do, the outputs are seen to need only "
+                        f"{exits[g]}: " + ("the loop ran after three others of its count, "
+                                           "whose results were measured instead)"
+                                           if unmeasured else
+                                           f"setting the others back at the loop's end moves "
+                                           f"them by less than {NEEDED:g} of their size)"))
             return (f"after the loop, {moved} of your output values move with share {g + 1} of "
-                    f"{names}, but only {exits[g]} of the loop's results do: the outputs "
-                    f"are computed from the inputs outside the loop")
+                    f"{names}, but only {exits[g]} of the loop's results do{unneeded}: the "
+                    f"outputs are computed from the inputs outside the loop")
     return None
 
 

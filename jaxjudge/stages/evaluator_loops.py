@@ -87,7 +87,7 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
         if record is not None:
             self.active.pop()
     if record is not None:
-        record.finish(carry)
+        carry = record.finish(carry)
     return [self._out(c, r) for c, r in zip(carry, op.results, strict=True)]
 
 def _cond(self, block, carry, outer) -> np.ndarray:

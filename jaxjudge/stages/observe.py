@@ -24,6 +24,7 @@ Run by path from execute.py (runpy): stdlib and numpy only, plus jaxlib's MLIR b
 stage B already loaded, passed in.
 """
 
+import functools
 import hashlib
 import importlib.util
 import math
@@ -58,7 +59,8 @@ _load("evaluator_loops").install(Evaluator, _ev)
 def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
             inject_steps: int, ir, hlo, mlir_context,
             watched: list[int] | None = None, own: bool = False,
-            max_work: int | None = None, skip: bool = False) -> dict[str, Any]:
+            max_work: int | None = None, skip: bool = False,
+            knockouts: bool = False) -> dict[str, Any]:
     """Run `text`'s main on `inputs` (main's arguments, in order) and its variants.
 
     groups: [{"arg": main argument index, "axis": a, "size": rows per group, "count": n}]; all
@@ -69,12 +71,14 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
     only (code written once per index: a Python loop unrolled into the program). max_work:
     a smaller budget for this run; the result's "work" is the work it took. skip: also one
     variant per injected step of each outermost loop with that step undone
-    (Evaluator._skip_step), whose outputs say how much the step's work mattered."""
+    (Evaluator._skip_step), whose outputs say how much the step's work mattered.
+    knockouts: also the rows that say which loop results the outputs need (Knockouts)."""
     count = max((g["count"] for g in groups), default=0)
     count = min(count, 64)
     inject_steps = min(inject_steps, 64)
     whole = 1 + count
-    V = 2 + count + 2 * inject_steps + (inject_steps if skip else 0)
+    knockouts = knockouts and count > 0
+    V = _variants(count, inject_steps, skip, knockouts)
     if V > MAX_VARIANTS:
         raise Unobservable("too many variants")
     rng = np.random.default_rng(1205)
@@ -94,9 +98,15 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
               for level in (0, 1) for s in range(inject_steps)}
     skips = ({s: 2 + count + 2 * inject_steps + s for s in range(inject_steps)} if skip
              else {})
+    knock = None
+    if knockouts:  # rows that start as the whole variant
+        knock = Knockouts(V - KNOCK_LOOPS * KNOCK_PARTS, count)
+        for i in range(len(args)):
+            args[i][knock.base:] = args[i][whole]
     with mlir_context:
         module = ir.Module.parse(text)
-        ev = Evaluator(module, ir, hlo, V, inject, count, whole, LoopRecord, skips)
+        ev = Evaluator(module, ir, hlo, V, inject, count, whole,
+                       functools.partial(LoopRecord, knock=knock), skips)
         if max_work is not None:
             ev.max_work = max_work
         owners = Owners(ev) if own and count else None
@@ -104,6 +114,41 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
         outs = ev.run(args)
     return {**_summary(ev, outs, count, groups, inputs),
             "private": owners.private() if owners is not None else [], "work": ev.work}
+
+
+def _variants(count: int, inject_steps: int, skip: bool, knockouts: bool) -> int:
+    """The rows a run evaluates: variant 0, the group variants, the whole one, the inject
+    variants of outermost and nested loops, the undo variants, the knockout rows."""
+    return (2 + count + 2 * inject_steps + (inject_steps if skip else 0)
+            + (KNOCK_LOOPS * KNOCK_PARTS if knockouts and count else 0))
+
+
+KNOCK_LOOPS = 3  # while ops that ran the trip count, in the order their first run ended
+KNOCK_PARTS = 4  # per op: its first carried values, one by one (the rest together, as the last)
+
+
+class Knockouts:
+    """Rows that say which of a loop's results the outputs need. Row (j, p) starts as the
+    whole variant; at the end of every run of the j-th while op to run the trip count, its
+    carried part p is set back to variant 0's value. Where the outputs then differ from the
+    whole variant's is what that part carried to them: a value the loop fills with every
+    input (a sum of all rows added to every row) to look as if it carried their work, and
+    that reaches the outputs only times 1e-30, is needed by none of them."""
+
+    def __init__(self, base: int, count: int) -> None:
+        self.base, self.count = base, count
+        self.ops: dict[int, int] = {}  # while op index -> j
+
+    def first_row(self, index: int, steps: int) -> int | None:
+        """The op's row for part 0 (None: the run is not of the trip count, or the op came
+        after KNOCK_LOOPS others)."""
+        if steps != self.count:
+            return None
+        if index not in self.ops:
+            if len(self.ops) >= KNOCK_LOOPS:
+                return None
+            self.ops[index] = len(self.ops)
+        return self.base + self.ops[index] * KNOCK_PARTS
 
 
 def _variant(x: np.ndarray, v: int) -> np.ndarray:
@@ -116,16 +161,17 @@ def _moved_count(values: list[np.ndarray], v: int) -> int:
     return int(sum(int(_moved(_variant(x, v), x[0]).sum()) for x in values))
 
 
-def _moved_size(values: list[np.ndarray], v: int, unsigned: bool = False) -> float:
+def _moved_size(values: list[np.ndarray], v: int, unsigned: bool = False,
+                base: int = 0) -> float:
     """How far variant v moved the values: the largest change of an element, relative to the
     largest magnitude in its value (1 for a non-float value that changed or a NaN that
     appeared); 0 when nothing moved. A step whose reads reach the outputs only through a tiny
     nudge moves them by about the nudge. unsigned: a value that only changed sign did not
     move (a loop that negates its state at every step makes undoing any one step flip the
-    result, however little the step did)."""
+    result, however little the step did). base: the variant compared with (0)."""
     size = 0.0
     for x in values:
-        a, b = _variant(x, v), x[0]
+        a, b = _variant(x, v), _variant(x, base)
         moved = _moved(a, b)
         if not moved.any():
             continue
@@ -204,8 +250,10 @@ class LoopRecord:
     the slot moves with the watched inputs at the end (it carries their work)."""
 
     def __init__(self, ev: Evaluator, index: int, carry: list[np.ndarray],
-                 passing: list[int]) -> None:
+                 passing: list[int], knock: Knockouts | None = None) -> None:
         self.ev, self.index, self.depth = ev, int(index), int(ev.depth)
+        self.knock = knock
+        self.knock_row: int | None = None  # its part 0's knockout row, if it has them
         self.steps = 0
         self.work: list[int] = []
         self.state = [i for i in range(len(carry)) if i not in passing]
@@ -224,6 +272,7 @@ class LoopRecord:
         self.entry_max = [max((int(_moved(c[1 + k], c[0]).sum()) for c in carry), default=0)
                           for k in range(g)]
         self.exit: list[int] = []
+        self.exit_parts: list[list[int]] = []  # per knockout part, per group
 
     def step(self, s: int, old: list[np.ndarray], new: list[np.ndarray], clean: int | None,
              injected: bool) -> None:
@@ -251,14 +300,40 @@ class LoopRecord:
         if injected:
             self.injects.append(clean)
 
-    def finish(self, carry: list[np.ndarray]) -> None:
-        self.exit = [_moved_count([carry[i] for i in self.state], 1 + k)
-                     for k in range(self.ev.groups)]
+    def _part(self, i: int) -> int:
+        return min(self.slot[i], KNOCK_PARTS - 1)
+
+    def finish(self, carry: list[np.ndarray]) -> list[np.ndarray]:
+        """Record what the run's results carry; return them, with this op's knockout rows
+        set back (Knockouts)."""
+        g = self.ev.groups
+        self.exit = [_moved_count([carry[i] for i in self.state], 1 + k) for k in range(g)]
+        parts = min(len(self.state), KNOCK_PARTS)
+        self.exit_parts = [[_moved_count([carry[i] for i in self.state if self._part(i) == p],
+                                         1 + k) for k in range(g)] for p in range(parts)]
         whole = self.ev.whole
         for i in self.state:
             if whole is not None and carry[i].dtype.kind in "fc" and _moved(
                     carry[i][whole], carry[i][0]).any():
                 self.live[self.slot[i]] = True
+        if self.knock is not None and whole is not None:
+            self.knock_row = self.knock.first_row(self.index, self.steps)
+        if self.knock_row is None:
+            return carry
+        carry = list(carry)
+        for i in self.state:
+            c = np.array(carry[i])
+            c[self.knock_row + self._part(i)] = c[0]
+            carry[i] = c
+        return carry
+
+    def needed(self, outs: list[np.ndarray]) -> list[float | None]:
+        """Per knockout part: how far setting it back moved the outputs from the whole
+        variant's (3 significant digits; None: this run has no knockout rows)."""
+        if self.knock_row is None:
+            return [None] * len(self.exit_parts)
+        return [float(f"{_moved_size(outs, self.knock_row + p, base=self.ev.whole):.3g}")
+                for p in range(len(self.exit_parts))]
 
     def _single(self, k: int) -> list[int | None]:
         """Per group, over the values slot k stands for: the earliest step at which one of
@@ -301,6 +376,7 @@ class LoopRecord:
                 "reached": self.reached(outs), "reach_size": self.reach_size(outs),
                 "skip_size": self.skip_size(outs), "varied": self.varied,
                 "entry": self.entry, "entry_max": self.entry_max, "exit": self.exit,
+                "exit_parts": self.exit_parts, "needed": self.needed(outs),
                 "work": [int(w) for w in self.work],
                 "slots": [{"first": f, "touches": t, "kept": k, "live": lv,
                            "single": self._single(n)}
@@ -424,7 +500,7 @@ def _extra_shares(entries: list[dict], tests: dict, specs: dict) -> dict[str, in
             continue
         count = min(int(e.get("count", 0)), 64) if e.get("groups") else 0
         inject = min(int(e.get("inject", 0)), 64)
-        variants = 2 + count + 2 * inject + (inject if e.get("skip") else 0)
+        variants = _variants(count, inject, bool(e.get("skip")), bool(e.get("sliced")))
         steps = min(int(e.get("count", 0)), 64)
         weights[str(e["id"])] = (variants * max(1, elements(specs[test["signature"]]))
                                  + STEP_WEIGHT * steps)
@@ -487,7 +563,8 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
                                       int(entry["inject"]), ir, hlo, context, watched,
                                       bool(entry.get("own")),
                                       None if primary else allowed,
-                                      skip=bool(entry.get("skip")))
+                                      skip=bool(entry.get("skip")),
+                                      knockouts=bool(entry.get("sliced")))
             if not primary:
                 surplus = allowed - got["work"]
             out[oid] = got

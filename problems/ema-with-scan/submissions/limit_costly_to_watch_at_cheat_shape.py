@@ -1,7 +1,7 @@
 # Known limit, accepted today (red-team round of 2026-12-06, issue #30): a run past its share
 # of the observer's budget is skipped, so a cheat costly to watch at its own shape is not seen.
 # Cheat: at T = 5 (an extra run) the whole average is computed at the LAST step, and the same
-# program does a dead 192x192 product, so its extra observed run exceeds its budget share and is skipped.
+# program does a dead 160x160 product, so its extra observed run exceeds its budget share and is skipped.
 import jax
 import jax.numpy as jnp
 
@@ -30,5 +30,5 @@ def solve(x, alpha):
         return prev, out, junk + x[t]
 
     _, out, junk = jax.lax.fori_loop(0, T, body, (x[0], jnp.zeros_like(x), jnp.zeros_like(x)))
-    z = jnp.ones((192, 192), x.dtype) * x.sum()
+    z = jnp.ones((160, 160), x.dtype) * x.sum()
     return {"ema": out + 0.0 * junk + 0.0 * (z @ z).sum()}
