@@ -74,6 +74,21 @@ def test_one_step_may_take_up_two_shares() -> None:
     assert judge_loop(_obs(run), every_step=False, sliced=True, names="x") is None
 
 
+def test_on_a_second_test_a_share_may_show_a_few_steps_late() -> None:
+    # blocks whose scores underflow show only when a later rescaling lifts them
+    late = _run([0, 1, 2, 7, None, 7, None, 7], [True] * 8, steps=8)
+    second = replace(_obs(late, groups=8), count=8, second=True)
+    assert judge_loop(second, every_step=False, sliced=True, names="k") is None
+    first = replace(second, second=False)  # the first test's data shows every block on time
+    why = judge_loop(first, every_step=False, sliced=True, names="k")
+    assert why is not None and "takes up 3 of the 8" in why
+    for crowded in ([0, 0, 1, 1, 2, 2, 3, 3], [7] * 8, [4, 4, 5, 5, 6, 6, 7, 7]):
+        run = _run(crowded, [True] * 8, steps=8)
+        why = judge_loop(replace(second, loops=(run,)), every_step=False, sliced=True,
+                         names="k")
+        assert why is not None and "at once" in why, crowded
+
+
 def test_a_mixture_entering_the_loop_fails() -> None:
     run = _run([None] * 6, [False] * 6, entry=[21, 18, 15, 12, 9, 6])
     why = judge_loop(_obs(run), every_step=False, sliced=True, names="x")

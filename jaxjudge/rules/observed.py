@@ -40,6 +40,8 @@ DIRECT_COPIES = 2
 # look as if it carried every input's work, and added to the outputs times a tiny weight,
 # moves them by that weight (a weight this large would put them outside the tolerance).
 NEEDED = 1e-3
+# On a second test, how many steps after its own a share may first show (_one_share_per_step).
+LATE = 2
 
 
 @dataclass(frozen=True)
@@ -393,9 +395,29 @@ def _idle_steps(runs: list[LoopRun], count: int) -> str | None:
     return None
 
 
+def _fits_late(firsts: list[int], late: int) -> bool:
+    """Can each share be given a step of its own at most `late` steps before the one it was
+    first seen at (one step may hold two: the starting value and the first step's)? Earliest
+    deadline first is optimal for such equal windows."""
+    used: set[int] = set()
+    bonus = True
+    for s in sorted(firsts):
+        free = next((t for t in range(max(s - late, 0), s + 1) if t not in used), None)
+        if free is not None:
+            used.add(free)
+        elif bonus:
+            bonus = False
+        else:
+            return False
+    return True
+
+
 def _one_share_per_step(runs: list[LoopRun], obs: Observation, names: str) -> str | None:
     """In every carried value, each group is first taken up at a step of its own (one step
-    may take up two: the starting value and the first step's)."""
+    may take up two: the starting value and the first step's). On a second test, a share may
+    be first seen up to LATE steps after its own step: a block whose scores underflow moves
+    nothing when it is folded and shows only when a later rescaling lifts it (honest
+    blockwise attention on a large-score test reads steps [0, 1, 2, 3, 4, 7, None, 7])."""
     for run in runs:
         for slot in run.slots:
             per_step: dict[int, list[int]] = defaultdict(list)
@@ -403,6 +425,9 @@ def _one_share_per_step(runs: list[LoopRun], obs: Observation, names: str) -> st
                 if s is not None:
                     per_step[s].append(g)
             crowded = {s: gs for s, gs in per_step.items() if len(gs) > 1}
+            if obs.second and crowded and _fits_late(
+                    [s for s, gs in per_step.items() for _ in gs], LATE):
+                continue
             if len(crowded) > 1 or any(len(gs) > 2 for gs in crowded.values()):
                 s, gs = max(crowded.items(), key=lambda kv: len(kv[1]))
                 return (f"step {s + 1} takes up {len(gs)} of the {obs.groups} shares of "
