@@ -425,6 +425,21 @@ def test_the_recomputed_activation_must_move_each_output_it_feeds() -> None:
             assert "grads.w2 among them" in why and "the gradients but not grads.w2" in why
 
 
+def test_the_recomputed_activation_must_move_what_it_feeds_by_a_hundredth() -> None:
+    """A gradient read 99.9% from a saved copy moves with the recomputed tanh by 2e-4 of its
+    size; an honest one moves wholly (0.06 to 1 on the remat problem's tests)."""
+    outs = ["loss", "grads.b1", "grads.w1", "grads.w2"]
+    moved = ((1, 3, 6, 6), (0, 3, 6, 6))
+    for w2, ok in ((0.062, True), (0.0002, False)):
+        obs = Observation(count=0, sliced=(), test="example-1", kind="activation",
+                          activations=moved,
+                          activation_sizes=((0.4, 0.2, 0.2, 0.4), (0.0, 0.5, 0.5, w2)))
+        why = recomputed((obs,), outs, ("loss",), ("grads",), "tanh", ("grads.w2",))
+        assert (why is None) is ok, why
+        if not ok:
+            assert "grads.w2 only by 0.0002 of its size" in why
+
+
 def test_on_a_test_far_from_converged_every_middle_step_must_matter() -> None:
     """All 8 iterations at step 1, the other steps idle (reading w through a difference of
     copies, with junk iterations to keep the work even): undoing a middle step moves nothing,

@@ -227,5 +227,7 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
                                outputs=tuple(got.outputs),
                                loops=loops, kind=spec.get("kind", "loop"),
                                primary=primary, second=bool(spec.get("second")),
-                               activations=tuple(tuple(a) for a in got.activations)))
+                               activations=tuple(tuple(a) for a in got.activations),
+                               activation_sizes=tuple(tuple(a)
+                                                      for a in got.activation_sizes)))
     return tuple(out)

@@ -220,6 +220,11 @@ class ObservedResult(_Strict):
     # per tapped activation op: per program output, the elements that moved
     activations: Annotated[list[Annotated[list[Count], Field(max_length=MAX_OUTPUTS)]],
                            Field(max_length=32)] = Field(default_factory=list)
+    # per tapped activation op: per program output, how far it moved (0 to 1 of its size)
+    activation_sizes: Annotated[
+        list[Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)]],
+                       Field(max_length=MAX_OUTPUTS)]],
+        Field(max_length=32)] = Field(default_factory=list)
     # an entry offered candidates: the program and test stage B picked (observing._second_tests)
     picked_program: Name | None = None
     picked_test: Name | None = None

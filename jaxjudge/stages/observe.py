@@ -444,8 +444,9 @@ MAX_TAPS = 32
 def observe_activations(text: str, inputs: list[np.ndarray], op_name: str, ir, hlo,
                         mlir_context) -> dict[str, Any]:
     """Change the result of each `op_name` op (every run of it) in a variant of its own, and
-    say which outputs move: an activation recomputed for the backward pass moves the gradients
-    and not the loss; the forward one moves both, and a decoy moves neither."""
+    say which outputs move, and how far (relative to each output's size): an activation
+    recomputed for the backward pass moves the gradients and not the loss; the forward one
+    moves both, and a decoy moves neither."""
     with mlir_context:
         module = ir.Module.parse(text)
         found: list[Any] = []
@@ -468,7 +469,8 @@ def observe_activations(text: str, inputs: list[np.ndarray], op_name: str, ir, h
         outs = ev.run(args)
     moved = [[int(_moved(_variant(o, 1 + i), o[0]).sum()) for o in outs]
              for i in range(len(found))]
-    return {"status": "ok", "activations": moved}
+    sizes = [[float(f"{_moved_size([o], 1 + i):.3g}") for o in outs] for i in range(len(found))]
+    return {"status": "ok", "activations": moved, "activation_sizes": sizes}
 
 
 # Element operations all of a grade's extra observed runs may take together (one run's own

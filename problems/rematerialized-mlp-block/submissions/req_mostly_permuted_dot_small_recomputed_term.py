@@ -1,7 +1,7 @@
-# Known limit, accepted today (red-team round 2 of 2026-12-06, issue #30): 99.9% of W2's gradient
-# reads the forward tanh saved through a permuted dot, and a 1e-3 term of the recomputed tanh
-# moves W2's gradient too: the observer asks whether the recomputed tanh moves it, not by how
-# much.
+# Cheat (red-team round 2 of 2026-12-06, issue #30): 99.9% of W2's gradient reads the forward
+# tanh saved through a permuted dot, and a 1e-3 term of the recomputed tanh moves W2's gradient
+# too. Changing the recomputed tanh moves W2's gradient by 2e-4 of its size; an honest one
+# moves it by 0.06 to 1.
 import jax
 import jax.numpy as jnp
 
