@@ -110,12 +110,24 @@ def test_loop_results_the_outputs_do_not_need_are_not_counted_after_it() -> None
     parts = dict(exit_parts=((3,) * 6, (18,) * 6))
     junk = replace(run, **parts, needed=(1.0, 0.0))
     why = judge_loop(_obs(junk), every_step=False, sliced=True, names="x")
-    assert why is not None and "the outputs are seen to need only 3" in why
+    assert why is not None and "the outputs need only 3" in why
     needed = replace(run, **parts, needed=(1.0, 0.5))  # honest: both parts move the outputs
     assert judge_loop(_obs(needed), every_step=False, sliced=True, names="x") is None
-    unknown = replace(run, **parts, needed=(1.0, None))  # a fourth loop: not measured
-    why = judge_loop(_obs(unknown), every_step=False, sliced=True, names="x")
-    assert why is not None and "after three others" in why
+    unknown = replace(run, **parts, needed=(1.0, None))  # not measured: counted
+    assert judge_loop(_obs(unknown), every_step=False, sliced=True, names="x") is None
+
+
+def test_a_direct_copy_beside_the_loop_is_of_one_inputs_share() -> None:
+    # blockwise at T = 16, d = 1: a block is 4 rows of k and 4 of v (8 values); the output
+    # moves with it in all 16 values while no loop result the output needs does
+    run = replace(_run([0, 1, 2, 3], [True] * 4, steps=4, exit_=[16] * 4),
+                  exit_parts=((16,) * 4,), needed=(0.0,))
+    obs = Observation(count=4, sliced=("k", "v"), test="hidden-01", groups=4,
+                      group_elements=8, outputs=(16,) * 4, loops=(run,))
+    why = judge_loop(obs, every_step=False, sliced=True, names="k and v")
+    assert why is not None and "16 of your output values" in why
+    copied = replace(obs, outputs=(8,) * 4)  # v's block copied into the output: 2 x 4
+    assert judge_loop(copied, every_step=False, sliced=True, names="k and v") is None
 
 
 def test_a_loop_whose_runs_differ_in_length_is_not_the_loop() -> None:

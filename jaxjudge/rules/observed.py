@@ -91,12 +91,13 @@ class LoopRun:
 
     def exits(self, groups: int) -> list[int]:
         """Per group: the elements of the loop's results that moved with it, in the parts the
-        outputs are seen to need (setting one back moves them by NEEDED of their size or
-        more). A part not measured (its loop ran after three others of the trip count: no
-        honest program has four, since each is judged by its own results) counts for none."""
+        outputs need (setting one back moves them by NEEDED of their size or more; a part
+        not measured counts)."""
+        if not self.exit_parts:
+            return [self.exit[g] if g < len(self.exit) else 0 for g in range(groups)]
         return [sum(part[g] for p, part in enumerate(self.exit_parts) if g < len(part)
-                    and p < len(self.needed) and self.needed[p] is not None
-                    and self.needed[p] >= NEEDED) for g in range(groups)]
+                    and (p >= len(self.needed) or self.needed[p] is None
+                         or self.needed[p] >= NEEDED)) for g in range(groups)]
 
     def kept(self, s: int, every: bool = False) -> bool | None:
         """Did a value that carries the inputs' work (with `every`: each of them) keep step
@@ -478,17 +479,15 @@ def _nothing_mixed_outside(runs: list[LoopRun], obs: Observation, names: str) ->
                         f"are computed from several steps' shares before the loop")
     exits = [sum(counts) for counts in zip(*(run.exits(obs.groups) for run in runs),
                                             strict=True)]
+    # a direct copy is of one input's share (v's block into the output), not of k's and v's
+    per_input = per_group // max(len(obs.sliced), 1)
     for g, moved in enumerate(obs.outputs[: obs.groups]):
-        if moved > exits[g] + DIRECT_COPIES * per_group:
+        if moved > exits[g] + DIRECT_COPIES * per_input:
             every = sum(run.exit[g] for run in runs if g < len(run.exit))
-            unmeasured = any(n is None for run in runs for n in run.needed)
             unneeded = ("" if every <= exits[g] else
-                        f" (of the {every} that do, the outputs are seen to need only "
-                        f"{exits[g]}: " + ("the loop ran after three others of its count, "
-                                           "whose results were measured instead)"
-                                           if unmeasured else
-                                           f"setting the others back at the loop's end moves "
-                                           f"them by less than {NEEDED:g} of their size)"))
+                        f" (of the {every} that do, the outputs need only {exits[g]}: "
+                        f"setting the others back at the loop's end moves them by less than "
+                        f"{NEEDED:g} of their size)")
             return (f"after the loop, {moved} of your output values move with share {g + 1} of "
                     f"{names}, but only {exits[g]} of the loop's results do{unneeded}: the "
                     f"outputs are computed from the inputs outside the loop")

@@ -123,8 +123,9 @@ def _variants(count: int, inject_steps: int, skip: bool, knockouts: bool) -> int
             + (KNOCK_LOOPS * KNOCK_PARTS if knockouts and count else 0))
 
 
-KNOCK_LOOPS = 3  # while ops that ran the trip count, in the order their first run ended
-KNOCK_PARTS = 4  # per op: its first carried values, one by one (the rest together, as the last)
+KNOCK_LOOPS = 3  # row sets: one each for the first two while ops to run the trip count, and
+# one the later ones share (setting a part back in all of them at once)
+KNOCK_PARTS = 4  # per op: the three carried values that moved most, one by one, the rest together
 
 
 class Knockouts:
@@ -133,22 +134,30 @@ class Knockouts:
     carried part p is set back to variant 0's value. Where the outputs then differ from the
     whole variant's is what that part carried to them: a value the loop fills with every
     input (a sum of all rows added to every row) to look as if it carried their work, and
-    that reaches the outputs only times 1e-30, is needed by none of them."""
+    that reaches the outputs only times 1e-30, is needed by none of them. Parts are fixed at
+    an op's first run, by how many values moved with the groups: such a filler moves most, so
+    it is a part of its own, however many idle values come before it."""
 
     def __init__(self, base: int, count: int) -> None:
         self.base, self.count = base, count
         self.ops: dict[int, int] = {}  # while op index -> j
+        self.parts: dict[int, dict[int, int]] = {}  # while op index -> carried index -> part
 
     def first_row(self, index: int, steps: int) -> int | None:
-        """The op's row for part 0 (None: the run is not of the trip count, or the op came
-        after KNOCK_LOOPS others)."""
+        """The op's row for part 0 (None: the run is not of the trip count)."""
         if steps != self.count:
             return None
         if index not in self.ops:
-            if len(self.ops) >= KNOCK_LOOPS:
-                return None
-            self.ops[index] = len(self.ops)
+            self.ops[index] = min(len(self.ops), KNOCK_LOOPS - 1)
         return self.base + self.ops[index] * KNOCK_PARTS
+
+    def parts_of(self, index: int, moved: dict[int, int]) -> dict[int, int]:
+        """The op's parts: per carried index (`moved`: how many of its values moved with the
+        groups), the three that moved most alone, in that order, the others as the last."""
+        if index not in self.parts:
+            ranked = sorted(moved, key=lambda i: (-moved[i], i))
+            self.parts[index] = {i: min(r, KNOCK_PARTS - 1) for r, i in enumerate(ranked)}
+        return self.parts[index]
 
 
 def _variant(x: np.ndarray, v: int) -> np.ndarray:
@@ -300,17 +309,18 @@ class LoopRecord:
         if injected:
             self.injects.append(clean)
 
-    def _part(self, i: int) -> int:
-        return min(self.slot[i], KNOCK_PARTS - 1)
-
     def finish(self, carry: list[np.ndarray]) -> list[np.ndarray]:
         """Record what the run's results carry; return them, with this op's knockout rows
         set back (Knockouts)."""
         g = self.ev.groups
-        self.exit = [_moved_count([carry[i] for i in self.state], 1 + k) for k in range(g)]
+        per_value = {i: [_moved_count([carry[i]], 1 + k) for k in range(g)] for i in self.state}
+        self.exit = [sum(moved[k] for moved in per_value.values()) for k in range(g)]
+        part = (self.knock.parts_of(self.index, {i: sum(m) for i, m in per_value.items()})
+                if self.knock is not None else
+                {i: min(self.slot[i], KNOCK_PARTS - 1) for i in self.state})
         parts = min(len(self.state), KNOCK_PARTS)
-        self.exit_parts = [[_moved_count([carry[i] for i in self.state if self._part(i) == p],
-                                         1 + k) for k in range(g)] for p in range(parts)]
+        self.exit_parts = [[sum(per_value[i][k] for i in self.state if part.get(i) == p)
+                            for k in range(g)] for p in range(parts)]
         whole = self.ev.whole
         for i in self.state:
             if whole is not None and carry[i].dtype.kind in "fc" and _moved(
@@ -323,7 +333,7 @@ class LoopRecord:
         carry = list(carry)
         for i in self.state:
             c = np.array(carry[i])
-            c[self.knock_row + self._part(i)] = c[0]
+            c[self.knock_row + part[i]] = c[0]
             carry[i] = c
         return carry
 
