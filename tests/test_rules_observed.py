@@ -74,19 +74,30 @@ def test_one_step_may_take_up_two_shares() -> None:
     assert judge_loop(_obs(run), every_step=False, sliced=True, names="x") is None
 
 
-def test_on_a_second_test_a_share_may_show_a_few_steps_late() -> None:
+def test_a_share_may_show_a_few_steps_late() -> None:
     # blocks whose scores underflow show only when a later rescaling lifts them
-    late = _run([0, 1, 2, 7, None, 7, None, 7], [True] * 8, steps=8)
-    second = replace(_obs(late, groups=8), count=8, second=True)
-    assert judge_loop(second, every_step=False, sliced=True, names="k") is None
-    first = replace(second, second=False)  # the first test's data shows every block on time
-    why = judge_loop(first, every_step=False, sliced=True, names="k")
-    assert why is not None and "takes up 3 of the 8" in why
+    for late in ([0, 1, 2, 7, None, 7, None, 7], [1, 1, 2, 3, 5, 5, 7, 7]):
+        run = _run(late, [True] * 8, steps=8)
+        second = replace(_obs(run, groups=8), count=8, second=True)
+        assert judge_loop(second, every_step=False, sliced=True, names="k") is None, late
+        assert judge_loop(replace(second, second=False), every_step=False, sliced=True,
+                          names="k") is None, late
     for crowded in ([0, 0, 1, 1, 2, 2, 3, 3], [7] * 8, [4, 4, 5, 5, 6, 6, 7, 7]):
         run = _run(crowded, [True] * 8, steps=8)
         why = judge_loop(replace(second, loops=(run,)), every_step=False, sliced=True,
                          names="k")
         assert why is not None and "at once" in why, crowded
+
+
+def test_shares_are_read_in_the_values_the_outputs_need() -> None:
+    # a Kahan residue, dropped at the loop's end: its first steps are rounding's
+    residue = Slot(first=(5,) * 6, touches=(6,) * 6, kept=(True,) * 6, live=True,
+                   part=1)
+    run = replace(_run([0, 1, 2, 3, 4, 5], [True] * 6), exit_parts=((18,) * 6, (0,) * 6))
+    for needed, ok in (((1.0, 0.0), True), ((1.0, 0.5), False), ((1.0, None), False)):
+        both = replace(run, slots=(*run.slots, residue), needed=needed)
+        why = judge_loop(_obs(both), every_step=False, sliced=True, names="x")
+        assert (why is None) is ok, (needed, why)
 
 
 def test_a_mixture_entering_the_loop_fails() -> None:

@@ -215,7 +215,8 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
                     skip_size=tuple(r.skip_size), varied=r.varied,
                     slots=tuple(Slot(first=tuple(sl.first), touches=tuple(sl.touches),
                                      kept=tuple(sl.kept), live=sl.live,
-                                     single=tuple(sl.single)) for sl in r.slots))
+                                     single=tuple(sl.single), part=sl.part)
+                                for sl in r.slots))
             for r in got.loops
         )
         out.append(Observation(count=spec["count"], sliced=tuple(spec["sliced"]),

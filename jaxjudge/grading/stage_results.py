@@ -171,6 +171,8 @@ class ObservedSlot(_Strict):
     # per group: the step at which every element it alone moved was updated, once (observe.py)
     single: Annotated[list[Annotated[int, Field(ge=0, le=MAX_OBSERVED_STEPS)] | None],
                       Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
+    # its knockout part (ObservedLoop.exit_parts, needed)
+    part: Annotated[int, Field(ge=0, lt=MAX_KNOCK_PARTS)] | None = None
 
 
 class ObservedLoop(_Strict):

@@ -44,7 +44,7 @@ NEEDED = 1e-3
 # gradient's size: W2's gradient is h^T g, so an honest one moves wholly (0.06 to 1 on the
 # remat problem's 46 tests); one read mostly from a saved copy moves by the recomputed share.
 FED = 1e-2
-# On a second test, how many steps after its own a share may first show (_one_share_per_step).
+# How many steps after its own a share may first show (_one_share_per_step).
 LATE = 2
 
 
@@ -60,6 +60,7 @@ class Slot:
     # per group: the step at which every element it alone moved was updated, once (a value
     # that also carries a sum of every input, moving with all of them at every step)
     single: tuple[int | None, ...] = ()
+    part: int | None = None  # its knockout part (LoopRun.needed), if it has one
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,14 @@ class LoopRun:
         return [sum(part[g] for p, part in enumerate(self.exit_parts) if g < len(part)
                     and (p >= len(self.needed) or self.needed[p] is None
                          or self.needed[p] >= NEEDED)) for g in range(groups)]
+
+    def needs(self, slot: Slot) -> bool:
+        """Do the outputs need this carried value (its knockout part moved them by NEEDED of
+        their size or more, or was not measured)? A compensated sum's rounding residue, which
+        the loop drops at its end, is needed by none of them."""
+        p = slot.part
+        return (p is None or p >= len(self.needed) or self.needed[p] is None
+                or self.needed[p] >= NEEDED)
 
     def kept(self, s: int, every: bool = False) -> bool | None:
         """Did a value that carries the inputs' work (with `every`: each of them) keep step
@@ -428,18 +437,20 @@ def _fits_late(firsts: list[int], late: int) -> bool:
 
 def _one_share_per_step(runs: list[LoopRun], obs: Observation, names: str) -> str | None:
     """In every carried value, each group is first taken up at a step of its own (one step
-    may take up two: the starting value and the first step's). On a second test, a share may
-    be first seen up to LATE steps after its own step: a block whose scores underflow moves
-    nothing when it is folded and shows only when a later rescaling lifts it (honest
-    blockwise attention on a large-score test reads steps [0, 1, 2, 3, 4, 7, None, 7])."""
+    may take up two: the starting value and the first step's). A share may be first seen up
+    to LATE steps after its own step: a block whose scores underflow moves nothing when it is
+    folded and shows only when a later rescaling lifts it (honest blockwise attention on a
+    large-score test reads steps [0, 1, 2, 3, 4, 7, None, 7]). Only values the outputs need
+    are read: a compensated sum's rounding residue, dropped at the loop's end, can come out
+    the same for several shares' steps in a row."""
     for run in runs:
-        for slot in run.slots:
+        for slot in filter(run.needs, run.slots):
             per_step: dict[int, list[int]] = defaultdict(list)
             for g, s in enumerate(slot.first[: obs.groups]):
                 if s is not None:
                     per_step[s].append(g)
             crowded = {s: gs for s, gs in per_step.items() if len(gs) > 1}
-            if obs.second and crowded and _fits_late(
+            if crowded and _fits_late(
                     [s for s, gs in per_step.items() for _ in gs], LATE):
                 continue
             if len(crowded) > 1 or any(len(gs) > 2 for gs in crowded.values()):

@@ -282,6 +282,7 @@ class LoopRecord:
                           for k in range(g)]
         self.exit: list[int] = []
         self.exit_parts: list[list[int]] = []  # per knockout part, per group
+        self.slot_part: list[int | None] = [None] * n  # per slot: its knockout part
 
     def step(self, s: int, old: list[np.ndarray], new: list[np.ndarray], clean: int | None,
              injected: bool) -> None:
@@ -319,6 +320,10 @@ class LoopRecord:
                 if self.knock is not None else
                 {i: min(self.slot[i], KNOCK_PARTS - 1) for i in self.state})
         parts = min(len(self.state), KNOCK_PARTS)
+        for i in self.state:  # a slot that stands for several values: the most needed part
+            k = self.slot[i]
+            if self.slot_part[k] is None or part[i] < self.slot_part[k]:
+                self.slot_part[k] = part[i]
         self.exit_parts = [[sum(per_value[i][k] for i in self.state if part.get(i) == p)
                             for k in range(g)] for p in range(parts)]
         whole = self.ev.whole
@@ -389,9 +394,10 @@ class LoopRecord:
                 "exit_parts": self.exit_parts, "needed": self.needed(outs),
                 "work": [int(w) for w in self.work],
                 "slots": [{"first": f, "touches": t, "kept": k, "live": lv,
-                           "single": self._single(n)}
-                          for n, (f, t, k, lv) in enumerate(zip(
-                              self.first, self.touches, self.kept, self.live, strict=True))]}
+                           "single": self._single(n), "part": pt}
+                          for n, (f, t, k, lv, pt) in enumerate(zip(
+                              self.first, self.touches, self.kept, self.live, self.slot_part,
+                              strict=True))]}
 
 
 def _summary(ev: Evaluator, outs, count: int, groups, inputs):
