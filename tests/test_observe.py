@@ -317,6 +317,39 @@ def test_undoing_is_blind_to_sign_flips_and_dummy_loops_are_not_varied() -> None
     assert [r["varied"] for r in outer if r["steps"] == 2] == [False]
 
 
+def test_with_undo_variants_the_first_outermost_loops_get_variants_of_their_own() -> None:
+    """A lax.map over w's rows after a power iteration reads w at its own steps: with one set
+    of inject variants for every outermost loop, its steps 1-3 moved the outputs with the
+    power loop's and confounded its reach sizes. With undo variants, the first two
+    outermost loops get a set each and later ones share a third, so the power loop's sizes
+    are the same with the map after it or without."""
+    def power(w, u):
+        def body(i, u):
+            return _normalize(w @ _normalize(w.T @ u))
+
+        return jax.lax.fori_loop(0, 8, body, u)
+
+    def power_then_map(w, u):
+        u = power(w, u)
+        return u, jax.lax.map(lambda row: row / (u @ u), w)
+
+    def three(w, u):
+        u = power(w, u)
+        a = jax.lax.map(lambda row: row * 2.0, w)
+        return u, a, jax.lax.map(lambda row: row + 1.0, w)
+
+    w = np.array([[2.0, 0.9, 0.1], [0.8, 1.7, 0.3], [0.2, 0.4, 1.5]], np.float32)
+    u = np.array([1.0, 0.0, 0.0], np.float32)
+    alone = _loop(_observe(power, w, u, inject=8, watched=[0], skip=True), 8)
+    got = _observe(power_then_map, w, u, inject=8, watched=[0], skip=True)
+    beside = _loop(got, 8)
+    assert beside["reach_size"] == alone["reach_size"]
+    assert sorted(r["vset"] for r in got["loops"] if r["depth"] == 0) == [0, 1]
+    sets = sorted(r["vset"] for r in _observe(three, w, u, inject=8, watched=[0],
+                                               skip=True)["loops"] if r["depth"] == 0)
+    assert sets == [0, 1, 2]
+
+
 def test_a_step_whose_reads_no_variant_can_change_is_unknown_not_idle() -> None:
     """An EMA written in place into a buffer that starts as x: the loop passes nothing along
     that moves with x, so an inject variant changes nothing a step reads. That says nothing

@@ -396,6 +396,11 @@ def test_reach_sizes_are_not_compared_beside_another_outermost_loop() -> None:
     alone = Observation(count=8, sliced=(), test="example-1", loops=(power,))
     why = judge_loop(alone, every_step=True, sliced=False, names="", reach_grows=True)
     assert why is not None and "steps 4–7 of its 8" in why
+    # a loop with inject and undo variants of its own (another set) confounds nothing either
+    own = replace(rows, vset=1)
+    apart = Observation(count=8, sliced=(), test="example-1", loops=(power, own))
+    why = judge_loop(apart, every_step=True, sliced=False, names="", reach_grows=True)
+    assert why is not None and "steps 4–7 of its 8" in why
 
 
 def _undone(sizes: tuple[float | None, ...]) -> LoopRun:

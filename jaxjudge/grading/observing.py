@@ -212,7 +212,7 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
                     entry_max=tuple(r.entry_max), exit=tuple(r.exit), work=tuple(r.work),
                     exit_parts=tuple(tuple(p) for p in r.exit_parts), needed=tuple(r.needed),
                     reached=tuple(r.reached), reach_size=tuple(r.reach_size),
-                    skip_size=tuple(r.skip_size), varied=r.varied,
+                    skip_size=tuple(r.skip_size), varied=r.varied, vset=r.vset,
                     slots=tuple(Slot(first=tuple(sl.first), touches=tuple(sl.touches),
                                      kept=tuple(sl.kept), live=sl.live,
                                      single=tuple(sl.single), part=sl.part)

@@ -204,6 +204,8 @@ class ObservedLoop(_Strict):
                          Field(max_length=MAX_OBSERVED_STEPS)] = Field(default_factory=list)
     # an inject or undo variant changed what one of its steps read or kept
     varied: bool = False
+    # its set of inject and undo variants (outermost loops; observe.OUTER_SETS)
+    vset: Annotated[int, Field(ge=0, le=8)] = 0
 
 
 class ObservedResult(_Strict):

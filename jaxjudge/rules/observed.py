@@ -84,6 +84,9 @@ class LoopRun:
     skip_size: tuple[float | None, ...] = ()
     # an inject or undo variant changed what one of its steps read or kept
     varied: bool = False
+    # its set of inject and undo variants: outermost loops in other sets are never changed
+    # by them (the first two outermost loops get a set each with undo variants)
+    vset: int = 0
     # `exit` per knockout part: the first carried values one by one, the rest together
     exit_parts: tuple[tuple[int, ...], ...] = ()
     # per knockout part: how far setting it back to the unchanged inputs' value at the end
@@ -520,15 +523,17 @@ def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
         return (f"no loop ran {obs.count} steps when your program ran on test {obs.test!r}"
                 + (f" (loops ran {', '.join(map(str, ran[:6]))} steps)" if ran else ""))
     reasons: list[str] = []
-    # other outermost loops the inject or undo variants moved something in (they change every
-    # outermost loop's step s at once): a loop they leave untouched confounds nothing
-    outermost = {run.index for run in obs.loops if run.depth == 0 and run.varied}
+    # other outermost loops of its variant set the inject or undo variants moved something in
+    # (they change step s of every loop of the set at once): a loop they leave untouched, or
+    # one with variants of its own, confounds nothing
+    outermost = {(run.index, run.vset) for run in obs.loops if run.depth == 0 and run.varied}
     for index, runs in by_op.items():
         why = (_every_step(runs, obs.count, every=not obs.groups,
                            primary=obs.primary or (sliced and bool(obs.groups)
                                                    and not obs.second),
                            reach_grows=reach_grows, strict=strict,
-                           others=bool(outermost - {index}))
+                           others=any(i != index and vs == runs[0].vset
+                                      for i, vs in outermost))
                if every_step else None)
         if why is None and sliced and obs.groups:
             why = (_one_share_per_step(runs, obs, names) or _idle_steps(runs, obs.count)

@@ -83,14 +83,20 @@ class Evaluator:
 
     def __init__(self, module, ir, hlo, variants: int, inject: dict[tuple[int, int], int],
                  groups: int = 0, whole: int | None = None, recorder=None,
-                 skip: dict[int, int] | None = None) -> None:
+                 skip: dict[tuple[int, int], int] | None = None,
+                 outer_sets: int = 1) -> None:
         self.ir = ir
         self.hlo = hlo
         self.V = variants
-        self.inject = inject  # (0 outermost / 1 nested, step) -> the variant changed there
+        # (set, step) -> the variant changed there: sets 0 .. outer_sets - 1 for outermost
+        # loops (the first ones get a set each, the later ones share the last), outer_sets for
+        # nested loops
+        self.inject = inject
+        self.outer_sets = outer_sets
+        self.vsets: dict[int, int] = {}  # outermost while op index -> its variant set
         # step of an outermost loop -> the variant in which that step's update of what the
         # loop carries from the inputs is undone (_skip_step)
-        self.skip = skip or {}
+        self.skip = skip or {}  # keyed like inject, outermost sets only
         self.work = 0
         self.max_work = MAX_WORK  # observe's caller may give a run less (its extra runs)
         self.steps = 0

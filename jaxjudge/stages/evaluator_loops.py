@@ -33,10 +33,16 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
     outer = self.env
     carry = [np.broadcast_to(x, (self.V, *x.shape[1:])) for x in ins]
     passing = self._passes_along(body_b)
-    level = min(self.depth, 1)  # outermost loops and nested ones get their own variants
+    # outermost loops get their own variants (per op, the first few; later ones share a set),
+    # nested ones share one set
+    op_index = self.index.get(op, -1)
+    outermost = self.depth == 0
+    level = (self.vsets.setdefault(op_index, min(len(self.vsets), self.outer_sets - 1))
+             if outermost else self.outer_sets)
     record = None
     if len(self.loops) < MAX_RECORDS and self.recorder is not None:
-        record = self.recorder(self, self.index.get(op, -1), carry, passing)
+        record = self.recorder(self, op_index, carry, passing)
+        record.vset = level if outermost else 0
         self.loops.append(record)
         self.active.append(record)
     self.depth += 1
@@ -48,7 +54,7 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
             if self.steps > MAX_STEPS:
                 raise OverBudget(f"more than {MAX_STEPS:,} loop steps")
             reads = carry
-            u = self.skip.get(step) if level == 0 else None
+            u = self.skip.get((level, step)) if outermost else None
             u_clean = u is not None and not any(_moved(c[u], c[0]).any() for c in carry)
             v = self.inject.get((level, step))
             clean = v is not None and not any(_moved(c[v], c[0]).any() for c in carry)

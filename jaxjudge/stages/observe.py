@@ -71,7 +71,10 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
     only (code written once per index: a Python loop unrolled into the program). max_work:
     a smaller budget for this run; the result's "work" is the work it took. skip: also one
     variant per injected step of each outermost loop with that step undone
-    (Evaluator._skip_step), whose outputs say how much the step's work mattered.
+    (Evaluator._skip_step), whose outputs say how much the step's work mattered; with it,
+    the first OUTER_SETS - 1 outermost loops get inject and undo variants of their own (the
+    later ones share a set), so a second loop reading the same input (a `lax.map` over w's
+    rows after a power iteration) does not move with the first one's variants.
     knockouts: also the rows that say which loop results the outputs need (Knockouts)."""
     count = max((g["count"] for g in groups), default=0)
     count = min(count, 64)
@@ -94,10 +97,12 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
             arr[tuple(index)] = _changed(part, rng)
     for i in (watched if watched is not None else sorted({g["arg"] for g in groups})):
         args[i][whole] = _changed(args[i][whole], rng)
+    sets = OUTER_SETS if skip else 1
     inject = {(level, s): 2 + count + level * inject_steps + s
-              for level in (0, 1) for s in range(inject_steps)}
-    skips = ({s: 2 + count + 2 * inject_steps + s for s in range(inject_steps)} if skip
-             else {})
+              for level in range(sets + 1) for s in range(inject_steps)}
+    first_skip = 2 + count + (sets + 1) * inject_steps
+    skips = {(level, s): first_skip + level * inject_steps + s
+             for level in range(sets) for s in range(inject_steps)} if skip else {}
     knock = None
     if knockouts:  # rows that start as the whole variant
         knock = Knockouts(V - KNOCK_LOOPS * KNOCK_PARTS, count)
@@ -106,7 +111,7 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
     with mlir_context:
         module = ir.Module.parse(text)
         ev = Evaluator(module, ir, hlo, V, inject, count, whole,
-                       functools.partial(LoopRecord, knock=knock), skips)
+                       functools.partial(LoopRecord, knock=knock), skips, sets)
         if max_work is not None:
             ev.max_work = max_work
         owners = Owners(ev) if own and count else None
@@ -118,9 +123,14 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
 
 def _variants(count: int, inject_steps: int, skip: bool, knockouts: bool) -> int:
     """The rows a run evaluates: variant 0, the group variants, the whole one, the inject
-    variants of outermost and nested loops, the undo variants, the knockout rows."""
-    return (2 + count + 2 * inject_steps + (inject_steps if skip else 0)
+    variants of outermost (per set) and nested loops, the undo variants (per set), the
+    knockout rows."""
+    sets = OUTER_SETS if skip else 1
+    return (2 + count + (sets + 1) * inject_steps + (sets * inject_steps if skip else 0)
             + (KNOCK_LOOPS * KNOCK_PARTS if knockouts and count else 0))
+
+
+OUTER_SETS = 3  # with undo variants: the first two outermost loops' own sets, and a shared one
 
 
 KNOCK_LOOPS = 3  # row sets: one each for the first two while ops to run the trip count, and
@@ -263,6 +273,7 @@ class LoopRecord:
         self.ev, self.index, self.depth = ev, int(index), int(ev.depth)
         self.knock = knock
         self.knock_row: int | None = None  # its part 0's knockout row, if it has them
+        self.vset = 0  # its set of inject and undo variants (an outermost loop; evaluator)
         self.steps = 0
         self.work: list[int] = []
         self.state = [i for i in range(len(carry)) if i not in passing]
@@ -389,7 +400,7 @@ class LoopRecord:
     def summary(self, outs: list[np.ndarray]) -> dict[str, Any]:
         return {"index": self.index, "depth": self.depth, "steps": self.steps,
                 "reached": self.reached(outs), "reach_size": self.reach_size(outs),
-                "skip_size": self.skip_size(outs), "varied": self.varied,
+                "skip_size": self.skip_size(outs), "varied": self.varied, "vset": self.vset,
                 "entry": self.entry, "entry_max": self.entry_max, "exit": self.exit,
                 "exit_parts": self.exit_parts, "needed": self.needed(outs),
                 "work": [int(w) for w in self.work],

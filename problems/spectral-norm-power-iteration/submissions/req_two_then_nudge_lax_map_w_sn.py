@@ -1,6 +1,7 @@
-# Known limit, accepted today (red-team round of 2026-12-06, issue #30): req_two_then_nudge plus
-# w_sn by jax.lax.map over the rows of w. A second outermost loop that reads w gets the variants
-# too, so the reach and undo comparisons are not read beside it.
+# Cheat (red-team round of 2026-12-06, issue #30): req_two_then_nudge plus w_sn by jax.lax.map
+# over the rows of w. The map is a second outermost loop that reads w; with undo variants the
+# first two outermost loops get inject and undo variants of their own, so its steps no longer
+# move with the power loop's and the nudges at steps 5-7 show (3e-8 against 0.02).
 import jax
 import jax.numpy as jnp
 
