@@ -74,15 +74,19 @@ def test_one_step_may_take_up_two_shares() -> None:
     assert judge_loop(_obs(run), every_step=False, sliced=True, names="x") is None
 
 
-def test_a_share_may_show_a_few_steps_late() -> None:
+def test_on_a_second_test_a_share_may_show_a_few_steps_late() -> None:
     # blocks whose scores underflow show only when a later rescaling lifts them
-    for late in ([0, 1, 2, 7, None, 7, None, 7], [1, 1, 2, 3, 5, 5, 7, 7]):
+    for late in ([1, 1, 2, 3, 4, 7, None, 7], [1, 1, 2, 3, 5, 5, 7, 7]):
         run = _run(late, [True] * 8, steps=8)
         second = replace(_obs(run, groups=8), count=8, second=True)
         assert judge_loop(second, every_step=False, sliced=True, names="k") is None, late
-        assert judge_loop(replace(second, second=False), every_step=False, sliced=True,
-                          names="k") is None, late
-    for crowded in ([0, 0, 1, 1, 2, 2, 3, 3], [7] * 8, [4, 4, 5, 5, 6, 6, 7, 7]):
+        why = judge_loop(replace(second, second=False), every_step=False, sliced=True,
+                         names="k")
+        assert why is not None and "at once" in why, late  # first tests: strict
+    # delays: three at every third step, or three or four at the last (a red-team round)
+    for crowded in ([0, 0, 1, 1, 2, 2, 3, 3], [7] * 8, [4, 4, 5, 5, 6, 6, 7, 7],
+                    [2, 2, 2, 5, 5, 5, 7, 7], [0, 1, 2, 3, 4, 7, 7, 7],
+                    [0, 1, 2, 3, 7, 7, 7, 7]):
         run = _run(crowded, [True] * 8, steps=8)
         why = judge_loop(replace(second, loops=(run,)), every_step=False, sliced=True,
                          names="k")
