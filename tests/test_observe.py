@@ -432,6 +432,25 @@ def test_knockouts_say_which_loop_results_the_outputs_need() -> None:
     assert plain["outputs"] == got["outputs"]  # the knockout rows change no other variant
 
 
+def test_a_copy_kept_alone_gives_the_outputs_what_two_cancelling_fillers_hide() -> None:
+    def cheat(x, alpha):
+        def body(t, c):
+            j1, buf, j2 = c  # j2 == -j1 exactly: their sum is 0
+            return j1 + x[t][None, :], buf.at[t].set(x[t]), j2 - x[t][None, :]
+
+        zeros = jnp.zeros_like(x)
+        j1, buf, j2 = jax.lax.fori_loop(0, x.shape[0], body, (zeros, zeros, zeros))
+        return _weights(x, alpha) @ buf + (j1 + j2)
+
+    got = OBS["observe"](*_program(cheat, X, np.float32(0.3))[:2], ROWS, 6, ir, hlo,
+                         mlir.make_ir_context(), knockouts=True)
+    run = _loop(got, 6)
+    by_exit = {part[0]: (n, a) for part, n, a in zip(run["exit_parts"], run["needed"],
+                                                      run["alone"] + [None], strict=False)}
+    assert by_exit[18][0] > 0.1  # each filler, set back alone, moves the outputs
+    assert by_exit[3] == (by_exit[3][0], 0.0)  # the copy kept alone: the outputs unchanged
+
+
 def test_a_one_hot_pick_visits_the_rows_one_step_at_a_time() -> None:
     def cheat(x):
         n = x.shape[0]

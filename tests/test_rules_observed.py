@@ -132,6 +132,31 @@ def test_loop_results_the_outputs_do_not_need_are_not_counted_after_it() -> None
     assert judge_loop(_obs(unknown), every_step=False, sliced=True, names="x") is None
 
 
+def test_a_result_that_alone_gives_the_outputs_what_the_loop_does_is_all_they_take() -> None:
+    # a copy of one row per step (3 per group) and two fillers of every row (18 each) that
+    # cancel exactly: each filler set back alone moves the outputs; kept alone, the copy
+    # gives them what the whole loop does
+    run = _run([0, 1, 2, 3, 4, 5], [True] * 6, exit_=[39] * 6)
+    parts = dict(exit_parts=((18,) * 6, (18,) * 6, (3,) * 6), needed=(1.0, 1.0, 1.0))
+    cancel = replace(run, **parts, alone=(0.9, 0.9, 0.0))
+    why = judge_loop(_obs(cancel), every_step=False, sliced=True, names="x")
+    assert why is not None and "the outputs need only 3" in why and "unchanged" in why
+    honest = replace(run, **parts, alone=(0.9, 0.9, 0.5))  # no value suffices alone: all count
+    assert judge_loop(_obs(honest), every_step=False, sliced=True, names="x") is None
+    whole = replace(run, **parts, alone=(0.0, 0.9, 0.9))  # the 18-value result suffices alone
+    assert judge_loop(_obs(whole), every_step=False, sliced=True, names="x") is None
+    # a filler the outputs do not need is never enough, however unchanged they are with it
+    # alone (a two-pass softmax: shifted by the stacked maxima, the output takes nothing)
+    idle = replace(run, exit_parts=((18,) * 6, (3,) * 6), needed=(0.0, 0.0), alone=(0.0, 0.0))
+    why = judge_loop(_obs(idle), every_step=False, sliced=True, names="x")
+    assert why is not None and "the outputs need only 0" in why
+    # two cancelling fillers (each needed alone) beside unneeded maxima kept alone: nothing
+    two = replace(run, exit_parts=((18,) * 6, (18,) * 6, (3,) * 6), needed=(1.0, 1.0, 0.0),
+                  alone=(0.9, 0.9, 0.0))
+    why = judge_loop(_obs(two), every_step=False, sliced=True, names="x")
+    assert why is not None and "the outputs need only 0" in why
+
+
 def test_a_direct_copy_beside_the_loop_is_of_one_inputs_share() -> None:
     # blockwise at T = 16, d = 1: a block is 4 rows of k and 4 of v (8 values); the output
     # moves with it in all 16 values while no loop result the output needs does

@@ -190,6 +190,10 @@ class ObservedLoop(_Strict):
     # per knockout part: how far setting it back at the end moved the outputs (None: unknown)
     needed: Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)] | None],
                       Field(max_length=MAX_KNOCK_PARTS)] = Field(default_factory=list)
+    # per single knockout part: how far the outputs are from the whole variant's with only
+    # that part's change kept
+    alone: Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)] | None],
+                     Field(max_length=MAX_KNOCK_PARTS)] = Field(default_factory=list)
     work: Annotated[list[Count], Field(max_length=MAX_OBSERVED_STEPS)]
     slots: Annotated[list[ObservedSlot], Field(max_length=MAX_SLOTS)] = Field(
         default_factory=list)

@@ -40,6 +40,9 @@ DIRECT_COPIES = 2
 # look as if it carried every input's work, and added to the outputs times a tiny weight,
 # moves them by that weight (a weight this large would put them outside the tolerance).
 NEEDED = 1e-3
+# A part alone gives the outputs what the loop does when, with every other part set back,
+# they are this close to the whole variant's (rounding of a sum taken in another order).
+ALONE = 1e-6
 # How far changing the recomputed activation must move each gradient it feeds, of the
 # gradient's size: W2's gradient is h^T g, so an honest one moves wholly (0.06 to 1 on the
 # remat problem's 46 tests); one read mostly from a saved copy moves by the recomputed share.
@@ -92,6 +95,8 @@ class LoopRun:
     # per knockout part: how far setting it back to the unchanged inputs' value at the end
     # moved the outputs, relative to their size (None: unknown)
     needed: tuple[float | None, ...] = ()
+    # per single part: how far the outputs were from the whole variant's with only it kept
+    alone: tuple[float | None, ...] = ()
 
     def exits(self, groups: int) -> list[int]:
         """Per group: the elements of the loop's results that moved with it, in the parts the
@@ -99,9 +104,28 @@ class LoopRun:
         not measured counts)."""
         if not self.exit_parts:
             return [self.exit[g] if g < len(self.exit) else 0 for g in range(groups)]
+        p = self.enough()
+        if p is not None:
+            part = self.exit_parts[p] if p >= 0 else ()
+            return [part[g] if g < len(part) else 0 for g in range(groups)]
         return [sum(part[g] for p, part in enumerate(self.exit_parts) if g < len(part)
                     and (p >= len(self.needed) or self.needed[p] is None
                          or self.needed[p] >= NEEDED)) for g in range(groups)]
+
+    def enough(self) -> int | None:
+        """The part that alone gives the outputs what the loop gives them (with every other
+        part set back they are the whole variant's), the largest if several: all they take
+        from the loop. Two fillers that cancel exactly are each needed when set back alone,
+        and kept out together here. When only parts the outputs do not need are enough, they
+        take nothing from the loop (a softmax shifted by stacked maxima): -1. None: no part
+        is enough alone (the outputs need several: acc / l)."""
+        enough = [p for p, a in enumerate(self.alone) if a is not None and a <= ALONE
+                  and p < len(self.exit_parts)]
+        if not enough:
+            return None
+        used = [p for p in enough if p < len(self.needed) and self.needed[p] is not None
+                and self.needed[p] >= NEEDED]
+        return max(used, key=lambda p: sum(self.exit_parts[p]), default=-1)
 
     def needs(self, slot: Slot) -> bool:
         """Do the outputs need this carried value (its knockout part moved them by NEEDED of
@@ -500,10 +524,13 @@ def _nothing_mixed_outside(runs: list[LoopRun], obs: Observation, names: str) ->
     for g, moved in enumerate(obs.outputs[: obs.groups]):
         if moved > exits[g] + DIRECT_COPIES * per_input:
             every = sum(run.exit[g] for run in runs if g < len(run.exit))
+            alone = any(run.enough() is not None for run in runs)
             unneeded = ("" if every <= exits[g] else
-                        f" (of the {every} that do, the outputs need only {exits[g]}: "
-                        f"setting the others back at the loop's end moves them by less than "
-                        f"{NEEDED:g} of their size)")
+                        f" (of the {every} that do, the outputs need only {exits[g]}: " +
+                        ("with every other value the loop carries set back at its end, they "
+                         "are unchanged)" if alone else
+                         f"setting the others back at the loop's end moves them by less than "
+                         f"{NEEDED:g} of their size)"))
             return (f"after the loop, {moved} of your output values move with share {g + 1} of "
                     f"{names}, but only {exits[g]} of the loop's results do{unneeded}: the "
                     f"outputs are computed from the inputs outside the loop")

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-MAX_VARIANTS = 160
+MAX_VARIANTS = 168
 MAX_WORK = 60_000_000  # element operations, all variants counted, plus OP_COST per op run
 OP_COST = 2_000  # an op's fixed cost in element operations (numpy's per-call overhead)
 MAX_STEPS = 100_000  # loop iterations, all loops

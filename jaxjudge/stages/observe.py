@@ -105,7 +105,7 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
              for level in range(sets) for s in range(inject_steps)} if skip else {}
     knock = None
     if knockouts:  # rows that start as the whole variant
-        knock = Knockouts(V - KNOCK_LOOPS * KNOCK_PARTS, count)
+        knock = Knockouts(V - KNOCK_LOOPS * KNOCK_ROWS, count)
         for i in range(len(args)):
             args[i][knock.base:] = args[i][whole]
     with mlir_context:
@@ -127,7 +127,7 @@ def _variants(count: int, inject_steps: int, skip: bool, knockouts: bool) -> int
     knockout rows."""
     sets = OUTER_SETS if skip else 1
     return (2 + count + (sets + 1) * inject_steps + (sets * inject_steps if skip else 0)
-            + (KNOCK_LOOPS * KNOCK_PARTS if knockouts and count else 0))
+            + (KNOCK_LOOPS * KNOCK_ROWS if knockouts and count else 0))
 
 
 OUTER_SETS = 3  # with undo variants: the first two outermost loops' own sets, and a shared one
@@ -136,6 +136,8 @@ OUTER_SETS = 3  # with undo variants: the first two outermost loops' own sets, a
 KNOCK_LOOPS = 3  # row sets: one each for the first two while ops to run the trip count, and
 # one the later ones share (setting a part back in all of them at once)
 KNOCK_PARTS = 4  # per op: the three carried values that moved most, one by one, the rest together
+# per op: a row per part set back, and a row per single part (not the rest) kept alone
+KNOCK_ROWS = 2 * KNOCK_PARTS - 1
 
 
 class Knockouts:
@@ -146,7 +148,10 @@ class Knockouts:
     input (a sum of all rows added to every row) to look as if it carried their work, and
     that reaches the outputs only times 1e-30, is needed by none of them. Parts are fixed at
     an op's first run, by how many values moved with the groups: such a filler moves most, so
-    it is a part of its own, however many idle values come before it."""
+    it is a part of its own, however many idle values come before it. Row (j, keep p) sets
+    back every part but p: when the outputs are then the whole variant's, part p alone
+    carries what the loop gives them (two fillers that cancel exactly, each needed when set
+    back alone, are set back together there)."""
 
     def __init__(self, base: int, count: int) -> None:
         self.base, self.count = base, count
@@ -159,7 +164,7 @@ class Knockouts:
             return None
         if index not in self.ops:
             self.ops[index] = min(len(self.ops), KNOCK_LOOPS - 1)
-        return self.base + self.ops[index] * KNOCK_PARTS
+        return self.base + self.ops[index] * KNOCK_ROWS
 
     def parts_of(self, index: int, moved: dict[int, int]) -> dict[int, int]:
         """The op's parts: per carried index (`moved`: how many of its values moved with the
@@ -347,11 +352,24 @@ class LoopRecord:
         if self.knock_row is None:
             return carry
         carry = list(carry)
+        keep = self.knock_row + KNOCK_PARTS
         for i in self.state:
             c = np.array(carry[i])
             c[self.knock_row + part[i]] = c[0]
+            for p in range(min(parts, KNOCK_PARTS - 1)):
+                if p != part[i]:
+                    c[keep + p] = c[0]
             carry[i] = c
         return carry
+
+    def alone(self, outs: list[np.ndarray]) -> list[float | None]:
+        """Per single part (not the rest): how far the outputs are from the whole variant's
+        with only that part's change kept (0: it alone carries the loop's share of them)."""
+        if self.knock_row is None:
+            return []
+        keep = self.knock_row + KNOCK_PARTS
+        return [float(f"{_moved_size(outs, keep + p, base=self.ev.whole):.3g}")
+                for p in range(min(len(self.exit_parts), KNOCK_PARTS - 1))]
 
     def needed(self, outs: list[np.ndarray]) -> list[float | None]:
         """Per knockout part: how far setting it back moved the outputs from the whole
@@ -403,6 +421,7 @@ class LoopRecord:
                 "skip_size": self.skip_size(outs), "varied": self.varied, "vset": self.vset,
                 "entry": self.entry, "entry_max": self.entry_max, "exit": self.exit,
                 "exit_parts": self.exit_parts, "needed": self.needed(outs),
+                "alone": self.alone(outs),
                 "work": [int(w) for w in self.work],
                 "slots": [{"first": f, "touches": t, "kept": k, "live": lv,
                            "single": self._single(n), "part": pt}

@@ -1,7 +1,7 @@
-# Known limit, accepted today (red-team round 3 of 2026-12-06, issue #30): the two-pass softmax
-# (per-block maxima stacked by a first scan, no running maximum or rescaling in the second)
-# with two fillers in the first scan, j1 += y and j2 -= y, and out += j1 + j2 (exactly 0):
-# knocking either back alone moves the output, so both count as results it needs.
+# Cheat (red-team round 3 of 2026-12-06): the two-pass softmax (per-block maxima stacked by a
+# first scan, no running maximum or rescaling in the second) with two fillers in the first scan,
+# j1 += y and j2 -= y, and out += j1 + j2 (exactly 0): kept alone, the stacked maxima give the
+# output what the first scan does.
 import jax
 import jax.numpy as jnp
 

@@ -1,7 +1,7 @@
-# Known limit, accepted today (red-team round 3 of 2026-12-06, issue #30): the loop copies the
-# rows and carries two fillers, j1 += row and j2 -= row, so j1 + j2 is exactly 0; the average
-# is a shift-and-add scan after the loop, plus j1 + j2. Knocking either filler back alone moves
-# the outputs, so both count as results the outputs need; together they carry nothing.
+# Cheat (red-team round 3 of 2026-12-06): the loop copies the rows and carries two fillers,
+# j1 += row and j2 -= row, so j1 + j2 is exactly 0; the average is a shift-and-add scan after
+# the loop, plus j1 + j2. Each filler set back alone moves the outputs; with the copy kept
+# alone (both fillers set back) they are unchanged, so the copy is all they take from the loop.
 import jax
 import jax.numpy as jnp
 
