@@ -14,11 +14,11 @@ from jaxjudge.rules.observed import (
     Observation,
     Slot,
     judge_loop,
-    recomputed,
     unseen,
     visited,
     written_per_index,
 )
+from jaxjudge.rules.observed_activation import recomputed
 
 
 def _run(first, kept, *, steps=6, entry=None, exit_=None, work=None, index=9,

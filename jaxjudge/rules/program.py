@@ -55,7 +55,7 @@ from jaxjudge.rules.dataflow import (
 )
 from jaxjudge.rules.folding import fold_constants
 from jaxjudge.rules.identity import passes
-from jaxjudge.rules.observed import recomputed
+from jaxjudge.rules.observed_activation import recomputed
 from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
 from jaxjudge.rules.region import region_of
 from jaxjudge.rules.registry import RuleOptions, register
