@@ -54,6 +54,9 @@ _changed = _ev["_changed"]
 _moved = _ev["_moved"]
 _load("evaluator_regions").install(Evaluator, Unobservable)
 _load("evaluator_loops").install(Evaluator, _ev)
+_kn = vars(_load("observe_knockouts"))
+Knockouts = _kn["Knockouts"]
+KNOCK_LOOPS, KNOCK_PARTS, KNOCK_ROWS = _kn["KNOCK_LOOPS"], _kn["KNOCK_PARTS"], _kn["KNOCK_ROWS"]
 
 
 def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
@@ -80,7 +83,6 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
     count = min(count, 64)
     inject_steps = min(inject_steps, 64)
     whole = 1 + count
-    knockouts = knockouts and count > 0
     V = _variants(count, inject_steps, skip, knockouts)
     if V > MAX_VARIANTS:
         raise Unobservable("too many variants")
@@ -104,8 +106,8 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
     skips = {(level, s): first_skip + level * inject_steps + s
              for level in range(sets) for s in range(inject_steps)} if skip else {}
     knock = None
-    if knockouts:  # rows that start as the whole variant
-        knock = Knockouts(V - KNOCK_LOOPS * KNOCK_ROWS, count)
+    if _knock_rows(count, knockouts):  # rows that start as the whole variant
+        knock = Knockouts(V - _knock_rows(count, knockouts), count)
         for i in range(len(args)):
             args[i][knock.base:] = args[i][whole]
     with mlir_context:
@@ -127,52 +129,15 @@ def _variants(count: int, inject_steps: int, skip: bool, knockouts: bool) -> int
     knockout rows."""
     sets = OUTER_SETS if skip else 1
     return (2 + count + (sets + 1) * inject_steps + (sets * inject_steps if skip else 0)
-            + (KNOCK_LOOPS * KNOCK_ROWS if knockouts and count else 0))
+            + _knock_rows(count, knockouts))
+
+
+def _knock_rows(count: int, knockouts: bool) -> int:
+    """The knockout rows a run evaluates: none without groups to slice."""
+    return KNOCK_LOOPS * KNOCK_ROWS if knockouts and count else 0
 
 
 OUTER_SETS = 3  # with undo variants: the first two outermost loops' own sets, and a shared one
-
-
-KNOCK_LOOPS = 3  # row sets: one each for the first two while ops to run the trip count, and
-# one the later ones share (setting a part back in all of them at once)
-KNOCK_PARTS = 4  # per op: the three carried values that moved most, one by one, the rest together
-# per op: a row per part set back, and a row per single part (not the rest) kept alone
-KNOCK_ROWS = 2 * KNOCK_PARTS - 1
-
-
-class Knockouts:
-    """Rows that say which of a loop's results the outputs need. Row (j, p) starts as the
-    whole variant; at the end of every run of the j-th while op to run the trip count, its
-    carried part p is set back to variant 0's value. Where the outputs then differ from the
-    whole variant's is what that part carried to them: a value the loop fills with every
-    input (a sum of all rows added to every row) to look as if it carried their work, and
-    that reaches the outputs only times 1e-30, is needed by none of them. Parts are fixed at
-    an op's first run, by how many values moved with the groups: such a filler moves most, so
-    it is a part of its own, however many idle values come before it. Row (j, keep p) sets
-    back every part but p: when the outputs are then the whole variant's, part p alone
-    carries what the loop gives them (two fillers that cancel exactly, each needed when set
-    back alone, are set back together there)."""
-
-    def __init__(self, base: int, count: int) -> None:
-        self.base, self.count = base, count
-        self.ops: dict[int, int] = {}  # while op index -> j
-        self.parts: dict[int, dict[int, int]] = {}  # while op index -> carried index -> part
-
-    def first_row(self, index: int, steps: int) -> int | None:
-        """The op's row for part 0 (None: the run is not of the trip count)."""
-        if steps != self.count:
-            return None
-        if index not in self.ops:
-            self.ops[index] = min(len(self.ops), KNOCK_LOOPS - 1)
-        return self.base + self.ops[index] * KNOCK_ROWS
-
-    def parts_of(self, index: int, moved: dict[int, int]) -> dict[int, int]:
-        """The op's parts: per carried index (`moved`: how many of its values moved with the
-        groups), the three that moved most alone, in that order, the others as the last."""
-        if index not in self.parts:
-            ranked = sorted(moved, key=lambda i: (-moved[i], i))
-            self.parts[index] = {i: min(r, KNOCK_PARTS - 1) for r, i in enumerate(ranked)}
-        return self.parts[index]
 
 
 def _variant(x: np.ndarray, v: int) -> np.ndarray:
@@ -210,6 +175,12 @@ def _moved_size(values: list[np.ndarray], v: int, unsigned: bool = False,
             return 1.0
         size = max(size, min(1.0, float(diff[moved].max()) / scale))
     return size
+
+
+def _size3(values: list[np.ndarray], v: int, unsigned: bool = False, base: int = 0) -> float:
+    """`_moved_size` to 3 significant digits: what the summary reports (the parent's
+    thresholds are far coarser, and short numbers keep the summary small)."""
+    return float(f"{_moved_size(values, v, unsigned=unsigned, base=base):.3g}")
 
 
 MAX_SLOTS = 24  # a loop's carried values recorded one by one (the rest together, as the last)
@@ -368,7 +339,7 @@ class LoopRecord:
         if self.knock_row is None:
             return []
         keep = self.knock_row + KNOCK_PARTS
-        return [float(f"{_moved_size(outs, keep + p, base=self.ev.whole):.3g}")
+        return [_size3(outs, keep + p, base=self.ev.whole)
                 for p in range(min(len(self.exit_parts), KNOCK_PARTS - 1))]
 
     def needed(self, outs: list[np.ndarray]) -> list[float | None]:
@@ -376,7 +347,7 @@ class LoopRecord:
         variant's (3 significant digits; None: this run has no knockout rows)."""
         if self.knock_row is None:
             return [None] * len(self.exit_parts)
-        return [float(f"{_moved_size(outs, self.knock_row + p, base=self.ev.whole):.3g}")
+        return [_size3(outs, self.knock_row + p, base=self.ev.whole)
                 for p in range(len(self.exit_parts))]
 
     def _single(self, k: int) -> list[int | None]:
@@ -404,7 +375,7 @@ class LoopRecord:
         outputs (`_moved_size`, 3 significant digits)."""
         if self.depth:
             return []
-        return [None if v is None else float(f"{_moved_size(outs, v):.3g}")
+        return [None if v is None else _size3(outs, v)
                 for v in self.injects]
 
     def skip_size(self, outs: list[np.ndarray]) -> list[float | None]:
@@ -412,7 +383,7 @@ class LoopRecord:
         (`_moved_size`, 3 significant digits)."""
         if self.depth:
             return []
-        return [None if v is None else float(f"{_moved_size(outs, v, unsigned=True):.3g}")
+        return [None if v is None else _size3(outs, v, unsigned=True)
                 for v in self.skips]
 
     def summary(self, outs: list[np.ndarray]) -> dict[str, Any]:
@@ -515,7 +486,7 @@ def observe_activations(text: str, inputs: list[np.ndarray], op_name: str, ir, h
         outs = ev.run(args)
     moved = [[int(_moved(_variant(o, 1 + i), o[0]).sum()) for o in outs]
              for i in range(len(found))]
-    sizes = [[float(f"{_moved_size([o], 1 + i):.3g}") for o in outs] for i in range(len(found))]
+    sizes = [[_size3([o], 1 + i) for o in outs] for i in range(len(found))]
     return {"status": "ok", "activations": moved, "activation_sizes": sizes}
 
 
