@@ -104,9 +104,15 @@ class LoopRun:
         if p is not None:
             part = self.exit_parts[p] if p >= 0 else ()
             return [part[g] if g < len(part) else 0 for g in range(groups)]
-        return [sum(part[g] for p, part in enumerate(self.exit_parts) if g < len(part)
-                    and (p >= len(self.needed) or self.needed[p] is None
-                         or self.needed[p] >= NEEDED)) for g in range(groups)]
+        return [sum(part[g] for p, part in enumerate(self.exit_parts)
+                    if g < len(part) and self.part_needed(p)) for g in range(groups)]
+
+    def part_needed(self, p: int, unmeasured: bool = True) -> bool:
+        """Did setting knockout part p back move the outputs by NEEDED of their size or more?
+        A part this run did not measure counts as `unmeasured` says."""
+        if p >= len(self.needed) or self.needed[p] is None:
+            return unmeasured
+        return self.needed[p] >= NEEDED
 
     def enough(self) -> int | None:
         """The part that alone gives the outputs what the loop gives them (with every other
@@ -119,17 +125,14 @@ class LoopRun:
                   and p < len(self.exit_parts)]
         if not enough:
             return None
-        used = [p for p in enough if p < len(self.needed) and self.needed[p] is not None
-                and self.needed[p] >= NEEDED]
+        used = [p for p in enough if self.part_needed(p, unmeasured=False)]
         return max(used, key=lambda p: sum(self.exit_parts[p]), default=-1)
 
     def needs(self, slot: Slot) -> bool:
         """Do the outputs need this carried value (its knockout part moved them by NEEDED of
         their size or more, or was not measured)? A compensated sum's rounding residue, which
         the loop drops at its end, is needed by none of them."""
-        p = slot.part
-        return (p is None or p >= len(self.needed) or self.needed[p] is None
-                or self.needed[p] >= NEEDED)
+        return slot.part is None or self.part_needed(slot.part)
 
     def kept(self, s: int, every: bool = False) -> bool | None:
         """Did a value that carries the inputs' work (with `every`: each of them) keep step
