@@ -64,6 +64,72 @@ def test_rules_function_runs_the_rules_with_a_nondiff_bound_and_tuple_residuals(
     np.testing.assert_array_equal(out["backward"], BAND)
 
 
+def _rank_switching() -> Any:
+    """A quantiser honest for 1-D x and an identity (gradient unclipped) for any other rank."""
+    @jax.custom_vjp
+    def q(x: jax.Array) -> jax.Array:
+        return _sign(x) if x.ndim == 1 else x
+
+    q.defvjp(lambda x: (q(x), x),
+             lambda x, g: (jnp.where(jnp.abs(x) <= 1.0, g, 0.0) if x.ndim == 1 else g,))
+    return q
+
+
+def test_the_rules_also_run_at_each_other_shape_they_were_called_at() -> None:
+    q = _rank_switching()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        _ = jax.vjp(q, x)[1](g)
+        v, vjp = jax.vjp(q, jnp.pad(x, (0, 1))[None])  # (1, N + 1): no multiple of N
+        return {"y": _sign(v[0, :-1]), "dx": vjp(jnp.pad(g, (0, 1))[None])[0][0, :-1]}
+
+    out = jax.jit(_rules_of(solve, X, G))(X, G)
+    np.testing.assert_array_equal(out["function"], _sign(X))  # x's own shape: honest
+    np.testing.assert_array_equal(out["backward"], BAND)
+    np.testing.assert_array_equal(out["function@1"], X)  # at (1, N + 1): the identity
+    np.testing.assert_array_equal(out["backward@1"], G)
+    np.testing.assert_array_equal(out["backward@2"], BAND)  # no third shape: x's again
+
+
+def test_honest_rules_give_the_same_values_at_every_shape_symbolic_too() -> None:
+    @jax.custom_vjp
+    def q(x: jax.Array) -> jax.Array:
+        return _sign(x)
+
+    q.defvjp(lambda x: (q(x), x), lambda x, g: (jnp.where(jnp.abs(x) <= 1.0, g, 0.0),))
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        y = q(jnp.pad(x, (0, (-x.shape[0]) % 8)))[: x.shape[0]]  # a padded bucket
+        return {"y": y + 0 * jax.vmap(q)(x), "dx": jax.vjp(q, x)[1](g)[0]}
+
+    from jax import export  # `jax.export` is not an attribute in jax 0.4.38
+
+    (n,) = export.symbolic_shape("N")
+    spec = jax.ShapeDtypeStruct((n,), jnp.float32)
+    calls = trace._CustomRuleCalls(jax)
+    with calls:
+        jax.make_jaxpr(solve)(spec, spec)
+    rules = calls.rules_function({"argument": 0, "cotangent": 1})
+    assert calls.call_shapes[0] == [(n + (-n) % 8,), (), (n,)]
+    exported = export.export(jax.jit(rules))(spec, spec)
+    out = exported.call(X, G)
+    for name in ("", "@1", "@2"):
+        np.testing.assert_array_equal(out[f"function{name}"], _sign(X))
+        np.testing.assert_array_equal(out[f"backward{name}"], BAND)
+
+
+def test_a_function_called_at_more_shapes_than_are_run_is_refused() -> None:
+    q = _rank_switching()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        for shaped in (x, x[None], x[:, None], x[None, None]):
+            _ = q(shaped)
+        return {"y": _sign(x), "dx": jax.vjp(q, x)[1](g)[0]}
+
+    reason = _rules_of(solve, X, G)
+    assert isinstance(reason, str) and "more than 3 shapes" in reason
+
+
 def test_rules_function_says_why_it_cannot_run_the_rules() -> None:
     @jax.custom_vjp
     def scaled(x: jax.Array, s: jax.Array) -> jax.Array:

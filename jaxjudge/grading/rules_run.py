@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from jaxjudge.grading.stage_results import StageAResult, StageBResult
+from jaxjudge.grading.stage_results import RULE_PARTS, StageAResult, StageBResult
 from jaxjudge.problems.package import Problem, Requirement
 from jaxjudge.rules.custom_vjp_run import NAME as RULE
 from jaxjudge.rules.executed_rules import RuleMismatch, RulesRun
@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from jaxjudge.grading.plan import Plan
 
 RULES_ID = "rules"  # the rules program's id (rules.jaxexport, rules.mlir)
-PARTS = ("function", "forward", "backward")
+# each part at x's shape, then at each other shape the function was called at (stage_results)
+PARTS = RULE_PARTS
 MAX_MESSAGE = 2000
 
 
@@ -49,7 +50,7 @@ def rules_programs(problem: Problem, stage_a: StageAResult,
     opts = req.options
     primal = [opts["primal_output"], *problem.tolerance.for_output(opts["primal_output"])]
     grad = [opts["gradient_output"], *problem.tolerance.for_output(opts["gradient_output"])]
-    compare = {"function": primal, "forward": primal, "backward": grad}
+    compare = {part: grad if part.startswith("backward") else primal for part in PARTS}
     if (stage_a.rules_signature == "poly" and plan.symbolic
             and exports.get(RULES_ID) == f"{RULES_ID}.jaxexport"):
         return [{"id": RULES_ID, "args": plan.symbolic["args"], "signatures": [],

@@ -15,7 +15,7 @@ decoded and bounded by `jaxjudge.grading.compare.decode_output`.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -249,13 +249,21 @@ class PartDiff(_Strict):
     solve: float | None = None
 
 
+# The custom_vjp's rules as stage A exports them: each part at x's shape, then ("backward@1")
+# at each other shape the function was called at (x's own again when there is none).
+RulePart = Literal["function", "forward", "backward",
+                   "function@1", "forward@1", "backward@1",
+                   "function@2", "forward@2", "backward@2"]
+RULE_PARTS: tuple[str, ...] = get_args(RulePart)
+
+
 class RuleRunOutput(_Strict):
     """The rules run on one test: an error, or per part where it differs from solve."""
 
     ok: bool
     error: Message = ""
-    parts: Annotated[dict[Literal["function", "forward", "backward"], PartDiff],
-                     Field(max_length=3)] = Field(default_factory=dict)
+    parts: Annotated[dict[RulePart, PartDiff],
+                     Field(max_length=len(RULE_PARTS))] = Field(default_factory=dict)
 
 
 class StageBResult(_Strict):

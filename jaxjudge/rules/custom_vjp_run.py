@@ -44,7 +44,8 @@ def _value(v: float) -> str:
 
 def _mismatch_text(m: RuleMismatch, argument: str, cotangent: str, primal: str,
                    gradient: str, forward_work: str, backward_work: str) -> str:
-    grad = m.part == "backward"
+    base, _, shape = m.part.partition("@")
+    grad = base == "backward"
     given = (f"given {argument}'s residuals and {cotangent}" if grad else f"given {argument}")
     output = gradient if grad else primal
     test = f"test '{m.test}'" if m.visible else "a hidden test"
@@ -59,8 +60,10 @@ def _mismatch_text(m: RuleMismatch, argument: str, cotangent: str, primal: str,
     else:
         what = f"differs from the {output} solve returns at {m.differing} of {m.total} elements"
     missing = backward_work if grad else forward_work
-    return (f"Run on their own on {test}, {_PART[m.part]}, {given}, {what}: {missing} is not "
-            "done inside the rule, or is done again outside it.")
+    ran = (" at another shape solve called it at (on x reshaped to it, as jax.vmap would)"
+           if shape else "")
+    return (f"Run on their own on {test}{ran}, {_PART[base]}, {given}, {what}: {missing} is "
+            "not done inside the rule, or is done again outside it.")
 
 
 NAME = "custom_vjp_rules_run"  # the grader asks stage A for the rules when a problem uses it

@@ -504,6 +504,27 @@ def _positional(obj: Any, args: tuple, kwargs: dict) -> list | None:
     return None if bound.kwargs else list(bound.args)
 
 
+def _at_shape(jax: Any, one: Any, shape: tuple, x: Any, g: Any) -> dict[str, Any]:
+    """`one(x, g)`'s parts with the rules run at `shape`, another shape the function was
+    called at: x's and g's elements laid out as whole `shape`s (repeated from the start to
+    fill the last one), the rules vmapped over them, and the results taken back to x's shape.
+    No size arithmetic needs a divisor, so it exports at symbolic shapes too. Exact for
+    elementwise rules, which the quantisation and its clipped gradient are; rules that act
+    differently at that shape (on the rank, on a size) give other values, which the parent
+    compares with solve's."""
+    jnp = jax.numpy
+    n, m = x.size, 1
+    for d in shape:
+        m = m * d
+    if isinstance(m, int) and m == 0:  # nothing to run the rules on
+        return one(x, g)
+    count = (n + m - 1) // m
+    index = jnp.arange(count * m) % n
+    laid = [v.reshape(-1)[index].reshape((count, *shape)) for v in (x, g)]
+    out = jax.vmap(one)(*laid)
+    return {name: v.reshape(-1)[:n].reshape(x.shape) for name, v in out.items()}
+
+
 class _RuleTraces:
     """Each call of a custom_vjp's rule while solve is traced, traced once on its own
     (`jax.make_jaxpr`) and replayed: solve computes with the replayed program, and the rules
@@ -622,6 +643,12 @@ class _CustomRuleCalls:
     NAMES = (("custom_vjp", "custom_vjp_call"), ("custom_jvp", "custom_jvp_call"))
     MAX_FUNCTIONS = 32  # distinct custom functions recorded; later ones are counted as dropped
     MAX_PROBES = 8  # rule runs traced again on their own, per function
+    # Shapes of a function's calls whose rules are run besides the argument's own: a vmap over
+    # x calls it per element, a jax.vjp on x at x's shape, so two shapes are honest; rules that
+    # decide on the rank (honest at the call that is differentiated, trivial at the one
+    # returned) are run at both.
+    EXTRA_SHAPES = 2
+    MAX_SHAPES = 1 + EXTRA_SHAPES
 
     def __init__(self, jax: Any) -> None:
         self.found: set[str] = set()
@@ -644,6 +671,9 @@ class _CustomRuleCalls:
         # Per function, each different way it was called (arrays' shapes and types, the other
         # arguments' text): the rules run replays the first one only.
         self.call_kinds: dict[int, set[tuple]] = {}
+        # Per function, the shapes of its one array argument, in the order first called at:
+        # the rules run also runs the rules at each shape other than the argument's own.
+        self.call_shapes: dict[int, list[tuple]] = {}
         self.dropped = 0
         self._jax = jax
         self._mark = _marker()
@@ -790,6 +820,12 @@ class _CustomRuleCalls:
         if len(kinds) < 8:  # the other arguments' values; arrays may differ in shape (vmap)
             kinds.add(tuple(None if isinstance(a, self._jax.Array) else _digest(a)
                             for a in given or (kwargs,)))
+        held = [a for a in given or () if isinstance(a, self._jax.Array)]
+        shapes = self.call_shapes.setdefault(k, [])
+        if len(held) == 1 and len(shapes) <= self.MAX_SHAPES:
+            with contextlib.suppress(Exception):  # a symbolic dimension that cannot compare
+                if tuple(held[0].shape) not in shapes:
+                    shapes.append(tuple(held[0].shape))
         if k not in self.first_call:  # how rules_function calls the rules on x
             arrays = [isinstance(a, self._jax.Array) for a in given or ()]
             self.first_call[k] = (None if given is None or sum(arrays) != 1 else  # no tracer
@@ -853,6 +889,11 @@ class _CustomRuleCalls:
         if len(ran) > 1:
             return (f"the backward rules of {len(ran)} custom_vjp functions of yours ran, and "
                     "the rules are checked for one of them: use one custom_vjp")
+        shapes = self.call_shapes.get(k, [])
+        if len(shapes) > self.MAX_SHAPES:
+            return (f"it was called at more than {self.MAX_SHAPES} shapes of its array "
+                    "argument, and its rules are run at each shape it was called at: call it "
+                    "on x itself, or under jax.vmap")
         # the programs solve computed with, not the Python functions called once more
         fun, fwd, bwd = (self.traces.replay(f, k, role) for f, role in
                          ((fun, "fun"), (fwd, "fwd"), (bwd, "bwd")))
@@ -864,8 +905,8 @@ class _CustomRuleCalls:
         # defvjp(..., symbolic_zeros=True): JAX gives the forward rule CustomVJPPrimal pairs
         primal = self.traces.primal if getattr(obj, "symbolic_zeros", False) else None
 
-        def rules(*args: Any) -> dict[str, Any]:
-            x, g = args[ix], args[ig]
+        def one(x: Any, g: Any) -> dict[str, Any]:
+            """The three parts, with the rules run at x's own shape."""
             given = [x if i == at else a for i, a in enumerate(given_args)]
             out = fwd(*([primal(a, i == at) if i not in nondiff else a
                          for i, a in enumerate(given)] if primal is not None else given))
@@ -875,6 +916,18 @@ class _CustomRuleCalls:
             first = (grads[pos] if isinstance(grads, (tuple, list)) and len(grads) > pos
                      else grads)
             return {"function": fun(*given), "forward": out[0], "backward": first}
+
+        jax = self._jax
+
+        def rules(*args: Any) -> dict[str, Any]:
+            x, g = args[ix], args[ig]
+            parts = one(x, g)
+            others = [sh for sh in shapes if sh != tuple(x.shape)] if g.shape == x.shape else []
+            for i in range(self.EXTRA_SHAPES):  # the argument's own shape again when none
+                here = (_at_shape(jax, one, others[i], x, g) if i < len(others)
+                        else one(x, g))
+                parts.update({f"{name}@{i + 1}": v for name, v in here.items()})
+            return parts
 
         return rules
 

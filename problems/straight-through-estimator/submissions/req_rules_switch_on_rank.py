@@ -1,8 +1,7 @@
-# Known limit, accepted today (red-team rounds of 2026-12-06, issue #30): rules that decide in
-# Python on x.ndim, honest for 1-D x and trivial for 2-D x; solve differentiates the 1-D call and
-# drops it, and returns the 2-D call's values with the work done outside. The rules run replays
-# one call's program; a quantiser may be called at several shapes (vmap, a row batch), so the
-# shapes are not compared.
+# Cheat (red-team rounds of 2026-12-06, issue #30; a known limit until 2026-12-06): rules that
+# decide in Python on x.ndim, honest for 1-D x and trivial for 2-D x; solve differentiates the
+# 1-D call and drops it, and returns the 2-D call's values with the work done outside. The rules
+# run also runs them at every other shape the function was called at.
 import jax
 import jax.numpy as jnp
 
