@@ -102,3 +102,36 @@ def test_a_step_that_gives_its_operand_back_depends_only_on_it(symbolic: bool) -
     assert propagate(g, seeds, make_transfer(values, gives))[out] == 1
     assert propagate(g, seeds, make_value_transfer(values))[out] == 0  # a product, no copy
     assert propagate(g, seeds, make_value_transfer(values, gives))[out] == 1  # x's values
+
+
+def _int8_wraps(x, y):
+    """int8 200 is -56 at run time: the condition is false, y is what the program returns."""
+    k = ((x[0, 0] * 0).astype(jnp.int32) + 200).astype(jnp.int8)
+    return jnp.where(k > 0, x, y)
+
+
+def _float32_rounds(x, y):
+    """1 + 1e-8 is 1 in float32: the condition is false, y is what the program returns."""
+    return jnp.where((x[0, 0] * 0 + 1.0) + 1e-8 > 1.0, x, y)
+
+
+@pytest.mark.parametrize("fn", [_int8_wraps, _float32_rounds])
+@pytest.mark.parametrize("symbolic", [True, False], ids=["symbolic", "per_shape"])
+def test_a_folded_condition_is_the_one_the_program_computes(fn: Callable[..., Any],
+                                                           symbolic: bool) -> None:
+    assert jax.jit(fn)(jnp.ones((3, 4)), jnp.zeros((3, 4)))[0, 0] == 0  # y, at run time
+    assert reads(graph(fn, symbolic)) == {1}
+
+
+@pytest.mark.parametrize(("value", "element", "literal", "held"), [
+    (200, "i8", False, -56), (-1, "ui32", False, 4294967295), (1 << 40, "i32", False, 0),
+    (300.7, "i8", False, None), (-3.5, "i32", False, -3), (1 + 1e-8, "f32", False, 1.0),
+    (1e39, "f32", False, float("inf")), (0.1, "bf16", True, 0.10009765625),
+    (0.1, "bf16", False, None), (0.5, "bf16", False, 0.5), (0.1, "f16", True, 0.0999755859375),
+    (float("nan"), "f32", False, None), (1.0, "f8E4M3FN", False, None),
+])
+def test_cast_holds_a_value_as_the_type_does_at_run_time(value: float, element: str,
+                                                         literal: bool, held: Any) -> None:
+    from jaxjudge.rules.folding import _cast
+
+    assert _cast(value, element, literal) == held

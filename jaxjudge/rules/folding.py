@@ -20,10 +20,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+import numpy as np
+
 from jaxjudge.rules.dataflow import Graph, Kind, Step, pass_transfer
 from jaxjudge.rules.stablehlo import Op
-
-_MAX_INT = 1 << 62
 
 
 class _Unset:
@@ -90,21 +90,55 @@ def _range(element: str) -> tuple[int, int]:
     return -(1 << (bits - 1)), 1 << (bits - 1)
 
 
-def _cast(value: int | float, element: str) -> int | float | None:
-    """A scalar as the element type holds it; None when it does not fit or is not finite."""
+def _cast(value: int | float, element: str, literal: bool = False) -> int | float | None:
+    """A scalar as the element type holds it at run time; None when that is not certain.
+    Integers wrap around as two's complement (int8 200 is -56); a float converted to an
+    integer it does not fit is None (the conversion saturates or is undefined). Floats round
+    to the type (float32 1 + 1e-8 is 1): a condition on the folded value must be the one the
+    program computes. A 16-bit float computed by arithmetic is kept only when exact, since
+    XLA may carry it in float32 between ops; a `literal` rounds to the type."""
     if element == "i1":
         return int(bool(value))
     if is_int(element):
         if isinstance(value, float):
-            if not math.isfinite(value):
+            if not math.isfinite(value) or not fits(math.trunc(value), element):
                 return None
-            value = math.trunc(value)
-        if abs(value) >= _MAX_INT or (element.startswith("ui") and value < 0):
+            return math.trunc(value)
+        low, high = _range(element)
+        if high <= low:
             return None
-        return int(value)
+        return (int(value) - low) % (high - low) + low
     if _is_float(element):
         out = float(value)
-        return None if math.isnan(out) else out
+        if math.isnan(out):
+            return None
+        rounded = _rounded(out, element)
+        if rounded is None or (element in _HALF and not literal and rounded != out):
+            return None
+        return rounded
+    return None
+
+
+_HALF = frozenset({"bf16", "f16"})
+
+
+def _rounded(value: float, element: str) -> float | None:
+    """`value` rounded to nearest-even in the float type (None: a type not folded)."""
+    if element == "f64" or math.isinf(value):
+        return value
+    if element == "f32":
+        with np.errstate(over="ignore"):
+            return float(np.float32(value))
+    if element == "f16":
+        with np.errstate(over="ignore"):
+            return float(np.float16(value))
+    if element == "bf16":  # float32's top 16 bits, rounded to nearest even
+        with np.errstate(over="ignore"):
+            bits = int(np.float32(value).view(np.uint32))
+        if (bits >> 23) & 0xFF == 0xFF:  # inf (or a float32 overflow): kept as it is
+            return float(np.uint32(bits & 0xFFFF0000).view(np.float32))
+        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+        return float(np.uint32(bits & 0xFFFFFFFF).view(np.float32))
     return None
 
 
@@ -119,9 +153,9 @@ def _literal(op: Op) -> int | float | None:
         if element == "i1":
             return {"true": 1, "false": 0}.get(body)
         if is_int(element):
-            return _cast(int(body), element)
+            return _cast(int(body), element, literal=True)
         if _is_float(element) and not body.lower().startswith("0x"):
-            return _cast(float(body), element)
+            return _cast(float(body), element, literal=True)
     except (ValueError, OverflowError):
         return None
     return None
