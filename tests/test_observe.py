@@ -497,10 +497,74 @@ def test_a_loop_over_another_axis_takes_every_row_at_its_first_step() -> None:
     assert all(sl["single"] == [None] * 6 for r in got["loops"] for sl in r["slots"])
 
 
+def test_a_row_folded_in_over_two_steps_enters_the_update_again() -> None:
+    """Each row added half at its own step and half at the next, beside a sum of every row at
+    step 0: every row moves the update at step 0, and enters it again at its own step, which
+    a loop over the features (every row at every step) never shows."""
+    def halves(x):
+        def one(t):
+            return jnp.where(jnp.arange(x.shape[0]) == t, 1.0, 0.0)[:, None] * x
+
+        def step(t, acc):
+            decoy = jnp.where(t == 0, 1e-2, 0.0) * jnp.sum(x, axis=0)
+            return acc + 0.5 * one(t) + 0.5 * one(t - 1) + decoy
+
+        return jax.lax.fori_loop(0, x.shape[0] + 1, step, jnp.zeros_like(x))
+
+    run = next(r for r in _observe(halves, X, groups=ROWS)["loops"] if r["steps"] == 7)
+    # row 0 is in at steps 0 and 1, row 1 at 0, 1 and 2 without a gap; the others come back
+    assert run["enters"] == [None, None, 2, 3, 4, 5], run
+    assert run["for_good"] == [False] * 6
+
+    def masked(x):  # a loop over the features taking row r up from step r on (a mask)
+        return jax.lax.fori_loop(
+            0, x.shape[0], lambda t, acc: acc + jnp.where(jnp.arange(x.shape[0]) <= t,
+                                                          1.0, 0.0)[:, None] * x,
+            jnp.zeros_like(x))
+
+    got = next(r for r in _observe(masked, X, groups=ROWS)["loops"] if r["steps"] == 6)
+    assert got["enters"] == [None] * 6 and got["for_good"] == [False] + [True] * 5, got
+
+    def honest(x):  # a loop over the features, all rows at every step
+        return jax.lax.fori_loop(0, x.shape[1], lambda k, acc: acc + x[:, k] ** 2,
+                                 jnp.zeros(x.shape[0], x.dtype))
+
+    got = next(r for r in _observe(honest, X, groups=ROWS)["loops"] if r["steps"] == 3)
+    assert got["enters"] == [None] * 6 and got["for_good"] == [False] * 6
+
+
 def _own(fn: Callable, *args) -> list[int]:
     text, ins, _ = _program(fn, *args)
     return OBS["observe"](text, ins, list(ROWS), 0, ir, hlo, mlir.make_ir_context(), None,
                           True)["private"]
+
+
+def _owned(fn: Callable, *args) -> dict:
+    text, ins, _ = _program(fn, *args)
+    return OBS["observe"](text, ins, list(ROWS), 0, ir, hlo, mlir.make_ir_context(), None,
+                          True)
+
+
+def test_a_scan_unrolled_in_one_trip_owns_its_copies_inside_the_loop() -> None:
+    def scan3(x):  # 6 rows, unroll=4: one trip of four copies, two rows left over outside
+        return jax.lax.scan(lambda c, r: (c, jnp.tanh(r @ M[:3]) * 2.0), 0.0, x,
+                            unroll=4)[1]
+
+    got = _owned(scan3, X)
+    looped = [g for g, n in enumerate(got["private_looped"]) if n]
+    outside = [g for g, n in enumerate(got["private"]) if n and g not in looped]
+    assert len(looped) == 4 and len(outside) == 2, got
+    assert got["chunks"] == 0
+
+
+def test_code_written_once_per_pair_of_rows_is_counted_by_pairs() -> None:
+    def pairs(x):  # a Python loop over the rows two at a time, batched within each pair
+        return jnp.concatenate([jnp.tanh(x[i:i + 2] @ M[:3]) * 2.0
+                                for i in range(0, x.shape[0], 2)])
+
+    got = _owned(pairs, X)
+    assert got["chunks"] == 3 and not any(got["private"]), got
+    assert _owned(lambda x: jnp.tanh(x @ M[:3]) * 2.0, X)["chunks"] == 0
 
 
 def test_code_written_once_per_row_moves_with_its_row_alone() -> None:

@@ -15,10 +15,9 @@ from jaxjudge.rules.observed import (
     Slot,
     judge_loop,
     unseen,
-    visited,
-    written_per_index,
 )
 from jaxjudge.rules.observed_activation import recomputed
+from jaxjudge.rules.observed_visits import visited, written_per_index
 
 
 def _run(first, kept, *, steps=6, entry=None, exit_=None, work=None, index=9,
@@ -195,6 +194,33 @@ def test_visiting_a_dimension_is_seen_whatever_picks_the_index() -> None:
     assert visited((obs,), "H") is None  # another dimension's run says nothing
 
 
+def test_an_index_that_enters_the_update_again_is_a_visit() -> None:
+    """Each index folded in half at its own step and half at the next (two steps each), or
+    beside a sum of every index at step 0: where each entered again, different steps. An
+    index a data mask takes up for good (keys past its length) is no visit, even at a step
+    of its own."""
+    run = _run([0, 0, 0, 0], [], steps=5, touches=[2] * 4)
+
+    def with_(**kw) -> Observation:
+        loop = LoopRun(index=run.index, depth=run.depth, steps=run.steps, entry=run.entry,
+                       entry_max=run.entry_max, exit=run.exit, work=run.work,
+                       slots=run.slots, **kw)
+        return Observation(count=4, sliced=(), dim="B", test="t", status="ok", groups=4,
+                           loops=(loop,))
+
+    why = visited((with_(enters=(None, 1, 2, 3)),), "B")
+    assert why is not None and "B index 1 at step 2" in why and "3 different steps" in why
+    assert visited((with_(),), "B") is None
+    single = LoopRun(index=9, depth=0, steps=5, entry=(), entry_max=(), exit=(), work=(),
+                     slots=(Slot(first=(1, 2, 3, 4), touches=(1,) * 4, kept=(), live=True),))
+    assert visited((Observation(count=4, sliced=(), dim="B", test="t", loops=(single,)),),
+                   "B") is not None
+    taken_up = LoopRun(index=9, depth=0, steps=5, entry=(), entry_max=(), exit=(), work=(),
+                       slots=single.slots, for_good=(True,) * 4)
+    assert visited((Observation(count=4, sliced=(), dim="B", test="t", loops=(taken_up,)),),
+                   "B") is None
+
+
 def test_a_sum_of_every_index_at_every_step_does_not_hide_the_visits() -> None:
     """Every index moves the value at every step (a smeared sum), yet some element of it is
     one index's at one step only: the loop takes the indices up one at a time."""
@@ -289,6 +315,40 @@ def test_code_per_index_fails_from_three_indices_with_ops_of_their_own() -> None
     assert why is not None and "18 moved with one index alone" in why and "'t'" in why
     assert visited((Observation(count=2, sliced=(), dim="H", private=(6, 6)),), "H") is None
     assert visited((Observation(count=4, sliced=(), dim="H", private=(0,) * 4),), "H") is None
+
+
+def test_a_scan_unrolled_three_times_is_not_code_per_index() -> None:
+    """A scan with unroll=3 over 3 indices is unrolled whole, over 4 or 5 it makes one trip
+    with three copies and leaves the rest outside: each copy moves with one index, as code
+    written per index does, and passes. A Python loop over three of four does not."""
+    whole = Observation(count=3, sliced=(), dim="B", test="t", private=(4, 4, 4))
+    trip = Observation(count=5, sliced=(), dim="B", test="t", private=(4, 4, 4, 4, 4),
+                       private_looped=(4, 4, 4, 0, 0))
+    assert written_per_index((whole,), "B") is None
+    assert written_per_index((trip,), "B") is None
+    first_three = Observation(count=4, sliced=(), dim="B", test="t", private=(4, 4, 4, 0))
+    assert written_per_index((first_three,), "B") is not None
+    four_copies = Observation(count=4, sliced=(), dim="B", test="t", private=(4,) * 4,
+                              private_looped=(4,) * 4)
+    assert written_per_index((four_copies,), "B") is not None
+    as_many_left = Observation(count=6, sliced=(), dim="B", test="t", private=(4,) * 6,
+                               private_looped=(4, 4, 4, 0, 0, 0))
+    assert written_per_index((as_many_left,), "B") is not None
+    # two trips and two left over, one copy's op moved by its second trip's index alone
+    # (the first's left a clipping scale of 1)
+    data = Observation(count=8, sliced=(), dim="B", test="t", private=(0, 0, 0, 0, 2, 0, 1, 1),
+                       private_looped=(0, 0, 0, 0, 2, 0, 0, 0))
+    assert written_per_index((data,), "B") is None
+
+
+def test_code_per_pair_of_indices_fails_from_three_pairs() -> None:
+    """A Python loop over the batch two at a time, vmapped within each pair: no op moves with
+    one index alone, but three disjoint pairs (or more) each have ops of their own."""
+    pairs = Observation(count=8, sliced=(), dim="B", test="t", private=(0,) * 8, chunks=4)
+    why = written_per_index((pairs,), "B")
+    assert why is not None and "4 separate groups" in why and "'t'" in why
+    two = Observation(count=8, sliced=(), dim="B", test="t", private=(0,) * 8, chunks=2)
+    assert written_per_index((two,), "B") is None  # halves: a loop of two steps, not told
 
 
 def test_independent_of_dim_reads_code_per_index_alone() -> None:

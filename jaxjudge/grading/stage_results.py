@@ -185,6 +185,11 @@ class ObservedLoop(_Strict):
     entry_max: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
     exit: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
     # per knockout part (its first carried values one by one, the rest together), per group
+    # per group: where its change entered the update again, or entered and left (observe.py)
+    enters: Annotated[list[Annotated[int, Field(ge=0, le=MAX_OBSERVED_STEPS)] | None],
+                      Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
+    # per group: in the update from a step after the first to the end (a mask that opened)
+    for_good: Annotated[list[bool], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
     exit_parts: Annotated[list[Annotated[list[Count], Field(max_length=MAX_GROUPS)]],
                           Field(max_length=MAX_KNOCK_PARTS)] = Field(default_factory=list)
     # per knockout part: how far setting it back at the end moved the outputs (None: unknown)
@@ -225,6 +230,11 @@ class ObservedResult(_Strict):
         default_factory=list)
     # per group: the computing ops whose result moved with that group only (code per index)
     private: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(default_factory=list)
+    # of them, per group: the ops run inside a loop's body
+    private_looped: Annotated[list[Count], Field(max_length=MAX_GROUPS)] = Field(
+        default_factory=list)
+    # disjoint sets of 2 or more groups (up to half) with ops of their own outside loops
+    chunks: Annotated[int, Field(ge=0, le=MAX_GROUPS)] = 0
     # per tapped activation op: per program output, the elements that moved
     activations: Annotated[list[Annotated[list[Count], Field(max_length=MAX_OUTPUTS)]],
                            Field(max_length=32)] = Field(default_factory=list)

@@ -28,7 +28,7 @@ from jaxjudge.rules.dataflow import Budget, Graph, TooComplex, build_graph
 from jaxjudge.rules.dimindex import Visit, dim_axes, visits
 from jaxjudge.rules.folding import Value, fold_constants
 from jaxjudge.rules.growth import growth
-from jaxjudge.rules.observed import visited
+from jaxjudge.rules.observed_visits import visited
 from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
 from jaxjudge.rules.region import noted, region_of
 from jaxjudge.rules.registry import RuleOptions, register

@@ -35,7 +35,7 @@ from pydantic import Field
 
 from jaxjudge.rules.dataflow import Budget, TooComplex
 from jaxjudge.rules.dimrange import DimRange
-from jaxjudge.rules.observed import written_per_index
+from jaxjudge.rules.observed_visits import written_per_index
 from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
 from jaxjudge.rules.parsed import Parsed, all_ops, parse_programs
 from jaxjudge.rules.region import noted, region_of

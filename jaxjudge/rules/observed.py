@@ -93,6 +93,12 @@ class LoopRun:
     needed: tuple[float | None, ...] = ()
     # per single part: how far the outputs were from the whole variant's with only it kept
     alone: tuple[float | None, ...] = ()
+    # per group: the step its change entered the update again after a step without it, or
+    # entered (at a step not every group's did) and then left while another's was in
+    enters: tuple[int | None, ...] = ()
+    # per group: in the update from a step after the first to the end, as a loop over another
+    # dimension masked by data takes it up (its single steps are not visits)
+    for_good: tuple[bool, ...] = ()
 
     def exits(self, groups: int) -> list[int]:
         """Per group: the elements of the loop's results that moved with it, in the parts the
@@ -168,8 +174,11 @@ class Observation:
     activations: tuple[tuple[int, ...], ...] = ()  # per activation op: per output, moved
     # per activation op: per output, how far it moved (relative to its size)
     activation_sizes: tuple[tuple[float, ...], ...] = ()
-    # no_loop_over_dim: per index, the computing ops whose result moved with it alone
+    # no_loop_over_dim: per index, the computing ops whose result moved with it alone, and
+    # of them the ones run inside a loop's body
     private: tuple[int, ...] = ()
+    private_looped: tuple[int, ...] = ()
+    chunks: int = 0  # disjoint sets of 2+ indices (up to half) with ops of their own
     # The requirement's first run (the most steps); the others, one per program the tests run,
     # may be on a test whose data moves nothing (u = 0 in a power iteration): a run in which no
     # step kept anything says nothing there.
@@ -546,66 +555,3 @@ def unseen(obs: Observation) -> str | None:
     return (f"The grader could not run your program step by step on test {obs.test!r} "
             f"({obs.reason or 'an internal error'}), so it cannot confirm the requirement: use "
             f"the jax.numpy and jax.lax operations the statement needs")
-
-
-def visited(observations: tuple[Observation, ...], dim: str) -> str | None:
-    """None unless an observed loop took the indices along `dim` up one per step: in some value
-    it carries, several indices each changed the update of exactly one step, a different one
-    for each (one example, row or head at a time, however the program picked them)."""
-    for obs in observations:
-        if obs.dim != dim:
-            continue
-        if (why := unseen(obs)) is not None:
-            return why
-        for run in obs.loops:
-            if run.steps < 2:
-                continue
-            for slot in run.slots:
-                once = {g: s for g, (s, n) in enumerate(zip(slot.first, slot.touches,
-                                                             strict=True))
-                        if s is not None and n == 1}
-                # elements one index moves at one step only, beside others every index moves
-                once.update((g, s) for g, s in enumerate(slot.single)
-                            if s is not None and g not in once)
-                steps = sorted(set(once.values()))
-                if len(steps) < 2:
-                    continue
-                what = f" of {obs.watched}" if obs.watched else ""
-                first_at = {s: g for g, s in sorted(once.items(), reverse=True)}
-                shown = ", ".join(f"{dim} index {g} at step {s + 1}" for s, g in
-                                  sorted(first_at.items())[:4])
-                return (f"When your program ran on test {obs.test!r}, a loop of {run.steps} "
-                        f"steps took the indices along {dim}{what} up one at a time, at "
-                        f"{len(steps)} different steps ({shown}): it visits {dim} one slice "
-                        f"at a time, however the slice is picked (a gather, a permutation, a "
-                        f"one-hot product, a padded copy)")
-        if (why := _per_index(obs, dim)) is not None:
-            return why
-    return None
-
-
-def written_per_index(observations: tuple[Observation, ...], dim: str) -> str | None:
-    """None unless an observed run shows arithmetic written once per index along `dim` (code
-    JAX traced once per index: its ops each move with one index alone). A rolled loop over
-    `dim` runs the same ops for every index, so it is not seen here."""
-    for obs in observations:
-        if obs.dim != dim:
-            continue
-        if (why := unseen(obs)) is not None:
-            return why
-        if (why := _per_index(obs, dim)) is not None:
-            return why
-    return None
-
-
-def _per_index(obs: Observation, dim: str) -> str | None:
-    own = [(g, n) for g, n in enumerate(obs.private) if n]
-    if len(own) < 3:
-        return None
-    shown = ", ".join(f"{n} with index {g}" for g, n in own[:4])
-    return (f"When your program ran on test {obs.test!r}, its arithmetic was written "
-            f"once per index along {dim}: of the ops whose results moved when one "
-            f"index's values changed, {sum(n for _, n in own)} moved with one index "
-            f"alone ({shown}{', ...' if len(own) > 4 else ''}), where one batched op "
-            f"would move with every index: code run once per index while JAX traced "
-            f"(a Python loop, a list comprehension, a loop taken only at some sizes)")

@@ -57,6 +57,7 @@ _load("evaluator_loops").install(Evaluator, _ev)
 _kn = vars(_load("observe_knockouts"))
 Knockouts = _kn["Knockouts"]
 KNOCK_LOOPS, KNOCK_PARTS, KNOCK_ROWS = _kn["KNOCK_LOOPS"], _kn["KNOCK_PARTS"], _kn["KNOCK_ROWS"]
+Owners = _load("observe_owners").Owners
 
 
 def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
@@ -120,7 +121,10 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
         ev.owner = owners
         outs = ev.run(args)
     return {**_summary(ev, outs, count, groups, inputs),
-            "private": owners.private() if owners is not None else [], "work": ev.work}
+            "private": owners.private() if owners is not None else [],
+            "private_looped": owners.private(looped=True) if owners is not None else [],
+            "chunks": owners.chunks() if owners is not None else 0,
+            "work": ev.work}
 
 
 def _variants(count: int, inject_steps: int, skip: bool, knockouts: bool) -> int:
@@ -258,6 +262,18 @@ class LoopRecord:
         g = ev.groups
         self.first: list[list[int | None]] = [[None] * g for _ in range(n)]
         self.touches = [[0] * g for _ in range(n)]
+        # Per group, over all the values it carries: the step its change entered the update
+        # again after a step without it (a loop that folds each index in beside a sum of all
+        # of them at step 0), or first at a step not every group's did and then left it while
+        # another's was in (each index folded in over two steps). A loop over another
+        # dimension masked by data (keys past each example's length) takes each group up
+        # for good once its mask opens: neither.
+        self.enters: list[int | None] = [None] * g
+        self._again = np.zeros(g, dtype=bool)  # entered after a step without it
+        self._left = np.zeros(g, dtype=bool)
+        self._ever = np.zeros(g, dtype=bool)
+        self._before = np.zeros(g, dtype=bool)  # the step before's
+        self._gap = np.zeros(g, dtype=bool)  # a step without it since it first entered
         self.elements: dict[int, _ElementSteps] = {}
         self.kept: list[list[bool | None]] = [[] for _ in range(n)]
         self.injects: list[int | None] = []  # per injected step: its clean variant, if any
@@ -294,8 +310,32 @@ class LoopRecord:
                     self.first[k][grp] = s
             if injected:
                 self.kept[k].append(kept[k] if clean is not None else None)
+        if g:
+            self._entered(s, touched.any(axis=0))
         if injected:
             self.injects.append(clean)
+
+    def _entered(self, s: int, now: np.ndarray) -> None:
+        """Record where groups entered the update (`enters`); `now`: per group, whether its
+        change moved this step's update of any carried value."""
+        waiting = np.array([e is not None for e in self.enters]) & ~self._again
+        if now.any():
+            self._left |= waiting & ~now
+        if s and 0 < now.sum() < len(now):
+            for grp in np.flatnonzero(now & ~self._before):
+                if self.enters[grp] is None:
+                    self.enters[grp] = s
+                    self._again[grp] = self._ever[grp]
+        self._gap |= self._ever & ~now
+        self._ever |= now
+        self._before = now
+
+    def for_good(self) -> list[bool]:
+        """Per group: first in the update after step 0, and in it at every step since, as a
+        loop over another dimension masked by data takes it up (not a visit)."""
+        first = [min((f[grp] for f in self.first if f[grp] is not None), default=None)
+                 for grp in range(self.ev.groups)]
+        return [bool(f) and not gap for f, gap in zip(first, self._gap, strict=True)]
 
     def finish(self, carry: list[np.ndarray]) -> list[np.ndarray]:
         """Record what the run's results carry; return them, with this op's knockout rows
@@ -394,6 +434,9 @@ class LoopRecord:
                 "exit_parts": self.exit_parts, "needed": self.needed(outs),
                 "alone": self.alone(outs),
                 "work": [int(w) for w in self.work],
+                "enters": [e if again or left else None for e, again, left in zip(
+                    self.enters, self._again, self._left, strict=True)],
+                "for_good": self.for_good(),
                 "slots": [{"first": f, "touches": t, "kept": k, "live": lv,
                            "single": self._single(n), "part": pt}
                           for n, (f, t, k, lv, pt) in enumerate(zip(
@@ -414,45 +457,6 @@ def _summary(ev: Evaluator, outs, count: int, groups, inputs):
         "outputs": [_moved_count(outs, 1 + g) for g in range(count)],
         "loops": [rec.summary(outs) for rec in ev.loops],
     }
-
-
-OWNED_SHARE = 1e-3  # of a result's size: less movement than this is not the index's own
-
-
-class Owners:
-    """Which group variants moved each computing op's result (any op but those that only move
-    values, evaluator._MOVES; any run of it) by more than OWNED_SHARE of its size: code
-    written once per index has ops that move with their own index only, and a copy made to
-    depend a little on every index (plus 1e-6 of a sum) still computes with its own index
-    only. A batched op moves with every index."""
-
-    def __init__(self, ev: Evaluator) -> None:
-        self.ev = ev
-        self.moved: dict[Any, np.ndarray] = {}
-
-    def __call__(self, op, x: np.ndarray) -> None:
-        seen = self.moved.get(op)
-        if seen is not None and seen.all():
-            return  # moved with every group already: a loop body's op, run once per step
-        g = self.ev.groups
-        self.ev._spend(x.size)
-        new, base = x[1: 1 + g], x[0:1]
-        if x.dtype.kind not in "fc":
-            big = new != base
-        else:
-            with np.errstate(invalid="ignore", over="ignore"):
-                big = np.abs(new - base) > OWNED_SHARE * np.maximum(np.abs(new), np.abs(base))
-                big |= np.isnan(new) != np.isnan(base)
-        moved = big.reshape(g, -1).any(axis=1)
-        self.moved[op] = moved if seen is None else seen | moved
-
-    def private(self) -> list[int]:
-        """Per group: the ops whose result moved with that group only."""
-        out = [0] * self.ev.groups
-        for moved in self.moved.values():
-            if int(moved.sum()) == 1:
-                out[int(np.argmax(moved))] += 1
-        return out
 
 
 MAX_TAPS = 32
