@@ -59,7 +59,8 @@ def test_no_loop_dims_are_watched_on_every_signature() -> None:
     problem = load_problem("pairwise-distances-nested-vmap")
     plan = plan_for(problem, "submit")
     program_of = {sid: sid for sid in {t["signature"] for t in plan.tests}}
-    specs = [s for s in observe_specs(problem, plan, program_of) if s["dim"] == "N"]
+    specs = [s for s in observe_specs(problem, plan, program_of)
+             if s["dim"] == "N" and not s.get("candidates")]
     sizes = {sid: plan.sig_dims[sid]["N"] for sid in program_of}
     wanted = {sid for sid, n in sizes.items() if n >= 2}
     assert {s["program"] for s in specs} == wanted
@@ -140,3 +141,23 @@ def test_a_picked_run_is_read_as_the_pick_and_only_an_offered_pick_is_believed()
     forged = ObservedResult(status="ok", picked_program="s2", picked_test="t9")
     (bad,) = observations({"r1": forged}, [spec], "s1")
     assert bad.status == "error" and "not offered" in bad.reason
+
+
+def test_no_loop_dims_are_watched_on_a_second_test_of_every_signature_too() -> None:
+    """A loop switched on by data only some tests have (max |q| > 4) is not safe on the first
+    test of each shape: every input together on one more test of each signature, which stage
+    B picks among the others of that signature; never primary."""
+    problem = load_problem("batched-attention-vmap")
+    plan = plan_for(problem, "submit")
+    program_of = {sid: sid for sid in {t["signature"] for t in plan.tests}}
+    names: dict[str, list[str]] = {}
+    for t in plan.tests:
+        names.setdefault(t["signature"], []).append(t["name"])
+    specs = [s for s in observe_specs(problem, plan, program_of) if s["dim"] == "B"]
+    firsts = {s["program"] for s in specs if not s.get("candidates")}
+    seconds = [s for s in specs if s.get("candidates")]
+    assert {s["program"] for s in seconds} == {p for p in firsts if len(names[p]) > 1}
+    for s in seconds:
+        assert not s["primary"] and s["second"] and s["salt"]
+        assert s["watch"] == ["q", "k", "v"] and len(s["groups"]) == 3
+        assert sorted(c["test"] for c in s["candidates"]) == sorted(names[s["program"]][1:])

@@ -64,7 +64,8 @@ def observe_specs(problem: Problem, plan: Any,
         if req.rule in ("no_loop_over_dim", "independent_of_dim"):
             dims = opts.get("dims") or [opts.get("dim")]
             for dim in dims:
-                specs += _visit_specs(problem, plan, tests_of, program_of, dim, len(specs))
+                specs += _visit_specs(problem, plan, tests_of, names_of, program_of, dim,
+                                      len(specs), req.name)
             continue
         if req.rule != "loop_over_dim":
             continue
@@ -125,7 +126,8 @@ def _second_tests(firsts: list[dict[str, Any]], names_of: dict[str, list[str]],
 
 
 def _visit_specs(problem: Problem, plan: Any, tests_of: dict[str, str],
-                 program_of: dict[str, str], dim: str, n: int) -> list[dict[str, Any]]:
+                 names_of: dict[str, list[str]], program_of: dict[str, str], dim: str, n: int,
+                 salt: str) -> list[dict[str, Any]]:
     """Per input that has `dim`, one variant per index along it, on the test with the most
     (up to MAX_VISITED): a loop whose state takes the indices up at different steps visits
     the dimension one slice at a time, however it picks them. Each input gets its own run, so
@@ -145,12 +147,20 @@ def _visit_specs(problem: Problem, plan: Any, tests_of: dict[str, str],
     # Code written once per index only at some shapes (a Python loop at odd sizes, or when
     # another dimension has some value): every input's index changed together, on the test of
     # every other signature (the same symbolic program at another size counts as another).
-    for size, sid in sized[1:MORE_RUNS + 1]:
-        specs.append({"id": f"r{n + len(specs)}", "program": program_of.get(sid, sid),
-                      "test": tests_of[sid], "count": size, "sliced": [], "dim": dim,
-                      "inject": 0, "watch": [a.name for a in inputs], "own": True,
-                      "groups": [{"path": a.name, "axis": a.shape.index(dim), "size": 1}
-                                 for a in inputs], "primary": False})
+    # And the same on one more test of every signature, stage B's pick (`_second_tests`): a
+    # loop switched on by data only some tests have (max |q| > 4) is not safe on the first.
+    firsts = []
+    for k, (size, sid) in enumerate(sized[:MORE_RUNS + 1]):
+        run = {"id": "", "program": program_of.get(sid, sid), "test": tests_of[sid],
+               "count": size, "sliced": [], "dim": dim, "inject": 0,
+               "watch": [a.name for a in inputs], "own": True,
+               "groups": [{"path": a.name, "axis": a.shape.index(dim), "size": 1}
+                          for a in inputs], "primary": False}
+        if k:
+            specs.append({**run, "id": f"r{n + len(specs)}"})
+        firsts.append({**run, "signature": sid})
+    for extra in _second_tests(firsts, names_of, salt):
+        specs.append({**extra, "id": f"r{n + len(specs)}"})
     return specs
 
 
