@@ -150,7 +150,17 @@ def next_but_one(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
     return core(jnp.pad(x, ((0, 0), (0, n - x.shape[1]), (0, 0))), lengths, q)
 
 
-@pytest.mark.parametrize("fn", [largest_bucket, next_but_one], ids=["largest", "next-but-one"])
+def computed_then_largest(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """Padded to its bucket, masked by the data and scaled (no longer a copy of x), then
+    padded to the largest bucket: the values stay x's element for element."""
+    n = bucket(x.shape[1])
+    xp = jnp.pad(x, ((0, 0), (0, n - x.shape[1]), (0, 0)))
+    kept = jnp.where((jnp.arange(n)[None, :] < lengths[:, None])[:, :, None], xp, 0.0) * 1.0
+    return core(jnp.pad(kept, ((0, 0), (0, 16 - n), (0, 0))), lengths, q)
+
+
+@pytest.mark.parametrize("fn", [largest_bucket, next_but_one, computed_then_largest],
+                         ids=["largest", "next-but-one", "computed-then-largest"])
 def test_padding_past_the_bucket_fails(fn: Callable) -> None:
     outcome = check(programs(fn))
     assert not outcome.passed

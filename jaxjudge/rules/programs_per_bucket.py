@@ -37,6 +37,7 @@ from jaxjudge.rules.program import MAX_TOTAL_CHARS
 from jaxjudge.rules.region import noted, region_of
 from jaxjudge.rules.registry import RuleOptions, register
 from jaxjudge.rules.stablehlo import Module, Op, ParseError, TensorType, parse_module
+from jaxjudge.rules.stepslices import ELEMENTWISE
 
 _DIM = r"^[A-Za-z_][A-Za-z0-9_]*$"
 MAX_BUCKETS = 64
@@ -54,6 +55,11 @@ _COPIES = _EXPANDS | frozenset({
     "mhlo.copy", "stablehlo.dynamic_update_slice", "stablehlo.scatter", "stablehlo.select",
 })
 _RETURNS = frozenset({"func.return", "stablehlo.return", "mhlo.return"})
+# Ops whose result element is computed from the same element of each operand.
+_ELEMENTWISE = ELEMENTWISE | frozenset({
+    "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide",
+    "stablehlo.negate", "stablehlo.select", "stablehlo.real", "stablehlo.imag",
+    "stablehlo.complex"})
 _REDUCTIONS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
 
 
@@ -85,6 +91,9 @@ class _Val:
     source: int | None = None  # a copy of main's argument `source`
     const: bool = False  # computed from no argument
     expanded: bool = False  # a copy that went through a broadcast (values repeated)
+    # computed elementwise from a copy of main's argument `aligned`, element for element
+    # (`x_padded * 1.0`, masked by `lengths`): padded on, it is as long as that copy
+    aligned: int | None = None
 
 
 @dataclass
@@ -96,6 +105,9 @@ class Canon:
     outputs: tuple[bytes, ...]
     children: dict[bytes, tuple[bytes, ...]] = field(default_factory=dict)
     copies: dict[bytes, tuple[int, TensorType, bool]] = field(default_factory=dict)
+    # values computed elementwise from a copy (digest -> argument index, type): their length
+    # is checked as a copy's, their digest is not a copy's
+    aligned: dict[bytes, tuple[int, TensorType, bool]] = field(default_factory=dict)
     ops: list[tuple[bytes, Op]] = field(default_factory=list)
     arg_types: dict[int, TensorType] = field(default_factory=dict)
 
@@ -107,6 +119,8 @@ class Canon:
             d = stack.pop()
             if d in self.copies:
                 found.append(self.copies[d])
+            elif d in self.aligned:
+                found.append(self.aligned[d])
             for c in self.children.get(d, ()):
                 if c not in seen:
                     seen.add(c)
@@ -248,7 +262,37 @@ def _value(op: Op, operands: list[_Val], regions: list[bytes], text: str, canon:
                 tuple(regions))
     canon.children[digest] = tuple(v.digest for v in operands) + tuple(regions)
     canon.ops.append((digest, op))
-    return _Val(digest, None, all(v.const for v in operands))
+    aligned = _aligned(op, operands, regions)
+    if aligned is not None:
+        types = op.result_types()
+        canon.aligned[digest] = (aligned, types[0] if types else TensorType((None,), "?"),
+                                 False)
+    return _Val(digest, None, all(v.const for v in operands), aligned=aligned)
+
+
+def _aligned(op: Op, operands: list[_Val], regions: list[bytes]) -> int | None:
+    """The argument a computed value stays aligned with, element for element: an elementwise
+    op whose result has the type of an operand that is a copy of it (not a broadcast) or
+    aligned with it, or an op that moves values (a pad, a slice) of such a value alone."""
+    if regions:
+        return None
+    mine = [v.source if v.source is not None and v.digest else v.aligned for v in operands
+            if not v.expanded]
+    found = {a for a in mine if a is not None}
+    if len(found) != 1:
+        return None
+    (source,) = found
+    if op.name in _COPIES and op.name not in _ELEMENTWISE:
+        computed = [v for v in operands if not v.const]
+        return source if all(v.source == source or v.aligned == source
+                             for v in computed) else None
+    if op.name not in _ELEMENTWISE:
+        return None
+    result = op.result_types()
+    kinds = op.operand_types()
+    same = [t for v, t in zip(operands, kinds, strict=False)
+            if (v.source == source or v.aligned == source) and not v.expanded]
+    return source if result and any(t.dims == result[0].dims for t in same) else None
 
 
 def _bind(env: dict[str, _Val], op: Op, values: list[_Val]) -> None:
@@ -348,7 +392,8 @@ def _too_long(form: _Form, args: Sequence[str], dim: str) -> str | None:
         if n > limit:
             shape = "x".join("?" if d is None else str(d) for d in t.dims)
             return (f"For {dim}={form.length} the program computes on a {shape} copy of "
-                    f"{p.args[source]} ({n} elements), longer than {p.args[source]} padded to "
+                    f"{p.args[source]} ({n} elements: its values, moved or computed element "
+                    f"by element), longer than {p.args[source]} padded to "
                     f"its bucket {form.bucket} ({limit} elements). Pad to the smallest bucket "
                     f"that holds {dim}, not to the largest one.")
     return None
