@@ -73,6 +73,8 @@ ELEMENTWISE = frozenset({
     "stablehlo.power", "stablehlo.remainder", "stablehlo.round_nearest_afz",
     "stablehlo.round_nearest_even", "stablehlo.rsqrt", "stablehlo.sign", "stablehlo.sine",
     "stablehlo.sqrt", "stablehlo.tan", "stablehlo.tanh",
+    # a complex value's parts, and one made of two (a running average carried as complex64)
+    "stablehlo.real", "stablehlo.imag", "stablehlo.complex",
 })
 _LINEAR = frozenset({Kind.ADD, Kind.NEGATE, Kind.MULTIPLY, Kind.DIVIDE})
 
