@@ -636,6 +636,29 @@ def test_a_recomputed_tanh_moves_the_gradients_and_not_the_loss_symbolic_shapes_
         assert got["activations"] == want, remat  # outputs: g (12 values), then loss
 
 
+def test_one_element_of_the_recomputed_tanh_moves_one_row_of_w2s_gradient() -> None:
+    """W2's gradient is h^T g: changing the recomputed h's first element alone moves its first
+    row only (of H = 4 rows), and W1's gradient in its first column; the forward tanh's first
+    element moves g, so every row of W2's gradient."""
+    h_size = 4
+    w1 = RNG.standard_normal((3, h_size)).astype(np.float32)
+    w2 = RNG.standard_normal((h_size, 2)).astype(np.float32)
+
+    def block(w1, w2, x):
+        return jnp.tanh(x @ w1) @ w2
+
+    inner = jax.checkpoint(block, policy=jax.checkpoint_policies.dots_saveable)
+    fn = jax.value_and_grad(lambda w1, w2, x: jnp.mean(inner(w1, w2, x) ** 2), argnums=(0, 1))
+    text, ins, _ = _program(fn, w1, w2, X)
+    got = OBS["observe_activations"](text, ins, "stablehlo.tanh", ir, hlo,
+                                     mlir.make_ir_context())
+    # outputs: the loss, W1's gradient, W2's
+    (fwd,) = [k for k, moved in enumerate(got["activations"]) if moved[0]]
+    (again,) = [k for k, moved in enumerate(got["activations"]) if not moved[0] and moved[2]]
+    assert got["activation_spread"][again][1:] == [1 / h_size, 1 / h_size], got
+    assert got["activation_spread"][fwd][2] == 1.0, got
+
+
 def test_symbolic_programs_with_loops_and_slices_run_as_verified() -> None:
     def solve(x):  # a lax.map over rows of a symbolic batch, jacrev inside
         return jax.lax.map(lambda r: jax.jacrev(lambda v: jnp.tanh(v) * v[::-1])(r)[1:], x)

@@ -557,6 +557,23 @@ def test_the_recomputed_activation_must_move_what_it_feeds_by_a_hundredth() -> N
             assert "grads.w2 only by 0.0002 of its size" in why
 
 
+def test_one_element_of_the_recomputed_activation_must_move_a_part_of_what_it_feeds() -> None:
+    """W2's gradient h^T g moves in one row of its H when one element of the recomputed h
+    changes; one read from a saved copy, rescaled by a factor recomputed from h (a sum),
+    moves in every row though it moves by a whole size."""
+    outs = ["loss", "grads.b1", "grads.w1", "grads.w2"]
+    moved = ((1, 3, 6, 6), (0, 3, 6, 6))
+    for spread, ok in ((0.25, True), (1.0, False)):
+        obs = Observation(count=0, sliced=(), test="example-1", kind="activation",
+                          activations=moved,
+                          activation_sizes=((0.4, 0.2, 0.2, 0.4), (0.0, 0.5, 0.5, 0.5)),
+                          activation_spread=((1.0, 1.0, 1.0, 1.0), (0.0, 0.3, 0.3, spread)))
+        why = recomputed((obs,), outs, ("loss",), ("grads",), "tanh", ("grads.w2",))
+        assert (why is None) is ok, why
+        if not ok:
+            assert "one element of it moved 100% of grads.w2" in why
+
+
 def test_on_a_test_far_from_converged_every_middle_step_must_matter() -> None:
     """All 8 iterations at step 1, the other steps idle (reading w through a difference of
     copies, with junk iterations to keep the work even): undoing a middle step moves nothing,

@@ -244,5 +244,7 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
                                primary=primary, second=bool(spec.get("second")),
                                activations=tuple(tuple(a) for a in got.activations),
                                activation_sizes=tuple(tuple(a)
-                                                      for a in got.activation_sizes)))
+                                                      for a in got.activation_sizes),
+                               activation_spread=tuple(tuple(a)
+                                                       for a in got.activation_spread)))
     return tuple(out)

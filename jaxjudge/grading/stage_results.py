@@ -243,6 +243,11 @@ class ObservedResult(_Strict):
         list[Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)]],
                        Field(max_length=MAX_OUTPUTS)]],
         Field(max_length=32)] = Field(default_factory=list)
+    # per tapped activation op: per output, the share of its elements one element moved
+    activation_spread: Annotated[
+        list[Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)]],
+                       Field(max_length=MAX_OUTPUTS)]],
+        Field(max_length=32)] = Field(default_factory=list)
     # an entry offered candidates: the program and test stage B picked (observing._second_tests)
     picked_program: Name | None = None
     picked_test: Name | None = None

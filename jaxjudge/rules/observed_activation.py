@@ -14,6 +14,10 @@ from jaxjudge.rules.observed import Observation, unseen
 # gradient's size: W2's gradient is h^T g, so an honest one moves wholly (0.06 to 1 on the
 # remat problem's 46 tests); one read mostly from a saved copy moves by the recomputed share.
 FED = 1e-2
+# The share of a fed gradient's elements one element of the recomputed activation may move:
+# W2's gradient h^T g moves in one row of its H (2 or more), W1's in one column; one read from
+# a saved copy and rescaled by a recomputed factor (a sum over h) moves in every row.
+LOCAL = 0.5
 
 
 def recomputed(observations: tuple[Observation, ...], outs: list[str], primal: tuple[str, ...],
@@ -46,6 +50,15 @@ def recomputed(observations: tuple[Observation, ...], outs: list[str], primal: t
                      for f, idx in fed.items()}
             missed = [f for f, idx in fed.items() if not sum(moved[i] for i in idx)
                       or (len(sizes) == len(outs) and faint[f] < FED)]
+            spread = obs.activation_spread[k] if k < len(obs.activation_spread) else ()
+            wide = [f for f, idx in fed.items() if len(spread) == len(outs)
+                    and max((spread[i] for i in idx), default=0.0) > LOCAL]
+            if g and not p and not missed and wide:
+                kinds.append(f"the gradients, but one element of it moved "
+                             f"{max(spread[i] for i in fed[wide[0]]):.0%} of {wide[0]} (a "
+                             f"gradient computed from the activation moves where that element "
+                             f"is used, not everywhere: a saved copy rescaled by it)")
+                continue
             if g and not p and not missed:
                 return None
             kinds.append("both" if g and p else "the loss only" if p else

@@ -108,7 +108,8 @@ class Evaluator:
         self.groups = groups
         self.whole = whole  # the variant with every watched input changed
         self.recorder = recorder  # makes each loop run's record (observe.LoopRecord)
-        self.taps: dict[Any, int] = {}  # op -> the variant whose result of it is changed
+        # op -> the variant whose result of it is changed, and the one changed at one element
+        self.taps: dict[Any, tuple[int, int | None]] = {}
         self.owner = None  # called with (op, result) for each computing op (observe.Owners)
         n = [0]
 
@@ -221,17 +222,22 @@ class Evaluator:
             except Exception as exc:  # an op read in a way we did not foresee
                 raise Unobservable(f"the op {name} ({type(exc).__name__})") from None
             if self.taps and op in self.taps and outs and outs[0].dtype.kind in "fc":
-                outs = [self._perturbed_all(outs[0], self.taps[op]), *outs[1:]]
+                outs = [self._perturbed_all(outs[0], *self.taps[op]), *outs[1:]]
             if self.owner is not None and outs and name not in _MOVES:
                 self.owner(op, outs[0])
             for r, o in zip(op.results, outs, strict=True):
                 env[r] = o
         raise Unobservable("a block without a return")
 
-    def _perturbed_all(self, x: np.ndarray, v: int) -> np.ndarray:
-        """Variant v of an op's result changed everywhere (a tapped activation)."""
+    def _perturbed_all(self, x: np.ndarray, v: int, one: int | None = None) -> np.ndarray:
+        """Variant v of an op's result changed everywhere (a tapped activation), and variant
+        `one` at its first element only."""
         out = np.array(np.broadcast_to(x, (self.V, *x.shape[1:])))
         out[v] = _changed(out[v], self.rng)
+        if one is not None and out[one].size:
+            flat = out[one].reshape(-1).copy()
+            flat[:1] = _changed(flat[:1], self.rng)
+            out[one] = flat.reshape(out[one].shape)
         return out
 
     def _get(self, env, v) -> np.ndarray:

@@ -483,15 +483,20 @@ def observe_activations(text: str, inputs: list[np.ndarray], op_name: str, ir, h
         walk(module.operation)
         if len(found) > MAX_TAPS:
             raise Unobservable(f"more than {MAX_TAPS} {op_name} ops")
-        V = 1 + len(found)
+        n = len(found)
+        V = 1 + 2 * n
         ev = Evaluator(module, ir, hlo, V, {})
-        ev.taps = {op: 1 + i for i, op in enumerate(found)}
+        ev.taps = {op: (1 + i, 1 + n + i) for i, op in enumerate(found)}
         args = [np.repeat(np.asarray(x)[None], V, axis=0) for x in inputs]
         outs = ev.run(args)
-    moved = [[int(_moved(_variant(o, 1 + i), o[0]).sum()) for o in outs]
-             for i in range(len(found))]
-    sizes = [[_size3([o], 1 + i) for o in outs] for i in range(len(found))]
-    return {"status": "ok", "activations": moved, "activation_sizes": sizes}
+    moved = [[int(_moved(_variant(o, 1 + i), o[0]).sum()) for o in outs] for i in range(n)]
+    sizes = [[_size3([o], 1 + i) for o in outs] for i in range(n)]
+    # per op, per output: the share of its elements that changing the op's first element
+    # alone moved (W2's gradient h^T g moves in one row when one h element changes)
+    spread = [[float(f"{_moved(_variant(o, 1 + n + i), o[0]).sum() / max(o[0].size, 1):.3g}")
+               for o in outs] for i in range(n)]
+    return {"status": "ok", "activations": moved, "activation_sizes": sizes,
+            "activation_spread": spread}
 
 
 # Element operations all of a grade's extra observed runs may take together (one run's own

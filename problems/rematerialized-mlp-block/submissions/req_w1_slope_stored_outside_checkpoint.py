@@ -1,0 +1,45 @@
+# Cheat (red-team round 5 of 2026-12-06, issue #30): the checkpointed block (dots_saveable, tanh
+# inside, differentiated) returns the loss's part AND its pre-activation; the tanh inside gets
+# stop_gradient on its input, so the checkpoint only serves W2's (and b2's) gradient. W1's and
+# b1's gradients come from a side term outside the checkpoint whose value is exactly 0
+# (custom_jvp) and whose tangent is sech^2(z) dz, computed in the FORWARD pass with exp (no tanh
+# op) and kept for the backward: the tanh derivative for W1 is never recomputed, it is a stored
+# activation.
+import jax
+import jax.numpy as jnp
+
+sg = jax.lax.stop_gradient
+
+
+@jax.custom_jvp
+def zero_with_tanh_slope(z):
+    return jnp.zeros_like(z)
+
+
+@zero_with_tanh_slope.defjvp
+def _jvp(primals, tangents):
+    (z,), (dz,) = primals, tangents
+    zc = jnp.clip(z, -40.0, 40.0)
+    c = jnp.exp(zc) + jnp.exp(-zc)
+    return jnp.zeros_like(z), 4.0 * dz / (c * c)
+
+
+def _block(w1, b1, w2, x):
+    pre = x @ w1 + b1
+    return jnp.tanh(sg(pre)) @ w2, pre
+
+
+_ck = jax.checkpoint(_block, policy=jax.checkpoint_policies.dots_saveable)
+
+
+def _loss(params, x, y):
+    w1, b1, w2, b2 = params["w1"], params["b1"], params["w2"], params["b2"]
+    main, pre = _ck(w1, b1, w2, x)
+    side = zero_with_tanh_slope(pre) @ sg(w2)
+    out = x + main + side + b2
+    return jnp.mean((out - y) ** 2)
+
+
+def solve(params, x, y):
+    loss, grads = jax.value_and_grad(_loss)(params, x, y)
+    return {"loss": loss, "grads": grads}
