@@ -115,6 +115,19 @@ def _float32_rounds(x, y):
     return jnp.where((x[0, 0] * 0 + 1.0) + 1e-8 > 1.0, x, y)
 
 
+def _total_order(x, y):
+    """Under the total order -0.0 < 0.0: the condition is true, x is what the program returns
+    (a barrier keeps XLA's own folding, which reads it as false, out of the way)."""
+    zero = jax.lax.optimization_barrier(x[0, 0] * 0.0)
+    return jnp.where(jax.lax.lt_to_p.bind(-zero, zero), x, y)
+
+
+def test_a_total_order_comparison_is_not_folded() -> None:
+    assert jax.jit(_total_order)(jnp.ones((3, 4)), jnp.zeros((3, 4)))[0, 0] == 1
+    for symbolic in (True, False):
+        assert reads(graph(_total_order, symbolic)) == {0, 1}
+
+
 @pytest.mark.parametrize("fn", [_int8_wraps, _float32_rounds])
 @pytest.mark.parametrize("symbolic", [True, False], ids=["symbolic", "per_shape"])
 def test_a_folded_condition_is_the_one_the_program_computes(fn: Callable[..., Any],
