@@ -110,12 +110,33 @@ def test_honest_rules_give_the_same_values_at_every_shape_symbolic_too() -> None
     with calls:
         jax.make_jaxpr(solve)(spec, spec)
     rules = calls.rules_function({"argument": 0, "cotangent": 1})
-    assert calls.call_shapes[0] == [(n + (-n) % 8,), (), (n,)]
+    assert [shape for shape, _ in calls.call_shapes[0]] == [(n + (-n) % 8,), (), (n,)]
     exported = export.export(jax.jit(rules))(spec, spec)
     out = exported.call(X, G)
     for name in ("", "@1", "@2"):
         np.testing.assert_array_equal(out[f"function{name}"], _sign(X))
         np.testing.assert_array_equal(out[f"backward{name}"], BAND)
+
+
+def test_the_rules_also_run_at_another_dtype_they_were_called_at() -> None:
+    """Rules honest for float32 and an identity for complex64, called only on
+    x.astype(complex64) (exact): run at that dtype too, on x cast to it, real part back."""
+    @jax.custom_vjp
+    def q(x: jax.Array) -> jax.Array:
+        return x if jnp.iscomplexobj(x) else _sign(x)
+
+    q.defvjp(lambda x: (q(x), x), lambda x, g: (
+        g if jnp.iscomplexobj(x) else jnp.where(jnp.abs(x) <= 1.0, g, 0.0),))
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        v, vjp = jax.vjp(q, x.astype(jnp.complex64))
+        (d,) = vjp(jnp.where(jnp.abs(x) <= 1.0, g, 0.0).astype(jnp.complex64))
+        return {"y": _sign(jnp.real(v)), "dx": jnp.real(d)}
+
+    out = jax.jit(_rules_of(solve, X, G))(X, G)
+    np.testing.assert_array_equal(out["function"], _sign(X))  # x's own dtype: honest
+    np.testing.assert_array_equal(out["function@1"], X)  # complex64: the identity
+    np.testing.assert_array_equal(out["backward@1"], G)
 
 
 def test_a_function_called_at_more_shapes_than_are_run_is_refused() -> None:

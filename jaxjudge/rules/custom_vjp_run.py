@@ -60,8 +60,8 @@ def _mismatch_text(m: RuleMismatch, argument: str, cotangent: str, primal: str,
     else:
         what = f"differs from the {output} solve returns at {m.differing} of {m.total} elements"
     missing = backward_work if grad else forward_work
-    ran = (" at another shape solve called it at (on x reshaped to it, as jax.vmap would)"
-           if shape else "")
+    ran = (" at another shape or dtype solve called it at (on x laid out and cast to it, as "
+           "jax.vmap would)" if shape else "")
     return (f"Run on their own on {test}{ran}, {_PART[base]}, {given}, {what}: {missing} is "
             "not done inside the rule, or is done again outside it.")
 

@@ -504,15 +504,17 @@ def _positional(obj: Any, args: tuple, kwargs: dict) -> list | None:
     return None if bound.kwargs else list(bound.args)
 
 
-def _at_shape(jax: Any, one: Any, shape: tuple, x: Any, g: Any) -> dict[str, Any]:
-    """`one(x, g)`'s parts with the rules run at `shape`, another shape the function was
-    called at: x's and g's elements laid out as whole `shape`s (repeated from the start to
-    fill the last one), the rules vmapped over them, and the results taken back to x's shape.
+def _at_shape(jax: Any, one: Any, kind: tuple, x: Any, g: Any) -> dict[str, Any]:
+    """`one(x, g)`'s parts with the rules run at `kind`, another (shape, dtype) the function
+    was called at: x's and g's elements laid out as whole shapes (repeated from the start to
+    fill the last one) of that dtype, the rules vmapped over them, and the results taken back
+    to x's shape and dtype (a complex result's real part: a call on x.astype(complex64)).
     No size arithmetic needs a divisor, so it exports at symbolic shapes too. Exact for
     elementwise rules, which the quantisation and its clipped gradient are; rules that act
     differently at that shape (on the rank, on a size) give other values, which the parent
     compares with solve's."""
     jnp = jax.numpy
+    shape, dtype = kind
     n, m = x.size, 1
     for d in shape:
         m = m * d
@@ -520,9 +522,16 @@ def _at_shape(jax: Any, one: Any, shape: tuple, x: Any, g: Any) -> dict[str, Any
         return one(x, g)
     count = (n + m - 1) // m
     index = jnp.arange(count * m) % n
-    laid = [v.reshape(-1)[index].reshape((count, *shape)) for v in (x, g)]
+    laid = [v.reshape(-1)[index].reshape((count, *shape)).astype(dtype) for v in (x, g)]
     out = jax.vmap(one)(*laid)
-    return {name: v.reshape(-1)[:n].reshape(x.shape) for name, v in out.items()}
+
+    def back(v: Any) -> Any:
+        v = v.reshape(-1)[:n].reshape(x.shape)
+        if jnp.iscomplexobj(v) and not jnp.iscomplexobj(x):
+            v = jnp.real(v)
+        return v.astype(x.dtype)
+
+    return {name: back(v) for name, v in out.items()}
 
 
 class _RuleTraces:
@@ -671,8 +680,8 @@ class _CustomRuleCalls:
         # Per function, each different way it was called (arrays' shapes and types, the other
         # arguments' text): the rules run replays the first one only.
         self.call_kinds: dict[int, set[tuple]] = {}
-        # Per function, the shapes of its one array argument, in the order first called at:
-        # the rules run also runs the rules at each shape other than the argument's own.
+        # Per function, the (shape, dtype) of its one array argument, in the order first called
+        # at: the rules run also runs the rules at each one other than the argument's own.
         self.call_shapes: dict[int, list[tuple]] = {}
         self.dropped = 0
         self._jax = jax
@@ -824,8 +833,9 @@ class _CustomRuleCalls:
         shapes = self.call_shapes.setdefault(k, [])
         if len(held) == 1 and len(shapes) <= self.MAX_SHAPES:
             with contextlib.suppress(Exception):  # a symbolic dimension that cannot compare
-                if tuple(held[0].shape) not in shapes:
-                    shapes.append(tuple(held[0].shape))
+                kind = (tuple(held[0].shape), held[0].dtype)
+                if kind not in shapes:
+                    shapes.append(kind)
         if k not in self.first_call:  # how rules_function calls the rules on x
             arrays = [isinstance(a, self._jax.Array) for a in given or ()]
             self.first_call[k] = (None if given is None or sum(arrays) != 1 else  # no tracer
@@ -891,9 +901,9 @@ class _CustomRuleCalls:
                     "the rules are checked for one of them: use one custom_vjp")
         shapes = self.call_shapes.get(k, [])
         if len(shapes) > self.MAX_SHAPES:
-            return (f"it was called at more than {self.MAX_SHAPES} shapes of its array "
-                    "argument, and its rules are run at each shape it was called at: call it "
-                    "on x itself, or under jax.vmap")
+            return (f"it was called at more than {self.MAX_SHAPES} shapes (or dtypes) of its "
+                    "array argument, and its rules are run at each one it was called at: call "
+                    "it on x itself, or under jax.vmap")
         # the programs solve computed with, not the Python functions called once more
         fun, fwd, bwd = (self.traces.replay(f, k, role) for f, role in
                          ((fun, "fun"), (fwd, "fwd"), (bwd, "bwd")))
@@ -922,7 +932,8 @@ class _CustomRuleCalls:
         def rules(*args: Any) -> dict[str, Any]:
             x, g = args[ix], args[ig]
             parts = one(x, g)
-            others = [sh for sh in shapes if sh != tuple(x.shape)] if g.shape == x.shape else []
+            others = ([kind for kind in shapes if kind != (tuple(x.shape), x.dtype)]
+                      if g.shape == x.shape else [])
             for i in range(self.EXTRA_SHAPES):  # the argument's own shape again when none
                 here = (_at_shape(jax, one, others[i], x, g) if i < len(others)
                         else one(x, g))
