@@ -108,8 +108,10 @@ class Evaluator:
         self.groups = groups
         self.whole = whole  # the variant with every watched input changed
         self.recorder = recorder  # makes each loop run's record (observe.LoopRecord)
-        # op -> the variant whose result of it is changed, and the one changed at one element
-        self.taps: dict[Any, tuple[int, int | None]] = {}
+        # op -> the variant whose result of it is changed, the ones changed at one element
+        # each, and where their elements start (a seed)
+        self.taps: dict[Any, tuple[int, range, int]] = {}
+        self.tapped_once: set[Any] = set()  # ops whose one-element variant was changed
         self.owner = None  # called with (op, result) for each computing op (observe.Owners)
         n = [0]
 
@@ -222,22 +224,29 @@ class Evaluator:
             except Exception as exc:  # an op read in a way we did not foresee
                 raise Unobservable(f"the op {name} ({type(exc).__name__})") from None
             if self.taps and op in self.taps and outs and outs[0].dtype.kind in "fc":
-                outs = [self._perturbed_all(outs[0], *self.taps[op]), *outs[1:]]
+                outs = [self._perturbed_all(outs[0], op, *self.taps[op]), *outs[1:]]
             if self.owner is not None and outs and name not in _MOVES:
                 self.owner(op, outs[0])
             for r, o in zip(op.results, outs, strict=True):
                 env[r] = o
         raise Unobservable("a block without a return")
 
-    def _perturbed_all(self, x: np.ndarray, v: int, one: int | None = None) -> np.ndarray:
-        """Variant v of an op's result changed everywhere (a tapped activation), and variant
-        `one` at its first element only."""
+    def _perturbed_all(self, x: np.ndarray, op: Any, v: int, ones: range = range(0),
+                       seed: int = 0) -> np.ndarray:
+        """Variant v of an op's result changed everywhere (a tapped activation), and each of
+        the variants `ones` at a single element of the op's first run only (one element of
+        one run, wherever a loop runs the op again): the elements from `seed` on, modulo the
+        size, every one when there are no more elements than variants."""
         out = np.array(np.broadcast_to(x, (self.V, *x.shape[1:])))
         out[v] = _changed(out[v], self.rng)
-        if one is not None and out[one].size:
-            flat = out[one].reshape(-1).copy()
-            flat[:1] = _changed(flat[:1], self.rng)
-            out[one] = flat.reshape(out[one].shape)
+        if ones and out[v].size and op not in self.tapped_once:
+            self.tapped_once.add(op)
+            size = out[v].size
+            for j, w in enumerate(ones[:size]):
+                flat = out[w].reshape(-1).copy()
+                at = (seed + j) % size
+                flat[at:at + 1] = _changed(flat[at:at + 1], self.rng)
+                out[w] = flat.reshape(out[w].shape)
         return out
 
     def _get(self, env, v) -> np.ndarray:
