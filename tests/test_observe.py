@@ -564,6 +564,12 @@ def test_code_written_once_per_pair_of_rows_is_counted_by_pairs() -> None:
 
     got = _owned(pairs, X)
     assert got["chunks"] == 3 and not any(got["private"]), got
+
+    def anchored(x):  # each row batched with row 0: pairs that overlap are not counted
+        return jnp.concatenate([jnp.tanh(x[jnp.array([0, i])] @ M[:3]) * 2.0
+                                for i in range(1, x.shape[0])])
+
+    assert _owned(anchored, X)["chunks"] == 1
     assert _owned(lambda x: jnp.tanh(x @ M[:3]) * 2.0, X)["chunks"] == 0
 
 
@@ -657,6 +663,19 @@ def test_one_element_of_the_recomputed_tanh_moves_one_row_of_w2s_gradient() -> N
     (again,) = [k for k, moved in enumerate(got["activations"]) if not moved[0] and moved[2]]
     assert got["activation_spread"][again][1:] == [1 / h_size, 1 / h_size], got
     assert got["activation_spread"][fwd][2] == 1.0, got
+
+    def by_unit(w1, w2, x):  # one hidden unit per scan step: the tanh op runs H times
+        cols = jax.lax.map(lambda c: jnp.tanh(x @ c), w1.T)
+        return cols.T @ w2
+
+    inner = jax.checkpoint(by_unit, policy=jax.checkpoint_policies.dots_saveable)
+    fn = jax.value_and_grad(lambda w1, w2, x: jnp.mean(inner(w1, w2, x) ** 2), argnums=(0, 1))
+    text, ins, _ = _program(fn, w1, w2, X)
+    got = OBS["observe_activations"](text, ins, "stablehlo.tanh", ir, hlo,
+                                     mlir.make_ir_context())
+    (again,) = [k for k, moved in enumerate(got["activations"]) if not moved[0] and moved[2]]
+    # one element of the op's first run (one unit), not one element per run (every unit)
+    assert got["activation_spread"][again][2] == 1 / h_size, got
 
 
 def test_symbolic_programs_with_loops_and_slices_run_as_verified() -> None:

@@ -210,6 +210,7 @@ def test_an_index_that_enters_the_update_again_is_a_visit() -> None:
 
     why = visited((with_(enters=(None, 1, 2, 3)),), "B")
     assert why is not None and "B index 1 at step 2" in why and "3 different steps" in why
+    assert visited((with_(enters=(None, None, 2, 3)),), "B") is None  # two: not told apart
     assert visited((with_(),), "B") is None
     single = LoopRun(index=9, depth=0, steps=5, entry=(), entry_max=(), exit=(), work=(),
                      slots=(Slot(first=(1, 2, 3, 4), touches=(1,) * 4, kept=(), live=True),))

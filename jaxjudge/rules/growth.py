@@ -420,8 +420,9 @@ def _per_step(values: Sequence[int], fps: Sequence[Footprint],
     # A lax loop with unroll=2 or 3 (its body copied that many times inside a while loop at
     # the largest size) is unrolled completely at sizes up to it, and copies the remainder
     # past it: growth in copies of its body is not per-element code there. A factor of 4 or
-    # more (the tests' "partly unrolled") is.
-    unrolled = 0 < fps[-1].looped_copies <= PROBES
+    # more (the tests' "partly unrolled") is. Two such loops (a scan for the gradients, one
+    # for the clipping) copy their bodies up to that many times each.
+    unrolled = 0 < fps[-1].looped_copies <= PROBES * max(fps[-1].whiles, 1)
     for i in range(n):
         for j in range(i + 1, n):
             if runs[j] <= runs[i] or not _grows(fps[i], fps[j], runs[i], runs[j]):

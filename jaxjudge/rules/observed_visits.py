@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from jaxjudge.rules.observed import Observation, unseen
 
+# Indices taken up at different steps before a loop counts as visiting them one at a time.
+# Two are not told from an online softmax over 3 keys with 2 heads, whose running maximum of
+# each head moves at one step only, a different one for each (batched attention's hidden-29).
+MIN_VISITS = 3
+
 
 def visited(observations: tuple[Observation, ...], dim: str) -> str | None:
     """None unless an observed loop took the indices along `dim` up one per step: in some value
@@ -34,7 +39,7 @@ def visited(observations: tuple[Observation, ...], dim: str) -> str | None:
                     if good:
                         once.pop(g, None)
                 steps = sorted(set(once.values()))
-                if len(steps) < 2:
+                if len(steps) < MIN_VISITS:
                     continue
                 what = f" of {obs.watched}" if obs.watched else ""
                 first_at = {s: g for g, s in sorted(once.items(), reverse=True)}
@@ -71,17 +76,25 @@ MAX_UNROLL = 3
 
 
 def _unrolled_scan(obs: Observation) -> bool:
-    """Whether the indices with ops of their own are what a scan over all of them with unroll
-    <= MAX_UNROLL writes: up to MAX_UNROLL of them in its body (fewer where the data leaves
-    an op unmoved, a clipping scale of 1) and fewer left over outside it, or every index, up
-    to MAX_UNROLL, and no loop (unroll as large as the trip count). A Python loop over the
-    first three of more indices is not that."""
+    """Whether the indices with ops of their own are what scans over all of them with unroll
+    <= MAX_UNROLL write: per loop, up to MAX_UNROLL in its body and fewer left over outside
+    it, at the start or the end (a reversed scan's); the copies cover every index with what
+    is left over, or fewer than all copies show (the data left an op unmoved at some trips:
+    a clipping scale of 1); or every index, up to MAX_UNROLL, and no loop at all (unroll as
+    large as the trip count). A Python loop over the first three of more indices is not that,
+    nor three copies in a loop of one trip beside two more in the middle of the indices."""
     every = len(obs.private)
     looped = {g for g, n in enumerate(obs.private_looped) if n}
     outside = {g for g, n in enumerate(obs.private) if n} - looped
     if not looped:
         return len(outside) == every <= MAX_UNROLL
-    return len(looped) <= MAX_UNROLL and len(outside) < MAX_UNROLL
+    loops = max(1, len({run.index for run in obs.loops if run.depth == 0}))
+    left = sorted(outside)
+    remainder = not left or left == list(range(len(left))) or left == list(
+        range(every - len(left), every))
+    return (len(looped) <= MAX_UNROLL * loops and len(outside) < MAX_UNROLL * loops
+            and remainder
+            and (len(looped | outside) == every or len(looped) < MAX_UNROLL * loops))
 
 
 def _per_index(obs: Observation, dim: str, unrolled: bool = True) -> str | None:

@@ -43,7 +43,9 @@ class Owners:
     def chunks(self) -> int:
         """How many disjoint sets of two indices or more (up to half of them) have ops of
         their own outside loops: code written once per pair of examples (a Python loop over
-        the batch two at a time, vmapped within each pair) moves with its pair only."""
+        the batch two at a time, vmapped within each pair) moves with its pair only. Sets
+        that share an index are not counted: an honest logsumexp has ops that move with one
+        coordinate and the one at the maximum, a pair for each coordinate."""
         g = self.ev.groups
         sets: dict[bytes, int] = {}
         for op, moved in self.moved.items():
