@@ -344,7 +344,7 @@ def check_programs_per_bucket(
                                       f"could not be analyzed ({exc}).")
         forms.append(_Form(p, length, bucket, canon, module))
     for form in forms:
-        too_long = _too_long(form, args, dim)
+        too_long = _too_long(form, args, dim, buckets)
         if too_long:
             return RuleOutcome(False, too_long, region=noted(
                 form.program, f"{dim}={form.length}: a copy of the input longer than its "
@@ -379,8 +379,12 @@ def check_programs_per_bucket(
             forms[0].program, "the same program for " + "; ".join(seen)))
 
 
-def _too_long(form: _Form, args: Sequence[str], dim: str) -> str | None:
-    """Why a live copy of a padded input is longer than its bucket, or None."""
+def _too_long(form: _Form, args: Sequence[str], dim: str,
+              buckets: Sequence[int]) -> str | None:
+    """Why a live copy of a padded input is longer than its bucket, or None. Longer: more
+    elements than the input padded to its bucket, with an axis as long as the next bucket or
+    more that the input has nowhere else (a column of ones beside x widens another axis, by
+    one: not padding)."""
     canon, p = form.canon, form.program
     index = {i for i, path in enumerate(p.args) if path in args}
     for source, t, expanded in canon.live_copies():
@@ -389,7 +393,12 @@ def _too_long(form: _Form, args: Sequence[str], dim: str) -> str | None:
         if expanded or source not in index or n is None or not full or full % form.length:
             continue
         limit = full // form.length * form.bucket
-        if n > limit:
+        after = next((b for b in buckets if b > form.bucket), form.bucket + 1)
+        others = list(whole.dims) if whole else []
+        if form.length in others:
+            others.remove(form.length)
+        if n > limit and any(d is not None and d >= after and d not in others
+                             for d in t.dims):
             shape = "x".join("?" if d is None else str(d) for d in t.dims)
             return (f"For {dim}={form.length} the program computes on a {shape} copy of "
                     f"{p.args[source]} ({n} elements: its values, moved or computed element "
