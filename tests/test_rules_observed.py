@@ -329,9 +329,13 @@ def test_a_scan_unrolled_three_times_is_not_code_per_index() -> None:
     assert written_per_index((trip,), "B") is None
     first_three = Observation(count=4, sliced=(), dim="B", test="t", private=(4, 4, 4, 0))
     assert written_per_index((first_three,), "B") is not None
-    four_copies = Observation(count=4, sliced=(), dim="B", test="t", private=(4,) * 4,
-                              private_looped=(4,) * 4)
-    assert written_per_index((four_copies,), "B") is not None
+    # three copies and one left over whose ops ride in the loop's carry (JAX 0.4.38 and new)
+    carried = Observation(count=4, sliced=(), dim="B", test="t", private=(1, 1, 1, 3),
+                          private_looped=(1, 1, 1, 2))
+    assert written_per_index((carried,), "B") is None
+    six_copies = Observation(count=6, sliced=(), dim="B", test="t", private=(4,) * 6,
+                             private_looped=(4,) * 6)
+    assert written_per_index((six_copies,), "B") is not None
     as_many_left = Observation(count=6, sliced=(), dim="B", test="t", private=(4,) * 6,
                                private_looped=(4, 4, 4, 0, 0, 0))
     assert written_per_index((as_many_left,), "B") is not None
