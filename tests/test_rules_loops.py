@@ -164,7 +164,7 @@ def map_over_inner_scan(x: jax.Array) -> jax.Array:
     (while_times_four, lambda t: [(t + 3) // 4]),
     (fori_negated_ceil, lambda t: [(t + 3) // 4]),
     (countdown_quarter, lambda t: [t // 4]),
-    (while_wraps, lambda t: [None]),
+    (while_wraps, lambda t: [2]),  # the counter wraps at its third value, as it runs
     (while_forever, lambda t: [None]),
     (map_rows, lambda t: [t]),
     (map_over_inner_scan, lambda t: [t, 3]),
