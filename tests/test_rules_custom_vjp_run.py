@@ -139,6 +139,22 @@ def test_the_rules_also_run_at_another_dtype_they_were_called_at() -> None:
     np.testing.assert_array_equal(out["backward@1"], G)
 
 
+def test_stage_a_exports_exactly_the_parts_the_schema_reads() -> None:
+    """Stage A runs the rules at EXTRA_SHAPES other shapes; stage B's schema names each part
+    at each of them: the two must not drift apart (a part the schema lacks is refused as
+    malformed, one stage A never writes is compared as missing)."""
+    from jaxjudge.grading.stage_results import RULE_PARTS
+
+    q = _rank_switching()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        return {"y": _sign(x), "dx": jax.vjp(q, x)[1](g)[0]}
+
+    out = jax.jit(_rules_of(solve, X, G))(X, G)
+    assert sorted(out) == sorted(RULE_PARTS)
+    assert len(RULE_PARTS) == 3 * (1 + trace._CustomRuleCalls.EXTRA_SHAPES)
+
+
 def test_a_function_called_at_more_shapes_than_are_run_is_refused() -> None:
     q = _rank_switching()
 

@@ -931,12 +931,12 @@ class _CustomRuleCalls:
 
         def rules(*args: Any) -> dict[str, Any]:
             x, g = args[ix], args[ig]
-            parts = one(x, g)
+            own = one(x, g)
+            parts = dict(own)
             others = ([kind for kind in shapes if kind != (tuple(x.shape), x.dtype)]
                       if g.shape == x.shape else [])
-            for i in range(self.EXTRA_SHAPES):  # the argument's own shape again when none
-                here = (_at_shape(jax, one, others[i], x, g) if i < len(others)
-                        else one(x, g))
+            for i in range(self.EXTRA_SHAPES):  # the argument's own parts again when none
+                here = _at_shape(jax, one, others[i], x, g) if i < len(others) else own
                 parts.update({f"{name}@{i + 1}": v for name, v in here.items()})
             return parts
 
