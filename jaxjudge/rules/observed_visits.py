@@ -4,7 +4,7 @@ The runs are stage B's (jaxjudge.stages.observe), schema-checked by the parent."
 
 from __future__ import annotations
 
-from jaxjudge.rules.observed import Observation, unseen
+from jaxjudge.rules.observed import Observation, Slot, unseen
 
 # Indices taken up at different steps before a loop counts as visiting them one at a time.
 # Two are not told from an online softmax over 3 keys with 2 heads, whose running maximum of
@@ -24,20 +24,12 @@ def visited(observations: tuple[Observation, ...], dim: str) -> str | None:
         for run in obs.loops:
             if run.steps < 2:
                 continue
-            for slot in run.slots:
-                once = {g: s for g, (s, n) in enumerate(zip(slot.first, slot.touches,
-                                                             strict=True))
-                        if s is not None and n == 1}
-                # elements one index moves at one step only, beside others every index moves
-                once.update((g, s) for g, s in enumerate(slot.single)
-                            if s is not None and g not in once)
-                # an index folded in over two steps (half at each), or beside a sum of every
-                # index added at step 0 and taken off at the end: where it entered again
-                once.update((g, s) for g, s in enumerate(run.enters)
-                            if s is not None and g not in once)
-                for g, good in enumerate(run.for_good):
-                    if good:
-                        once.pop(g, None)
+            # an index folded in over two steps (half at each), or beside a sum of every index
+            # added at step 0 and taken off at the end: where it entered again (the whole run)
+            entered = {g: s for g, s in enumerate(run.enters) if s is not None}
+            taken_up = {g for g, good in enumerate(run.for_good) if good}
+            for own in [*map(_once, run.slots), {}]:  # {}: a run with no slot still counts
+                once = {g: s for g, s in {**entered, **own}.items() if g not in taken_up}
                 steps = sorted(set(once.values()))
                 if len(steps) < MIN_VISITS:
                     continue
@@ -53,6 +45,15 @@ def visited(observations: tuple[Observation, ...], dim: str) -> str | None:
         if (why := _per_index(obs, dim, unrolled=False)) is not None:
             return why
     return None
+
+
+def _once(slot: Slot) -> dict[int, int]:
+    """Per index: the one step at which it changed this value's update, or at which every
+    element it alone moves was updated (beside others every index moves: a smeared sum)."""
+    once = {g: s for g, (s, n) in enumerate(zip(slot.first, slot.touches, strict=True))
+            if s is not None and n == 1}
+    once.update((g, s) for g, s in enumerate(slot.single) if s is not None and g not in once)
+    return once
 
 
 def written_per_index(observations: tuple[Observation, ...], dim: str) -> str | None:
