@@ -243,7 +243,8 @@ class ObservedResult(_Strict):
         list[Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)]],
                        Field(max_length=MAX_OUTPUTS)]],
         Field(max_length=32)] = Field(default_factory=list)
-    # per tapped activation op: per output, the share of its elements one element moved
+    # per tapped activation op: per output, the largest share of its elements one element of
+    # the op's first run moved, changed alone
     activation_spread: Annotated[
         list[Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)]],
                        Field(max_length=MAX_OUTPUTS)]],

@@ -174,7 +174,8 @@ class Observation:
     activations: tuple[tuple[int, ...], ...] = ()  # per activation op: per output, moved
     # per activation op: per output, how far it moved (relative to its size)
     activation_sizes: tuple[tuple[float, ...], ...] = ()
-    # per activation op: per output, the share of its elements its first element moved alone
+    # per activation op: per output, the largest share of its elements one of its elements
+    # moved, changed alone at the op's first run
     activation_spread: tuple[tuple[float, ...], ...] = ()
     # no_loop_over_dim: per index, the computing ops whose result moved with it alone, and
     # of them the ones run inside a loop's body

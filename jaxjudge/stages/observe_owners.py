@@ -50,8 +50,8 @@ class Owners:
         sets: dict[bytes, int] = {}
         for op, moved in self.moved.items():
             if op not in self.looped and 2 <= int(moved.sum()) <= g // 2:
-                sets[np.packbits(moved).tobytes()] = sets.get(
-                    np.packbits(moved).tobytes(), 0) + 1
+                key = np.packbits(moved).tobytes()
+                sets[key] = sets.get(key, 0) + 1
         taken = np.zeros(g, dtype=bool)
         count = 0
         for key in sorted(sets, key=lambda k: -sets[k]):  # the sets most ops move with first
