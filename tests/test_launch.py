@@ -155,3 +155,32 @@ def test_odd_limits_leave_the_start_to_the_command(tmp_path: Path, table: str) -
     (folder / "problem.toml").write_text("id = 'p'\n", encoding="utf-8")
     assert peek_limits(str(folder)) == PeekedLimits(60.0, 60.0, 2048, 256)
     assert peek_limits("no-such-problem") is None
+
+
+BLAS_THREADS = """
+import os, sys
+sys.argv = ["jaxjudge", "--help"]
+from jaxjudge.cli import launch
+try:
+    launch.main()
+except SystemExit:
+    pass
+import numpy
+threads = [line for line in open("/proc/self/status") if line.startswith("Threads:")]
+print(os.environ.get("OPENBLAS_NUM_THREADS"), threads[0].split()[1], file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, ["1", "1"]), ("2", ["2"])])
+def test_the_cli_starts_no_blas_thread_pool_unless_asked(given: str | None,
+                                                         expected: list[str]) -> None:
+    """numpy's OpenBLAS pool spins beside a one-off grade's stages for nothing: the CLI's own
+    process keeps one thread, and a count the user set is theirs."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run([sys.executable, "-c", BLAS_THREADS], env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+    blas, threads = proc.stderr.strip().splitlines()[-1].split()
+    assert [blas, threads][: len(expected)] == expected  # the user's pool size is numpy's call

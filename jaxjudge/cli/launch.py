@@ -104,7 +104,15 @@ def _flush(status: int) -> int:
     return status
 
 
+def _single_blas_thread() -> None:
+    """One OpenBLAS thread for the CLI, unless the user set a count: the trusted side does no
+    large linear algebra, and the pool that numpy's import starts spins for ~0.05 s of CPU,
+    which a one-off grade's two stages want for their own `import jax` at that moment."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def main() -> None:
+    _single_blas_thread()
     argv = sys.argv[1:]
     if argv[:1] != ["grade"]:
         from jaxjudge.cli.service import main as cli_main
