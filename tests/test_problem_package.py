@@ -320,8 +320,12 @@ def test_spec_requirements_need_a_program_level_corroborator(tmp_path: Path) -> 
          "gradients: List should have at least 1 item"),
         (SPEC.replace('"dots_saveable"', '"dots saveable!"') + PROGRAM,
          "policy: String should match pattern"),
+        (SPEC + PROGRAM + "local_share = 0\n", "local_share: Input should be greater than 0"),
+        (SPEC + PROGRAM + "fed_share = 1.5\n",
+         "fed_share: Input should be less than or equal to 1"),
     ],
-    ids=["unknown-rule", "wrong-level", "typo-option", "bad-product", "no-gradients", "bad-name"],
+    ids=["unknown-rule", "wrong-level", "typo-option", "bad-product", "no-gradients", "bad-name",
+         "no-local-share", "fed-share-over-1"],
 )
 def test_rule_errors_are_the_authors_at_load_time(
     tmp_path: Path, requirements: str, error: str

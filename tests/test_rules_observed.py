@@ -579,6 +579,21 @@ def test_one_element_of_the_recomputed_activation_must_move_a_part_of_what_it_fe
             assert "one element of it moved 100% of grads.w2" in why
 
 
+def test_the_activation_thresholds_are_the_requirements_options() -> None:
+    """`fed_share` and `local_share` (problem.toml) move where the line falls, and the rule
+    passes them on: an author may widen what a gradient may move for a wider activation."""
+    outs = ["loss", "grads.b1", "grads.w1", "grads.w2"]
+    moved = ((1, 3, 6, 6), (0, 3, 6, 6))
+    obs = Observation(count=0, sliced=(), test="example-1", kind="activation",
+                      activations=moved,
+                      activation_sizes=((0.4, 0.2, 0.2, 0.4), (0.0, 0.5, 0.5, 0.005)),
+                      activation_spread=((1.0, 1.0, 1.0, 1.0), (0.0, 0.3, 0.3, 0.6)))
+    args = ((obs,), outs, ("loss",), ("grads",), "tanh", ("grads.w2",))
+    assert "only by 0.005 of its size" in (recomputed(*args) or "")
+    assert "moved 60% of grads.w2" in (recomputed(*args, fed_share=1e-3) or "")
+    assert recomputed(*args, fed_share=1e-3, local_share=0.7) is None
+
+
 def test_on_a_test_far_from_converged_every_middle_step_must_matter() -> None:
     """All 8 iterations at step 1, the other steps idle (reading w through a difference of
     copies, with junk iterations to keep the work even): undoing a middle step moves nothing,

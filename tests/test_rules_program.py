@@ -264,6 +264,11 @@ def test_malformed_fields_and_options_fail_cleanly() -> None:
     short = ProgramInfo("s", good.text, good.args[:-1], good.outs)
     assert analyze_program(short, **ANALYZE).kind == "parse_error"  # type: ignore[arg-type]
     assert not check([good], activation=7).passed
+    assert check([good]).passed  # the same program with good thresholds passes
+    for bad in ({"local_share": 0}, {"fed_share": 2.0}, {"fed_share": True},
+                {"local_share": "0.5"}):
+        outcome = check([good], **bad)
+        assert not outcome.passed and "misconfigured" in outcome.message, bad
 
 
 def test_parser_keeps_each_ops_tensor_types() -> None:

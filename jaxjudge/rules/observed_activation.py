@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from jaxjudge.rules.observed import Observation, unseen
 
+# The defaults of the rule's `fed_share` and `local_share` options (jaxjudge.rules.program).
 # How far changing the recomputed activation must move each gradient it feeds, of the
 # gradient's size: W2's gradient is h^T g, so an honest one moves wholly (0.06 to 1 on the
 # remat problem's 46 tests); one read mostly from a saved copy moves by the recomputed share.
@@ -22,12 +23,14 @@ LOCAL = 0.5
 
 def recomputed(observations: tuple[Observation, ...], outs: list[str], primal: tuple[str, ...],
                gradients: tuple[str, ...], activation: str,
-               feeds: tuple[str, ...] = ()) -> str | None:
+               feeds: tuple[str, ...] = (), *, fed_share: float = FED,
+               local_share: float = LOCAL) -> str | None:
     """None unless the observed run shows no activation op whose result moves the gradients and
     not the primal outputs (the one recomputed for the backward pass), moving each of `feeds`
-    too, by FED of its size or more (a weight gradient that needs the activation itself, not
-    only its derivative: one read from a saved copy of the forward activation, plus 0.1% of
-    the recomputed one, is not recomputed); else what was seen."""
+    too, by `fed_share` of its size or more (a weight gradient that needs the activation
+    itself, not only its derivative: one read from a saved copy of the forward activation, plus
+    0.1% of the recomputed one, is not recomputed), and at most `local_share` of its elements
+    when one element of the activation changes; else what was seen."""
     def under(path: str, roots: tuple[str, ...]) -> bool:
         return any(path == r or path.startswith(r + ".") for r in roots)
 
@@ -49,10 +52,10 @@ def recomputed(observations: tuple[Observation, ...], outs: list[str], primal: t
             faint = {f: max((sizes[i] for i in idx if i < len(sizes)), default=0.0)
                      for f, idx in fed.items()}
             missed = [f for f, idx in fed.items() if not sum(moved[i] for i in idx)
-                      or (len(sizes) == len(outs) and faint[f] < FED)]
+                      or (len(sizes) == len(outs) and faint[f] < fed_share)]
             spread = obs.activation_spread[k] if k < len(obs.activation_spread) else ()
             wide = [f for f, idx in fed.items() if len(spread) == len(outs)
-                    and max((spread[i] for i in idx), default=0.0) > LOCAL]
+                    and max((spread[i] for i in idx), default=0.0) > local_share]
             if g and not p and not missed and wide:
                 kinds.append(f"the gradients, but one element of it moved "
                              f"{max(spread[i] for i in fed[wide[0]]):.0%} of {wide[0]} (a "

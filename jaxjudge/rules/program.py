@@ -55,7 +55,7 @@ from jaxjudge.rules.dataflow import (
 )
 from jaxjudge.rules.folding import fold_constants
 from jaxjudge.rules.identity import passes
-from jaxjudge.rules.observed_activation import recomputed
+from jaxjudge.rules.observed_activation import FED, LOCAL, recomputed
 from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
 from jaxjudge.rules.region import region_of
 from jaxjudge.rules.registry import RuleOptions, register
@@ -458,6 +458,13 @@ class RematerializedActivationOptions(RuleOptions):
     feeds: list[str] = Field(default=[], max_length=16, description=(
         "output paths the recomputed activation must move too: a weight gradient that needs "
         "the activation itself (its product's), which a saved copy could otherwise serve"))
+    fed_share: float = Field(default=FED, gt=0, le=1, description=(
+        "how far, of its size, changing the recomputed activation must move each of `feeds` "
+        "(an honest gradient moves wholly; one read mostly from a saved copy, by its share)"))
+    local_share: float = Field(default=LOCAL, gt=0, le=1, description=(
+        "the largest share of a fed gradient's elements that one element of the recomputed "
+        "activation may move (W2's h^T g moves in one row; a saved copy rescaled by a factor "
+        "recomputed from every element moves in all of them); 1 turns the check off"))
 
 
 @register("rematerialized_activation", "program", RematerializedActivationOptions)
@@ -470,6 +477,8 @@ def check_rematerialized_activation(
     gradients: Sequence[str],
     policy: str,
     feeds: Sequence[str] = (),
+    fed_share: float = FED,
+    local_share: float = LOCAL,
 ) -> RuleOutcome:
     """The gradients use an activation recomputed from the saved product, never the forward one.
 
@@ -483,6 +492,8 @@ def check_rematerialized_activation(
         or not all(isinstance(p, str) and p for p in product)
         or not all(isinstance(ps, Sequence) and not isinstance(ps, str)
                    and all(isinstance(p, str) for p in ps) for ps in (primal, gradients))
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1
+                   for v in (fed_share, local_share))
     ):
         return RuleOutcome(False, "The requirement is misconfigured (activation/product options).")
     if not isinstance(programs, Sequence) or isinstance(programs, str | bytes):
@@ -511,7 +522,7 @@ def check_rematerialized_activation(
     if not failed:
         for p in programs:  # what the run showed (jaxjudge.rules.observed)
             seen = recomputed(p.observed, p.outs, tuple(primal), tuple(gradients), activation,
-                              tuple(feeds))
+                              tuple(feeds), fed_share=fed_share, local_share=local_share)
             if seen is not None:
                 return RuleOutcome(False, f"{seen}. Put the block in jax.checkpoint(..., "
                                           f"policy={policy}) inside the function you "
