@@ -434,3 +434,32 @@ def test_the_plan_exports_only_the_probe_shapes_no_test_has() -> None:
     reused = plan.probe_ids - set(extra)
     assert sorted(plan.sig_dims[i]["B"] for i in reused) == [1, 3]
     assert [a["shape"] for a in plan.probes[0]["args"][1:3]] == [[2, 3], [2]]
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    ('name = "g"\nkind = "array"\nshape = ["N"]', 'name = "g"\nkind = "array"\nshape = [4]',
+     "cotangent = 'g' ([4])"),
+    ('name = "g"\nkind = "array"\nshape = ["N"]', 'name = "g"\nkind = "scalar"',
+     "cotangent = 'g' (no shape)"),
+])
+def test_the_rules_runs_arguments_share_a_declared_shape(tmp_path: Path, old: str, new: str,
+                                                         said: str) -> None:
+    """The custom_vjp rules run at other shapes lays x and g out side by side: a problem whose
+    cotangent has another shape is the author's error at load, not a run that quietly checks
+    the rules at one shape only."""
+    import shutil
+
+    src = ROOT.parent / "straight-through-estimator"
+    ok = tmp_path / "ok" / src.name
+    shutil.copytree(src, ok, ignore=shutil.ignore_patterns("submissions"))
+    assert load_problem(ok).requirements  # the bundled problem loads as it is
+    bad = tmp_path / "bad" / src.name
+    shutil.copytree(ok, bad)
+    toml = (bad / "problem.toml").read_text(encoding="utf-8")
+    assert old in toml
+    (bad / "problem.toml").write_text(toml.replace(old, new), encoding="utf-8")
+    with pytest.raises(ProblemError) as info:
+        load_problem(bad)
+    assert "needs argument and cotangent to be array arguments of one declared shape" in str(
+        info.value)
+    assert said in str(info.value)

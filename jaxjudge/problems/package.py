@@ -314,6 +314,25 @@ class Problem(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _check_same_shapes(self) -> Problem:
+        """Arguments a rule lays out side by side (`Rule.same_shape`) are arrays of one
+        declared shape: otherwise the rule could only run at the first one's shape."""
+        args = {arg.name: arg for arg in self.arguments}
+        for req in self.requirements:
+            rule = RULES.get(req.rule)
+            keys = rule.same_shape if rule is not None else ()
+            named = [(key, args.get(req.options.get(key, ""))) for key in keys]
+            shapes = {key: arg.shape if arg is not None and arg.kind == "array" else None
+                      for key, arg in named}
+            if keys and (None in shapes.values() or len({str(v) for v in shapes.values()}) > 1):
+                given = ", ".join(f"{key} = {req.options.get(key)!r} ({shape or 'no shape'})"
+                                  for key, shape in shapes.items())
+                raise ValueError(
+                    f"requirement {req.name!r}: rule {req.rule!r} needs {' and '.join(keys)} "
+                    f"to be array arguments of one declared shape, and they are {given}")
+        return self
+
+    @model_validator(mode="after")
     def _check_probes(self) -> Problem:
         """A rule that measures growth (`Rule.probe`) gets programs at probe shapes, which need
         every argument's shape declared and a range for every dimension."""

@@ -69,7 +69,7 @@ def _mismatch_text(m: RuleMismatch, argument: str, cotangent: str, primal: str,
 NAME = "custom_vjp_rules_run"  # the grader asks stage A for the rules when a problem uses it
 
 
-@register(NAME, "program", CustomVjpRulesRunOptions)
+@register(NAME, "program", CustomVjpRulesRunOptions, same_shape=("argument", "cotangent"))
 def check_custom_vjp_rules_run(programs: list[ProgramInfo], *, argument: str, cotangent: str,
                                primal_output: str, gradient_output: str,
                                forward_work: str = "the forward value",

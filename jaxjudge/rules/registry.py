@@ -48,6 +48,9 @@ class Rule:
     # the judge's probe shapes of each (jaxjudge.rules.growth.probe_dims), and the rule gets
     # those programs beside the tests'. An option left empty (None) names none.
     probe: str | None = None
+    # Options naming arguments that must be arrays of one declared shape: the rule lays them
+    # out side by side, element by element (the custom_vjp rules run at other shapes).
+    same_shape: tuple[str, ...] = ()
 
 
 RULES: dict[str, Rule] = {}
@@ -56,6 +59,7 @@ RULES: dict[str, Rule] = {}
 def register(
     name: str, level: Level, options: type[RuleOptions], *, static_shapes: bool = False,
     untraceable: Callable[..., Any] | None = None, probe: str | None = None,
+    same_shape: tuple[str, ...] = (),
 ) -> Callable[[F], F]:
     """Register `check` under `name`; its docstring's first line is the rule's summary."""
 
@@ -64,7 +68,7 @@ def register(
             raise ValueError(f"rule {name!r} registered twice")
         doc = (check.__doc__ or "").strip().splitlines()
         RULES[name] = Rule(name, level, options, check, doc[0] if doc else "", static_shapes,
-                           untraceable, probe)
+                           untraceable, probe, same_shape)
         return check
 
     return wrap

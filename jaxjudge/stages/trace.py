@@ -933,6 +933,9 @@ class _CustomRuleCalls:
             x, g = args[ix], args[ig]
             own = one(x, g)
             parts = dict(own)
+            # x and g are laid out side by side: the problem declares them of one shape
+            # (checked at load), so g differs only for inputs outside that signature, whose
+            # rules are then checked at x's shape alone.
             others = ([kind for kind in shapes if kind != (tuple(x.shape), x.dtype)]
                       if g.shape == x.shape else [])
             for i in range(self.EXTRA_SHAPES):  # the argument's own parts again when none
