@@ -33,6 +33,22 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# What earlier builds of this image left untagged (the image the tag moved from, and the build
+# stage: ~1.5 GB a run), or a developer's podman storage fills one `make test` at a time. Only
+# dangling images older than the new one whose history installs into /opt/jaxjudge (this
+# Dockerfile's) go; the layer cache the new image sits on stays, since it is still in use.
+prune_earlier_builds() {
+    local id removed=0
+    for id in $(podman images -q --no-trunc --filter dangling=true --filter before="$IMAGE"); do
+        if podman image inspect --format '{{range .History}}{{.CreatedBy}}{{end}}' "$id" \
+                2>/dev/null | grep -q /opt/jaxjudge \
+                && podman rmi "$id" >/dev/null 2>&1; then
+            removed=$((removed + 1))
+        fi
+    done
+    echo "removed $removed untagged image(s) of earlier builds"
+}
+
 [ "$(id -u)" = 0 ] \
     || skip "needs root: rootful podman (the cgroup layer needs the host's cgroup tree)"
 for tool in podman runc; do
@@ -96,6 +112,7 @@ podman build --format docker --build-arg "PYTHON_IMAGE=$BASE" -t "$IMAGE" . \
     || { tail -40 "$CACHE/build.log"; fail "podman build failed (log: $CACHE/build.log)"; }
 size=$(podman image inspect --format '{{.Size}}' "$IMAGE")
 echo "built in $((SECONDS - build_start)) s; image size $((size / 1000000)) MB"
+prune_earlier_builds
 [ "$(podman image inspect --format '{{json .Config.Healthcheck}}' "$IMAGE")" != null ] \
     || fail "the image lost its HEALTHCHECK"
 
