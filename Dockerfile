@@ -20,8 +20,9 @@ RUN python -m venv /opt/jaxjudge
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY jaxjudge ./jaxjudge
-# The pip cache is a build cache mount: a rebuild after a code change downloads nothing, and the
-# cache never reaches an image layer. Named explicitly: buildah's RUN may not have HOME=/root.
+# The pip cache is a build cache mount: with BuildKit a rebuild after a code change downloads
+# nothing (podman 4.3 / buildah 1.28 leave the mount empty and download the wheels again), and
+# the cache never reaches an image layer. Named explicitly: buildah's RUN may not have HOME=/root.
 RUN --mount=type=cache,target=/var/cache/pip,sharing=locked \
     PIP_CACHE_DIR=/var/cache/pip /opt/jaxjudge/bin/pip install "jax==0.10.2" "jaxlib==0.10.2" . \
     && /opt/jaxjudge/bin/python -m pip uninstall -q -y pip setuptools \
