@@ -317,16 +317,14 @@ class Problem(BaseModel):
     def _check_same_shapes(self) -> Problem:
         """Arguments a rule lays out side by side (`Rule.same_shape`) are arrays of one
         declared shape: otherwise the rule could only run at the first one's shape."""
-        args = {arg.name: arg for arg in self.arguments}
+        shape_of = {arg.name: arg.shape for arg in self.arguments if arg.kind == "array"}
         for req in self.requirements:
-            rule = RULES.get(req.rule)
-            keys = rule.same_shape if rule is not None else ()
-            named = [(key, args.get(req.options.get(key, ""))) for key in keys]
-            shapes = {key: arg.shape if arg is not None and arg.kind == "array" else None
-                      for key, arg in named}
-            if keys and (None in shapes.values() or len({str(v) for v in shapes.values()}) > 1):
-                given = ", ".join(f"{key} = {req.options.get(key)!r} ({shape or 'no shape'})"
-                                  for key, shape in shapes.items())
+            keys = RULES[req.rule].same_shape  # the rule exists: _check_rule said so
+            opts = req.options
+            shapes = [shape_of.get(opts[key]) for key in keys]
+            if None in shapes or any(shape != shapes[0] for shape in shapes):
+                given = ", ".join(f"{key} = {opts[key]!r} ({shape or 'no shape'})"
+                                  for key, shape in zip(keys, shapes, strict=True))
                 raise ValueError(
                     f"requirement {req.name!r}: rule {req.rule!r} needs {' and '.join(keys)} "
                     f"to be array arguments of one declared shape, and they are {given}")
