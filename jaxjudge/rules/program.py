@@ -495,7 +495,8 @@ def check_rematerialized_activation(
         or not all(isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1
                    for v in (fed_share, local_share))
     ):
-        return RuleOutcome(False, "The requirement is misconfigured (activation/product options).")
+        return RuleOutcome(False, "The requirement is misconfigured (its activation, product, "
+                                  "output or threshold options).")
     if not isinstance(programs, Sequence) or isinstance(programs, str | bytes):
         return RuleOutcome(False, "No exported program was available to check.")
     programs = list(programs)
