@@ -28,7 +28,7 @@ def visited(observations: tuple[Observation, ...], dim: str) -> str | None:
             # added at step 0 and taken off at the end: where it entered again (the whole run)
             entered = {g: s for g, s in enumerate(run.enters) if s is not None}
             taken_up = {g for g, good in enumerate(run.for_good) if good}
-            for own in [*map(_once, run.slots), {}]:  # {}: a run with no slot still counts
+            for own in [*map(_once, run.slots), {}]:  # {}: the re-entries alone (no slot too)
                 once = {g: s for g, s in {**entered, **own}.items() if g not in taken_up}
                 steps = sorted(set(once.values()))
                 if len(steps) < MIN_VISITS:
