@@ -36,7 +36,8 @@ $(OLDEST)/.installed: pyproject.toml
 	touch $@
 
 test-oldest: $(OLDEST)/.installed
-	$(OLDEST)/bin/python -m pytest tests/test_samples.py tests/test_problem_package.py tests/test_stages_trace.py
+	$(OLDEST)/bin/python -m pytest tests/test_samples.py tests/test_problem_package.py tests/test_stages_trace.py \
+		tests/test_exported_reader.py
 
 # The browser page: rebuild the committed bundle in jaxjudge/service/static/ from web/ with
 # the locked npm packages (Node >= 20.19), and refresh the axe-core copy the browser tests

@@ -3,7 +3,9 @@
 No user Python runs here: the exported StableHLO is deserialized, checked (platform, effects,
 custom calls, input signature) and executed on every test's inputs. So the numbers the grader
 compares come from the very program whose structure it checks. The input files still came from
-an untrusted process, hence the sandbox. Self-contained (stdlib, numpy, jax) like stage A.
+an untrusted process, hence the sandbox. Self-contained (stdlib, numpy, jaxlib, and the
+siblings exported.py and observe.py) like stage A. The artifact is read without jax
+(exported.py); jax is imported only when a program runs on XLA, not on the interpreter.
 
 JOB_DIR/job.json:
   {"arg_names": ["params", "x", "y"],
@@ -88,31 +90,23 @@ _OP_RE = re.compile(r'"([a-z_]+\.[a-z_0-9.]+)"\(')
 _TENSOR_RE = re.compile(r"tensor<([^>]*)>")
 
 
-def _exported_meta(exp) -> str:
-    """Every field of an Exported but its module (the verified text covers that) and its VJP
-    hook: input/output trees (the output tree names what each output leaf *is*), avals, kept
-    inputs, platforms, shardings, calling convention, ... Two exports of one module that differ
-    in any of these may produce different results, so they must not share a cache entry."""
-    import dataclasses
-
-    return "\n".join(f"{f.name}={getattr(exp, f.name)!r}" for f in dataclasses.fields(exp)
-                     if f.name not in ("mlir_module_serialized", "_get_vjp"))
+RESULTS_FORMAT = "3"
 
 
-RESULTS_FORMAT = "2"
-
-
-def _results_key(job: dict, texts: list[str], metas: list[str], jax_version: str) -> str:
+def _results_key(job: dict, texts: list[str], metas: list[str], version: str) -> str:
     """Same verified programs (debug info stripped) with the same Exported metadata + same test
     inputs -> same outputs.
 
     Identical programs are common among correct submissions even when their sources differ
     (names, comments, layout), so they are executed once. The key covers everything that
     determines the stored outputs: an export that reuses a common program's text with, say,
-    renamed output keys gets its own entry, so it cannot plant outputs for the real one."""
+    renamed output keys gets its own entry, so it cannot plant outputs for the real one. The
+    metadata (`exported.Exported.meta`) is every field read but the module: trees, avals,
+    kept inputs, platforms, effects, calling convention, disabled checks."""
     h = hashlib.sha256()
-    # RESULTS_FORMAT: bumped when what is stored changes (2: each output's "seconds").
-    for part in (RESULTS_FORMAT, jax_version, os.environ.get("XLA_FLAGS", ""), *texts, *metas):
+    # RESULTS_FORMAT: bumped when what is stored or keyed changes (2: each output's
+    # "seconds"; 3: the metadata as exported.py reads it).
+    for part in (RESULTS_FORMAT, version, os.environ.get("XLA_FLAGS", ""), *texts, *metas):
         h.update(part.encode() + b"\0")
     h.update(json.dumps([job["programs"], job["signatures"], job["tests"], _engine(job)],
                         sort_keys=True).encode())
@@ -198,19 +192,18 @@ class _Specializer:
     caller uses XLA. `text` is the verified program (generic form), so the interpreter runs
     exactly what the program rules check."""
 
-    def __init__(self, exp, text: str, jax, np, context=None):
-        from jax._src.interpreters import mlir
-        from jax._src.lib.mlir import ir
+    def __init__(self, exp, text: str, np, context):
+        from jaxlib.mlir import ir
         from jaxlib.mlir.dialects import stablehlo
 
         if tuple(exp.platforms) != ("cpu",):
             raise LookupError("not a cpu-only program")
-        self.jax, self.np, self.ir, self.mlir, self.stablehlo = jax, np, ir, mlir, stablehlo
+        self.np, self.ir, self.stablehlo = np, ir, stablehlo
         self.exp = exp
         self.done: dict[str, tuple[Any, str] | None] = {}
         self.kept = sorted(int(i) for i in exp.module_kept_var_idx)
         self.n_in = len(exp.in_avals)
-        self.context = context if context is not None else mlir.make_ir_context()
+        self.context = context
         with self.context:
             module = ir.Module.parse(text)  # the verified program the rules also read
             mains = [op for op in module.body.operations
@@ -228,20 +221,19 @@ class _Specializer:
                 raise LookupError("the exported main takes extra arguments (platform, tokens)")
             self.body = module.operation.get_asm(enable_debug_info=False)
 
-    def _wrapper(self, leaves: list) -> str | None:
-        """The module with a static-typed `main` for these input leaves (None: a dtype we do
-        not map, e.g. bfloat16; XLA runs it)."""
+    def _wrapper(self, leaves: list[tuple[tuple[int, ...], str]]) -> str | None:
+        """The module with a static-typed `main` for these input leaves, (shape, dtype) each
+        (None: a dtype we do not map, e.g. bfloat16; XLA runs it)."""
         args, lines, call_args = [], [], []
-        for i, leaf in enumerate(leaves):
-            shape = tuple(leaf.shape)
+        for i, (shape, dtype) in enumerate(leaves):
             if i not in self.kept:  # unused by the program, still passed: type it exactly
-                etype = _REFINE_ELEMENT_TYPES.get(str(leaf.dtype))
+                etype = _REFINE_ELEMENT_TYPES.get(dtype)
                 if etype is None:
                     return None
                 args.append(f"%a{i}: {self._static(shape, etype)}")
                 continue
             dyn = self.ins[self.kept.index(i)]
-            if _REFINE_ELEMENT_TYPES.get(str(leaf.dtype)) != str(dyn.element_type):
+            if _REFINE_ELEMENT_TYPES.get(dtype) != str(dyn.element_type):
                 return None  # the input's dtype is not the program's: let XLA say so
             st = self._static(shape, str(dyn.element_type))
             args.append(f"%a{i}: {st}")
@@ -265,17 +257,15 @@ class _Specializer:
         """The program specialised to `spec_args`, run by the interpreter (None: XLA runs it)."""
         if not hasattr(self.stablehlo, "eval_module"):
             return None  # this jaxlib has no interpreter
-        leaves = self.jax.tree_util.tree_leaves(_spec_tree_to_structs(spec_args, self.jax,
-                                                                       self.np))
-        if any(len(leaf.shape) == 0 for leaf in leaves):
+        leaves = _spec_leaves(spec_args)
+        if any(len(shape) == 0 for shape, _ in leaves):
             return None  # DenseElementsAttr.get would turn a 0-d input into tensor<1x..>
-        if any(str(leaf.dtype) not in _MLIR_ELEMENT_TYPES for leaf in leaves):
+        if any(dtype not in _MLIR_ELEMENT_TYPES for _, dtype in leaves):
             return None  # e.g. bfloat16, int8: XLA runs it
         refined = self.refined(spec_args)
         if refined is None or not _interpretable(refined[1]):
             return None
-        return _Interpreted(refined[0], self.exp.out_tree, self.ir, self.stablehlo, self.np,
-                            self.jax)
+        return _Interpreted(refined[0], self.exp.out_tree, self.ir, self.stablehlo, self.np)
 
     def refined(self, spec_args) -> tuple[Any, str] | None:
         """The program with static shapes for `spec_args`: its module and generic text (None
@@ -286,8 +276,8 @@ class _Specializer:
         return self.done[key]
 
     def _refine(self, spec_args) -> tuple[Any, str] | None:
-        jax, ir, mlir = self.jax, self.ir, self.mlir
-        leaves = jax.tree_util.tree_leaves(_spec_tree_to_structs(spec_args, jax, self.np))
+        ir = self.ir
+        leaves = _spec_leaves(spec_args)
         if len(leaves) != self.n_in:
             return None
         try:
@@ -295,17 +285,16 @@ class _Specializer:
                 text = self._wrapper(leaves)
                 if text is None:
                     return None
+                # The text itself, not its bytecode: jaxlib's parser reads either, and
+                # parsing it here first only to print bytecode cost ~0.7 ms per shape.
+                refine = _reader().native().mlir.refine_polymorphic_shapes
                 try:
-                    from jax._src.lib import _jax
-
-                    # The text itself, not its bytecode: jaxlib's parser reads either, and
-                    # parsing it here first only to print bytecode cost ~0.7 ms per shape.
-                    refined_text = _jax.mlir.refine_polymorphic_shapes(
-                        text.encode(), enable_shape_assertions=True,
-                        validate_static_shapes=True, enable_shardy=False)
-                    module = ir.Module.parse(refined_text)
-                except (ImportError, AttributeError, TypeError):  # older jaxlibs
-                    module = mlir.refine_polymorphic_shapes(ir.Module.parse(text))
+                    refined_text = refine(text.encode(), enable_shape_assertions=True,
+                                          validate_static_shapes=True, enable_shardy=False)
+                except TypeError:  # jaxlib < 0.5: no Shardy switch
+                    refined_text = refine(text.encode(), enable_shape_assertions=True,
+                                          validate_static_shapes=True)
+                module = ir.Module.parse(refined_text)
             with module.context:
                 text = module.operation.get_asm(print_generic_op_form=True,
                                                 enable_debug_info=False)
@@ -317,18 +306,18 @@ class _Specializer:
 class _Interpreted:
     """One program specialised to one input signature, run by the StableHLO interpreter."""
 
-    def __init__(self, module, out_tree, ir, stablehlo, np, jax):
+    def __init__(self, module, out_tree, ir, stablehlo, np):
         self.module, self.out_tree = module, out_tree
-        self.ir, self.stablehlo, self.np, self.jax = ir, stablehlo, np, jax
+        self.ir, self.stablehlo, self.np = ir, stablehlo, np
 
     def __call__(self, *args):
         np, ir = self.np, self.ir
-        leaves = self.jax.tree_util.tree_leaves(args)
+        leaves = _reader().leaves(args)
         with self.module.context:
             attrs = [ir.DenseElementsAttr.get(np.ascontiguousarray(a)) for a in leaves]
             outs = [_attr_to_array(r, ir, np)
                     for r in self.stablehlo.eval_module(self.module, attrs)]
-        return self.jax.tree_util.tree_unflatten(self.out_tree, outs)
+        return self.out_tree.unflatten(outs)
 
 
 def _attr_to_array(attr, ir, np):
@@ -336,19 +325,17 @@ def _attr_to_array(attr, ir, np):
     return np.array(dense).reshape(tuple(ir.ShapedType(dense.type).shape))
 
 
-def _specializer(exp, text: str, jax, np, context=None) -> _Specializer | None:
+def _specializer(exp, text: str, np, context) -> _Specializer | None:
     try:
-        return _Specializer(exp, text, jax, np, context)
+        return _Specializer(exp, text, np, context)
     except Exception:
         return None  # not a cpu-only program, or a program shape we do not wrap
 
 
-def _spec_tree_to_structs(spec, jax, np):
-    if _is_spec(spec):
-        return jax.ShapeDtypeStruct(tuple(int(d) for d in spec["shape"]), np.dtype(spec["dtype"]))
-    if isinstance(spec, dict):
-        return {k: _spec_tree_to_structs(v, jax, np) for k, v in spec.items()}
-    return [_spec_tree_to_structs(v, jax, np) for v in spec]
+def _spec_leaves(spec) -> list[tuple[tuple[int, ...], str]]:
+    """A concrete spec tree's leaves in flattening order, as (shape, numpy dtype name)."""
+    specs = _reader().Tree.of(spec, is_leaf=_is_spec).leaves(spec)
+    return [(tuple(int(d) for d in s["shape"]), str(s["dtype"])) for s in specs]
 
 
 def _write_profiled(job_dir: str, pid: str, specializer: _Specializer | None, spec_args,
@@ -391,12 +378,12 @@ def _value_tree(value, spec, np):
     return [_value_tree(v, s, np) for v, s in zip(value, spec, strict=True)]
 
 
-def _encode(value, np, jax):
+def _encode(value, np):
     """Outputs as plain JSON: containers tagged, arrays as dtype + shape + flat data."""
     if isinstance(value, dict):
-        return {"t": "dict", "v": {str(k): _encode(v, np, jax) for k, v in value.items()}}
+        return {"t": "dict", "v": {str(k): _encode(v, np) for k, v in value.items()}}
     if isinstance(value, (list, tuple)):
-        return {"t": "list", "v": [_encode(v, np, jax) for v in value]}
+        return {"t": "list", "v": [_encode(v, np) for v in value]}
     if value is None:
         return {"t": "none"}
     arr = np.asarray(value)
@@ -408,12 +395,9 @@ def _encode(value, np, jax):
     return {"t": "array", "dtype": str(arr.dtype), "shape": list(arr.shape), "data": data}
 
 
-def _path_name(path, arg_names: list[str]) -> str:
+def _path_name(path: tuple, arg_names: list[str]) -> str:
     """((params, x, y), {}) flatten path -> "params.w1" / "x"."""
-    parts: list[str] = []
-    for k in path:
-        key = getattr(k, "key", getattr(k, "idx", getattr(k, "name", None)))
-        parts.append(str(key))
+    parts = [str(k) for k in path]
     # parts[0] is 0 (positional args tuple), parts[1] is the argument index.
     if len(parts) >= 2 and parts[0] == "0":
         idx = int(parts[1])
@@ -422,8 +406,7 @@ def _path_name(path, arg_names: list[str]) -> str:
     return ".".join(parts)
 
 
-def _check_program(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir,
-                   context=None) -> dict:
+def _check_program(exp, spec_args, arg_names, allowed, max_bytes, context) -> dict:
     """Refuse anything but a pure, single-device CPU program with exactly the test's inputs.
 
     `spec_args` is the JSON spec tree; a dimension is an int, or a string naming a symbolic
@@ -436,16 +419,17 @@ def _check_program(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir,
     if int(getattr(exp, "nr_devices", 1)) != 1:
         raise Rejected("the program must run on a single device")
     tree = (tuple(spec_args), {})
-    leaves, expected_tree = jax.tree_util.tree_flatten(tree, is_leaf=_is_spec)
+    expected_tree = _reader().Tree.of(tree, is_leaf=_is_spec)
+    leaves = expected_tree.leaves(tree)
     if exp.in_tree != expected_tree:
         raise Rejected(f"the program's inputs {exp.in_tree} are not the entry point's "
                        f"arguments ({', '.join(arg_names)})")
     want = [(tuple(str(d) for d in s["shape"]), str(s["dtype"])) for s in leaves]
-    got = [(tuple(str(d) for d in a.shape), str(a.dtype)) for a in exp.in_avals]
+    got = [(tuple(shape), dtype) for shape, dtype in exp.in_avals]
     if want != got:
         raise Rejected(f"the program's input shapes/dtypes {got} differ from the test's {want}")
-    with context if context is not None else mlir.make_ir_context():
-        module = ir.Module.parse(exp.mlir_module())
+    with context:
+        module = exp.module(context)
         text = module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
         located = _located(module) if len(text) <= max_bytes else []  # never refuses
     if len(text) > max_bytes:
@@ -460,13 +444,12 @@ def _check_program(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir,
     if bad:
         raise Rejected(f"the program calls out to {bad} (host callbacks or custom kernels are "
                        "not allowed; use only jax.numpy / jax.lax operations)")
-    paths = jax.tree_util.tree_flatten_with_path(tree, is_leaf=_is_spec)[0]
-    names = [_path_name(p, arg_names) for p, _ in paths]
+    names = [_path_name(p, arg_names) for p in expected_tree.paths()]
     kept = sorted(int(i) for i in exp.module_kept_var_idx)
     if len(set(kept)) != len(kept) or any(not 0 <= i < len(names) for i in kept):
         raise Rejected(f"the program's list of used inputs {kept[:10]} does not match its "
                        f"{len(names)} inputs")
-    return {"text": text, "args": [names[i] for i in kept], "outs": _output_names(exp, jax),
+    return {"text": text, "args": [names[i] for i in kept], "outs": _output_names(exp),
             "located": located}
 
 
@@ -498,24 +481,19 @@ def _walk_locations(module) -> list[list]:
     return out
 
 
-def _output_names(exp, jax) -> list[str]:
+def _output_names(exp) -> list[str]:
     """main's result i -> output path ("loss", "grads.w1"), from the tree the outputs are
     unflattened with: the very structure the grader compares, so a rule naming an output
     reads the value graded under that name."""
-    n = len(exp.out_avals)
-    tree = jax.tree_util.tree_unflatten(exp.out_tree, list(range(n)))
-    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
-    return [".".join(str(getattr(k, "key", getattr(k, "idx", getattr(k, "name", k))))
-                     for k in path) for path, _ in leaves]
+    return [".".join(str(k) for k in path) for path in exp.out_tree.paths()]
 
 
-def _checked(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir, context) -> dict:
+def _checked(exp, spec_args, arg_names, allowed, max_bytes, context) -> dict:
     """`_check_program`, where anything that goes wrong refuses the program: the serialized
     export is attacker-shaped (a valid flatbuffer around garbage StableHLO, impossible indices),
     so any exception while reading it is about the program, never a grader failure."""
     try:
-        return _check_program(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir,
-                              context)
+        return _check_program(exp, spec_args, arg_names, allowed, max_bytes, context)
     except Rejected:
         raise
     except Exception as exc:
@@ -526,35 +504,87 @@ def _checked(exp, spec_args, arg_names, allowed, max_bytes, jax, ir, mlir, conte
         ) from None
 
 
-# Started ahead of its job (jaxjudge.isolation.sandbox.prestart, the one-off grade): import jax
-# while stage A runs, then wait for one byte on stdin before reading the job the grader writes
-# meanwhile.
+# Started ahead of its job (jaxjudge.isolation.sandbox.prestart, the one-off grade): import
+# numpy and jaxlib while stage A runs, then wait for one byte on stdin before reading the job
+# the grader writes meanwhile.
 WAIT_ENV = "JAXJUDGE_STAGE_WAIT"
 
 
-_OBSERVER: dict | None = None  # observe.py's namespace, loaded once per process (zygote)
+_SIBLINGS: dict[str, Any] = {}  # sibling modules, loaded once per process (zygote)
 
 
-def _observer() -> dict:
-    """observe.py's namespace: loaded through the import machinery, so the bytecode compiled at
-    install time is used, and once per process (the warm pool's zygote loads it before it
-    forks, see warm_zygote)."""
-    global _OBSERVER
-    if _OBSERVER is None:
+def _sibling(name: str):
+    """The sibling module `<name>.py` of this script (which runs as a file, not from the
+    package): loaded through the import machinery, so the bytecode compiled at install time is
+    used, and once per process (the warm pool's zygote loads them before it forks, see
+    warm_zygote)."""
+    if name not in _SIBLINGS:
         import importlib.util
 
         here = os.path.dirname(os.path.abspath(__file__))
-        spec = importlib.util.spec_from_file_location("jaxjudge_observe",
-                                                      os.path.join(here, "observe.py"))
+        spec = importlib.util.spec_from_file_location(f"jaxjudge_{name}",
+                                                      os.path.join(here, f"{name}.py"))
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        _OBSERVER = vars(module)
-    return _OBSERVER
+        _SIBLINGS[name] = module
+    return _SIBLINGS[name]
+
+
+def _observer() -> dict:
+    """observe.py's namespace: the observer's runs."""
+    return vars(_sibling("observe"))
+
+
+def _reader():
+    """exported.py: the artifact's reader, trees, jaxlib's MLIR context."""
+    return _sibling("exported")
 
 
 def warm_zygote() -> None:
-    """Run by the warm pool's zygote before it forks: the observer, loaded once for all."""
+    """Run by the warm pool's zygote before it forks: the siblings, loaded once for all."""
     _observer()
+    _reader()._schema()
+
+
+class _Xla:
+    """XLA's side of stage B, for what the interpreter does not run: jax imported, and each
+    program deserialized by `jax.export` and jitted, on first use only. jax must read the
+    artifact as exported.py did (the checks and the program rules used that reading), or the
+    program does not run."""
+
+    def __init__(self, blobs: dict[str, bytes], exported: dict, result: dict) -> None:
+        self.blobs, self.exported, self.result = blobs, exported, result
+        self.jax: Any = None
+        self.fns: dict[str, Any] = {}
+
+    def module(self):
+        if self.jax is None:
+            import jax
+
+            self.jax = jax
+            self.result["jax_version"] = jax.__version__
+        return self.jax
+
+    def callable(self, pid: str):
+        if pid not in self.fns:
+            jax = self.module()
+            from jax import export
+
+            exp = export.deserialize(bytearray(self.blobs[pid]))
+            _same_reading(exp, self.exported[pid])
+            self.fns[pid] = jax.jit(exp.call)
+        return self.fns[pid]
+
+
+def _same_reading(exp, ours) -> None:
+    """Raise unless jax's `Exported` says what exported.py's reading says."""
+    got = (str(exp.in_tree), str(exp.out_tree), tuple(exp.platforms),
+           tuple(int(i) for i in exp.module_kept_var_idx),
+           tuple((tuple(str(d) for d in a.shape), str(a.dtype)) for a in exp.in_avals))
+    want = (repr(ours.in_tree), repr(ours.out_tree), ours.platforms,
+            ours.module_kept_var_idx, ours.in_avals)
+    if got != want:
+        raise ValueError("jax reads the exported program differently from the grader")
 
 
 class _Runners:
@@ -564,10 +594,10 @@ class _Runners:
     stays on XLA."""
 
     def __init__(self, job: dict, specs: dict, specializers: dict, exported: dict,
-                 texts: dict, callables: dict, jax, np, context) -> None:
+                 texts: dict, xla: _Xla, np, context) -> None:
         self.interpret = _engine(job) == "interpret"
         self.specs, self.specializers, self.exported = specs, specializers, exported
-        self.texts, self.callables, self.jax, self.np = texts, callables, jax, np
+        self.texts, self.xla, self.np = texts, xla, np
         self.context = context
         self.chosen: dict[tuple[str, str], tuple[Any, str]] = {}
 
@@ -575,12 +605,12 @@ class _Runners:
         if self.interpret:
             if pid not in self.specializers:
                 self.specializers[pid] = _specializer(self.exported[pid], self.texts[pid],
-                                                      self.jax, self.np, self.context)
+                                                      self.np, self.context)
             if self.specializers[pid] is not None:
                 fn = self.specializers[pid].at(self.specs[sid])
                 if fn is not None:
                     return fn, "interpret"
-        return self.callables[pid], "xla"
+        return self.xla.callable(pid), "xla"
 
     def run(self, pid: str, sid: str, args) -> Any:
         key = (pid, sid)
@@ -592,9 +622,9 @@ class _Runners:
         except Exception:
             if engine != "interpret":
                 raise
-            self.chosen[key] = (self.callables[pid], "xla")
-            out = self.callables[pid](*args)
-        return self.jax.block_until_ready(out)
+            fn, engine = self.chosen[key] = (self.xla.callable(pid), "xla")
+            out = fn(*args)
+        return self.xla.module().block_until_ready(out) if engine == "xla" else out
 
     def engines(self, pid: str | None = None) -> set[str]:
         return {e for (p, _), (_, e) in self.chosen.items() if pid is None or p == pid}
@@ -669,17 +699,16 @@ def main(job_dir: str) -> int:
     timings: dict[str, float] = {}
     result: dict = {"status": "internal", "message": "", "timings": timings}
 
-    import jax
     import numpy as np
-    from jax import export as jax_export
-    from jax._src.interpreters import mlir
-    from jax._src.lib.mlir import ir
+    from jaxlib.mlir import ir
+    from jaxlib.version import __version__ as jaxlib_version
 
-    result["jax_version"] = jax.__version__
+    reader = _reader()
+    reader._schema()
     # One MLIR context for the whole run (~2-3 ms to make one, with every dialect loaded):
     # verifying, specialising and observing the programs all parse into it.
-    context = mlir.make_ir_context()
-    timings["import_jax"] = time.perf_counter() - t0
+    context = reader.make_context()
+    timings["import"] = time.perf_counter() - t0
     if os.environ.get(WAIT_ENV) == "1":
         t_wait = time.perf_counter()
         if not wait_for_job():
@@ -692,7 +721,7 @@ def main(job_dir: str) -> int:
     max_bytes = int(job.get("max_program_bytes", 8_000_000))
 
     programs: dict[str, dict] = {}
-    callables = {}
+    blobs: dict[str, bytes] = {}
     exported = {}
     specs = {sig["id"]: sig["args"] for sig in job["signatures"]}
     program_of: dict[str, str] = {}
@@ -707,14 +736,11 @@ def main(job_dir: str) -> int:
             if len(blob) > 64 * 1024 * 1024:
                 raise Rejected("the exported program is larger than 64 MiB")
             try:
-                exp = jax_export.deserialize(bytearray(blob))
-            except Exception as exc:
-                raise Rejected(
-                    f"the exported program could not be loaded ({type(exc).__name__})"
-                ) from None
+                exp = reader.read(blob)
+            except ValueError as exc:
+                raise Rejected(f"the exported program could not be loaded ({exc})") from None
             ok_calls = allowed | set(prog.get("allowed_custom_calls", []))
-            info = _checked(exp, prog["args"], arg_names, ok_calls, max_bytes, jax, ir, mlir,
-                            context)
+            info = _checked(exp, prog["args"], arg_names, ok_calls, max_bytes, context)
         except Rejected as exc:
             result.update(status="rejected", message=str(exc), program=pid)
             _write_result(job_dir, result)
@@ -726,7 +752,7 @@ def main(job_dir: str) -> int:
             f.write(json.dumps(info["located"]))
         programs[pid] = {"text_file": text_name, "args": info["args"], "outs": info["outs"]}
         texts[pid] = info["text"]
-        callables[pid] = jax.jit(exp.call)
+        blobs[pid] = blob
         exported[pid] = exp
         for sid in prog["signatures"]:
             program_of[sid] = pid
@@ -737,14 +763,15 @@ def main(job_dir: str) -> int:
     for prog in job["programs"]:
         if prog.get("profile") in specs:  # a symbolic program, sized at that signature
             pid = prog["id"]
-            specializers[pid] = _specializer(exported[pid], texts[pid], jax, np, context)
+            specializers[pid] = _specializer(exported[pid], texts[pid], np, context)
             _write_profiled(job_dir, pid, specializers[pid], specs[prog["profile"]],
                             max_bytes, programs[pid])
     timings["profile"] = time.perf_counter() - t_profile
     if job.get("observe"):
         t_observe = time.perf_counter()
         result["observed"] = _observer()["observe_all"](job, specs, programs, texts,
-                                                        exported, jax, ir, context, _value_tree)
+                                                        exported, reader.leaves, ir, context,
+                                                        _value_tree)
         timings["observe"] = time.perf_counter() - t_observe
 
     # The custom_vjp's rules run on their own (jaxjudge.grading.rules_run): compared with
@@ -755,7 +782,7 @@ def main(job_dir: str) -> int:
     key = ""
     if cache_dir and not rules:
         key = _results_key(job, [texts[p] for p in sorted(texts)],
-                           [_exported_meta(exported[p]) for p in sorted(texts)], jax.__version__)
+                           [exported[p].meta for p in sorted(texts)], jaxlib_version)
         cached = _cache_read(cache_dir, key)
         if cached is not None and set(cached) == {t["name"] for t in job["tests"]}:
             result.update(status="ok", outputs=cached, cached=True)
@@ -763,7 +790,8 @@ def main(job_dir: str) -> int:
             return 0
 
     t2 = time.perf_counter()
-    runners = _Runners(job, specs, specializers, exported, texts, callables, jax, np, context)
+    runners = _Runners(job, specs, specializers, exported, texts,
+                       _Xla(blobs, exported, result), np, context)
     outputs: dict[str, dict] = {}
     for test in job["tests"]:
         sid = test["signature"]
@@ -773,7 +801,7 @@ def main(job_dir: str) -> int:
             seconds = round(time.perf_counter() - started, 6)
             if rules:
                 solved[test["name"]] = out
-            outputs[test["name"]] = {"ok": True, "value": _encode(out, np, jax),
+            outputs[test["name"]] = {"ok": True, "value": _encode(out, np),
                                      "seconds": seconds}
         except Exception as exc:
             outputs[test["name"]] = {"ok": False, "error": _error(exc),

@@ -550,13 +550,14 @@ def _extra_shares(entries: list[dict], tests: dict, specs: dict) -> dict[str, in
     return {oid: even + EXTRA_WORK // 2 * w // total for oid, w in weights.items()}
 
 
-def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: dict, jax, ir,
-                context, value_tree) -> dict:
+def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: dict, leaves_of,
+                ir, context, value_tree) -> dict:
     """Run each of stage B's `observe` entries (execute.py calls this with its verified
     programs and `value_tree`, which builds a test's inputs): what the program does, step by
-    step, on one test's inputs and their variants. An entry that cannot be observed says why;
+    step, on one test's inputs and their variants (`leaves_of`: a value tree's leaves, in the
+    programs' flattening order). An entry that cannot be observed says why;
     an error here is ours and is reported, never fatal to the grade."""
-    from jax._src.lib.mlir.dialects import hlo
+    from jaxlib.mlir.dialects import stablehlo as hlo
 
     tests = {t["name"]: t for t in job["tests"]}
     out: dict[str, dict] = {}
@@ -580,7 +581,7 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
             out[oid] = {"status": "unobservable", "reason": "no such program or test"}
             continue
         try:
-            leaves = jax.tree_util.tree_leaves(
+            leaves = leaves_of(
                 value_tree(test["inputs"], specs[test["signature"]], np))
             kept = sorted(int(i) for i in exported[pid].module_kept_var_idx)
             if entry.get("kind") == "activation":
