@@ -148,6 +148,13 @@ def test_normal_exit_captures_output_env_and_fds(run: Runner) -> None:
     assert res.wall_seconds > 0 and res.cpu_seconds is not None
 
 
+def test_the_script_runs_as_main_through_the_import_machinery(run: Runner) -> None:
+    """The script is loaded as `__main__` by its file loader (which reads the bytecode compiled
+    at install time), not compiled from its source on every run as `runpy.run_path` does."""
+    res = run("main_module")
+    assert "MAIN __main__ SourceFileLoader True True" in res.stdout, res
+
+
 @pytest.mark.parametrize("code", [3, 77])
 def test_exit_codes(run: Runner, code: int) -> None:
     res = run("hello", env={"PAYLOAD_EXIT": str(code)})
