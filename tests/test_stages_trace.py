@@ -402,6 +402,15 @@ _REFERENCE_BODY = PROBLEM.reference_path.read_text().replace(
     "from __future__ import annotations\n", "")
 
 
+def test_the_submission_runs_with_the_garbage_collector_on(tmp_path: Path) -> None:
+    """Stage A turns cyclic collection off while jax imports, and on again before the job."""
+    source = ("import gc\nif not gc.isenabled():\n    raise RuntimeError('gc is off')\n"
+              + _REFERENCE_BODY)
+    result = _stage_a(tmp_path, {"gc_on.py": source.encode()})["gc_on.py"]
+    assert result["status"] == "ok", result.get("message")
+
+
+
 @pytest.mark.parametrize(
     ("prefix", "phrase"),
     [

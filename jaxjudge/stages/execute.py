@@ -21,6 +21,7 @@ JOB_DIR/<program id>.lines.json: the source location each op of that text record
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import math
@@ -699,6 +700,7 @@ def main(job_dir: str) -> int:
     timings: dict[str, float] = {}
     result: dict = {"status": "internal", "message": "", "timings": timings}
 
+    gc.disable()  # no cyclic collections while the imports load (as in trace.py)
     import numpy as np
     from jaxlib.mlir import ir
     from jaxlib.version import __version__ as jaxlib_version
@@ -709,6 +711,7 @@ def main(job_dir: str) -> int:
     # verifying, specialising and observing the programs all parse into it.
     context = reader.make_context()
     timings["import"] = time.perf_counter() - t0
+    gc.enable()
     if os.environ.get(WAIT_ENV) == "1":
         t_wait = time.perf_counter()
         if not wait_for_job():

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import hashlib
 import inspect
 import json
@@ -1452,6 +1453,9 @@ def main(job_dir: str) -> int:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     result: dict = {"status": "internal", "message": "", "timings": timings}
+    # No cyclic collections while jax's ~1,000 modules load: ~8% off the import, the longest
+    # step of a one-off grade. On again before the job, so the submission runs as usual.
+    gc.disable()
 
     # Import everything we rely on BEFORE user code can patch it.
     import jax
@@ -1470,6 +1474,7 @@ def main(job_dir: str) -> int:
     trusted = _trusted_files(jax)
     result["jax_version"] = jax.__version__
     timings["import_jax"] = time.perf_counter() - t0
+    gc.enable()
     if os.environ.get(WAIT_ENV) == "1":
         t_wait = time.perf_counter()
         if not wait_for_job():
