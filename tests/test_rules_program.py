@@ -11,7 +11,13 @@ import pytest
 
 from jaxjudge.rules import PROGRAM_RULES, ProgramInfo, RuleOutcome, check_rematerialized_activation
 from jaxjudge.rules.program import analyze_program
-from jaxjudge.rules.stablehlo import ParseError, TensorType, parse_module, tensor_types
+from jaxjudge.rules.stablehlo import (
+    ParseError,
+    TensorType,
+    parse_module,
+    parsed_once,
+    tensor_types,
+)
 
 FIXTURES = Path(__file__).parent / "data" / "programs"
 VERSIONS = ["0.10.2", "0.4.38"]
@@ -239,6 +245,19 @@ def test_parse_module_raises_only_parse_error() -> None:
         parse_module(DEEP_REGIONS)
     with pytest.raises(ParseError):
         parse_module(123)  # type: ignore[arg-type]
+
+
+def test_parsed_once_parses_each_text_once_within_its_scope() -> None:
+    text = load("dots_saveable", "0.10.2").text
+    assert parse_module(text) is not parse_module(text)  # outside: every call parses
+    with parsed_once():
+        first = parse_module(text)
+        assert parse_module(text[:1] + text[1:]) is first  # an equal text, another object
+        with pytest.raises(ParseError):
+            parse_module(DEEP_REGIONS)
+        with pytest.raises(ParseError):  # a failure is not remembered as a module
+            parse_module(DEEP_REGIONS)
+    assert parse_module(text) is not first  # nothing outlives the scope
 
 
 @pytest.mark.parametrize(

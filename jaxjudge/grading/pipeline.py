@@ -48,6 +48,7 @@ from jaxjudge.isolation import fstree
 from jaxjudge.isolation.workdir import work_root
 from jaxjudge.problems.package import Limits, Problem, TestCase
 from jaxjudge.rules import PROGRAM_RULES, RULES, SPEC_RULES, ProgramInfo, RuleOutcome
+from jaxjudge.rules.stablehlo import parsed_once
 from jaxjudge.version import grader_version
 
 if TYPE_CHECKING:
@@ -166,12 +167,13 @@ class Grading(StageA, StageB):
         # Requirements are checked on the problem's own test shapes: a learner's input of
         # another shape must not change what the requirements see.
         self.programs = self._without_custom_shapes(list(programs))
-        t = time.perf_counter()
-        self._check_requirements("program", self.programs)
-        self._timed("rules.program", t)
-        t = time.perf_counter()
-        self.memory = self._memory()
-        self._timed("memory_profile", t)
+        with parsed_once():  # the rules and the memory profile read the same programs
+            t = time.perf_counter()
+            self._check_requirements("program", self.programs)
+            self._timed("rules.program", t)
+            t = time.perf_counter()
+            self.memory = self._memory()
+            self._timed("memory_profile", t)
         t = time.perf_counter()
         self._compare(outputs)
         self._timed("compare", t)

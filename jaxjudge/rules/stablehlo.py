@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -510,8 +513,36 @@ class _Parser:
             (stack[-1].regions[-1][-1].ops if stack else top).append(op)
 
 
+# Texts parsed within `parsed_once()`, by text (None outside: every call parses).
+_PARSED: ContextVar[dict[str, Module] | None] = ContextVar("jaxjudge_parsed", default=None)
+
+
+@contextmanager
+def parsed_once() -> Iterator[None]:
+    """Within it, `parse_module` parses each distinct text once and hands the same Module back
+    after (no reader changes a Module). One grade's program rules and memory profile read the
+    same programs again and again: up to 61 parses of 2-32 KB texts per grade of the 13
+    problems, 3-35 of them the same text. Scoped to a grade, so nothing outlives it."""
+    token = _PARSED.set({})
+    try:
+        yield
+    finally:
+        _PARSED.reset(token)
+
+
 def parse_module(text: str) -> Module:
     """Parse generic-op-form MLIR text. Raises ParseError (only) on anything unexpected."""
+    memo = _PARSED.get()
+    found = memo.get(text) if memo is not None and isinstance(text, str) else None
+    if found is not None:
+        return found
+    module = _parse_module(text)
+    if memo is not None:
+        memo[text] = module
+    return module
+
+
+def _parse_module(text: str) -> Module:
     if not isinstance(text, str):
         raise ParseError("the program text is not a string")
     if len(text) > MAX_TEXT_CHARS:
