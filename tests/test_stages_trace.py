@@ -403,8 +403,10 @@ _REFERENCE_BODY = PROBLEM.reference_path.read_text().replace(
 
 
 def test_the_submission_runs_with_the_garbage_collector_on(tmp_path: Path) -> None:
-    """Stage A turns cyclic collection off while jax imports, and on again before the job."""
+    """Stage A turns cyclic collection off while jax imports, and on again before the job,
+    with what the imports made frozen (collections during the trace skip it)."""
     source = ("import gc\nif not gc.isenabled():\n    raise RuntimeError('gc is off')\n"
+              "if gc.get_freeze_count() < 10_000:\n    raise RuntimeError('nothing frozen')\n"
               + _REFERENCE_BODY)
     result = _stage_a(tmp_path, {"gc_on.py": source.encode()})["gc_on.py"]
     assert result["status"] == "ok", result.get("message")

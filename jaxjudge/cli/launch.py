@@ -130,6 +130,7 @@ def main() -> None:
         started = start_stages(argv[1:])
         from jaxjudge.cli.service import main as cli_main
 
+        gc.freeze()  # the modules stay for the process's life: collections skip them
         gc.enable()
         try:
             cli_main(obj=started)

@@ -711,6 +711,7 @@ def main(job_dir: str) -> int:
     # verifying, specialising and observing the programs all parse into it.
     context = reader.make_context()
     timings["import"] = time.perf_counter() - t0
+    gc.freeze()
     gc.enable()
     if os.environ.get(WAIT_ENV) == "1":
         t_wait = time.perf_counter()

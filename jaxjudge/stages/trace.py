@@ -1474,6 +1474,7 @@ def main(job_dir: str) -> int:
     trusted = _trusted_files(jax)
     result["jax_version"] = jax.__version__
     timings["import_jax"] = time.perf_counter() - t0
+    gc.freeze()  # what the imports made stays: later collections skip it (trace -13 ms)
     gc.enable()
     if os.environ.get(WAIT_ENV) == "1":
         t_wait = time.perf_counter()
