@@ -167,7 +167,8 @@ class Grading(StageA, StageB):
         # Requirements are checked on the problem's own test shapes: a learner's input of
         # another shape must not change what the requirements see.
         self.programs = self._without_custom_shapes(list(programs))
-        with parsed_once():  # the rules and the memory profile read the same programs
+        # The rules and the memory profile read the same programs; some parsed already.
+        with parsed_once(self.prefetched):
             t = time.perf_counter()
             self._check_requirements("program", self.programs)
             self._timed("rules.program", t)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from jaxjudge.grading.caches import ProgramCache
 from jaxjudge.grading.observing import observations, observe_specs
 from jaxjudge.grading.plan import signature_name
+from jaxjudge.grading.prefetch import Prefetch
 from jaxjudge.grading.report import RequirementResult, Verdict
 from jaxjudge.grading.rules_run import is_rules, rules_programs, rules_run
 from jaxjudge.grading.srclines import LINES_SUFFIX, MAX_LINES_BYTES, located, source_line_count
@@ -36,6 +37,7 @@ from jaxjudge.isolation import sandbox
 from jaxjudge.isolation.xla import fast_compile_flags
 from jaxjudge.problems.package import Problem
 from jaxjudge.rules import ProgramInfo
+from jaxjudge.rules.stablehlo import Module
 
 if TYPE_CHECKING:
     from jaxjudge.grading.plan import Plan
@@ -62,6 +64,8 @@ class StageB(StageBase):
     # The symbolic program specialised to the plan's largest test signature, for the memory
     # profile only (the rules read the programs as exported).
     profiled: ProgramInfo | None = None
+    # Stage B's texts parsed while it ran its tests (jaxjudge.grading.prefetch), by text.
+    prefetched: dict[str, Module] | None = None
 
     def _stage_b(
         self, a_dir: Path, job: Path, stage_a: StageAResult
@@ -159,6 +163,23 @@ class StageB(StageBase):
         t = time.perf_counter()
         for prog in spec["programs"]:
             (job / prog["export"]).write_bytes(blobs[prog["id"]])
+        prefetch = Prefetch(job, [f"{p['id']}{ext}" for p in spec["programs"]
+                                  if not is_rules(p["id"]) for ext in (".mlir", PROFILED)])
+        prefetch.start()
+        try:
+            res = self._run_until_done(job, spec, flags)
+        finally:
+            self.prefetched = prefetch.stop()
+        self.timings["stage_b"] = round(time.perf_counter() - t, 4)
+        decided = self._stage_failure(res, "Your exported program",
+                                      stage_b_limits(self.limits, self.problem.observed))
+        if decided:
+            raise decided
+        return self._stage_b_result(job, res, [p["id"] for p in spec["programs"]])
+
+    def _run_until_done(self, job: Path, spec: dict[str, Any], flags: str
+                        ) -> sandbox.SandboxResult:
+        """Stage B's runs, each crash one engine step down (see `_run_stage_b`)."""
         engine = spec["engine"]
         limits = stage_b_limits(self.limits, self.problem.observed)
         while True:
@@ -193,11 +214,7 @@ class StageB(StageBase):
             for stale in ("result.json", *(f"{p['id']}{ext}" for p in spec["programs"]
                                            for ext in (".mlir", PROFILED, LINES_SUFFIX))):
                 (job / stale).unlink(missing_ok=True)  # nothing of the crashed run is read
-        self.timings["stage_b"] = round(time.perf_counter() - t, 4)
-        decided = self._stage_failure(res, "Your exported program", limits)
-        if decided:
-            raise decided
-        return self._stage_b_result(job, res, [p["id"] for p in spec["programs"]])
+        return res
 
     def _stage_b_result(
         self, job: Path, res: sandbox.SandboxResult, program_ids: list[str]

@@ -518,12 +518,13 @@ _PARSED: ContextVar[dict[str, Module] | None] = ContextVar("jaxjudge_parsed", de
 
 
 @contextmanager
-def parsed_once() -> Iterator[None]:
+def parsed_once(known: dict[str, Module] | None = None) -> Iterator[None]:
     """Within it, `parse_module` parses each distinct text once and hands the same Module back
     after (no reader changes a Module). One grade's program rules and memory profile read the
     same programs again and again: up to 61 parses of 2-32 KB texts per grade of the 13
-    problems, 3-35 of them the same text. Scoped to a grade, so nothing outlives it."""
-    token = _PARSED.set({})
+    problems, 3-35 of them the same text. Scoped to a grade, so nothing outlives it. `known`:
+    texts parsed already (jaxjudge.grading.prefetch), each module keyed by its exact text."""
+    token = _PARSED.set(dict(known or {}))
     try:
         yield
     finally:

@@ -347,8 +347,7 @@ def _write_profiled(job_dir: str, pid: str, specializer: _Specializer | None, sp
     refined = specializer.refined(spec_args) if specializer is not None else None
     if refined is None or len(refined[1]) > max_bytes:
         return
-    with open(os.path.join(job_dir, f"{pid}.profile.mlir"), "w", encoding="utf-8") as f:
-        f.write(refined[1])
+    _write_whole(job_dir, f"{pid}.profile.mlir", refined[1])
     entry["profiled"] = True
 
 
@@ -357,10 +356,17 @@ class Rejected(Exception):
 
 
 def _write_result(job_dir: str, result: dict) -> None:
-    tmp = os.path.join(job_dir, "result.json.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:  # dumps: C encoder, dump's is pure Python
-        f.write(json.dumps(result, allow_nan=True))
-    os.replace(tmp, os.path.join(job_dir, "result.json"))
+    # dumps: C encoder, dump's is pure Python
+    _write_whole(job_dir, "result.json", json.dumps(result, allow_nan=True))
+
+
+def _write_whole(job_dir: str, name: str, text: str) -> None:
+    """Write and rename: the file appears whole. The parent reads the program texts while this
+    stage still runs its tests (jaxjudge.grading.prefetch)."""
+    tmp = os.path.join(job_dir, f".{name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, os.path.join(job_dir, name))
 
 
 def _is_spec(node) -> bool:
@@ -750,10 +756,8 @@ def main(job_dir: str) -> int:
             _write_result(job_dir, result)
             return 0
         text_name = f"{pid}.mlir"
-        with open(os.path.join(job_dir, text_name), "w", encoding="utf-8") as f:
-            f.write(info["text"])
-        with open(os.path.join(job_dir, f"{pid}.lines.json"), "w", encoding="utf-8") as f:
-            f.write(json.dumps(info["located"]))
+        _write_whole(job_dir, text_name, info["text"])
+        _write_whole(job_dir, f"{pid}.lines.json", json.dumps(info["located"]))
         programs[pid] = {"text_file": text_name, "args": info["args"], "outs": info["outs"]}
         texts[pid] = info["text"]
         blobs[pid] = blob
