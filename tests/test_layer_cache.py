@@ -36,7 +36,8 @@ def detect(env: dict[str, str], *, cached: bool = True) -> dict:
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     # PYTHONPATH: the console script runs this checkout's code, not the installed one's (the
-    # key hashes the grading code, so two trees never share an entry).
+    # key hashes the sandbox code, jaxjudge/isolation/, so trees that differ there never share
+    # an entry).
     return {**os.environ, "JAXJUDGE_STATE_DIR": str(tmp_path / "state"), "PYTHONPATH": str(ROOT)}
 
 
