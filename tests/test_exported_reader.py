@@ -222,3 +222,28 @@ def test_stage_b_imports_jax_for_xla(tmp_path) -> None:
     result = _run_stage_b(tmp_path, "xla")
     assert result["status"] == "ok" and result["engines"] == ["xla"]
     assert "jax" in result["jax_modules"] and result["jax_version"] == jax.__version__
+
+
+def _execute_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("jaxjudge_test_execute",
+                                                  STAGES_DIR / "execute.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_jax_must_read_an_artifact_as_the_grader_did() -> None:
+    """Stage B's XLA path deserializes with jax and runs only what the reader's checks saw."""
+    execute = _execute_module()
+    blobs = [export.export(jax.jit(fn))(*args).serialize() for fn, args in _cases()[:3]]
+    for blob in blobs:
+        execute._same_reading(export.deserialize(bytearray(blob)), reader.read(blob), jax)
+    with pytest.raises(ValueError, match="differently"):
+        execute._same_reading(export.deserialize(bytearray(blobs[0])), reader.read(blobs[1]),
+                              jax)
+    with pytest.raises(ValueError, match="differently"):
+        execute._same_reading(export.deserialize(bytearray(blobs[1])), reader.read(blobs[2]),
+                              jax)
