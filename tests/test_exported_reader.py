@@ -169,7 +169,7 @@ def test_a_custom_tree_node_is_refused() -> None:
         reader.read(_custom_node_blob())
 
 
-def _run_stage_b(tmp_path, engine: str) -> dict:
+def _run_stage_b(tmp_path, engine: str, env: dict[str, str] | None = None) -> dict:
     (b,) = export.symbolic_shape("b")
 
     def fn(params, x):
@@ -199,7 +199,8 @@ def _run_stage_b(tmp_path, engine: str) -> dict:
             "m.main(sys.argv[1])\n"
             "print(json.dumps(sorted(k for k in sys.modules if k.split('.')[0] == 'jax')))\n")
     out = subprocess.run([sys.executable, "-I", "-c", code, str(tmp_path)], capture_output=True,
-                         text=True, timeout=120, check=True)
+                         text=True, timeout=120, check=True, input="g",
+                         env={**os.environ, **(env or {})})
     result = json.loads((tmp_path / "result.json").read_text())
     result["jax_modules"] = json.loads(out.stdout.strip().splitlines()[-1])
     want = [fn({"w": w}, x) for x in xs]
@@ -247,3 +248,115 @@ def test_jax_must_read_an_artifact_as_the_grader_did() -> None:
     with pytest.raises(ValueError, match="differently"):
         execute._same_reading(export.deserialize(bytearray(blobs[1])), reader.read(blobs[2]),
                               jax)
+
+
+# -- crafted artifacts (red-team findings of 2026-12-06) --------------------------------------
+
+
+def _crafted(*, unique_avals: int = 0, shardings: bool = True, name: bool = True) -> bytes:
+    """An artifact of one f32[2] input and output, built field by field with jax's generated
+    builders: `unique_avals` offsets to one aval table, the shardings or the function name left
+    out on request."""
+    import flatbuffers
+
+    s = reader._schema()
+    b = flatbuffers.Builder(1024)
+
+    def leaf() -> int:
+        s.PyTreeDefStart(b)
+        s.PyTreeDefAddKind(b, s.PyTreeDefKind.leaf)
+        return s.PyTreeDefEnd(b)
+
+    def vector(start, items: list[int]) -> int:
+        start(b, len(items))
+        for item in reversed(items):
+            b.PrependUOffsetTRelative(item)
+        return b.EndVector()
+
+    dim = b.CreateString("2")
+    s.AbstractValueStartShapeVector(b, 1)
+    b.PrependUOffsetTRelative(dim)
+    shape = b.EndVector()
+    s.AbstractValueStart(b)
+    s.AbstractValueAddShape(b, shape)
+    s.AbstractValueAddDtype(b, s.DType.f32)
+    aval = s.AbstractValueEnd(b)
+    in_tree, out_tree = leaf(), leaf()
+    in_avals = vector(s.ExportedStartInAvalsVector, [aval])
+    out_avals = vector(s.ExportedStartOutAvalsVector, [aval])
+    uniques = vector(s.ExportedStartUniqueAvalsVector, [aval] * unique_avals) if (
+        unique_avals) else None
+    s.ShardingStart(b)
+    none = s.ShardingEnd(b)
+    in_sh = vector(s.ExportedStartInShardingsVector, [none])
+    out_sh = vector(s.ExportedStartOutShardingsVector, [none])
+    cpu = b.CreateString("cpu")
+    platforms = vector(s.ExportedStartPlatformsVector, [cpu])
+    fun = b.CreateString("f")
+    s.ExportedStart(b)
+    if name:
+        s.ExportedAddFunctionName(b, fun)
+    s.ExportedAddInTree(b, in_tree)
+    s.ExportedAddOutTree(b, out_tree)
+    s.ExportedAddInAvals(b, in_avals)
+    s.ExportedAddOutAvals(b, out_avals)
+    if uniques is not None:
+        s.ExportedAddUniqueAvals(b, uniques)
+    if shardings:
+        s.ExportedAddInShardings(b, in_sh)
+        s.ExportedAddOutShardings(b, out_sh)
+    s.ExportedAddPlatforms(b, platforms)
+    s.ExportedAddNrDevices(b, 1)
+    b.Finish(s.ExportedEnd(b))
+    return bytes(b.Output())
+
+
+def test_a_crafted_artifact_of_the_right_shape_is_read() -> None:
+    exp = reader.read(_crafted())
+    assert exp.in_avals == exp.out_avals == ((("2",), "float32"),)
+    assert exp.platforms == ("cpu",) and exp.nr_devices == 1
+
+
+def test_long_vectors_are_refused_before_they_are_read() -> None:
+    """A 64 MiB artifact could list 16M offsets to one small table: 14 s of CPU to read 1M of
+    them before the counts were checked first."""
+    if not hasattr(reader._schema().Exported, "UniqueAvalsLength"):
+        pytest.skip("this jax's format has no unique avals")
+    blob = _crafted(unique_avals=200_000)
+    with pytest.raises(ValueError, match="distinct shapes"):
+        reader.read(blob)
+
+
+def test_missing_shardings_or_name_are_refused_as_jax_refuses_them() -> None:
+    for blob in (_crafted(shardings=False), _crafted(name=False)):
+        with pytest.raises(Exception):  # noqa: B017 - jax's own error types differ by version
+            export.deserialize(bytearray(blob))
+        with pytest.raises(ValueError):
+            reader.read(blob)
+
+
+def test_output_names_too_long_together_are_refused() -> None:
+    execute = _execute_module()
+    long_key = "k" * 5000
+    tree = reader.Tree("dict", (reader.Tree("list", (reader.Tree("leaf"),) * 300),), (long_key,))
+    bomb = type("Exp", (), {"out_tree": tree})()
+    with pytest.raises(execute.Rejected, match="too long"):
+        execute._output_names(bomb)
+    fine = type("Exp", (), {"out_tree": reader.Tree.of({"loss": 0, "grads": [1, 2]})})()
+    assert execute._output_names(fine) == ["grads.0", "grads.1", "loss"]
+
+
+def test_the_interpreter_runs_only_what_main_declares() -> None:
+    """XLA converts each result to its declared type; the interpreter returns main's own. So a
+    program whose declared outputs are not main's results goes to XLA."""
+    execute = _execute_module()
+    fn, args = _cases()[1]
+    blob = export.export(jax.jit(fn))(*args).serialize()
+    exp, context = reader.read(blob), reader.make_context()
+    with context:
+        text = exp.module(context).operation.get_asm(print_generic_op_form=True,
+                                                     enable_debug_info=False)
+    assert execute._specializer(exp, text, np, context) is not None
+    exp.out_avals = tuple((shape, "int32" if not shape else dtype)
+                          for shape, dtype in exp.out_avals)
+    assert execute._specializer(exp, text, np, context) is None

@@ -220,6 +220,10 @@ class _Specializer:
             self.outs = [str(t) for t in ftype.results]
             if len(self.ins) != len(self.kept) or not self.outs:
                 raise LookupError("the exported main takes extra arguments (platform, tokens)")
+            if self.outs != [_declared_type(aval) for aval in exp.out_avals]:
+                # XLA converts each result to its declared type (jax's calling convention);
+                # the interpreter would return main's own: the same numbers only if they agree
+                raise LookupError("main's results are not the declared outputs")
             self.body = module.operation.get_asm(enable_debug_info=False)
 
     def _wrapper(self, leaves: list[tuple[tuple[int, ...], str]]) -> str | None:
@@ -324,6 +328,13 @@ class _Interpreted:
 def _attr_to_array(attr, ir, np):
     dense = ir.DenseElementsAttr(attr)
     return np.array(dense).reshape(tuple(ir.ShapedType(dense.type).shape))
+
+
+def _declared_type(aval: tuple[tuple[str, ...], str]) -> str:
+    """The tensor type main returns for a declared output: a symbolic dimension is dynamic."""
+    shape, dtype = aval
+    dims = "".join(f"{d}x" if d.isdigit() else "?x" for d in shape)
+    return f"tensor<{dims}{_REFINE_ELEMENT_TYPES.get(dtype, dtype)}>"
 
 
 def _specializer(exp, text: str, np, context) -> _Specializer | None:
@@ -488,11 +499,21 @@ def _walk_locations(module) -> list[list]:
     return out
 
 
+MAX_NAME_CHARS = 1 << 20  # all output names together (a long key over many leaves is a bomb)
+
+
 def _output_names(exp) -> list[str]:
     """main's result i -> output path ("loss", "grads.w1"), from the tree the outputs are
     unflattened with: the very structure the grader compares, so a rule naming an output
     reads the value graded under that name."""
-    return [".".join(str(k) for k in path) for path in exp.out_tree.paths()]
+    names, total = [], 0
+    for path in exp.out_tree.paths():
+        names.append(".".join(str(k) for k in path))
+        total += len(names[-1])
+        if total > MAX_NAME_CHARS:
+            raise Rejected("the program's output names are too long together "
+                           f"(over {MAX_NAME_CHARS} characters)")
+    return names
 
 
 def _checked(exp, spec_args, arg_names, allowed, max_bytes, context) -> dict:

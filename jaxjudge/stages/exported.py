@@ -26,6 +26,8 @@ _DTYPE_NAMES = {"bool": "bool", "bf16": "bfloat16", "f0": "float0"}
 _KIND_NAMES = {0: "leaf", 1: "none", 2: "tuple", 3: "list", 4: "dict", 5: "custom"}
 MAX_TREE_NODES = 100_000
 MAX_TREE_DEPTH = 200
+MAX_RANK = 64
+MAX_LISTED = 16  # platforms, effects, disabled checks
 
 
 class Tree:
@@ -145,6 +147,7 @@ class Exported:
         self.in_tree: Tree = fields["in_tree"]
         self.out_tree: Tree = fields["out_tree"]
         self.in_avals: tuple[tuple[tuple[str, ...], str], ...] = fields["in_avals"]
+        self.out_avals: tuple[tuple[tuple[str, ...], str], ...] = fields["out_avals"]
         self.module_kept_var_idx: tuple[int, ...] = fields["module_kept_var_idx"]
         self.mlir_module_serialized: bytes = fields["module"]
         # Every field but the module, for the results cache's key (execute._results_key).
@@ -203,6 +206,8 @@ def _dtype_name(kind: int, names: dict[int, str]) -> str:
 def _aval(av, names: dict[int, str]) -> tuple[tuple[str, ...], str]:
     if av.Kind() != 0:
         raise ValueError("an input or output is not an array (a token)")
+    if av.ShapeLength() > MAX_RANK:
+        raise ValueError(f"an array of more than {MAX_RANK} dimensions")
     shape = tuple(av.Shape(i).decode("utf-8") for i in range(av.ShapeLength()))
     return shape, _dtype_name(av.Dtype(), names)
 
@@ -230,14 +235,28 @@ def _tree(node, budget: list[int], depth: int = 0) -> Tree:
     return Tree(kind, children, keys)
 
 
-def _avals(exp, which: str, uniques: list, names: dict[int, str]) -> tuple:
-    """In or out avals: by index into the unique avals (newer artifacts), else inline; when
-    both are there they must agree."""
-    inline = tuple(_aval(getattr(exp, f"{which}Avals")(i), names)
-                   for i in range(getattr(exp, f"{which}AvalsLength")()))
+def _length(n: int, most: int, what: str) -> int:
+    """A vector's length, refused past what an honest artifact has (lengths are read before
+    the entries: a 64 MiB artifact could list 16M offsets to one small table)."""
+    if n > most:
+        raise ValueError(f"the program lists {n} {what} (at most {most})")
+    return n
+
+
+def _avals(exp, which: str, uniques: list, names: dict[int, str], count: int) -> tuple:
+    """In or out avals (`count` of them, the tree's leaves): by index into the unique avals
+    (newer artifacts), else inline; when both are there they must agree."""
+    n_inline = getattr(exp, f"{which}AvalsLength")()
+    if n_inline not in (0, count):
+        raise ValueError("the program's trees and shapes disagree")
+    inline = tuple(_aval(getattr(exp, f"{which}Avals")(i), names) for i in range(n_inline))
     idx_len = getattr(exp, f"{which}AvalsIdxsLength", None)
     if idx_len is None or idx_len() == 0:
+        if len(inline) != count:
+            raise ValueError("the program's trees and shapes disagree")
         return inline
+    if idx_len() != count:
+        raise ValueError("the program's trees and shapes disagree")
     by_idx = []
     for i in range(idx_len()):
         k = getattr(exp, f"{which}AvalsIdxs")(i)
@@ -259,32 +278,59 @@ def read(blob: bytes | bytearray) -> Exported:
         raise ValueError(f"malformed ({type(exc).__name__})") from None
 
 
+def _shardings(exp, which: str, count: int) -> None:
+    """One sharding (or None) per array, as jax reads them (by index into the unique named
+    shardings, else inline): jax refuses an artifact that lists fewer, so the grader does."""
+    idx_len = getattr(exp, f"{which}ShardingsIdxsLength", None)
+    n = idx_len() if idx_len is not None else 0
+    if n:
+        unique = exp.UniqueNamedShardingsLength() if hasattr(
+            exp, "UniqueNamedShardingsLength") else 0
+        if any(not 0 <= getattr(exp, f"{which}ShardingsIdxs")(i) <= unique
+               for i in range(_length(n, count, "shardings"))):
+            raise ValueError("a sharding index is out of range")
+    else:
+        n = getattr(exp, f"{which}ShardingsLength")()
+    if n != count:
+        raise ValueError("the program lists a sharding per array in the wrong number")
+
+
 def _read(buf: bytearray) -> Exported:
     s = _schema()
     names = {v: k for k, v in vars(s.DType).items() if isinstance(v, int)}
     exp = s.Exported.GetRootAs(buf, 0)
-    uniques = ([_aval(exp.UniqueAvals(i), names) for i in range(exp.UniqueAvalsLength())]
-               if hasattr(exp, "UniqueAvalsLength") else [])
-    in_avals = _avals(exp, "In", uniques, names)
-    out_avals = _avals(exp, "Out", uniques, names)
     budget = [MAX_TREE_NODES]
     in_tree, out_tree = _tree(exp.InTree(), budget), _tree(exp.OutTree(), budget)
-    if in_tree.n_leaves != len(in_avals) or out_tree.n_leaves != len(out_avals):
-        raise ValueError("the program's trees and shapes disagree")
+    n_in, n_out = in_tree.n_leaves, out_tree.n_leaves
+    n_unique = _length(exp.UniqueAvalsLength(), n_in + n_out, "distinct shapes") if hasattr(
+        exp, "UniqueAvalsLength") else 0
+    uniques = [_aval(exp.UniqueAvals(i), names) for i in range(n_unique)]
+    in_avals = _avals(exp, "In", uniques, names, n_in)
+    out_avals = _avals(exp, "Out", uniques, names, n_out)
+    _shardings(exp, "In", n_in)
+    _shardings(exp, "Out", n_out)
+    name = exp.FunctionName()
+    if name is None:
+        raise ValueError("the program has no function name")
     nr = int(exp.NrDevices())
     if not nr and hasattr(exp, "NrDevicesShort"):
         nr = int(exp.NrDevicesShort())
-    kept = tuple(int(exp.ModuleKeptVarIdx(i)) for i in range(exp.ModuleKeptVarIdxLength()))
+    kept = tuple(int(exp.ModuleKeptVarIdx(i))
+                 for i in range(_length(exp.ModuleKeptVarIdxLength(), n_in, "kept inputs")))
     checks = tuple((int(c.Kind()), (c.CustomCallTarget() or b"").decode("utf-8"))
-                   for c in (exp.DisabledChecks(i) for i in range(exp.DisabledChecksLength())))
+                   for c in (exp.DisabledChecks(i) for i in range(
+                       _length(exp.DisabledChecksLength(), MAX_LISTED, "disabled checks"))))
+    listed = {what: _length(getattr(exp, f"{what}Length")(), MAX_LISTED, what.lower())
+              for what in ("Platforms", "OrderedEffects", "UnorderedEffects")}
     fields = {
         "version": int(exp.SerializationVersion()),
+        "function_name": name.decode("utf-8"),
         "platforms": tuple(exp.Platforms(i).decode("utf-8")
-                           for i in range(exp.PlatformsLength())),
+                           for i in range(listed["Platforms"])),
         "ordered_effects": tuple(exp.OrderedEffects(i).TypeName().decode("utf-8")
-                                 for i in range(exp.OrderedEffectsLength())),
+                                 for i in range(listed["OrderedEffects"])),
         "unordered_effects": tuple(exp.UnorderedEffects(i).TypeName().decode("utf-8")
-                                   for i in range(exp.UnorderedEffectsLength())),
+                                   for i in range(listed["UnorderedEffects"])),
         "nr_devices": nr,
         "in_tree": in_tree, "out_tree": out_tree,
         "in_avals": in_avals, "out_avals": out_avals,
