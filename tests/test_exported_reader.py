@@ -219,6 +219,16 @@ def test_an_interpreted_stage_b_never_imports_jax(tmp_path) -> None:
     assert result["jax_modules"] == [] and "jax_version" not in result
 
 
+def test_a_waiting_stage_b_imports_jax_when_asked(tmp_path) -> None:
+    """Started ahead with the grader's guess that the program needs XLA, stage B imports jax
+    while it waits; the interpreter still runs what it can."""
+    result = _run_stage_b(tmp_path, "interpret", {"JAXJUDGE_STAGE_WAIT": "1",
+                                                  "JAXJUDGE_STAGE_B_JAX": "1"})
+    assert result["status"] == "ok" and result["engines"] == ["interpret"]
+    assert "jax" in result["jax_modules"] and result["timings"]["import_jax"] > 0
+    assert result["timings"]["wait"] >= 0
+
+
 def test_stage_b_imports_jax_for_xla(tmp_path) -> None:
     result = _run_stage_b(tmp_path, "xla")
     assert result["status"] == "ok" and result["engines"] == ["xla"]

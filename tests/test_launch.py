@@ -153,7 +153,7 @@ def test_odd_limits_leave_the_start_to_the_command(tmp_path: Path, table: str) -
     (folder / "problem.toml").write_text(f"id = 'p'\n{table}", encoding="utf-8")
     assert peek_limits(str(folder)) is None
     (folder / "problem.toml").write_text("id = 'p'\n", encoding="utf-8")
-    assert peek_limits(str(folder)) == PeekedLimits(60.0, 60.0, 2048, 256)
+    assert peek_limits(str(folder)) == PeekedLimits(60.0, 60.0, 2048, 256, problem_id="p")
     assert peek_limits("no-such-problem") is None
 
 

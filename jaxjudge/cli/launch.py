@@ -55,7 +55,9 @@ def start_stages(argv: Sequence[str]) -> Started | None:
     limits = peek_limits(problem_id)  # [limits] only: the whole problem loads after the start
     if limits is None:
         return None  # the command says what is wrong with the problem
-    return early.try_start(limits, limits.observed)
+    from jaxjudge.grading.engine_hint import needs_xla
+
+    return early.try_start(limits, limits.observed, jax=needs_xla(limits.problem_id))
 
 
 def _status(code: object) -> int:

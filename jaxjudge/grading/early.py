@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jaxjudge.grading.engine_hint import STAGE_B_JAX_ENV
 from jaxjudge.grading.stage_paths import (
     EXECUTE_SCRIPT,
     TRACE_SCRIPT,
@@ -77,10 +78,11 @@ class Started:
 
 
 def start(limits: StageLimits, observed: bool, *, root: Path | None = None,
-          b: bool = True) -> Started:
+          b: bool = True, jax: bool = False) -> Started:
     """Start stage A (then B, if `b`) for a grade under `limits`, in `root` (default: a new
-    work directory); `observed`: the problem's programs are observed in stage B. Stage A
-    goes first: it is on the grade's critical path."""
+    work directory); `observed`: the problem's programs are observed in stage B; `jax`: stage
+    B imports jax while it waits (jaxjudge.grading.engine_hint). Stage A goes first: it is on
+    the grade's critical path."""
     started = Started(root or work_root(), sandbox_limits(limits), observed)
     try:
         started.a = sandbox.prestart(TRACE_SCRIPT, started.root / "a", started.limits,
@@ -88,20 +90,22 @@ def start(limits: StageLimits, observed: bool, *, root: Path | None = None,
         if b:
             started.b = sandbox.prestart(EXECUTE_SCRIPT, started.root / "b",
                                          stage_b_limits(limits, observed),
-                                         env=stage_b_env(), untrusted=False)
+                                         env={**stage_b_env(),
+                                              **({STAGE_B_JAX_ENV: "1"} if jax else {})},
+                                         untrusted=False)
     except BaseException:
         started.close()
         raise
     return started
 
 
-def try_start(limits: StageLimits, observed: bool) -> Started | None:
+def try_start(limits: StageLimits, observed: bool, *, jax: bool = False) -> Started | None:
     """`start`, for a caller that grades either way: None when overlapping is off or the
     stages cannot start (a required layer missing, say: the grade then reports it)."""
     if not overlap_enabled():
         return None
     try:
-        return start(limits, observed)
+        return start(limits, observed, jax=jax)
     except Exception:
         log.debug("stages not started early", exc_info=True)
         return None

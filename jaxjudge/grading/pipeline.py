@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from jaxjudge.grading import compare as cmp
 from jaxjudge.grading.early import Started
 from jaxjudge.grading.early import start as start_stages
+from jaxjudge.grading.engine_hint import needs_xla
 from jaxjudge.grading.evidence import census, excerpt, lend_evidence
 from jaxjudge.grading.memory import (
     compare,
@@ -142,7 +143,8 @@ class Grading(StageA, StageB):
             return None
         root = work_root()
         try:
-            started = start_stages(self.limits, self.problem.observed, root=root)
+            started = start_stages(self.limits, self.problem.observed, root=root,
+                                   jax=needs_xla(self.problem.id))
         except BaseException:
             fstree.remove_tree(root)
             raise

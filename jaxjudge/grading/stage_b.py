@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxjudge.grading.caches import ProgramCache
+from jaxjudge.grading.engine_hint import remember
 from jaxjudge.grading.observing import observations, observe_specs
 from jaxjudge.grading.plan import signature_name
 from jaxjudge.grading.prefetch import Prefetch
@@ -141,6 +142,8 @@ class StageB(StageBase):
             result, texts = hit
         else:
             result, texts = self._run_stage_b(job, spec, blobs, flags)
+            if result.status == "ok" and result.engines:
+                remember(self.problem.id, result.engines)  # the next one-off grade's guess
             if result.status == "ok" and result.outputs is not None and all(
                 o.ok for o in result.outputs.values()
             ):

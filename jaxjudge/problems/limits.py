@@ -35,6 +35,7 @@ class PeekedLimits:
     memory_mb: int
     output_kb: int
     observed: bool = False
+    problem_id: str | None = None  # problem.toml's `id`
 
 
 # Requirements whose rules read stage B's observed runs (jaxjudge/grading/observing.py).
@@ -78,5 +79,7 @@ def peek_limits(problem_id: str) -> PeekedLimits | None:
     if not isinstance(reqs, list) or not all(isinstance(r, dict) for r in reqs):
         return None
     observed = any(asks_observer(r.get("rule"), r.get("level"), r) for r in reqs)
+    pid = data.get("id")
     return PeekedLimits(float(values["wall_seconds"]), float(values["cpu_seconds"]),
-                        int(values["memory_mb"]), int(values["output_kb"]), observed)
+                        int(values["memory_mb"]), int(values["output_kb"]), observed,
+                        pid if isinstance(pid, str) else None)

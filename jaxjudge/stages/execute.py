@@ -536,6 +536,9 @@ def _checked(exp, spec_args, arg_names, allowed, max_bytes, context) -> dict:
 # numpy and jaxlib while stage A runs, then wait for one byte on stdin before reading the job
 # the grader writes meanwhile.
 WAIT_ENV = "JAXJUDGE_STAGE_WAIT"
+# Set by the grader (jaxjudge.grading.engine_hint) when a program that needs XLA is likely:
+# jax is then imported while waiting, not after the job arrives.
+JAX_ENV = "JAXJUDGE_STAGE_B_JAX"
 
 
 _SIBLINGS: dict[str, Any] = {}  # sibling modules, loaded once per process (zygote)
@@ -745,6 +748,12 @@ def main(job_dir: str) -> int:
     gc.freeze()
     gc.enable()
     if os.environ.get(WAIT_ENV) == "1":
+        if os.environ.get(JAX_ENV) == "1":  # this problem's programs ran on XLA last time
+            t_jax = time.perf_counter()
+            gc.disable()
+            import jax  # noqa: F401
+            gc.enable()
+            timings["import_jax"] = time.perf_counter() - t_jax
         t_wait = time.perf_counter()
         if not wait_for_job():
             return 0  # the grader gave up on this run (stage A failed): nothing to do

@@ -1,0 +1,46 @@
+"""Whether a problem's programs ran on XLA last time, so that a one-off grade's stage B imports
+jax while it waits for its job.
+
+Stage B imports only numpy and jaxlib (~0.13 s) and jax (~0.3 s) only for a program the
+interpreter cannot run (loops, integer division, low-precision types...). Imported after the
+job arrives, that is on the grade's critical path: a one-off grade of such a program took
+0.2 s longer. Imported while stage B waits for stage A, it is hidden, but on the two cores
+stage A's own `import jax` wants it costs ~0.03 s on a program the interpreter runs. So the
+parent remembers, per problem, whether the last grade's stage B used XLA, and asks for the
+early import only then. A wrong guess costs speed, never a verdict; a submission can steer
+the guess for the next grade of its problem on this machine only that way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from jaxjudge.isolation import statefile
+
+FILE = "stage-b-engines.json"
+MAX_PROBLEMS = 256
+STAGE_B_JAX_ENV = "JAXJUDGE_STAGE_B_JAX"  # "1": stage B imports jax before its job
+
+
+def _read() -> dict[str, bool]:
+    data = statefile.read(statefile.state_dir() / FILE)
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, bool)}
+
+
+def needs_xla(problem_id: str | None) -> bool:
+    """Whether stage B ran this problem's last program on XLA (False when not known)."""
+    return bool(problem_id) and _read().get(str(problem_id), False)
+
+
+def remember(problem_id: str, engines: Iterable[str]) -> None:
+    """Record what stage B's run used (written only when it changes)."""
+    known = _read()
+    xla = "xla" in set(engines)
+    if known.get(problem_id) == xla:
+        return
+    known[problem_id] = xla
+    if len(known) > MAX_PROBLEMS:  # bounded: the oldest entries go first
+        known = dict(list(known.items())[-MAX_PROBLEMS:])
+    statefile.write(statefile.state_dir() / FILE, known)

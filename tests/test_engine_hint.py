@@ -1,0 +1,54 @@
+"""The parent's guess whether a problem's stage B needs jax (jaxjudge/grading/engine_hint.py):
+remembered per problem in the private state directory, only a speed hint."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jaxjudge.grading import engine_hint
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("JAXJUDGE_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path / "state" / engine_hint.FILE
+
+
+def test_what_the_last_run_used_is_remembered_per_problem(state: Path) -> None:
+    assert not engine_hint.needs_xla("ema") and not engine_hint.needs_xla(None)
+    engine_hint.remember("ema", ["xla"])
+    engine_hint.remember("remat", ["interpret"])
+    assert engine_hint.needs_xla("ema") and not engine_hint.needs_xla("remat")
+    engine_hint.remember("ema", ["interpret", "xla"])
+    assert engine_hint.needs_xla("ema")
+    engine_hint.remember("ema", ["interpret"])
+    assert not engine_hint.needs_xla("ema")
+    assert json.loads(state.read_text()) == {"ema": False, "remat": False}
+
+
+def test_it_is_written_only_when_it_changes(state: Path) -> None:
+    engine_hint.remember("ema", ["xla"])
+    before = state.stat().st_mtime_ns, state.stat().st_ino
+    engine_hint.remember("ema", ["xla"])
+    assert (state.stat().st_mtime_ns, state.stat().st_ino) == before
+
+
+def test_it_stays_bounded(state: Path) -> None:
+    for i in range(engine_hint.MAX_PROBLEMS + 10):
+        engine_hint.remember(f"p{i}", ["xla"])
+    kept = json.loads(state.read_text())
+    assert len(kept) == engine_hint.MAX_PROBLEMS and "p0" not in kept
+    assert engine_hint.needs_xla(f"p{engine_hint.MAX_PROBLEMS + 9}")
+
+
+@pytest.mark.parametrize("planted", ['["xla"]', '{"ema": "yes"}', "not json"])
+def test_a_malformed_file_is_no_guess(state: Path, planted: str) -> None:
+    state.parent.mkdir(mode=0o700, parents=True)
+    state.write_text(planted)
+    state.chmod(0o600)
+    assert not engine_hint.needs_xla("ema")
+    engine_hint.remember("ema", ["xla"])
+    assert engine_hint.needs_xla("ema")
