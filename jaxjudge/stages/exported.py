@@ -53,9 +53,8 @@ class Tree:
         if isinstance(value, dict):
             keys = tuple(sorted(value))
             return cls("dict", tuple(cls.of(value[k], is_leaf) for k in keys), keys)
-        if isinstance(value, (tuple, list)):
-            return cls(type(value).__name__ if type(value) in (tuple, list) else "leaf",
-                       tuple(cls.of(v, is_leaf) for v in value))
+        if type(value) in (tuple, list):  # a subclass (a namedtuple) is jax's custom node
+            return cls(type(value).__name__, tuple(cls.of(v, is_leaf) for v in value))
         return cls("leaf")
 
     def __eq__(self, other: object) -> bool:
