@@ -252,3 +252,39 @@ def test_one_program_from_different_sources_runs_stage_b_once() -> None:
     assert lines(first) and lines(elsewhere) == [n + 3 for n in lines(first)]
     assert other.verdict is Verdict.WRONG_ANSWER  # a different program runs for real
 
+
+
+def _chain(depth: int, calls_each: int = 2, back: bool = False) -> str:
+    """A generic-form module whose main calls f0, each f_i calls f_{i+1} `calls_each` times
+    (and the last one calls f0 again when `back`): a few lines that run 2**depth calls."""
+    ty = "tensor<2xf32>"
+    fns = []
+    for i in range(depth + 1):
+        name = "main" if i == 0 else f"f{i - 1}"
+        callee = f"f{i}" if i < depth else ("f0" if back else None)
+        body = [f'    %0 = "stablehlo.tanh"(%arg0) : ({ty}) -> {ty}']
+        if callee is not None:
+            body += [f'    %{k + 1} = "func.call"(%{k}) <{{callee = @{callee}}}> : ({ty}) -> {ty}'
+                     for k in range(calls_each if name != "main" else 1)]
+        last = len(body) - 1
+        head = f'"func.func"() <{{function_type = ({ty}) -> {ty}, sym_name = "{name}"}}>'
+        fns.append(f"  {head} ({{\n  ^bb0(%arg0: {ty}):\n" + "\n".join(body) + "\n"
+                   f'    "func.return"(%{last}) : ({ty}) -> ()\n  }}) : () -> ()')
+    return '"builtin.module"() ({\n' + "\n".join(fns) + "\n}) : () -> ()\n"
+
+
+def test_calls_are_counted_as_often_as_they_run() -> None:
+    graph = execute._calls(_chain(3))
+    assert graph == {"main": ["f0"], "f0": ["f1", "f1"], "f1": ["f2", "f2"], "f2": []}
+    assert execute._runs(graph, 100) == {"main": 1, "f0": 1, "f1": 2, "f2": 4}
+    assert execute._runs(execute._calls(_chain(40)), execute.MAX_CALLS) is None
+    assert not execute._recursive(graph)
+    assert execute._recursive(execute._calls(_chain(3, back=True)))
+    quoted = _chain(2, back=True).replace("callee = @f0", 'callee = @"f0"')
+    assert execute._recursive(execute._calls(quoted))  # a quoted name is the same symbol
+
+
+def test_a_tree_of_calls_is_interpreted_only_while_its_runs_are_few() -> None:
+    assert execute._interpretable(_chain(3))
+    assert not execute._interpretable(_chain(20))  # a million calls: XLA (or the limits)
+    assert not execute._interpretable(_chain(3, back=True))  # recursion: never interpreted

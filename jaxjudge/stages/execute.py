@@ -75,6 +75,9 @@ INTEGER_UNSAFE_OPS = frozenset({"stablehlo.divide", "stablehlo.remainder", "stab
 INTERP_MAX_TENSOR = 1 << 14  # elements in any one tensor
 INTERP_MAX_WORK = 1 << 21  # element operations: largest tensor per op, multiply-adds per dot
 INTERP_MAX_OPS = 20_000
+# Function calls one run of main makes in all (jax exports each jit/custom_vjp as a function;
+# an honest program calls a few thousand at most, the nested-jit sample 2,046).
+MAX_CALLS = 100_000
 _MLIR_ELEMENT_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64",
                        "bool": "i1"}
 # Specialising (for the memory profile) is not running: every input type a problem declares.
@@ -144,11 +147,91 @@ def _engine(job: dict) -> str:
     return "interpret" if job.get("engine") == "interpret" else "xla"
 
 
+_SYM_NAME_RE = re.compile(r'sym_name = "([^"]*)"')
+_CALLEE_RE = re.compile(r'callee = @(?:"([^"]*)"|([\w$.\-]+))')
+
+
+def _calls(text: str) -> dict[str, list[str]]:
+    """Each function of a generic-form module -> the functions its ops call, once per call."""
+    graph: dict[str, list[str]] = {}
+    current = ""
+    for line in text.splitlines():
+        if '"func.func"' in line:
+            found = _SYM_NAME_RE.search(line)
+            current = found.group(1) if found else ""
+            graph.setdefault(current, [])
+        elif '"func.call"' in line:
+            found = _CALLEE_RE.search(line)
+            if found:
+                graph.setdefault(current, []).append(found.group(1) or found.group(2))
+    return graph
+
+
+def _recursive(graph: dict[str, list[str]]) -> bool:
+    """Whether some function reaches itself through calls (JAX never exports that)."""
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    for root in graph:
+        stack = [(root, iter(graph.get(root, ())))]
+        if state.get(root):
+            continue
+        state[root] = 1
+        while stack:
+            fn, callees = stack[-1]
+            callee = next(callees, None)
+            if callee is None:
+                state[fn] = 2
+                stack.pop()
+            elif state.get(callee) == 1:
+                return True
+            elif not state.get(callee):
+                state[callee] = 1
+                stack.append((callee, iter(graph.get(callee, ()))))
+    return False
+
+
+def _runs(graph: dict[str, list[str]], cap: int) -> dict[str, int] | None:
+    """How many times each function runs when main runs once (None: more than `cap` calls in
+    all, or a cycle): a few kB can call a function 2**40 times through a chain of functions
+    that each call the next twice."""
+    if _recursive(graph):
+        return None
+    order: list[str] = []  # callers before callees
+    seen: set[str] = set()
+
+    def visit(fn: str) -> None:
+        stack = [(fn, iter(graph.get(fn, ())))]
+        seen.add(fn)
+        while stack:
+            node, callees = stack[-1]
+            callee = next(callees, None)
+            if callee is None:
+                order.append(node)
+                stack.pop()
+            elif callee not in seen:
+                seen.add(callee)
+                stack.append((callee, iter(graph.get(callee, ()))))
+
+    visit("main")
+    runs = {fn: 0 for fn in order}
+    runs["main"] = 1
+    for fn in reversed(order):
+        for callee in graph.get(fn, ()):
+            runs[callee] = runs.get(callee, 0) + runs[fn]
+            if runs[callee] > cap:
+                return None
+    return runs
+
+
 def _interpretable(text: str) -> bool:
     """True if the refined (static-shape) program is safe and cheap for the reference
-    interpreter: only ops from INTERPRETABLE_OPS, small tensors, bounded total work."""
+    interpreter: only ops from INTERPRETABLE_OPS, small tensors, bounded total work, each
+    function's work counted as often as it runs."""
+    runs = _runs(_calls(text), INTERP_MAX_OPS)
+    if runs is None:
+        return False
     work = 0
     ops = 0
+    current = ""
     for line in text.splitlines():
         m = _OP_RE.search(line)
         if not m:
@@ -157,6 +240,10 @@ def _interpretable(text: str) -> bool:
         name = m.group(1)
         if name not in INTERPRETABLE_OPS or ops > INTERP_MAX_OPS:
             return False
+        if name == "func.func":
+            found = _SYM_NAME_RE.search(line)
+            current = found.group(1) if found else ""
+        times = runs.get(current, 0)
         sizes = []
         for t in _TENSOR_RE.findall(line):
             dims, _, etype = t.rpartition("x") if "x" in t else ("", "", t)
@@ -174,9 +261,9 @@ def _interpretable(text: str) -> bool:
             sizes.append(n)
         if name == "stablehlo.dot_general" and len(sizes) >= 3:
             # multiply-adds = batch * lhs_free * rhs_free * contracting <= sqrt(lhs * rhs * out)
-            work += math.isqrt(sizes[0] * sizes[1] * sizes[-1])
+            work += times * math.isqrt(sizes[0] * sizes[1] * sizes[-1])
         else:
-            work += max(sizes, default=1)
+            work += times * max(sizes, default=1)
         if work > INTERP_MAX_WORK:
             return False
     return ops > 0
@@ -455,6 +542,14 @@ def _check_program(exp, spec_args, arg_names, allowed, max_bytes, context) -> di
     for op in FORBIDDEN_OPS:
         if f'"{op}"' in text:
             raise Rejected(f"the program uses {op}, which the grader does not run")
+    graph = _calls(text)
+    if _recursive(graph):
+        raise Rejected("the program's functions call themselves (recursion), which JAX never "
+                       "exports")
+    if _runs(graph, MAX_CALLS) is None:
+        raise Rejected(f"the program's functions call each other more than {MAX_CALLS} times "
+                       "in all (a tree of calls, each calling the next several times): "
+                       "flatten it")
     targets = set(_CUSTOM_CALL_RE.findall(text))
     if text.count("custom_call\"") != len(_CUSTOM_CALL_RE.findall(text)):
         raise Rejected("the program has a custom_call the grader cannot identify")
