@@ -276,12 +276,14 @@ def _chain(depth: int, calls_each: int = 2, back: bool = False) -> str:
 def test_calls_are_counted_as_often_as_they_run() -> None:
     graph = execute._calls(_chain(3))
     assert graph == {"main": ["f0"], "f0": ["f1", "f1"], "f1": ["f2", "f2"], "f2": []}
-    assert execute._runs(graph, 100) == {"main": 1, "f0": 1, "f1": 2, "f2": 4}
-    assert execute._runs(execute._calls(_chain(40)), execute.MAX_CALLS) is None
-    assert not execute._recursive(graph)
-    assert execute._recursive(execute._calls(_chain(3, back=True)))
+    order = execute._call_order(graph)
+    assert order is not None and order.index("f2") < order.index("f1") < order.index("f0")
+    assert execute._runs(graph, order, 100) == {"main": 1, "f0": 1, "f1": 2, "f2": 4}
+    deep = execute._calls(_chain(40))
+    assert execute._runs(deep, execute._call_order(deep), execute.MAX_CALLS) is None
+    assert execute._call_order(execute._calls(_chain(3, back=True))) is None
     quoted = _chain(2, back=True).replace("callee = @f0", 'callee = @"f0"')
-    assert execute._recursive(execute._calls(quoted))  # a quoted name is the same symbol
+    assert execute._call_order(execute._calls(quoted)) is None  # a quoted name is one symbol
 
 
 def test_a_tree_of_calls_is_interpreted_only_while_its_runs_are_few() -> None:

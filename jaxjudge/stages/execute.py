@@ -151,72 +151,63 @@ _SYM_NAME_RE = re.compile(r'sym_name = "([^"]*)"')
 _CALLEE_RE = re.compile(r'callee = @(?:"([^"]*)"|([\w$.\-]+))')
 
 
-def _calls(text: str) -> dict[str, list[str]]:
-    """Each function of a generic-form module -> the functions its ops call, once per call."""
-    graph: dict[str, list[str]] = {}
+def _by_function(text: str):
+    """(the enclosing function's name, line) for each line of a generic-form module."""
     current = ""
     for line in text.splitlines():
         if '"func.func"' in line:
             found = _SYM_NAME_RE.search(line)
             current = found.group(1) if found else ""
-            graph.setdefault(current, [])
+        yield current, line
+
+
+def _calls(text: str) -> dict[str, list[str]]:
+    """Each function of a generic-form module -> the functions its ops call, once per call."""
+    graph: dict[str, list[str]] = {}
+    for fn, line in _by_function(text):
+        if '"func.func"' in line:
+            graph.setdefault(fn, [])
         elif '"func.call"' in line:
             found = _CALLEE_RE.search(line)
             if found:
-                graph.setdefault(current, []).append(found.group(1) or found.group(2))
+                graph.setdefault(fn, []).append(found.group(1) or found.group(2))
     return graph
 
 
-def _recursive(graph: dict[str, list[str]]) -> bool:
-    """Whether some function reaches itself through calls (JAX never exports that)."""
+def _call_order(graph: dict[str, list[str]]) -> list[str] | None:
+    """Every function, each after the functions it calls (None: some function reaches itself
+    through calls, which JAX never exports)."""
     state: dict[str, int] = {}  # 1: on the path, 2: done
+    order: list[str] = []
     for root in graph:
-        stack = [(root, iter(graph.get(root, ())))]
-        if state.get(root):
+        if root in state:
             continue
         state[root] = 1
+        stack = [(root, iter(graph[root]))]
         while stack:
             fn, callees = stack[-1]
             callee = next(callees, None)
             if callee is None:
                 state[fn] = 2
+                order.append(fn)
                 stack.pop()
             elif state.get(callee) == 1:
-                return True
-            elif not state.get(callee):
+                return None
+            elif callee not in state:
                 state[callee] = 1
                 stack.append((callee, iter(graph.get(callee, ()))))
-    return False
+    return order
 
 
-def _runs(graph: dict[str, list[str]], cap: int) -> dict[str, int] | None:
-    """How many times each function runs when main runs once (None: more than `cap` calls in
-    all, or a cycle): a few kB can call a function 2**40 times through a chain of functions
-    that each call the next twice."""
-    if _recursive(graph):
-        return None
-    order: list[str] = []  # callers before callees
-    seen: set[str] = set()
-
-    def visit(fn: str) -> None:
-        stack = [(fn, iter(graph.get(fn, ())))]
-        seen.add(fn)
-        while stack:
-            node, callees = stack[-1]
-            callee = next(callees, None)
-            if callee is None:
-                order.append(node)
-                stack.pop()
-            elif callee not in seen:
-                seen.add(callee)
-                stack.append((callee, iter(graph.get(callee, ()))))
-
-    visit("main")
-    runs = {fn: 0 for fn in order}
+def _runs(graph: dict[str, list[str]], order: list[str], cap: int) -> dict[str, int] | None:
+    """How many times each function runs when main runs once, from `_call_order` (None: more
+    than `cap` runs of one function): a few kB can call a function 2**40 times through a chain
+    of functions that each call the next twice."""
+    runs = dict.fromkeys(order, 0)
     runs["main"] = 1
-    for fn in reversed(order):
+    for fn in reversed(order):  # callers first
         for callee in graph.get(fn, ()):
-            runs[callee] = runs.get(callee, 0) + runs[fn]
+            runs[callee] += runs[fn]
             if runs[callee] > cap:
                 return None
     return runs
@@ -226,13 +217,14 @@ def _interpretable(text: str) -> bool:
     """True if the refined (static-shape) program is safe and cheap for the reference
     interpreter: only ops from INTERPRETABLE_OPS, small tensors, bounded total work, each
     function's work counted as often as it runs."""
-    runs = _runs(_calls(text), INTERP_MAX_OPS)
+    graph = _calls(text)
+    order = _call_order(graph)
+    runs = _runs(graph, order, INTERP_MAX_OPS) if order is not None else None
     if runs is None:
         return False
     work = 0
     ops = 0
-    current = ""
-    for line in text.splitlines():
+    for current, line in _by_function(text):
         m = _OP_RE.search(line)
         if not m:
             continue
@@ -240,9 +232,6 @@ def _interpretable(text: str) -> bool:
         name = m.group(1)
         if name not in INTERPRETABLE_OPS or ops > INTERP_MAX_OPS:
             return False
-        if name == "func.func":
-            found = _SYM_NAME_RE.search(line)
-            current = found.group(1) if found else ""
         times = runs.get(current, 0)
         sizes = []
         for t in _TENSOR_RE.findall(line):
@@ -543,10 +532,11 @@ def _check_program(exp, spec_args, arg_names, allowed, max_bytes, context) -> di
         if f'"{op}"' in text:
             raise Rejected(f"the program uses {op}, which the grader does not run")
     graph = _calls(text)
-    if _recursive(graph):
+    order = _call_order(graph)
+    if order is None:
         raise Rejected("the program's functions call themselves (recursion), which JAX never "
                        "exports")
-    if _runs(graph, MAX_CALLS) is None:
+    if _runs(graph, order, MAX_CALLS) is None:
         raise Rejected(f"the program's functions call each other more than {MAX_CALLS} times "
                        "in all (a tree of calls, each calling the next several times): "
                        "flatten it")
