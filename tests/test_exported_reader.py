@@ -269,7 +269,7 @@ def _crafted(*, unique_avals: int = 0, shardings: bool = True, name: bool = True
     out on request."""
     import flatbuffers
 
-    s = reader._schema()
+    s = reader.schema()
     b = flatbuffers.Builder(1024)
 
     def leaf() -> int:
@@ -330,7 +330,7 @@ def test_a_crafted_artifact_of_the_right_shape_is_read() -> None:
 def test_long_vectors_are_refused_before_they_are_read() -> None:
     """A 64 MiB artifact could list 16M offsets to one small table: 14 s of CPU to read 1M of
     them before the counts were checked first."""
-    if not hasattr(reader._schema().Exported, "UniqueAvalsLength"):
+    if not hasattr(reader.schema().Exported, "UniqueAvalsLength"):
         pytest.skip("this jax's format has no unique avals")
     blob = _crafted(unique_avals=200_000)
     with pytest.raises(ValueError, match="distinct shapes"):

@@ -659,7 +659,7 @@ def _reader():
 def warm_zygote() -> None:
     """Run by the warm pool's zygote before it forks: the siblings, loaded once for all."""
     _observer()
-    _reader()._schema()
+    _reader().schema()
 
 
 class _Xla:
@@ -825,7 +825,7 @@ def main(job_dir: str) -> int:
     from jaxlib.version import __version__ as jaxlib_version
 
     reader = _reader()
-    reader._schema()
+    reader.schema()
     # One MLIR context for the whole run (~2-3 ms to make one, with every dialect loaded):
     # verifying, specialising and observing the programs all parse into it.
     context = reader.make_context()

@@ -171,7 +171,7 @@ class Exported:
             return ir.Module.parse(out)
 
 
-def _schema():
+def schema():
     """jax's generated accessors (`jax/_src/export/serialization_generated.py`), loaded on
     their own: finding the `jax` package's directory does not import it."""
     global _SCHEMA
@@ -295,7 +295,7 @@ def _shardings(exp, which: str, count: int) -> None:
 
 
 def _read(buf: bytearray) -> Exported:
-    s = _schema()
+    s = schema()
     names = {v: k for k, v in vars(s.DType).items() if isinstance(v, int)}
     exp = s.Exported.GetRootAs(buf, 0)
     budget = [MAX_TREE_NODES]
