@@ -68,11 +68,10 @@ def _isolation_code() -> str:
     the seccomp filter). Not the whole grader's version: hashing every module costs ~5 ms of
     the one-off grade's start, before its first stage can launch, and no rule or report
     changes whether a layer works."""
+    from jaxjudge.version import source_hash
+
     root = Path(__file__).resolve().parent
-    h = hashlib.sha256()
-    for path in sorted(root.glob("*.py")):
-        h.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
-    return h.hexdigest()
+    return source_hash(root, root.glob("*.py"))
 
 
 def load(key: str, candidates: list[tuple[str, str]]) -> Known | None:
