@@ -39,8 +39,10 @@ def test_it_is_written_only_when_it_changes(state: Path) -> None:
 def test_it_stays_bounded(state: Path) -> None:
     for i in range(engine_hint.MAX_PROBLEMS + 10):
         engine_hint.remember(f"p{i}", ["xla"])
+        if i == 20:
+            engine_hint.remember("p0", ["interpret"])  # changed lately: kept
     kept = json.loads(state.read_text())
-    assert len(kept) == engine_hint.MAX_PROBLEMS and "p0" not in kept
+    assert len(kept) == engine_hint.MAX_PROBLEMS and "p1" not in kept and "p0" in kept
     assert engine_hint.needs_xla(f"p{engine_hint.MAX_PROBLEMS + 9}")
 
 

@@ -40,7 +40,8 @@ def remember(problem_id: str, engines: Iterable[str]) -> None:
     xla = "xla" in set(engines)
     if known.get(problem_id) == xla:
         return
-    known[problem_id] = xla
-    if len(known) > MAX_PROBLEMS:  # bounded: the oldest entries go first
+    known.pop(problem_id, None)
+    known[problem_id] = xla  # last: the entries are kept in order of their last change
+    if len(known) > MAX_PROBLEMS:  # bounded: the longest unchanged go first
         known = dict(list(known.items())[-MAX_PROBLEMS:])
     statefile.write(statefile.state_dir() / FILE, known)
