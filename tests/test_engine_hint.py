@@ -54,3 +54,20 @@ def test_a_malformed_file_is_no_guess(state: Path, planted: str) -> None:
     assert not engine_hint.needs_xla("ema")
     engine_hint.remember("ema", ["xla"])
     assert engine_hint.needs_xla("ema")
+
+
+def test_the_grader_and_stage_b_name_one_variable() -> None:
+    """Stage B is self-contained (it cannot import the grader), so each spells the name: the
+    two must agree, or the hint never reaches stage B (and its wait switch likewise)."""
+    import importlib.util
+
+    from jaxjudge.grading.stage_common import STAGES_DIR
+    from jaxjudge.isolation import sandbox
+
+    spec = importlib.util.spec_from_file_location("jaxjudge_test_execute_env",
+                                                  STAGES_DIR / "execute.py")
+    assert spec and spec.loader
+    execute = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(execute)
+    assert execute.JAX_ENV == engine_hint.STAGE_B_JAX_ENV
+    assert execute.WAIT_ENV == sandbox.STAGE_WAIT_ENV
