@@ -11,6 +11,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -255,6 +257,12 @@ def test_oversized_sources_are_413(client: httpx.Client) -> None:
             yield b" " * 32 * 1024
 
     assert_error(client.post("/v1/submissions", content=chunks(), headers=headers), 413)
+    # urllib writes the whole body before it reads, and asks to close: the 413 still arrives.
+    url = str(client.base_url).rstrip("/") + "/v1/submissions"
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(urllib.request.Request(url, data=huge, headers=headers))
+    assert caught.value.code == 413
+    assert "the request body is larger than" in caught.value.read().decode()
 
 
 def test_unknown_submission_is_404(client: httpx.Client) -> None:

@@ -37,58 +37,89 @@ log = logging.getLogger("jaxjudge.app")
 API_VERSION = "v1"
 
 
+# The most of an over-limit body read and thrown away so that a client that sends its whole
+# body before it reads (urllib, requests, curl) sees the 413 instead of a reset; past it the
+# connection is closed (Go's net/http and nginx's lingering close bound theirs too).
+DRAIN_BYTES = 64 * 1024 * 1024
+
+
 class BodySizeLimit:
     """Answer 413 for a request body larger than `max_bytes` before anyone parses it, so a
     huge upload costs neither memory nor JSON-decoding time. Works with and without
-    Content-Length."""
+    Content-Length.
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    The refused body is read and discarded first (up to `drain_bytes`, then the answer closes
+    the connection): closing with unread bytes in the socket makes the kernel reset it, and a
+    client still writing its body then never reads the answer. A client that asked
+    `Expect: 100-continue` has sent nothing yet, so it is answered (and closed) at once."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int, drain_bytes: int = DRAIN_BYTES) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.drain_bytes = max(drain_bytes, max_bytes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        too_big = error_response(
-            413, f"the request body is larger than {self.max_bytes} bytes"
-        )
-        for name, value in scope.get("headers", []):
-            if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    declared = 0
-                if declared > self.max_bytes:
-                    await too_big(scope, receive, send)
-                    return
+        headers = dict(scope.get("headers", []))
+        declared = _content_length(headers.get(b"content-length"))
+        if declared is not None and declared <= self.max_bytes:
+            await self.app(scope, receive, send)  # the server delivers no more than declared
+            return
+        if declared is not None:
+            waiting = headers.get(b"expect", b"").lower() == b"100-continue"
+            drained = not waiting and declared <= self.drain_bytes \
+                and await self._drain(receive, 0)
+            await self._refuse(scope, receive, send, close=not drained)
+            return
+        # No Content-Length (chunked): hold the body, at most max_bytes, before the app runs.
+        held: list[Message] = []
         seen = 0
-        exceeded = False
-
-        async def limited_receive() -> Message:
-            nonlocal seen, exceeded
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    exceeded = True
-                    return {"type": "http.disconnect"}
-            return message
-
-        started = False
-
-        async def guarded_send(message: Message) -> None:
-            nonlocal started
-            if exceeded:
-                # The app saw a disconnect; replace whatever it answers with the 413.
-                if message["type"] == "http.response.start" and not started:
-                    started = True
-                    await too_big(scope, receive, send)
+            if message["type"] != "http.request":
+                return  # the client left; nobody to answer
+            held.append(message)
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                drained = message.get("more_body", False) is False \
+                    or await self._drain(receive, seen)
+                await self._refuse(scope, receive, send, close=not drained)
                 return
-            started = started or message["type"] == "http.response.start"
-            await send(message)
+            if not message.get("more_body", False):
+                break
 
-        await self.app(scope, limited_receive, guarded_send)
+        async def replay() -> Message:
+            return held.pop(0) if held else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _drain(self, receive: Receive, seen: int) -> bool:
+        """Read and discard the rest of the body; False if it ends early or passes the bound."""
+        while seen <= self.drain_bytes:
+            message = await receive()
+            if message["type"] != "http.request":
+                return False
+            seen += len(message.get("body", b""))
+            if not message.get("more_body", False):
+                return seen <= self.drain_bytes
+        return False
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, *, close: bool) -> None:
+        headers = {"connection": "close"} if close else None
+        message = f"the request body is larger than {self.max_bytes} bytes"
+        await error_response(413, message, headers=headers)(scope, receive, send)
+
+
+def _content_length(value: bytes | None) -> int | None:
+    """The declared length, or None when absent (the server has already refused a bad one)."""
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
 
 
 def _check_sandbox(settings: Settings) -> dict[str, dict[str, object]]:
