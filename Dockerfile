@@ -2,6 +2,7 @@
 # jaxjudge: the grading service (default) and the batch grader in one image.
 #
 #   docker build -t jaxjudge .      (podman: podman build --format docker -t jaxjudge .)
+# Without a registry: `make container-offline` (a Debian-packages base, PYTHON_IMAGE below).
 #   docker run --rm -p 8000:8000 -v jaxjudge-data:/data $SANDBOX_FLAGS jaxjudge
 # $SANDBOX_FLAGS is in docs/sandbox-and-deployment.md (Running in a container); without it some
 # sandbox layers are missing and `serve`/`grade-set` refuse to grade (the message says which).
@@ -14,6 +15,13 @@ ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 # at run time anyway), and so do the libraries' own test suites (numpy's, scipy's, ...: ~60 MB);
 # jaxjudge's `tests` folder is its problem template and stays.
 FROM ${PYTHON_IMAGE} AS build
+# Only this stage carries the label, so what the build leaves behind (~1.5 GB of untagged images
+# with podman or the classic builder) can be removed and nothing else:
+#   docker image prune -a --filter label=jaxjudge.stage=build     (podman image prune alike)
+LABEL jaxjudge.stage="build"
+# Where pip finds jax, jaxlib and the dependencies: a mirror where PyPI is out of reach
+# (--build-arg PIP_INDEX_URL=...). Seen by this stage only, never by the runtime image.
+ARG PIP_INDEX_URL=https://pypi.org/simple
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 RUN python -m venv /opt/jaxjudge

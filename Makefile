@@ -4,7 +4,8 @@ VENV := .venv
 OLDEST := .venv-jax-oldest
 JAX_OLDEST := 0.4.38
 
-.PHONY: install serve test test-oldest lint bench clean web docs container-test
+.PHONY: install serve test test-oldest lint bench clean web docs container-test \
+	container-base container-offline
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -58,6 +59,21 @@ docs: install
 # (root, podman, mmdebstrap, runc; exit status 77 when they cannot work here).
 container-test:
 	docker/test-image.sh
+
+# The image without a container registry: a base from Debian packages (docker/base-image.sh,
+# mmdebstrap; it needs a Debian mirror), then the image on it (it needs PyPI or a mirror:
+# CONTAINER_BUILD_FLAGS='--build-arg PIP_INDEX_URL=...'). On a host that may not raise ulimits
+# (podman's builds and runs fail with "error setting rlimit"), add to CONTAINER_BUILD_FLAGS
+# --ulimit nofile=N:N --ulimit nproc=32768:32768, N being `ulimit -Hn`.
+CONTAINER_ENGINE ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
+CONTAINER_BUILD_FLAGS ?=
+container-base:
+	CONTAINER_ENGINE=$(CONTAINER_ENGINE) docker/base-image.sh
+
+container-offline:
+	base=$$(CONTAINER_ENGINE=$(CONTAINER_ENGINE) docker/base-image.sh) \
+	&& $(CONTAINER_ENGINE) build $(if $(filter podman,$(CONTAINER_ENGINE)),--format docker) \
+		--build-arg "PYTHON_IMAGE=$$base" $(CONTAINER_BUILD_FLAGS) -t jaxjudge .
 
 bench: install
 	$(VENV)/bin/python bench/run.py

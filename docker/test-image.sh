@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The container path end to end, as a course or an operator would run it (`make container-test`):
-# build a base image from Debian packages (mmdebstrap, no registry pulls), build the image with
-# podman, then run the service and `grade-set` with $SANDBOX_FLAGS exactly as
+# build a base image from Debian packages (docker/base-image.sh: mmdebstrap, no registry pulls),
+# build the image with podman, then run the service and `grade-set` with $SANDBOX_FLAGS exactly as
 # docs/sandbox-and-deployment.md writes it, and check verdicts, sandbox layers, the
 # HEALTHCHECK, ownership on the data volume, a second run on that volume, and the compose file.
 #
@@ -59,34 +59,10 @@ podman info >/dev/null 2>"$WORK/info.err" \
     || skip "podman does not work here: $(tail -1 "$WORK/info.err")"
 
 # ---- the base image: Debian packages only -------------------------------------------------------
-# The host's own CA certificates (/usr/local/share/ca-certificates: a TLS-inspecting proxy's, a
-# company's) go into the base, so the build's pip reaches PyPI where the host does; they are part
-# of the cache key.
-cas=$(find /usr/local/share/ca-certificates -name '*.crt' 2>/dev/null | sort)
-key=$( { echo bookworm; for f in $cas; do cat "$f"; done; } | sha256sum | cut -c1-12)
-BASE=localhost/jaxjudge-base:bookworm-$key
-step "base image $BASE"
-mkdir -p "$CACHE"
-tarball=$CACHE/base-bookworm-$key.tar
-if [ -z "$(find "$tarball" -mtime -7 2>/dev/null)" ]; then
-    command -v mmdebstrap >/dev/null \
-        || skip "mmdebstrap is not installed (apt-get install mmdebstrap)"
-    hooks=()
-    if [ -n "$cas" ]; then
-        # shellcheck disable=SC2016 # $1 is mmdebstrap's, the root of the new tree
-        hooks=(--customize-hook='copy-in /usr/local/share/ca-certificates /usr/local/share'
-               --customize-hook='chroot "$1" update-ca-certificates')
-    fi
-    mmdebstrap --quiet --variant=minbase --format=tar \
-        --include=python3,python3-venv,python-is-python3,ca-certificates "${hooks[@]}" \
-        bookworm "$tarball.tmp" \
-        || skip "mmdebstrap cannot build a bookworm base here (no Debian mirror?)"
-    mv "$tarball.tmp" "$tarball"
-    podman rmi -f "$BASE" >/dev/null 2>&1 || true
-fi
-if ! podman image exists "$BASE"; then
-    podman import --quiet --change 'CMD ["/bin/sh"]' "$tarball" "$BASE" >/dev/null
-fi
+# docker/base-image.sh (`make container-base`): mmdebstrap, the host's CA certificates, cached.
+step "base image (docker/base-image.sh)"
+BASE=$(CONTAINER_ENGINE=podman JAXJUDGE_CONTAINER_CACHE=$CACHE docker/base-image.sh)
+echo "$BASE"
 
 # Podman asks runc for nofile/nproc limits above ours; where we may not raise them (no
 # CAP_SYS_RESOURCE, e.g. inside another sandbox) every container fails to start. Then use limits
