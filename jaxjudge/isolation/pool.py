@@ -189,7 +189,9 @@ class _Zygote:
             tail = self.res.stderr_tail()
             self.stop()
             raise _Broken(f"zygote {self.name} did not start: {hello} {tail[-800:]}")
-        self.host_pid = self.res.host_pid(int(hello["hello"]))
+        self.host_pid = self.res.script_pid(int(hello["hello"]))
+        if self.host_pid is None:
+            raise _Broken(f"zygote {self.name}: its pid {hello['hello']} not found")
         self.jobs = 0
         self._take_spare()
 
@@ -419,7 +421,8 @@ class _Zygote:
         # more, but its teardown (~5-9 ms) is waited for off the grade's clock.
         early = done is not None and "finished" in done
         self._exit_pending = early
-        self._kill_child(cg, host, wait=not early)
+        # After its "exit" the zygote has reaped it: its pid may be another process's by now.
+        self._kill_child(cg, host, wait=not early, reaped=done is not None and not early)
         self.broken = zygote_died  # run() stops it once the outputs are copied out
         cpu = cg.cpu_seconds() if cg is not None else None
         if cpu is None and done is not None and isinstance(done.get("cpu"), (int, float)):
@@ -466,9 +469,12 @@ class _Zygote:
             return result("signaled", f"killed by {name}")
         return result("exited", f"exit code {exit_code}")
 
-    def _kill_child(self, cg: sandbox.RunCgroup | None, host: int, wait: bool = True) -> None:
+    def _kill_child(self, cg: sandbox.RunCgroup | None, host: int, wait: bool = True,
+                    reaped: bool = False) -> None:
         if cg is not None:
-            cg.kill_all(wait)
+            cg.kill_all(wait)  # whatever the run left in its group, reaped child or not
+            return
+        if reaped:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(host, signal.SIGKILL)

@@ -16,16 +16,40 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from jaxjudge.isolation.bootstrap import _ENTER, _TRAMPOLINE
 from jaxjudge.isolation.bwrap import _bwrap_args, _bwrap_sources, _overlay_plan, _python_roots
-from jaxjudge.isolation.cgroups import RunCgroup, _RunCgroup
+from jaxjudge.isolation.cgroups import RunCgroup, _RunCgroup, process_tree
 from jaxjudge.isolation.layers import _detect, _select_layers, protections
 from jaxjudge.isolation.limits import _PRIVATE_PREFIX, JOB_MOUNT, SandboxLimits
 from jaxjudge.isolation.rlimits import _rlimits
 from jaxjudge.isolation.supervisor import _base_env, _reap
 from jaxjudge.isolation.uidpool import _clean_uid_leftovers, _kill_uid, _uid_slot
+
+NO_NSPID = ("the zygote runs in a pid namespace (bwrap) but this kernel's /proc/<pid>/status "
+            "has no NSpid: line (gVisor, Linux < 4.1), so its children's host pids cannot be "
+            "found")
+
+
+def read_status(pid: int) -> str:
+    """/proc/<pid>/status, or '' once the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return ""
+
+
+def _nspid(status: str) -> list[int] | None:
+    """The pids of a process from the outermost pid namespace inwards, or None when the kernel
+    does not say (no `NSpid:` line)."""
+    for line in status.splitlines():
+        if line.startswith("NSpid:"):
+            with contextlib.suppress(ValueError):
+                return [int(x) for x in line.split()[1:]] or None
+            return None
+    return None
 
 
 def new_run_cgroup(limits: SandboxLimits, background: bool = False) -> RunCgroup | None:
@@ -48,36 +72,43 @@ class Resident:
 
     def __init__(self, proc: subprocess.Popen[bytes], stack: contextlib.ExitStack,
                  uid: int | None, cgroup: _RunCgroup | None, private: Path, inner_job: str,
-                 layers: dict[str, bool]) -> None:
+                 layers: dict[str, bool], pid_namespace: bool) -> None:
         self.proc = proc
         self.uid = uid
         self.layers = layers
+        # bwrap gave it a pid namespace: its descendants' pids there are not the host's.
+        self.pid_namespace = pid_namespace
+        # How /proc/<pid>/status is read: tests pass a view without the NSpid: lines that
+        # gVisor and kernels before 4.1 lack.
+        self.read_status: Callable[[int], str] = read_status
         self.inner_job = inner_job  # how the spool dir is named inside
         self.stderr_path = private / "stderr"
         self._stack = stack
         self._cgroup = cgroup
         self._private = private
 
+    def script_pid(self, inner_pid: int) -> int | None:
+        """Host pid of the script this resident runs, which says its own pid is `inner_pid`.
+        Without a pid namespace that is the resident's process itself (the trampoline execs the
+        interpreter); with one, its descendant (see `host_pid`)."""
+        if not self.pid_namespace:
+            return self.proc.pid if inner_pid == self.proc.pid else None
+        return self.host_pid(inner_pid)
+
     def host_pid(self, inner_pid: int) -> int | None:
-        """Host pid of a descendant whose pid in its own namespace is `inner_pid`."""
-        stack, seen = [self.proc.pid], set()
-        while stack:
-            pid = stack.pop()
-            if pid in seen:
-                continue
-            seen.add(pid)
-            try:
-                status = Path(f"/proc/{pid}/status").read_text()
-            except OSError:
-                continue
-            for line in status.splitlines():
-                if line.startswith("NSpid:") and pid != self.proc.pid \
-                        and line.split()[-1] == str(inner_pid):
-                    return pid
-            with contextlib.suppress(OSError):
-                for task in os.listdir(f"/proc/{pid}/task"):
-                    kids = Path(f"/proc/{pid}/task/{task}/children").read_text().split()
-                    stack.extend(int(k) for k in kids)
+        """Host pid of a descendant (never the resident itself) whose pid in its own namespace
+        is `inner_pid`, or None when there is none. Without a pid namespace a pid is the same
+        everywhere; with one, the kernel says it in `NSpid:` (Linux >= 4.1; gVisor and older
+        kernels give no such line, and then there is nothing to match by: OSError)."""
+        tree = [pid for pid in process_tree(self.proc.pid) if pid != self.proc.pid]
+        if not self.pid_namespace:
+            return inner_pid if inner_pid in tree else None
+        if _nspid(self.read_status(self.proc.pid)) is None:
+            raise OSError(errno.ENOSYS, NO_NSPID)
+        for pid in tree:
+            nspid = _nspid(self.read_status(pid))
+            if nspid is not None and nspid[-1] == inner_pid:
+                return pid
         return None
 
     def stderr_tail(self, n: int = 2000) -> str:
@@ -174,7 +205,7 @@ def spawn(script: Path, job_dir: Path, limits: SandboxLimits, *,
                 )
             finally:
                 os.close(write_fd)
-        res = Resident(proc, stack, uid, cg, private, inner_job, layers)
+        res = Resident(proc, stack, uid, cg, private, inner_job, layers, use_bwrap)
     except BaseException:
         stack.close()
         shutil.rmtree(private, ignore_errors=True)
