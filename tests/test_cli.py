@@ -98,11 +98,50 @@ def test_problems_never_cuts_an_id(columns: str) -> None:
         assert any(pid in line for line in lines), (pid, proc.stdout)
 
 
-def test_doctor_reports_layers() -> None:
-    proc = run("doctor", "--json")
+def _doctor(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(JAXJUDGE), "doctor", *args], capture_output=True, text=True,
+                          timeout=300, check=False, env={**os.environ, **env})
+
+
+def test_doctor_reports_layers_and_the_warm_pool() -> None:
+    proc = _doctor("--json", JAXJUDGE_SANDBOX_DISABLE="")
+    report = json.loads(proc.stdout)
+    warm = report.pop("warm_pool")
+    assert report and all("active" in v for v in report.values())
+    # 0 exactly when every layer is active (scripts and health checks read it).
+    assert proc.returncode == (0 if all(v["active"] for v in report.values()) else 1), proc
+    assert {"active", "detail", "pid_namespaces", "nspid", "root", "user_namespaces",
+            "cgroups"} <= set(warm)
+    assert warm["pid_namespaces"] == report["bwrap"]["active"]
+    assert warm["cgroups"] == report["cgroup"]["active"]
+    assert warm["detail"].startswith("yes: " if warm["active"] else "no: ")
+
+
+def test_doctor_exits_1_when_a_layer_is_missing() -> None:
+    """Without bwrap there is no pid namespace: the warm pool still runs, finding its
+    children by pid, and doctor says so; the missing layers make the exit status 1."""
+    missing = {"JAXJUDGE_SANDBOX_DISABLE": "bwrap,cgroup"}
+    proc = _doctor("--json", **missing)
+    assert proc.returncode == 1, proc
+    report = json.loads(proc.stdout)
+    assert not report["bwrap"]["active"] and not report["cgroup"]["active"]
+    warm = report["warm_pool"]
+    assert warm["pid_namespaces"] is False and warm["cgroups"] is False
+    if warm["active"]:
+        assert "found by their pid" in warm["detail"] and "killed by pid" in warm["detail"]
+    text = _doctor(**missing)
+    assert text.returncode == 1
+    assert "missing sandbox layers: cgroup, bwrap" in text.stderr
+    assert "warm pool:" in text.stdout
+    # Accepting the risk lets grading go ahead; it does not make a layer active.
+    assert _doctor("--json", JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX="1", **missing).returncode == 1
+
+
+def test_doctor_help_states_its_exit_status() -> None:
+    proc = _doctor("--help")
     assert proc.returncode == 0
-    layers = json.loads(proc.stdout)
-    assert layers and all("active" in v for v in layers.values())
+    text = " ".join(proc.stdout.split())
+    assert "0 when every sandbox layer is active, 1 when any is missing" in text
 
 
 LAZY_MODULES = ("jaxjudge.cli.batch", "jaxjudge.cli.authoring", "jaxjudge.cli.remote")

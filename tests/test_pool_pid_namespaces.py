@@ -96,3 +96,21 @@ def test_pid_namespace_without_nspid_falls_back_and_says_why(
         assert all("no NSpid: line" in f for f in p.stats.failures), p.stats.failures
         assert p.stats.respawns == 0
     assert FALLBACK in caplog.text and "no NSpid: line" in caplog.text
+
+
+def test_doctor_facts_follow_the_proc_view() -> None:
+    """What `jaxjudge doctor` says of the pool rests on the same facts as host_pid: bwrap on a
+    kernel without NSpid: cannot work; without bwrap NSpid: does not matter."""
+    prot = layers.protections()
+    with_bwrap = {**prot, "bwrap": {"active": True, "detail": ""}}
+    without = {**prot, "bwrap": {"active": False, "detail": ""}}
+    if os.geteuid() == 0 and not prot["uid_pool"]["active"]:
+        pytest.skip("as root the pool needs the uid pool")
+    blind = resident.pool_support(with_bwrap, _without_nspid)
+    assert not blind["active"] and blind["nspid"] is False
+    assert resident.NO_NSPID in blind["detail"]
+    gvisor = resident.pool_support(without, _without_nspid)
+    assert gvisor["active"] and gvisor["pid_namespaces"] is False
+    assert "found by their pid" in gvisor["detail"]
+    if "NSpid:" in resident.read_status(os.getpid()):
+        assert resident.pool_support(with_bwrap)["active"]

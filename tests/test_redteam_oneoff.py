@@ -205,8 +205,9 @@ def test_a_grade_terminated_midway_leaves_nothing(tmp_path: Path, sig: signal.Si
     deadline = time.monotonic() + 60
     while left["cgroups"]:
         assert time.monotonic() < deadline, left
+        # (doctor exits 1 where a layer is missing: only its detection's sweep matters here)
         subprocess.run([str(JAXJUDGE), "doctor", "--json"], env=env_for(tmp_path),
-                       capture_output=True, timeout=120, check=True)
+                       capture_output=True, timeout=120, check=False)
         left = leftovers(work, proc.pid)
 
 

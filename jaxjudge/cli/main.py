@@ -1,6 +1,7 @@
 """The `jaxjudge` command line: grade a file, list and show problems, check the sandbox.
 
-Exit status: 0 accepted, 1 any other verdict, 2 usage or internal errors.
+Exit status: 0 accepted, 1 any other verdict, 2 usage or internal errors; `doctor`: 0
+when every sandbox layer is active, else 1.
 """
 
 from __future__ import annotations
@@ -176,22 +177,36 @@ def show_cmd(
     out.print(Markdown(math_as_code(prob.statement)))
 
 
-@cli.command("doctor")
+@cli.command("doctor", help=(
+    "Report which sandbox protections are active on this machine, and whether (and how) the "
+    "warm pool can run here.\n\n"
+    "Exit status: 0 when every sandbox layer is active, 1 when any is missing (whatever "
+    "JAXJUDGE_UNSAFE_ALLOW_MISSING_SANDBOX allows), so that scripts and health checks can read "
+    "it. The warm pool does not change it: without it grades are slower, not less safe."))
 def doctor_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Report which sandbox protections are active on this machine."""
+    """Report the sandbox layers and the warm pool; exit 1 when a layer is missing."""
+    from jaxjudge.isolation.resident import pool_support
+
     layers = protections()
+    warm = pool_support(layers)
+    missing = [name for name, info in layers.items() if not info.get("active")]
     if as_json:
-        sys.stdout.write(json.dumps(layers) + "\n")
-        return
-    table = Table(title="Sandbox layers")
-    for col in ("layer", "active", "detail"):
-        table.add_column(col)
-    for name, info in layers.items():
-        table.add_row(name, "[green]yes[/]" if info.get("active") else "[red]no[/]",
-                      str(info.get("detail", "")))
-    out.print(table)
+        sys.stdout.write(json.dumps({**layers, "warm_pool": warm}) + "\n")
+    else:
+        table = Table(title="Sandbox layers")
+        for col in ("layer", "active", "detail"):
+            table.add_column(col)
+        for name, info in layers.items():
+            table.add_row(name, "[green]yes[/]" if info.get("active") else "[red]no[/]",
+                          escape(str(info.get("detail", ""))))
+        out.print(table)
+        out.print(f"[bold]warm pool:[/] {escape(warm['detail'])}")
+        if missing:
+            err.print(f"[bold red]missing sandbox layers:[/] {', '.join(missing)} (exit 1)")
+    if missing:
+        raise typer.Exit(1)
 
 
 # Commands that live in their own modules (batch grading and Gradescope, problem authoring, the

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from jaxjudge.isolation.bootstrap import _ENTER, _TRAMPOLINE
 from jaxjudge.isolation.bwrap import _bwrap_args, _bwrap_sources, _overlay_plan, _python_roots
@@ -64,6 +65,35 @@ def new_run_cgroup(limits: SandboxLimits, background: bool = False) -> RunCgroup
         cg.remove()
         raise
     return RunCgroup(cg)
+
+
+def pool_support(prot: dict[str, dict] | None = None,
+                 status: Callable[[int], str] = read_status) -> dict[str, Any]:
+    """Whether the warm pool's zygotes can run here and how (`jaxjudge doctor`): the same facts
+    `spawn` and `Resident.host_pid` act on. `prot`: protections(); `status`: as for Resident."""
+    prot = prot if prot is not None else protections()
+    on = {name: bool(info["active"]) for name, info in prot.items()}
+    root = os.geteuid() == 0
+    facts = {"pid_namespaces": on["bwrap"],
+             "nspid": _nspid(status(os.getpid())) is not None,
+             "root": root, "user_namespaces": on["bwrap"], "cgroups": on["cgroup"]}
+    how = [("each zygote in its own pid namespace (bwrap, on user namespaces); its children "
+            "found through the kernel's NSpid") if on["bwrap"] else
+           "no pid namespaces (the bwrap layer is inactive); its children found by their pid",
+           "a pool uid per zygote (root)" if on["uid_pool"] else
+           "the zygotes keep this user's uid (no uid pool)",
+           "a cgroup per child" if on["cgroup"] else
+           "no cgroup layer: a child's memory is polled and it is killed by pid"]
+    why = ""
+    if not hasattr(os, "fork"):
+        why = "no fork on this platform"
+    elif on["bwrap"] and not facts["nspid"]:
+        why = NO_NSPID
+    elif root and not on["uid_pool"]:
+        why = "as root, stages run only under the uid pool, which is inactive"
+    detail = (f"no: {why}; every stage runs in a fresh process" if why
+              else "yes: " + "; ".join(how))
+    return {"active": not why, "detail": detail, **facts}
 
 
 class Resident:
