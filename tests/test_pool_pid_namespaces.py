@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
+import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -35,12 +37,14 @@ def _without_nspid(pid: int) -> str:
 
 
 class _NoNSpidPool(pool.WarmPool):
-    """A warm pool whose zygotes read /proc without NSpid: lines."""
+    """A warm pool whose zygotes are started, and read /proc, without NSpid: lines (on the
+    pool's one spawning thread, as WarmPool.spawn does)."""
 
-    def spawn(self, *args: Any, **kwargs: Any) -> sandbox.Resident:
-        res = super().spawn(*args, **kwargs)
-        res.read_status = _without_nspid
-        return res
+    def spawn(self, script: Path, spool: Path, *, env: dict[str, str],
+              rw_binds: tuple[tuple[str, str], ...], gid: int | None) -> sandbox.Resident:
+        return self._spawner.submit(sandbox.spawn, script, spool, pool.ZYGOTE_LIMITS, env=env,
+                                    rw_binds=rw_binds, gid=gid,
+                                    read_status=_without_nspid).result()
 
 
 def _ppid(pid: int) -> int:
@@ -90,12 +94,35 @@ def test_pid_namespace_without_nspid_falls_back_and_says_why(
     if not layers.protections()["bwrap"]["active"]:
         pytest.skip("needs the bwrap layer (user namespaces)")
     caplog.set_level(logging.WARNING, logger="jaxjudge.isolation.pool")
+    started = time.monotonic()
     with _NoNSpidPool(1, compile_cache=False) as p:
         assert not any(z.alive for z in p._zygotes)
         assert len(p.stats.failures) == 2, p.stats.failures
         assert all("no NSpid: line" in f for f in p.stats.failures), p.stats.failures
         assert p.stats.respawns == 0
+    # Refused before any zygote started importing jax (seconds), not found out after.
+    assert time.monotonic() - started < 1.0
     assert FALLBACK in caplog.text and "no NSpid: line" in caplog.text
+
+
+def test_host_pid_without_nspid_under_bwrap_says_so() -> None:
+    """A resident in a pid namespace whose /proc view loses NSpid: later (the check at spawn
+    passed) refuses to guess which process a pid names."""
+    if not layers.protections()["bwrap"]["active"]:
+        pytest.skip("needs the bwrap layer (user namespaces)")
+    top = Path(tempfile.mkdtemp(prefix="jaxjudge-test-resident-"))  # a pool uid reaches it
+    os.chmod(top, 0o755)
+    script = top / "wait.py"
+    script.write_text("import sys\nsys.stdin.read()\n")
+    res = sandbox.spawn(script, top, pool.ZYGOTE_LIMITS)
+    try:
+        assert res.pid_namespace and res.host_pid(1) is not None  # bwrap's init, via NSpid:
+        res.read_status = _without_nspid
+        with pytest.raises(OSError, match="no NSpid: line"):
+            res.host_pid(1)
+    finally:
+        res.close()
+        shutil.rmtree(top)
 
 
 def test_doctor_facts_follow_the_proc_view() -> None:

@@ -171,14 +171,19 @@ class Resident:
 def spawn(script: Path, job_dir: Path, limits: SandboxLimits, *,
           env: dict[str, str] | None = None, ro_dir: Path | None = None,
           rw_binds: tuple[tuple[str, str], ...] = (), gid: int | None = None,
-          startup_seconds: float = 120.0) -> Resident:
+          startup_seconds: float = 120.0,
+          read_status: Callable[[int], str] = read_status) -> Resident:
     """Start `python -I <script> <job_dir>` for the long run: cgroup (the slot's own group),
     rlimits, pool uid (held until `close()`), bwrap with `job_dir` at /job and `ro_dir` (default:
     the script's directory) read-only; extra `rw_binds` (host, inside) only under bwrap. Who may
     write where in `job_dir` is the caller's business (see `Resident.uid`). Raises
-    SandboxUnavailable or OSError when it cannot start."""
+    SandboxUnavailable or OSError when it cannot start, or when its descendants' host pids could
+    not be found (`Resident.host_pid`): at once, not after the script's slow start-up.
+    `read_status`: how /proc/<pid>/status is read (`Resident.read_status`)."""
     layers = _select_layers()
     sup = _detect()
+    if layers["bwrap"] and sup.bwrap is not None and _nspid(read_status(os.getpid())) is None:
+        raise OSError(errno.ENOSYS, NO_NSPID)
     script = script.resolve()
     job_dir = job_dir.resolve()
     ro = (ro_dir or script.parent).resolve()
@@ -236,6 +241,7 @@ def spawn(script: Path, job_dir: Path, limits: SandboxLimits, *,
             finally:
                 os.close(write_fd)
         res = Resident(proc, stack, uid, cg, private, inner_job, layers, use_bwrap)
+        res.read_status = read_status
     except BaseException:
         stack.close()
         shutil.rmtree(private, ignore_errors=True)
