@@ -71,3 +71,24 @@ def test_the_grader_and_stage_b_name_one_variable() -> None:
     spec.loader.exec_module(execute)
     assert execute.JAX_ENV == engine_hint.STAGE_B_JAX_ENV
     assert execute.WAIT_ENV == sandbox.STAGE_WAIT_ENV
+
+
+def test_processes_remembering_other_problems_at_once_lose_nothing(tmp_path: Path) -> None:
+    """Issue 42: grades of several problems run in separate processes at once. Each process
+    here flips its own problem's hint 150 times and ends on XLA; a plain read-modify-write
+    wrote back the others' old values (every run of this test lost some on the old code)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    state = tmp_path / "state"
+    flip = ("import sys\nfrom jaxjudge.grading import engine_hint as h\n"
+            "for j in range(150):\n"
+            "    h.remember(sys.argv[1], ['xla'] if j % 2 else ['interpret'])\n"
+            "h.remember(sys.argv[1], ['xla'])\n")
+    env = {**os.environ, "JAXJUDGE_STATE_DIR": str(state), "PYTHONPATH": str(root)}
+    names = [f"problem-{i}" for i in range(6)]
+    procs = [subprocess.Popen([sys.executable, "-c", flip, name], env=env) for name in names]
+    assert [p.wait(timeout=120) for p in procs] == [0] * len(names)
+    assert json.loads((state / engine_hint.FILE).read_text()) == dict.fromkeys(names, True)

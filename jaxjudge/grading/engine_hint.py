@@ -22,8 +22,8 @@ MAX_PROBLEMS = 256
 STAGE_B_JAX_ENV = "JAXJUDGE_STAGE_B_JAX"  # "1": stage B imports jax before its job
 
 
-def _read() -> dict[str, bool]:
-    data = statefile.read(statefile.state_dir() / FILE)
+def _known(data: object) -> dict[str, bool]:
+    """The entries of the file's JSON that could be a hint (anything else is dropped)."""
     if not isinstance(data, dict):
         return {}
     return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, bool)}
@@ -31,17 +31,24 @@ def _read() -> dict[str, bool]:
 
 def needs_xla(problem_id: str | None) -> bool:
     """Whether stage B ran this problem's last program on XLA (False when not known)."""
-    return bool(problem_id) and _read().get(str(problem_id), False)
+    return bool(problem_id) and _known(
+        statefile.read(statefile.state_dir() / FILE)).get(str(problem_id), False)
 
 
 def remember(problem_id: str, engines: Iterable[str]) -> None:
-    """Record what stage B's run used (written only when it changes)."""
-    known = _read()
+    """Record what stage B's run used (written only when it changes). Under the state file's
+    lock (statefile.update): grades of other problems run in other processes at the same
+    time, and a plain read-modify-write would drop what they wrote meanwhile."""
     xla = "xla" in set(engines)
-    if known.get(problem_id) == xla:
-        return
-    known.pop(problem_id, None)
-    known[problem_id] = xla  # last: the entries are kept in order of their last change
-    if len(known) > MAX_PROBLEMS:  # bounded: the longest unchanged go first
-        known = dict(list(known.items())[-MAX_PROBLEMS:])
-    statefile.write(statefile.state_dir() / FILE, known)
+    if _known(statefile.read(statefile.state_dir() / FILE)).get(problem_id) == xla:
+        return  # the common case, without the lock
+
+    def change(data: object) -> dict[str, bool] | None:
+        known = _known(data)
+        if known.get(problem_id) == xla:
+            return None
+        known.pop(problem_id, None)
+        known[problem_id] = xla  # last: the entries are kept in order of their last change
+        return dict(list(known.items())[-MAX_PROBLEMS:])  # bounded: longest unchanged go first
+
+    statefile.update(statefile.state_dir() / FILE, change)

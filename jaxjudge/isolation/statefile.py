@@ -7,19 +7,28 @@ flags stage B compiles with (jaxjudge/isolation/xla.py) and which sandbox layers
 A file is read only if it is a regular file owned by this user that nobody else can write, in a
 folder likewise (never blocking on whatever else sits there), and callers believe a value only if it
 is one of the answers they could have found themselves.
+
+Several grader processes share the folder (a `jaxjudge grade` per submission, the service's
+workers), so a file that holds several entries (the engine hint's problems) is changed only
+through `update`: its read-modify-write runs under an flock on a lock file beside it, or two
+processes that change different entries at once would each write back the other's old value.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import secrets
 import stat
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 MAX_BYTES = 64 * 1024
+LOCK_WAIT_SECONDS = 2.0  # an update that cannot take the lock in this long is dropped
 
 
 def state_dir() -> Path:
@@ -73,6 +82,72 @@ def read(path: Path) -> Any:
         return json.loads(raw)
     except ValueError:
         return None
+
+
+def update(path: Path, change: Callable[[Any], Any]) -> bool:
+    """Replace `path` with `change(current)` while no other process updates it: `current` is
+    what `read` gives (None when absent or not believed); `change` returns the new data, or
+    None to leave the file as it is. Best effort like `write`: False when the lock could not
+    be taken within LOCK_WAIT_SECONDS or the folder is not ours (nothing is written then)."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with _locked(path) as held:
+        if not held:
+            return False
+        new = change(read(path))
+        if new is not None:
+            write(path, new)
+        return True
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[bool]:
+    """An exclusive flock on `.<name>.lock` beside `path`, held for the block; yields whether
+    it was taken (closing the file releases it)."""
+    fd = _open_lock(path)
+    if fd is None:
+        yield False
+        return
+    try:
+        yield _flock(fd)
+    finally:
+        os.close(fd)
+
+
+def _flock(fd: int) -> bool:
+    """Take an exclusive flock on `fd`, waiting at most LOCK_WAIT_SECONDS."""
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+        except OSError:
+            return False
+
+
+def _open_lock(path: Path) -> int | None:
+    """The lock file of `path`, opened like `read` opens its files: in a folder of ours, never
+    following a link or blocking on a FIFO, and refused unless a private regular file of ours."""
+    dfd = _open_dir(path.parent)
+    if dfd is None:
+        return None
+    try:
+        fd = os.open(f".{path.name}.lock",
+                     os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     0o600, dir_fd=dfd)
+    except OSError:
+        return None
+    finally:
+        os.close(dfd)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        os.close(fd)
+        return None
+    return fd
 
 
 def write(path: Path, data: Any) -> None:
