@@ -497,3 +497,18 @@ def test_stage_a_marks_the_honest_checkpoint_live() -> None:
     assert check_checkpoint_region(summary, **OPTIONS).passed
     lives = [e["live"] for j in summary["jaxprs"] for e in j["eqns"] if e.get("checkpoint")]
     assert lives and all("tanh" in names for names in lives)
+
+
+def test_a_spec_rule_over_every_signature() -> None:
+    """`at_every_signature`: one program for every shape reads as before; per-signature
+    programs pass only together, and a failure names its first shape and how many more."""
+    from jaxjudge.rules.jaxpr import at_every_signature
+
+    ok, bad = RuleOutcome(True, "fine."), RuleOutcome(False, "missing.")
+    assert at_every_signature([([], bad)]) is bad
+    assert at_every_signature([(["B=1"], ok), (["B=2", "B=3"], ok)]) is ok
+    out = at_every_signature([(["B=1"], ok), (["B=2", "B=3"], bad), (["B=4"], bad)])
+    assert not out.passed
+    assert out.message.startswith("At B=2 (and at 2 other input shapes): missing.")
+    assert "It holds at B=1" in out.message
+    assert not at_every_signature([]).passed

@@ -97,6 +97,9 @@ stage_a_objects = st.fixed_dictionaries(
         "exports": st.dictionaries(st.text(max_size=12), st.text(max_size=20) | json_values,
                                    max_size=3) | json_values,
         "jaxpr": json_values,
+        "jaxprs": st.lists(json_values, max_size=3) | json_values,
+        "jaxpr_at": st.dictionaries(st.sampled_from(["s0", "s1", "x"]), st.integers(-1, 3),
+                                    max_size=3) | json_values,
         "jax_version": st.text(max_size=200) | json_values,
         "error_type": st.sampled_from(["MemoryError", "ConcretizationTypeError", "X"])
         | json_values,
@@ -117,7 +120,7 @@ def _judge_stage_a(data: bytes, tmp: Path) -> Verdict | None:
     except _Decided as d:
         assert d.message.strip()
         return d.verdict
-    g._check_requirements("spec", result.jaxpr)
+    g._check_requirements("spec", g._spec_summaries(result))
     assert result.status == "ok" and result.exports
     return None
 
@@ -398,6 +401,44 @@ def test_a_traced_static_argument_fails_a_traced_input_requirement(tmp_path: Pat
         other._stage_a_result(tmp_path / "result.json", EXITED)
     assert info.value.verdict is Verdict.RUNTIME_ERROR
     assert "raised an error while tracing" in info.value.message and not other.requirements
+
+
+_PASSING = {"root": 0, "jaxprs": [
+    {"eqns": [{"primitive": "checkpoint", "checkpoint": True, "policy": "dots_saveable",
+               "differentiated": True, "prevent_cse": True, "jaxprs": [1]}]},
+    {"eqns": [{"primitive": "tanh"}]}]}
+_NO_CHECKPOINT = {"root": 0, "jaxprs": [{"eqns": [{"primitive": "tanh"}]}]}
+
+
+def test_a_spec_requirement_holds_only_at_every_signature(tmp_path: Path) -> None:
+    """Per-signature summaries: a spec-level rule is applied to every test signature's own
+    program, and a failure at one names its shapes."""
+    g = _grading()
+    sigs = {s["id"]: g.plan.sig_dims[s["id"]] for s in g.plan.signatures.values()}
+    first, *rest = sigs
+    at = {sig: (1 if sig == rest[-1] else 0) for sig in sigs}
+    obj = {**OK_A, "exports": {s: f"{s}.jaxexport" for s in sigs},
+           "jaxprs": [_PASSING, _NO_CHECKPOINT], "jaxpr_at": at}
+    (tmp_path / "result.json").write_bytes(json.dumps(obj).encode())
+    result = g._stage_a_result(tmp_path / "result.json", EXITED)
+    g._check_requirements("spec", g._spec_summaries(result))
+    (req,) = g.requirements
+    where = ", ".join(f"{k}={v}" for k, v in sigs[rest[-1]].items())
+    assert not req.passed and req.message.startswith(f"At {where}: No jax.checkpoint region")
+    assert "It holds at " + ", ".join(f"{k}={v}" for k, v in sigs[first].items()) in req.message
+    g.requirements = []
+    g._check_requirements("spec", g._spec_summaries(result.model_copy(
+        update={"jaxpr_at": dict.fromkeys(sigs, 0)})))
+    assert [r.passed for r in g.requirements] == [True]
+
+
+@pytest.mark.parametrize("patch", [
+    {"jaxprs": [_PASSING], "jaxpr_at": {"s0": 1}},
+    {"jaxprs": {"s0": _PASSING}, "jaxpr_at": {"s0": 0}},
+])
+def test_malformed_per_signature_fields(tmp_path: Path, patch: dict[str, Any]) -> None:
+    with pytest.raises(MalformedResult):
+        parse_stage_a(_dumps({**OK_A, **patch}))
 
 
 @pytest.mark.parametrize(("seconds", "ok"), [

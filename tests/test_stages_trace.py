@@ -121,21 +121,23 @@ for job in sys.argv[2:]:
 """
 
 
-def _stage_a(tmp: Path, sources: dict[str, bytes]) -> dict[str, dict]:
+def _stage_a(tmp: Path, sources: dict[str, bytes], problem=PROBLEM,  # type: ignore[no-untyped-def]
+             **extra: object) -> dict[str, dict]:
     """Stage A's result.json for each source (the job is shaped as jaxjudge/grading/grade.py shapes
-    it)."""
-    plan = plan_module.plan_for(PROBLEM, "submit")
+    it, plus `extra`)."""
+    plan = plan_module.plan_for(problem, "submit")
     jobs = []
     for name, source in sources.items():
         job = tmp / name.removesuffix(".py")
         job.mkdir()
         (job / "submission.py").write_bytes(source)
         (job / "job.json").write_text(json.dumps({
-            "entry_point": PROBLEM.entry_point,
+            "entry_point": problem.entry_point,
             "source": "submission.py",
             "display_name": name,
             "signatures": list(plan.signatures.values()),
             "symbolic": plan.symbolic,
+            **extra,
         }))
         jobs.append(job)
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "JAX_PLATFORMS": "cpu"}
@@ -462,3 +464,40 @@ def test_summary_facts_survive_a_symbolic_scan_length() -> None:
     fixed = trace.summarize_jaxpr(concrete.jaxpr, checkpoint, policies)
     lengths = [e["length"] for j in fixed["jaxprs"] for e in j["eqns"] if e["primitive"] == "scan"]
     assert lengths == [4]
+
+
+# -- every program that runs -----------------------------------------------------------------------
+
+_COUNTER = b"""
+import jax.numpy as jnp
+
+CALLS = [0]
+
+
+def solve(params, x, y):
+    CALLS[0] += 1
+    n = int(x.shape[0])  # concrete shapes: one trace per signature
+    f = jnp.sin if CALLS[0] % 2 else jnp.cos
+    return {"loss": jnp.sum(f(x)) + n, "grads": params}
+"""
+
+
+def test_each_signature_reports_the_program_it_exports(tmp_path: Path) -> None:
+    """On the per-signature path each test signature's summary is its own trace's, and the
+    export reuses that trace: solve runs once per shape (a call counter alternating sin and cos
+    shows a summary and an export of different calls), so the report reads the program that
+    runs."""
+    from jax import export as jax_export
+
+    result = _stage_a(tmp_path, {"counter.py": _COUNTER})["counter.py"]
+    assert result["status"] == "ok", result.get("message")
+    sigs = [s["id"] for s in plan_module.plan_for(PROBLEM, "submit").signatures.values()]
+    assert sorted(result["jaxpr_at"]) == sorted(sigs) and len(result["jaxprs"]) == 2
+    seen = []
+    for sig, k in result["jaxpr_at"].items():
+        prims = {e["primitive"] for j in result["jaxprs"][k]["jaxprs"] for e in j["eqns"]}
+        blob = bytearray((tmp_path / "counter" / result["exports"][sig]).read_bytes())
+        text = jax_export.deserialize(blob).mlir_module()
+        assert ("sin" in prims) == ("stablehlo.sine" in text) != ("cos" in prims), sig
+        seen.append("sin" in prims)
+    assert seen == [k % 2 == 1 for k in range(len(sigs))]  # call 1 was the symbolic attempt

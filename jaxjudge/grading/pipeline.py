@@ -43,12 +43,14 @@ from jaxjudge.grading.stage_common import MALFORMED_B, MAX_SOURCE_BYTES, Decided
 from jaxjudge.grading.stage_results import (
     OutputFailed,
     OutputOk,
+    StageAResult,
 )
 from jaxjudge.grading.summary import summarize
 from jaxjudge.isolation import fstree
 from jaxjudge.isolation.workdir import work_root
 from jaxjudge.problems.package import Limits, Problem, TestCase
 from jaxjudge.rules import PROGRAM_RULES, RULES, SPEC_RULES, ProgramInfo, RuleOutcome
+from jaxjudge.rules.jaxpr import at_every_signature
 from jaxjudge.rules.stablehlo import parsed_once
 from jaxjudge.version import grader_version
 
@@ -158,7 +160,7 @@ class Grading(StageA, StageB):
     def _pipeline(self, root: Path) -> Report:
         stage_a = self._stage_a(root / "a")
         t = time.perf_counter()
-        self._check_requirements("spec", stage_a.jaxpr)
+        self._check_requirements("spec", self._spec_summaries(stage_a))
         self._timed("rules.spec", t)
         outputs, programs = self._stage_b(root / "a", root / "b", stage_a)
         if self.outputs_only:
@@ -201,8 +203,33 @@ class Grading(StageA, StageB):
                     f"exported program does not confirm it: see {', '.join(missing)}."
                 )
 
+    def _spec_summaries(self, stage_a: StageAResult) -> list[tuple[list[str], Any]]:
+        """Stage A's summaries, each with where its program runs (the named dimensions, e.g.
+        "B=3, D=4, H=5"; [] for the one shape-polymorphic program): the problem's own test
+        signatures only, as for the program-level rules (a learner's input of another shape
+        must not change what the requirements see)."""
+        custom = {c.name for c in self.custom}
+        own = {self.plan.case_sig[c.name] for c in self.plan.cases if c.name not in custom}
+        names = {s["id"]: s["args"] for s in self.plan.signatures.values()}
+        out = []
+        for sigs, summary in stage_a.summaries():
+            if not sigs:
+                out.append(([], summary))
+                continue
+            where = [", ".join(f"{k}={v}" for k, v in self.plan.sig_dims[s].items())
+                     or f"input shapes {signature_name(names[s], self.plan.arg_names)}"
+                     for s in sigs if s in own and s in names]
+            if where:
+                out.append((where, summary))
+        missing = [s for s in own if s not in stage_a.jaxpr_at]
+        if stage_a.jaxpr_at and missing:  # never written by stage A itself: not traced
+            out.append(([f"input shapes {signature_name(names[s], self.plan.arg_names)}"
+                         for s in sorted(missing)], None))
+        return out
+
     def _check_requirements(self, level: str, data: Any) -> None:
-        """Apply every requirement of one level (spec: jaxpr summary; program: StableHLO)."""
+        """Apply every requirement of one level (spec: every test signature's jaxpr summary,
+        `_spec_summaries`; program: StableHLO)."""
         rules = SPEC_RULES if level == "spec" else PROGRAM_RULES
         self.requirements = [r for r in self.requirements if r.level != level]
         key = self._derived_key("rules") if level == "program" else ""
@@ -220,7 +247,12 @@ class Grading(StageA, StageB):
             if level == "program" and req.rule in RULES and RULES[req.rule].probe is None:
                 # Programs exported only for the growth check's probes are not the tests'.
                 given = [p for p in data if p.tested]
-            outcome = self._apply(rules, req.rule, given, req.options)
+            if level == "spec":
+                outcome = at_every_signature([
+                    (where, self._apply(rules, req.rule, summary, req.options))
+                    for where, summary in data])
+            else:
+                outcome = self._apply(rules, req.rule, given, req.options)
             self.requirements.append(
                 RequirementResult(
                     name=req.name, level=req.level, passed=outcome.passed, message=outcome.message,

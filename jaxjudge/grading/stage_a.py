@@ -158,7 +158,7 @@ class StageA(StageBase):
             if etype in UNTRACEABLE or static:
                 failed = self._untraceable(message)
                 if failed or not static:
-                    self._check_requirements("spec", None)
+                    self._check_requirements("spec", [([], None)])
                 if failed:
                     raise Decided(
                         Verdict.REQUIREMENT_FAILED,

@@ -103,13 +103,36 @@ class StageAResult(_Strict):
     rules_signatures: Annotated[list[Name], Field(max_length=MAX_EXPORTS)] = Field(
         default_factory=list)
     rules_error: Message = ""
-    jaxpr: JsonValue = None  # the summary (opaque here: jaxjudge.rules.jaxpr checks its shape)
+    # The summaries (opaque here: jaxjudge.rules.jaxpr checks their shape). The shape-
+    # polymorphic path: `jaxpr`, its one program's. The per-signature path: the distinct
+    # summaries (`jaxprs`, one JSON list: one node budget) and, per test signature, the index of
+    # its own program's (`jaxpr_at`).
+    jaxpr: JsonValue = None
+    jaxprs: JsonValue = None
+    jaxpr_at: Annotated[dict[Name, Annotated[int, Field(ge=0, lt=MAX_EXPORTS)]],
+                        Field(max_length=MAX_EXPORTS)] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _ok_has_exports(self) -> StageAResult:
         if self.status == "ok" and not self.exports:
             raise ValueError("status ok without exports")
+        if self.jaxprs is not None and (not isinstance(self.jaxprs, list)
+                                        or len(self.jaxprs) > MAX_EXPORTS):
+            raise ValueError(f"jaxprs is not a list of at most {MAX_EXPORTS} summaries")
+        if any(k >= len(self.jaxprs or ()) for k in self.jaxpr_at.values()):
+            raise ValueError("jaxpr_at refers to a summary that is not in jaxprs")
         return self
+
+    def summaries(self) -> list[tuple[list[str], Any]]:
+        """Each distinct summary with the test signatures whose program it is (in order of
+        first appearance); the shape-polymorphic path's one summary serves every signature
+        ([])."""
+        if not self.jaxpr_at:
+            return [([], self.jaxpr)]
+        sigs: dict[int, list[str]] = {}
+        for sig, k in self.jaxpr_at.items():
+            sigs.setdefault(k, []).append(sig)
+        return [(ids, self.jaxprs[k]) for k, ids in sigs.items()]  # type: ignore[index]
 
 
 class ProgramEntry(_Strict):

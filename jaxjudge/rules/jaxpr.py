@@ -279,3 +279,25 @@ def check_checkpoint_region(summary: object, *, policy: str, contains: str) -> R
     )
     closest = "" if len(regions) == 1 else " (the closest one)"
     return RuleOutcome(False, f"Found {found}, but{closest} " + "; and ".join(problems) + ".")
+
+
+def at_every_signature(outcomes: list[tuple[list[str], RuleOutcome]]) -> RuleOutcome:
+    """One spec-level requirement over the programs of every test signature: (where each
+    distinct summary's program runs, e.g. ["B=3, D=4, H=5"] or [] for the one shape-
+    polymorphic program, the rule's outcome on it). It holds only where it holds at every
+    signature, since a Python branch on the shape (or a call counter) gives each its own
+    program; a failure names the first signature it fails at and how many more."""
+    failed = [(where, outcome) for where, outcome in outcomes if not outcome.passed]
+    if not outcomes:
+        return RuleOutcome(False, "No traced program was reported, so this could not be checked.")
+    if not failed:
+        return outcomes[0][1]
+    where, first = failed[0]
+    if not where:
+        return first
+    others = sum(len(w) for w, _ in failed) - 1
+    also = f" (and at {others} other input shape{'s' if others > 1 else ''})" if others else ""
+    held = [w[0] for w, outcome in outcomes if outcome.passed and w]
+    differs = (f" It holds at {held[0]}: solve traces another program at other input shapes, "
+               "and it must hold at every one." if held else "")
+    return RuleOutcome(False, f"At {where[0]}{also}: {first.message}{differs}", first.region)

@@ -1449,6 +1449,35 @@ def _export_rules(job_dir: str, job: dict, calls: _CustomRuleCalls, poly: tuple 
     result["rules_signatures"] = list(blobs)
 
 
+MAX_SUMMARIES_BYTES = 1_000_000  # every test signature's distinct summaries together
+
+
+class _Summaries:
+    """One summary per test signature (the per-signature path), each distinct one written
+    once: result["jaxprs"] (the distinct ones) and result["jaxpr_at"] (signature id -> index).
+    Past MAX_SUMMARIES_BYTES together, a new summary is replaced by {"omitted": why}: the
+    summaries explain, so their size must never cost the grade."""
+
+    def __init__(self) -> None:
+        self.distinct: list[dict] = []
+        self.at: dict[str, int] = {}
+        self._index: dict[str, int] = {}
+        self._size = 0
+
+    def add(self, sig_id: str, summary: dict) -> None:
+        text = json.dumps(summary, sort_keys=True, separators=(",", ":"))
+        if text not in self._index and self._size + len(text) > MAX_SUMMARIES_BYTES:
+            summary = {"omitted": f"the summaries at every input shape would take more than "
+                                  f"{MAX_SUMMARIES_BYTES} bytes"}
+            text = json.dumps(summary, sort_keys=True, separators=(",", ":"))
+        k = self._index.get(text)
+        if k is None:
+            k = self._index[text] = len(self.distinct)
+            self.distinct.append(summary)
+            self._size += len(text)
+        self.at[sig_id] = k
+
+
 def main(job_dir: str) -> int:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
@@ -1467,7 +1496,6 @@ def main(job_dir: str) -> int:
     # text has no locations, so its results cache still serves every layout of one program.
     with contextlib.suppress(Exception):
         jax.config.update("jax_traceback_in_locations_limit", 1)
-    make_jaxpr = jax.make_jaxpr
     jit = jax.jit
     export_fn = jax_export.export
     checkpoint_prim, policies = prepare()
@@ -1574,58 +1602,65 @@ def main(job_dir: str) -> int:
                 reason = f"the symbolic trace raised {type(exc).__name__}"
             result["poly_fallback"] = reason[:MAX_MESSAGE]
 
-    # 2. Trace for the requirement report (first signature is enough: structure only).
-    t2 = time.perf_counter()
-    try:
-        args = _to_spec_tree(signatures[0]["args"], jax, np)
-        calls = _CustomRuleCalls(jax)
-        with calls:
-            closed = make_jaxpr(fn)(*args)
-        result["jaxpr"] = _summary(closed.jaxpr, calls, checkpoint_prim, policies)
-    except BaseException as exc:
-        result.update(status="trace_error", message=_short_traceback(exc, source_name),
-                      error_type=type(exc).__name__[:100])
-        _write_result(job_dir, result)
-        return 0
-    timings["trace"] = time.perf_counter() - t2
+    return _per_signature(job_dir, job, fn, result, timings, source_name, jit, export_fn)
 
-    # 3. Export one program per input signature, then per probe shape.
-    t3 = time.perf_counter()
-    exports = {}
+
+def _per_signature(job_dir: str, job: dict, fn: Any, result: dict, timings: dict[str, float],
+                   source_name: str, jit: Any, export_fn: Any) -> int:
+    """2+3 per signature: at each test signature one trace, summarised for the requirement
+    report (result["jaxprs"], result["jaxpr_at"]) and exported from the same jitted object, so
+    jax reuses that trace: solve runs once per shape, and the report reads the very program
+    that runs there (a branch on the shape or a call counter cannot show the report one program
+    and the tests another). Then one export per probe shape (no test runs there)."""
+    import jax
+    import numpy as np
+
+    checkpoint_prim, policies = prepare()
+    signatures = job["signatures"]
     probes = list(job.get("probes") or [])
-    # Per test signature, the custom_vjp calls its own export made (solve may pick another
+    summaries = _Summaries()
+    # Per test signature, the custom_vjp calls its own trace recorded (solve may pick another
     # custom_vjp at another shape): the rules exported there are the ones solve used there.
     calls_of: dict[str, _CustomRuleCalls] = {}
+    exports = {}
+    spent = {"trace": 0.0, "export": 0.0, "export_probes": 0.0}
     for k, sig in enumerate(signatures + probes):
-        if k == len(signatures):
-            timings["export"] = time.perf_counter() - t3
-            t3 = time.perf_counter()
+        tested = k < len(signatures)
+        step = "trace"
+        t = time.perf_counter()
         try:
             args = _to_spec_tree(sig["args"], jax, np)
-            watch = (_CustomRuleCalls(jax) if job.get("rules_run") and k < len(signatures)
-                     else contextlib.nullcontext())
-            with watch:
-                exported = export_fn(jit(fn))(*args)
-            if isinstance(watch, _CustomRuleCalls) and watch.functions:
-                # none recorded: jax reused an earlier trace at these shapes (the summary's,
-                # at the first signature), whose calls `calls` holds
-                calls_of[sig["id"]] = watch
-            blob = exported.serialize()
+            jitted = jit(fn)
+            if tested:
+                if k:  # an inner jit's trace kept from an earlier shape calls no custom_vjp
+                    jax.clear_caches()  # again: its calls would be missing from `calls`
+                calls = _CustomRuleCalls(jax)
+                with calls:
+                    closed = jitted.trace(*args).jaxpr
+                summaries.add(sig["id"], _summary(closed.jaxpr, calls, checkpoint_prim, policies))
+                calls_of[sig["id"]] = calls
+                spent["trace"] += time.perf_counter() - t
+            step = "export"
+            t_export = time.perf_counter()
+            blob = export_fn(jitted)(*args).serialize()  # the cached trace: no new call
+            spent["export" if tested else "export_probes"] += time.perf_counter() - t_export
         except BaseException as exc:
-            result.update(status="export_error", message=_short_traceback(exc, source_name),
+            result.update(status=f"{step}_error", message=_short_traceback(exc, source_name),
                           error_type=type(exc).__name__[:100], signature=sig["id"])
             _write_result(job_dir, result)
             return 0
         name = f"{sig['id']}.jaxexport"
         _write_blob(job_dir, name, blob)
         exports[sig["id"]] = name
-    timings["export_probes" if probes else "export"] = time.perf_counter() - t3
-    result.update(status="ok", exports=exports)
-    if job.get("rules_run"):
+    timings.update({key: v for key, v in spent.items() if v or key != "export_probes"})
+    result.update(status="ok", exports=exports, jaxprs=summaries.distinct,
+                  jaxpr_at=summaries.at)
+    if job.get("rules_run") and signatures:
         t4 = time.perf_counter()
-        each = [(sig["id"], _to_spec_tree(sig["args"], jax, np), calls_of.get(sig["id"]))
+        each = [(sig["id"], _to_spec_tree(sig["args"], jax, np), calls_of[sig["id"]])
                 for sig in signatures]
-        _export_rules(job_dir, job, calls, None, each, export_fn, jit, result)
+        _export_rules(job_dir, job, calls_of[signatures[0]["id"]], None, each, export_fn, jit,
+                      result)
         timings["export_rules"] = time.perf_counter() - t4
     _write_result(job_dir, result)
     return 0
