@@ -729,22 +729,46 @@ def test_an_output_no_variant_reaches_is_read_as_unmoved() -> None:
     assert loss_moved > 0 and zeros_moved == 0
 
 
-def test_each_extra_observed_run_is_owed_its_share_of_the_budget() -> None:
-    """The extra runs' budget is split before any runs: half evenly, half by variants times
-    input elements. A program costly to watch at the shapes watched first cannot spend what a
-    later shape is owed (problems/ema-with-scan's req_costly_early_shapes_cheat_late.py)."""
-    specs = {"big": {"x": {"shape": [48, 6], "dtype": "float32"}},
-             "small": {"x": {"shape": [4, 1], "dtype": "float32"}}}
-    tests = {"t_big": {"signature": "big"}, "t_small": {"signature": "small"}}
+def test_each_run_has_its_own_budget_and_none_is_skipped() -> None:
+    """Each observe entry runs on the budget the parent gave it (a multiple of the
+    reference's work on that run), capped by MAX_WORK: a run over it reports over_budget, and
+    what it spent is no matter to the next run (no shared pool a junk loop can drain)."""
+    def fn(x):
+        return jax.lax.scan(lambda c, row: (c + row, c), jnp.zeros(3), x)[1]
 
-    def entry(oid: str, test: str, count: int, primary: bool) -> dict:
-        return {"id": oid, "test": test, "count": count, "inject": count, "primary": primary,
-                "groups": [{"path": "x", "axis": 0, "size": 1}]}
+    x = RNG.standard_normal((4, 3)).astype(np.float32)
+    exp = export.export(jax.jit(fn))(x)
+    text, _, _ = _program(fn, x)
+    job = {"tests": [{"name": "t", "signature": "s", "inputs": [x]}], "observe": [
+        {"id": f"r{i}", "program": "p", "test": "t", "count": 4, "inject": 4, "watch": ["x"],
+         "groups": [{"path": "x", "axis": 0, "size": 1}], **budget}
+        for i, budget in enumerate([{"max_work": 1_000}, {}, {"max_work": 10**15}])]}
+    got = OBS["observe_all"](job, {"s": None}, {"p": {"args": ["x"]}}, {"p": text},
+                             {"p": exp}, lambda tree: [np.asarray(v) for v in tree], ir,
+                             mlir.make_ir_context(), lambda inputs, spec, np: inputs)
+    assert got["r0"]["status"] == "over_budget" and got["r0"]["work"] == 1_000
+    assert got["r1"]["status"] == got["r2"]["status"] == "ok"
+    assert 0 < got["r1"]["work"] == got["r2"]["work"] <= OBS["MAX_WORK"]
+    assert OBS["_budget"]({"max_work": 10**15}) == OBS["MAX_WORK"]
+    assert OBS["_budget"]({"max_work": True}) == OBS["_budget"]({}) == OBS["MAX_WORK"]
+    assert OBS["_budget"]({"max_work": -5}) == OBS["MAX_WORK"]
 
-    entries = [entry("r0", "t_big", 48, True), entry("r1", "t_big", 48, False),
-               entry("r2", "t_small", 4, False)]
-    shares = OBS["_extra_shares"](entries, tests, specs)
-    assert set(shares) == {"r1", "r2"}  # the first run has a budget of its own
-    assert sum(shares.values()) <= OBS["EXTRA_WORK"]
-    assert shares["r2"] >= OBS["EXTRA_WORK"] // 4 and shares["r1"] > shares["r2"]
-    assert OBS["_extra_shares"](entries[::-1], tests, specs) == shares
+
+def test_loop_runs_past_the_records_end_the_run() -> None:
+    """The observer records MAX_RECORDS loop runs; one more ends the run (RecordsFull), so a
+    program cannot fill the records with dead loops and hide the loop that matters after
+    them."""
+    def junk_loops(n: int) -> Callable:
+        def fn(x):
+            one = 1 + (jnp.abs(x).sum() * 0.0).astype(jnp.int32)
+            junk = jax.lax.fori_loop(
+                0, n, lambda k, c: jax.lax.fori_loop(0, one, lambda j, d: d + 1.0, c), 0.0)
+            return jax.lax.scan(lambda c, row: (c + row, c), jnp.zeros(3), x)[1] + 0.0 * junk
+        return fn
+
+    x = RNG.standard_normal((4, 3)).astype(np.float32)
+    groups = [{"arg": 0, "axis": 0, "size": 1, "count": 4}]
+    with pytest.raises(OBS["RecordsFull"], match="256 loop runs"):
+        _observe(junk_loops(300), x, groups=groups, inject=4)
+    got = _observe(junk_loops(200), x, groups=groups, inject=4)  # under the cap: all seen
+    assert got["status"] == "ok" and len(got["loops"]) == 202

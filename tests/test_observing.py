@@ -69,18 +69,23 @@ def test_no_loop_dims_are_watched_on_every_signature() -> None:
     assert [s["count"] for s in specs] == sorted((s["count"] for s in specs), reverse=True)
 
 
-def test_a_first_run_reported_skipped_is_not_believed() -> None:
-    """Stage B skips only extra runs (past their share of the extra runs' budget); a first
-    run it says it skipped is an observer error, so the requirement fails unobserved instead
-    of losing its evidence."""
+def test_no_planned_run_is_skipped() -> None:
+    """Every planned run of the program is judged: one stage B did not report, or reported
+    over its budget (primary or not), fails its requirement, the reference's figure in the
+    message; there is no status that drops a run."""
     specs = [{"id": "r0", "program": "p", "test": "t0", "count": 4, "sliced": [],
-              "primary": True},
+              "primary": True, "max_work": 2_000_000, "ref_work": 100_000, "multiple": 20.0},
              {"id": "r1", "program": "p", "test": "t1", "count": 3, "sliced": [],
-              "primary": False}]
-    skipped = ObservedResult(status="skipped", reason="the extra runs' budget is spent")
-    got = observations({"r0": skipped, "r1": skipped}, specs, "p")
-    assert [o.status for o in got] == ["error"]
-    assert observations({"r1": skipped}, specs, "p") == ()
+              "primary": False, "max_work": 4_000_000, "ref_work": 100_000,
+              "multiple": 20.0}]
+    over = ObservedResult(status="over_budget", reason="more than 4,000,000 element operations")
+    got = observations({"r1": over}, specs, "p")
+    assert [o.status for o in got] == ["error", "over_budget"]
+    assert "no run" in got[0].reason
+    assert "40x the observed work of the reference" in got[1].reason
+    assert "allows 20x" in got[1].reason
+    assert [o.status for o in observations(None, specs, "p")] == ["error", "error"]
+    assert observations(None, [], "p") == ()
 
 
 def test_sliced_inputs_are_watched_only_where_every_share_is_whole() -> None:

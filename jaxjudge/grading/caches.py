@@ -136,6 +136,17 @@ class ModelsCache(LRU):
 
 
 
+class FiguresCache(LRU):
+    """The reference's observed work per run (jaxjudge.grading.reference_work), per problem
+    version and mode: small dicts of ints, copied in and out."""
+
+    def _freeze(self, value: dict[str, int]) -> dict[str, int]:
+        return dict(value)
+
+    def _thaw(self, stored: dict[str, int]) -> dict[str, int]:
+        return dict(stored)
+
+
 def report_key(
     problem: Problem, source: str | bytes, mode: Mode, limits: Limits, engine: str
 ) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 
 from jaxjudge.grading.caches import (
     PROGRAM_CACHE_SIZE,
+    FiguresCache,
     ModelsCache,
     ProgramCache,
     ReportCache,
@@ -84,6 +85,7 @@ class Grader:
         self.rules = ModelsCache(program_cache)  # program-rule outcomes per verified program
         self.tests = ModelsCache(program_cache)  # compared tests per program and package
         self.memory = ModelsCache(64)  # the reference's memory profile per package and shapes
+        self.figures = FiguresCache(64)  # the reference's observed work per package and mode
 
     def grade(
         self,

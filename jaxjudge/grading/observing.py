@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from jaxjudge.grading.reference_work import over_budget
 from jaxjudge.grading.stage_results import ObservedResult
 from jaxjudge.problems.limits import asks_observer
 from jaxjudge.problems.package import Problem
@@ -28,12 +29,15 @@ MAX_OBSERVED_PROGRAMS = 16
 MAX_VISITED = 64  # indices of a no_loop_over_dim dimension, one variant each
 
 
-def observe_specs(problem: Problem, plan: Any,
-                  program_of: dict[str, str]) -> list[dict[str, Any]]:
+def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str],
+                  every: bool = False) -> list[dict[str, Any]]:
     """Stage B's `observe` entries for this problem and plan (empty when no rule asks).
 
     program_of: signature id -> the program id that runs it. An entry with `candidates` is
-    run on the one stage B picks (`_second_tests`)."""
+    run on the one stage B picks (`_second_tests`). every: the reference's runs
+    (jaxjudge.grading.reference_work): each entry a learner's grade may hold, once per test
+    signature, whatever programs the tests share, and no picks (a pick's budget is the
+    figure of its test's signature)."""
     specs: list[dict[str, Any]] = []
     tests_of: dict[str, str] = {}
     names_of: dict[str, list[str]] = {}
@@ -51,7 +55,12 @@ def observe_specs(problem: Problem, plan: Any,
             first = program_of.get(sid, sid)
             others = sorted(s for s in tests_of if program_of.get(s, s) != first)
             run = {"kind": "activation", "count": 0, "sliced": [], "groups": [], "inject": 0,
-                   "op": str(opts.get("activation", "tanh")).split(".")[-1], "watch": []}
+                   "op": str(opts.get("activation", "tanh")).split(".")[-1], "watch": [],
+                   "req": req.name}
+            if every:
+                specs += [{**run, "id": f"r{len(specs) + k}", "program": program_of.get(sid, sid),
+                           "test": tests_of[sid]} for k, sid in enumerate(tests_of)]
+                continue
             specs.append({**run, "id": f"r{len(specs)}", "program": first,
                           "test": tests_of[sid]})
             if others:  # and one of the other programs, which stage B picks
@@ -65,7 +74,7 @@ def observe_specs(problem: Problem, plan: Any,
             dims = opts.get("dims") or [opts.get("dim")]
             for dim in dims:
                 specs += _visit_specs(problem, plan, tests_of, names_of, program_of, dim,
-                                      len(specs), req.name)
+                                      len(specs), req.name, every)
             continue
         if req.rule != "loop_over_dim":
             continue
@@ -89,10 +98,12 @@ def observe_specs(problem: Problem, plan: Any,
         for want, sid in runs:
             program = program_of.get(sid, sid)
             groups = _groups(problem, sliced, dim, plan.sig_dims.get(sid, {}), want)
-            if groups is None or program in seen or len(seen) >= MAX_OBSERVED_PROGRAMS:
+            if groups is None or (program in seen and not every) or len(
+                    firsts) >= MAX_OBSERVED_PROGRAMS:
                 continue
             seen.add(program)
             first = {"id": f"r{len(specs)}", "program": program, "test": tests_of[sid],
+                     "req": req.name,
                      "count": want, "sliced": list(sliced), "groups": groups,
                      "inject": want, "watch": watch, "primary": len(seen) == 1,
                      # variants that undo one step each, read with reach_grows on every
@@ -100,7 +111,7 @@ def observe_specs(problem: Problem, plan: Any,
                      "skip": bool(opts.get("reach_grows"))}
             specs.append(first)
             firsts.append({**first, "signature": sid})
-        for extra in _second_tests(firsts, names_of, req.name):
+        for extra in [] if every else _second_tests(firsts, names_of, req.name):
             specs.append({**extra, "id": f"r{len(specs)}"})
     return specs
 
@@ -127,7 +138,7 @@ def _second_tests(firsts: list[dict[str, Any]], names_of: dict[str, list[str]],
 
 def _visit_specs(problem: Problem, plan: Any, tests_of: dict[str, str],
                  names_of: dict[str, list[str]], program_of: dict[str, str], dim: str, n: int,
-                 salt: str) -> list[dict[str, Any]]:
+                 salt: str, every: bool = False) -> list[dict[str, Any]]:
     """Per input that has `dim`, one variant per index along it, on the test with the most
     (up to MAX_VISITED): a loop whose state takes the indices up at different steps visits
     the dimension one slice at a time, however it picks them. Each input gets its own run, so
@@ -141,7 +152,8 @@ def _visit_specs(problem: Problem, plan: Any, tests_of: dict[str, str],
     inputs = [x for x in problem.arguments if x.shape is not None and dim in x.shape
               and _floating(x.dtype or problem.constraints.dtype)]
     specs = [{"id": f"r{n + i}", "program": program_of.get(sid, sid), "test": tests_of[sid],
-              "count": size, "sliced": [], "dim": dim, "inject": 0, "watch": [a.name],
+              "req": salt, "count": size, "sliced": [], "dim": dim, "inject": 0,
+              "watch": [a.name],
               "own": True, "groups": [{"path": a.name, "axis": a.shape.index(dim), "size": 1}]}
              for i, a in enumerate(inputs)]
     # Code written once per index only at some shapes (a Python loop at odd sizes, or when
@@ -152,14 +164,14 @@ def _visit_specs(problem: Problem, plan: Any, tests_of: dict[str, str],
     firsts = []
     for k, (size, sid) in enumerate(sized[:MORE_RUNS + 1]):
         run = {"id": "", "program": program_of.get(sid, sid), "test": tests_of[sid],
-               "count": size, "sliced": [], "dim": dim, "inject": 0,
+               "req": salt, "count": size, "sliced": [], "dim": dim, "inject": 0,
                "watch": [a.name for a in inputs], "own": True,
                "groups": [{"path": a.name, "axis": a.shape.index(dim), "size": 1}
                           for a in inputs], "primary": False}
-        if k:
+        if k or every:  # the reference's: also the first (its picks' figure)
             specs.append({**run, "id": f"r{n + len(specs)}"})
         firsts.append({**run, "signature": sid})
-    for extra in _second_tests(firsts, names_of, salt):
+    for extra in [] if every else _second_tests(firsts, names_of, salt):
         specs.append({**extra, "id": f"r{n + len(specs)}"})
     return specs
 
@@ -192,31 +204,32 @@ def _groups(problem: Problem, sliced: tuple[str, ...], dim: str | None, dims: di
 
 def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str, Any]],
                  program: str) -> tuple[Observation, ...]:
-    """Stage B's validated observations of `program`, as the rules read them."""
-    if not result:
+    """Stage B's validated observations of `program`, as the rules read them. Every planned
+    run of it is one: a run stage B did not report fails its requirement (closed)."""
+    if not specs:
         return ()
+    result = result or {}
     out = []
     for spec in specs:
         got = result.get(spec["id"])
-        if got is None:
-            continue
         if spec.get("candidates"):  # stage B picked one: it must be one we offered
-            pick = {"program": got.picked_program, "test": got.picked_test}
-            if pick not in spec["candidates"]:
+            offered = {(c["program"], c["test"]): c for c in spec["candidates"]}
+            pick = offered.get((got.picked_program, got.picked_test)) if got else None
+            if pick is None:
                 if spec["candidates"][0]["program"] != program:
                     continue
-                got = ObservedResult(status="error", reason="a pick that was not offered")
+                got = got and ObservedResult(status="error", reason="a pick that was not offered")
                 pick = spec["candidates"][0]
             spec = {**spec, **pick}
         if spec["program"] != program:
             continue
+        if got is None:  # planned and never reported: no evidence, no pass
+            got = ObservedResult(status="error", reason="the observer reported no run")
         primary = spec.get("primary", True)
-        if got.status == "skipped" and not primary:
-            continue  # an extra run past what it may take of the extra runs' budget
-        if got.status == "skipped":  # stage B never skips a first run: believe none
-            got = ObservedResult(status="error", reason="a first run reported skipped")
         if got.status == "error":  # the observer broke: our bug, the requirement fails
             log.warning("stage B's observer failed on %s: %s", spec["id"], got.reason)
+        if got.status == "over_budget":
+            got = got.model_copy(update={"reason": over_budget(spec)})
         loops = tuple(
             LoopRun(index=r.index, depth=r.depth, steps=r.steps, entry=tuple(r.entry),
                     entry_max=tuple(r.entry_max), exit=tuple(r.exit), work=tuple(r.work),

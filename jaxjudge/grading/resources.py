@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from jaxjudge.grading.caches import ModelsCache, ProgramCache
+from jaxjudge.grading.caches import FiguresCache, ModelsCache, ProgramCache
 from jaxjudge.grading.stage_common import StageRunner
 
 
@@ -19,3 +19,4 @@ class Resources(Protocol):
     rules: ModelsCache  # program-rule outcomes per verified program
     tests: ModelsCache  # compared tests per program and package
     memory: ModelsCache  # the reference's memory profile per package, mode and shapes
+    figures: FiguresCache  # the reference's observed work per run, per package and mode

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jaxjudge.grading import reference_work
 from jaxjudge.grading.caches import ProgramCache
 from jaxjudge.grading.engine_hint import remember
 from jaxjudge.grading.observing import observations, observe_specs
@@ -54,6 +55,7 @@ class StageB(StageBase):
     grader: Resources
     plan: Plan
     problem: Problem
+    mode: str
     program_key: str
     display_name: str  # the name stage A compiled the submission under (its locations name it)
     source: bytes
@@ -67,6 +69,9 @@ class StageB(StageBase):
     profiled: ProgramInfo | None = None
     # Stage B's texts parsed while it ran its tests (jaxjudge.grading.prefetch), by text.
     prefetched: dict[str, Module] | None = None
+    # This grade measures the reference's observed work (reference_work): every run, no budget
+    reference_run: bool = False
+    reference_observed: dict[str, Any] | None = None  # its figures, once stage B ran
 
     def _stage_b(
         self, a_dir: Path, job: Path, stage_a: StageAResult
@@ -116,7 +121,12 @@ class StageB(StageBase):
                 blobs[r["id"]], r["export"] = read[r["id"]], f"{r['id']}.jaxexport"
             progs += rules
         program_of = {sid: prog["id"] for prog in progs for sid in prog["signatures"]}
-        watch = observe_specs(self.problem, self.plan, program_of) if program_of else []
+        watch = (observe_specs(self.problem, self.plan, program_of, every=self.reference_run)
+                 if program_of else [])
+        sig_of = {t["name"]: t["signature"] for t in self.plan.tests}
+        if watch and not self.reference_run:  # each run its own budget, from the reference
+            watch = reference_work.with_budgets(watch, self._reference_figures(),
+                                                self.problem.observer.work_multiple, sig_of)
         spec = {
             "arg_names": self.plan.arg_names,
             "signatures": list(self.plan.signatures.values()),
@@ -150,7 +160,45 @@ class StageB(StageBase):
                 # Only complete successes: a test that failed may have failed for a reason of
                 # the moment (memory pressure), which must not be replayed to later submissions.
                 self.grader.programs.put(key, (result, texts))
+        if self.reference_run:
+            self.reference_observed = reference_work.figures_from(watch, result.observed,
+                                                                  sig_of)
         return self._stage_b_outcome(result, texts, progs, watch, stage_a)
+
+    def _reference_figures(self) -> dict[str, int]:
+        """The reference's observed work per run (jaxjudge.grading.reference_work): this
+        Grader's, else the state directory's, else measured now by grading the reference
+        (once per problem version, mode, JAX and grader version; its time is this grade's
+        `reference_work`). A reference that could not be measured gives no figures (each run
+        then gets the ceiling) until this Grader ends."""
+        key = reference_work.state_key(self.problem.id, self.problem.fingerprint(), self.mode)
+        known = self.grader.figures.get(key)
+        if known is not None:
+            return known
+        figures = reference_work.load(key)
+        if figures is None:
+            t = time.perf_counter()
+            figures = self._measure_reference()
+            self.timings["reference_work"] = round(time.perf_counter() - t, 4)
+            if figures:
+                reference_work.store(key, figures)
+        self.grader.figures.put(key, figures or {})
+        return figures or {}
+
+    def _measure_reference(self) -> dict[str, int] | None:
+        """Grade the reference like a submission (this grade's class, stages and limits), up
+        to stage B, with every run a learner's grade may hold and no budget but the ceiling."""
+        ref = type(self)(self.grader, self.problem,  # type: ignore[call-arg]
+                         self.problem.reference_path.read_bytes(), self.mode, self.limits,
+                         "reference.py", compare_memory=False, outputs_only=True)
+        ref.reference_run = True
+        try:
+            ref.run()
+        except Exception:  # the learner's grade stands, each run at the ceiling
+            log.exception("measuring the reference of %s for its observed work",
+                          self.problem.id)
+            return None
+        return ref.reference_observed
 
     def _run_stage_b(
         self, job: Path, spec: dict[str, Any], blobs: dict[str, bytes], flags: str

@@ -243,7 +243,7 @@ class ObservedLoop(_Strict):
 class ObservedResult(_Strict):
     """What stage B's observer saw one program do on one test (or why it could not look)."""
 
-    status: Literal["ok", "unobservable", "over_budget", "error", "skipped"]
+    status: Literal["ok", "unobservable", "over_budget", "over_records", "error"]
     reason: Message = ""
     groups: Annotated[int, Field(ge=0, le=MAX_GROUPS)] = 0
     group_elements: Count = 0

@@ -209,6 +209,14 @@ class Constraints(BaseModel):
                 and (why := self._dims[name].violation(name, value)) is not None]
 
 
+class Observer(BaseModel):
+    """`[observer]`: how much work stage B's observer gives each run it watches, as a multiple
+    of what the problem's reference took on the same run (jaxjudge.grading.reference_work)."""
+
+    model_config = ConfigDict(extra="forbid")
+    work_multiple: float = Field(40.0, ge=2, le=1000)
+
+
 class Problem(BaseModel):
     """A loaded problem package. Test cases are read lazily (they can be large)."""
 
@@ -225,6 +233,7 @@ class Problem(BaseModel):
     limits: Limits = Field(default_factory=Limits)
     tolerance: Tolerance = Field(default_factory=Tolerance)
     scoring: Scoring = Field(default_factory=Scoring)
+    observer: Observer = Field(default_factory=Observer)
     requirements: list[Requirement] = Field(default_factory=list)
     root: Path
 

@@ -163,8 +163,10 @@ class Observation:
     dim: str = ""  # no_loop_over_dim: the dimension one index of which each group changed
     watched: str = ""  # no_loop_over_dim: the input whose indices the groups changed
     test: str = ""  # the test whose inputs ran
-    status: str = "ok"  # or "unobservable" (an op it does not run: the text alone decides),
-    # "over_budget" (more work than any solution needs: the requirement fails), "error" (ours)
+    # or "unobservable" (an op it does not evaluate), "over_budget" (past its own budget, a
+    # multiple of the reference's work on the same run), "over_records" (more loop runs than
+    # the observer records), "error" (ours): each fails its requirement
+    status: str = "ok"
     reason: str = ""
     groups: int = 0
     group_elements: int = 0
@@ -548,13 +550,19 @@ def matching(observations: tuple[Observation, ...], count: int,
 
 
 def unseen(obs: Observation) -> str | None:
-    """Why a run that should have been observed was not, as a failure (None: it was)."""
+    """Why a run that should have been observed was not, as a failure (None: it was). Every
+    run fails closed: one over its budget (a multiple of the reference's work on the same
+    run, the reason says how much) or past the loop runs the grader records is not skipped."""
     if obs.status == "ok":
         return None
     if obs.status == "over_budget":
-        return (f"When your program ran on test {obs.test!r}, it needed {obs.reason}: far "
-                f"more than this problem needs at that size, so the grader could not watch "
-                f"what it does")
+        return (f"When your program ran on test {obs.test!r}, {obs.reason}, so the grader "
+                f"stopped watching it before it could confirm the requirement: do the work "
+                f"the statement asks, without extra loops around it")
+    if obs.status == "over_records":
+        return (f"When your program ran on test {obs.test!r}, it ran {obs.reason}, so what "
+                f"ran after them could not be watched and the requirement is not confirmed: "
+                f"run the loops the statement asks, not loops beside them")
     return (f"The grader could not run your program step by step on test {obs.test!r} "
             f"({obs.reason or 'an internal error'}), so it cannot confirm the requirement: use "
             f"the jax.numpy and jax.lax operations the statement needs")

@@ -22,13 +22,19 @@ OP_COST = 2_000  # an op's fixed cost in element operations (numpy's per-call ov
 MAX_STEPS = 100_000  # loop iterations, all loops
 MAX_ELEMENTS = 1 << 20  # elements of one value, all variants counted
 MAX_CALL_DEPTH = 64
-MAX_RECORDS = 256  # loop runs recorded (later ones still run)
+MAX_RECORDS = 256  # loop runs recorded; one more ends the run (RecordsFull): nothing unseen
 MAX_RECORDED_STEPS = 1024
 
 
 class OverBudget(Exception):
     """The run needs more work than the observer gives one program (deterministic: counted in
     element operations and steps, never in seconds, so the verdict does not follow the load)."""
+
+
+class RecordsFull(OverBudget):
+    """More loop runs than the observer records: what ran past them would go unseen, so the
+    run ends here and its requirement fails closed (a junk loop cannot fill the records and
+    hide the loop that matters behind them)."""
 
 
 class Unobservable(Exception):

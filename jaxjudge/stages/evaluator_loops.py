@@ -13,6 +13,7 @@ import numpy as np
 # evaluator.py's names, set by install()
 MAX_STEPS = MAX_RECORDS = MAX_RECORDED_STEPS = 0
 OverBudget: type[Exception] = Exception
+RecordsFull: type[Exception] = Exception
 _moved = _changed = None  # type: ignore[assignment]
 
 
@@ -20,8 +21,8 @@ def install(evaluator_cls, names: dict) -> None:
     """Attach the loop and case methods to the evaluator class; `names` is evaluator.py's
     namespace (its limits, exceptions and helpers)."""
     g = globals()
-    for name in ("MAX_STEPS", "MAX_RECORDS", "MAX_RECORDED_STEPS", "OverBudget", "_moved",
-                 "_changed"):
+    for name in ("MAX_STEPS", "MAX_RECORDS", "MAX_RECORDED_STEPS", "OverBudget", "RecordsFull",
+                 "_moved", "_changed"):
         g[name] = names[name]
     for name in ("while_", "_cond", "_skip_step", "_perturbed", "case"):
         setattr(evaluator_cls, name, g[name])
@@ -40,7 +41,9 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
     level = (self.vsets.setdefault(op_index, min(len(self.vsets), self.outer_sets - 1))
              if outermost else self.outer_sets)
     record = None
-    if len(self.loops) < MAX_RECORDS and self.recorder is not None:
+    if self.recorder is not None and len(self.loops) >= MAX_RECORDS:
+        raise RecordsFull(f"more than {MAX_RECORDS} loop runs, the most the grader records")
+    if self.recorder is not None:
         record = self.recorder(self, op_index, carry, passing)
         record.vset = level if outermost else 0
         self.loops.append(record)

@@ -17,8 +17,10 @@ A value differs when its numbers differ, so a copy by gather, permutation, convo
 round trip through complex numbers carries the change, and a gate made of data zeros, a
 `min(|x|, 0)`, or a product with zero carries none: this is dependence as executed, not as
 written. Each outermost loop's record (per step, per group) goes back to the parent, which
-decides (jaxjudge.rules.observed). Any op we do not evaluate, or a program past the budget,
-ends the observation with a reason: the parent then decides from the text alone.
+decides (jaxjudge.rules.observed). Any op we do not evaluate, a run past its own budget (a
+multiple of the reference's work on the same run, given by the parent) or past the loop runs
+the observer records ends the observation with a reason, and its requirement fails closed:
+no run is skipped, and none draws on a budget another run could drain.
 
 Run by path from execute.py (runpy): stdlib and numpy only, plus jaxlib's MLIR bindings that
 stage B already loaded, passed in.
@@ -49,7 +51,9 @@ _ev = vars(_load("evaluator"))
 Evaluator = _ev["Evaluator"]
 Unobservable = _ev["Unobservable"]
 OverBudget = _ev["OverBudget"]
+RecordsFull = _ev["RecordsFull"]
 MAX_VARIANTS = _ev["MAX_VARIANTS"]
+MAX_WORK = _ev["MAX_WORK"]
 _changed = _ev["_changed"]
 _moved = _ev["_moved"]
 _load("evaluator_regions").install(Evaluator, Unobservable)
@@ -467,7 +471,7 @@ ONE_VARIANTS = 96
 
 
 def observe_activations(text: str, inputs: list[np.ndarray], op_name: str, ir, hlo,
-                        mlir_context) -> dict[str, Any]:
+                        mlir_context, max_work: int | None = None) -> dict[str, Any]:
     """Change the result of each `op_name` op (every run of it) in a variant of its own, and
     say which outputs move, and how far (relative to each output's size): an activation
     recomputed for the backward pass moves the gradients and not the loss; the forward one
@@ -491,6 +495,8 @@ def observe_activations(text: str, inputs: list[np.ndarray], op_name: str, ir, h
         k = max(1, min(ONE_ELEMENTS, ONE_VARIANTS // max(n, 1)))  # one-element variants per op
         V = 1 + n + n * k
         ev = Evaluator(module, ir, hlo, V, {})
+        if max_work is not None:
+            ev.max_work = max_work
         # the elements changed alone, from one the program text picks (past ONE_ELEMENTS, a
         # factor recomputed from all but a few would go unseen only if they are those)
         seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
@@ -509,45 +515,20 @@ def observe_activations(text: str, inputs: list[np.ndarray], op_name: str, ir, h
 
     spread = [[widest(o, i) for o in outs] for i in range(n)]
     return {"status": "ok", "activations": moved, "activation_sizes": sizes,
-            "activation_spread": spread}
+            "activation_spread": spread, "work": ev.work}
 
 
-# Element operations all of a grade's extra observed runs may take together (one run's own
-# budget: evaluator.MAX_WORK, 60 M). Each extra run is owed a share of it, whatever the runs
-# before it spent: half of it split evenly (an op's fixed cost dominates small shapes), half in
-# proportion to the run's size (steps and elements); what a run leaves of its share goes to
-# the runs after it.
-EXTRA_WORK = 60_000_000
-# What a loop step weighs beside its elements: ~50 ops run per step at the evaluator's fixed
-# cost per op (evaluator.OP_COST, 2,000), which outweighs the elements at the tests' sizes.
-STEP_WEIGHT = 100_000
+def _budget(entry: dict) -> int:
+    """The run's own budget: what the parent gave it (a multiple of what the problem's
+    reference took on the same run, jaxjudge.grading.reference_work), never above MAX_WORK,
+    which bounds the trusted side's time. No run shares a pool another run can drain."""
+    given = entry.get("max_work")
+    if isinstance(given, int) and not isinstance(given, bool) and given > 0:
+        return min(given, MAX_WORK)
+    return MAX_WORK
 
 
-def _extra_shares(entries: list[dict], tests: dict, specs: dict) -> dict[str, int]:
-    """Per extra run (an entry that is not its requirement's first), what it is owed of
-    EXTRA_WORK: an even part, and a part in proportion to its steps and to its variants times
-    its test's input elements (an honest program's cost grows with both, so a costly shape is
-    owed more). No run's share depends on what a program did before it."""
-    def elements(spec) -> int:
-        if isinstance(spec, dict) and set(spec) == {"shape", "dtype"}:
-            return math.prod(int(d) for d in spec["shape"])
-        values = spec.values() if isinstance(spec, dict) else spec
-        return sum(elements(s) for s in values)
-
-    weights: dict[str, int] = {}
-    for e in entries:
-        test = tests.get(e.get("test"))
-        if e.get("primary", True) is not False or test is None:
-            continue
-        count = min(int(e.get("count", 0)), 64) if e.get("groups") else 0
-        inject = min(int(e.get("inject", 0)), 64)
-        variants = _variants(count, inject, bool(e.get("skip")), bool(e.get("sliced")))
-        steps = min(int(e.get("count", 0)), 64)
-        weights[str(e["id"])] = (variants * max(1, elements(specs[test["signature"]]))
-                                 + STEP_WEIGHT * steps)
-    total = sum(weights.values()) or 1
-    even = EXTRA_WORK // 2 // max(len(weights), 1)
-    return {oid: even + EXTRA_WORK // 2 * w // total for oid, w in weights.items()}
+MAX_ENTRIES = 64  # runs per grade (the parent fails any entry left without a result)
 
 
 def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: dict, leaves_of,
@@ -561,21 +542,14 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
 
     tests = {t["name"]: t for t in job["tests"]}
     out: dict[str, dict] = {}
-    # The runs that are not a requirement's first share one budget, each owed its share:
-    # a program costly to watch at some shapes cannot spend what the other shapes' runs are
-    # owed, and a run past what it may take is skipped (no evidence, reported as such).
-    entries = job["observe"][:64]
-    shares = _extra_shares(entries, tests, specs)
-    surplus = 0
     picks: dict[str, dict] = {}
-    for entry in entries:
+    for entry in job["observe"][:MAX_ENTRIES]:
         picked = _pick(entry, texts)
         if picked is not None:
             entry = {**entry, **picked}
             picks[str(entry["id"])] = picked
         oid, pid = str(entry["id"]), entry["program"]
-        primary = entry.get("primary", True) is not False
-        allowed = shares.get(oid, 0) + surplus
+        allowed = _budget(entry)  # this run's own: what other runs took is no matter here
         test = tests.get(entry["test"])
         if pid not in texts or test is None:
             out[oid] = {"status": "unobservable", "reason": "no such program or test"}
@@ -589,7 +563,7 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
                 # duplicate ops (CSE), a recomputed activation among them
                 out[oid] = observe_activations(
                     texts[pid], [leaves[i] for i in kept], f"stablehlo.{entry['op']}", ir, hlo,
-                    context)
+                    context, max_work=allowed)
                 continue
             names = programs[pid]["args"]
             index = {name: i for i, name in enumerate(names)}
@@ -601,22 +575,17 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
                                "size": int(g["size"]), "count": int(entry["count"])})
             watched = ([index[path] for path in entry["watch"] if path in index]
                        if entry.get("watch") else list(range(len(kept))))
-            got = observe(texts[pid], [leaves[i] for i in kept], groups,
-                                      int(entry["inject"]), ir, hlo, context, watched,
-                                      bool(entry.get("own")),
-                                      None if primary else allowed,
-                                      skip=bool(entry.get("skip")),
-                                      knockouts=bool(entry.get("sliced")))
-            if not primary:
-                surplus = allowed - got["work"]
-            out[oid] = got
+            out[oid] = observe(texts[pid], [leaves[i] for i in kept], groups,
+                               int(entry["inject"]), ir, hlo, context, watched,
+                               bool(entry.get("own")), allowed,
+                               skip=bool(entry.get("skip")),
+                               knockouts=bool(entry.get("sliced")))
         except Unobservable as exc:
             out[oid] = {"status": "unobservable", "reason": str(exc)[:500]}
-        except OverBudget as exc:
-            if not primary:
-                surplus = 0
-            out[oid] = {"status": "over_budget" if primary else "skipped",
-                        "reason": str(exc)[:500]}
+        except RecordsFull as exc:  # its requirement fails closed, saying so
+            out[oid] = {"status": "over_records", "reason": str(exc)[:500]}
+        except OverBudget as exc:  # its requirement fails, with the reference's figure
+            out[oid] = {"status": "over_budget", "reason": str(exc)[:500], "work": allowed}
         except Exception as exc:  # our evaluator's bug: logged by the parent; the requirement
             # fails as unobserved (no input may make the grader fail instead)
             out[oid] = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"[:500]}

@@ -1,0 +1,148 @@
+"""What the problem's reference costs stage B's observer, run by run: each observed run's
+budget is a multiple of it (issue 41: budgets from the reference, evidence that cannot be used
+up).
+
+Where the figures come from, and why there: the parent grades the problem's reference (trusted)
+through the very stages a learner's program goes through, with every observed run a learner's
+grade may hold (`observe_specs(every=True)`), and keeps the work each run took. They are the
+observer's own counts on the reference's exported program, so they depend on the JAX release
+that exports it and on the observer's code as much as on the problem: measured where the grade
+runs, keyed by grader version, JAX release, problem fingerprint and mode, they always budget the
+machinery that spends them, where figures written at authoring time would go stale with any of
+these. A problem's first grade pays one reference grade; later grades read one small private
+file from the parent's state directory (statefile: atomic writes, a torn or foreign file is a
+miss, and two processes that measure at once write the same figures), and a `Grader` keeps them
+in memory.
+
+Which figure budgets which run: the key is the requirement, what the run changes (its kind,
+groups, steps, variants, watched inputs) and its test's signature, never a program id or a test
+name. A learner's one symbolic program and the reference's per-shape ones get the same figures,
+and a run stage B picks (a second test of a signature, another program) is budgeted at the
+figure of its test's signature: the same computation at the same shapes does the same work, up
+to data-dependent loop counts that the multiple covers.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+from importlib import util
+from pathlib import Path
+from typing import Any
+
+from jaxjudge.isolation import statefile
+from jaxjudge.version import grader_version
+
+# What makes two runs the same run for the budget (jaxjudge.grading.observing's entry fields).
+KEY_FIELDS = ("req", "kind", "op", "count", "sliced", "dim", "groups", "inject", "watch", "own",
+              "skip")
+# stages/evaluator.py's MAX_WORK: the most any run is given (the trusted side's time bound); a
+# run the reference has no figure for (the reference itself could not be watched there) gets it.
+CEILING = 60_000_000
+# The least a run is given: about 500 ops at the evaluator's fixed cost per op. A tiny reference
+# run (a few ops on a few elements) would otherwise leave an honest program, which may spell the
+# same step in more ops, no room; a junk loop gains nothing from it (no run is skipped).
+FLOOR = 1_000_000
+MAX_FIGURES = 512
+
+
+def entry_key(entry: dict[str, Any], signature: str) -> str:
+    """The figure key of an observe entry run on a test of `signature`."""
+    fields = {k: entry.get(k) for k in KEY_FIELDS}
+    raw = json.dumps([signature, fields], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(raw.encode()).hexdigest()[:24]
+
+
+def figures_from(specs: list[dict[str, Any]], observed: dict[str, Any] | None,
+                 sig_of: dict[str, str]) -> dict[str, int]:
+    """The reference's work per figure key, from its grade's entries and stage B's results
+    (runs it could not finish give no figure: their learner runs get the ceiling)."""
+    out: dict[str, int] = {}
+    for spec in specs:
+        got = (observed or {}).get(spec["id"])
+        sig = sig_of.get(spec["test"])
+        if got is None or sig is None or got.status != "ok" or got.work <= 0:
+            continue
+        key = entry_key(spec, sig)
+        out[key] = max(out.get(key, 0), int(got.work))
+    return out
+
+
+def budget(figure: int | None, multiple: float) -> int:
+    """A run's budget: `multiple` times the reference's figure, within [FLOOR, CEILING]."""
+    if figure is None:
+        return CEILING
+    return max(FLOOR, min(CEILING, math.ceil(multiple * figure)))
+
+
+def with_budgets(specs: list[dict[str, Any]], figures: dict[str, int], multiple: float,
+                 sig_of: dict[str, str]) -> list[dict[str, Any]]:
+    """The entries, each (and each candidate of a pick) with its own `max_work` and the
+    reference's figure it came from (`ref_work`, None: none; read back for the message)."""
+    def priced(entry: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+        sig = sig_of.get(entry["test"], "")
+        figure = figures.get(entry_key(base, sig))
+        return {**entry, "max_work": budget(figure, multiple), "ref_work": figure,
+                "multiple": multiple}
+
+    out = []
+    for spec in specs:
+        spec = priced(spec, spec)
+        if spec.get("candidates"):
+            spec["candidates"] = [priced(c, spec) for c in spec["candidates"]]
+        out.append(spec)
+    return out
+
+
+def over_budget(spec: dict[str, Any]) -> str:
+    """Why a run that ran out of its budget fails, with the reference's figure."""
+    allowed, figure = spec.get("max_work"), spec.get("ref_work")
+    if isinstance(allowed, int) and isinstance(figure, int) and figure > 0:
+        times = allowed / figure
+        return (f"it did more than {times:.0f}x the observed work of the reference "
+                f"on the same run ({allowed:,} element operations against {figure:,}; the judge "
+                f"allows {spec.get('multiple', times):g}x)")
+    return (f"it did more than {CEILING:,} element operations, the most the grader "
+            f"gives any observed run")
+
+
+def state_key(problem_id: str, fingerprint: str, mode: str) -> str:
+    """What the reference's figures depend on besides the observer's inputs."""
+    parts = ("observed-work", grader_version(), _jax_stamp(), problem_id, fingerprint, mode)
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+@functools.cache
+def _jax_stamp() -> str:
+    """The JAX release stage A exports with (its version file's bytes, found without importing
+    jax or scanning the installed distributions, which took 0.1 s)."""
+    try:
+        spec = util.find_spec("jax")
+        origin = Path(spec.origin) if spec is not None and spec.origin else None
+        raw = (origin.parent / "version.py").read_bytes() if origin is not None else b""
+    except (ImportError, OSError, ValueError):
+        raw = b""
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def _path(key: str) -> Path:
+    return statefile.state_dir() / "reference-work" / f"{key}.json"
+
+
+def load(key: str) -> dict[str, int] | None:
+    """The figures an earlier process kept for `key`; None when absent, torn or malformed."""
+    data = statefile.read(_path(key))
+    figures = data.get("figures") if isinstance(data, dict) else None
+    if not isinstance(figures, dict) or len(figures) > MAX_FIGURES:
+        return None
+    if not all(isinstance(k, str) and type(v) is int and 0 < v <= CEILING
+               for k, v in figures.items()):
+        return None
+    return dict(figures)
+
+
+def store(key: str, figures: dict[str, int]) -> None:
+    """Keep the figures for later processes (best effort, atomic)."""
+    statefile.write(_path(key), {"figures": figures})

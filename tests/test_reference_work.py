@@ -1,0 +1,64 @@
+"""The reference's observed work and the budgets made of it (jaxjudge.grading.reference_work)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from jaxjudge import list_problems, load_problem
+from jaxjudge.grading import reference_work as rw
+from jaxjudge.grading.observing import observe_specs
+from jaxjudge.grading.plan import plan_for
+from jaxjudge.isolation import statefile
+
+OBSERVED = [p.id for p in list_problems() if any(
+    r.rule in ("loop_over_dim", "no_loop_over_dim", "independent_of_dim",
+               "rematerialized_activation") for r in load_problem(p.id).requirements)]
+
+
+def test_a_budget_is_a_multiple_of_the_figure_within_floor_and_ceiling() -> None:
+    assert rw.budget(None, 20) == rw.CEILING  # no figure: the ceiling, never a shared pool
+    assert rw.budget(100_000, 20) == 2_000_000
+    assert rw.budget(100_000, 20.5) == 2_050_000
+    assert rw.budget(10, 20) == rw.FLOOR  # a tiny reference run leaves an honest one room
+    assert rw.budget(10**9, 20) == rw.CEILING  # the trusted side stays bounded in time
+
+
+@pytest.mark.parametrize("problem_id", OBSERVED)
+@pytest.mark.parametrize("mode", ["submit", "run"])
+def test_every_learner_run_has_the_reference_figure_of_its_run(problem_id: str,
+                                                               mode: str) -> None:
+    """The reference's runs (every=True) hold the key of every run a learner's grade may
+    make, whether the learner exports one symbolic program or one per shape, and whichever
+    candidate stage B picks: same requirement, same kind of run, same test signature."""
+    problem = load_problem(problem_id)
+    plan = plan_for(problem, mode)
+    sig_of = {t["name"]: t["signature"] for t in plan.tests}
+    sigs = {t["signature"] for t in plan.tests}
+    ref = observe_specs(problem, plan, {s: s for s in sigs}, every=True)
+    assert not any(e.get("candidates") for e in ref)
+    have = {rw.entry_key(e, sig_of[e["test"]]): 1000 + i for i, e in enumerate(ref)}
+    for program_of in ({s: s for s in sigs}, {s: "poly" for s in sigs}):
+        specs = rw.with_budgets(observe_specs(problem, plan, program_of), have, 20.0, sig_of)
+        for spec in specs:
+            for run in spec.get("candidates") or [spec]:
+                assert run["ref_work"] is not None, (spec["id"], run["test"])
+                assert run["max_work"] == rw.budget(run["ref_work"], 20.0)
+
+
+def test_figures_are_kept_atomically_and_a_torn_file_is_a_miss(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXJUDGE_STATE_DIR", str(tmp_path / "state"))
+    key = rw.state_key("p", "fingerprint", "submit")
+    assert rw.load(key) is None
+    rw.store(key, {"a": 5, "b": 7})
+    assert rw.load(key) == {"a": 5, "b": 7}
+    path = statefile.state_dir() / "reference-work" / f"{key}.json"
+    path.write_text('{"figures": {"a": 5')  # torn: another process mid-write, by hand
+    assert rw.load(key) is None
+    path.write_text('{"figures": {"a": -5}}')  # not a figure the parent could have measured
+    assert rw.load(key) is None
+    assert not [n for n in os.listdir(path.parent) if n.endswith(".tmp")]
+    assert rw.state_key("p", "fingerprint", "run") != key
