@@ -388,6 +388,42 @@ def test_background_cgroup_takes_only_idle_cpu_until_its_run() -> None:
     assert not any(d.exists() for d in cg._cg.dirs.values())
 
 
+def test_the_runs_folder_weighs_as_many_processes_as_it_holds_runs() -> None:
+    """Issue 42: the scheduler weighs `jaxjudge/` as one entity beside every other process (or
+    session): at the default weight all runs of all graders shared one process's CPU share
+    (three runs beside six busy loops got 21 ticks each to a loop's 172). Each run's start
+    and end now set the folder's weight to one run's per run in it; a pool spare warming up
+    at the lowest weight is not counted (it takes idle CPU only)."""
+    need("cgroup")
+    sup = layers._detect().cgroup
+    assert sup is not None
+    ctrl = "cpu" if sup.version == 1 else "unified"
+    if ctrl not in sup.bases:
+        pytest.skip("no cpu controller in the cgroup hierarchy")
+    name, normal, _ = sandbox.CPU_WEIGHT[sup.version]
+    base = sup.bases[ctrl]
+    limits = sandbox.SandboxLimits(wall_seconds=1, cpu_seconds=1, memory_bytes=256 * MiB,
+                                   output_bytes=64 * 1024)
+
+    def weight_and_runs() -> tuple[int, int]:
+        runs = sum(1 for d in base.iterdir() if d.name.startswith("run-") and d.is_dir()
+                   and (d / name).read_text().strip() == normal)
+        return int((base / name).read_text()), max(1, runs)
+
+    spare = sandbox.new_run_cgroup(limits, background=True)  # warming up: not a run yet
+    mine = [sandbox.new_run_cgroup(limits) for _ in range(3)]
+    try:
+        assert all(cg is not None for cg in mine)
+        weight, runs = weight_and_runs()  # other graders on this machine may hold runs too
+        assert weight >= 3 * int(normal) and weight == runs * int(normal)
+    finally:
+        for cg in [*mine, spare]:
+            if cg is not None:
+                cg.remove()
+    weight, runs = weight_and_runs()
+    assert weight == runs * int(normal)
+
+
 def test_run_cgroup_counts_cpu_from_its_run_limits() -> None:
     """A pool spare burns CPU warming up before its run; the run's CPU time (what the time limit
     is checked against) starts when the run's limits are written."""

@@ -26,6 +26,8 @@ MEMORY_FULL_MARGIN = 16 << 20  # see _RunCgroup.memory_full
 # co-mounted with cpuacct, so two controllers may share one directory.
 _V1_CONTROLLERS = ("memory", "pids", "cpuacct", "freezer", "cpu")
 CPU_WEIGHT = {1: ("cpu.shares", "1024", "2"), 2: ("cpu.weight", "100", "1")}  # file, run, spare
+# The most each version takes for a group's weight (v1 cpu.shares, v2 cpu.weight).
+MAX_GROUP_WEIGHT = {1: 262144, 2: 10000}
 
 
 @dataclass
@@ -239,6 +241,7 @@ class _RunCgroup:
         # Without a swap limit a memory bomb pages out (slowly: a time limit, not a memory
         # one) instead of being OOM-killed; the caller then also watches the run's processes.
         self.swap_limited = no_swap or _swap_total() == 0
+        rebalance(self.support)
 
     def memory_full(self, limit: int) -> bool:
         """Anonymous + shared memory (what only freeing gives back) within MEMORY_FULL_MARGIN
@@ -363,6 +366,44 @@ class _RunCgroup:
                         log.error("sandbox: cannot remove cgroup %s: %s", d, exc)
                         break
                     time.sleep(0.01)
+        rebalance(self.support)
+
+
+def rebalance(support: _CgroupSupport) -> None:
+    """Weigh the folder of every run (`jaxjudge/`) as the runs in it: one run's weight per run.
+
+    The CPU scheduler shares a CPU between the entities of one level: each other process (or,
+    with autogroup, each other session) beside `jaxjudge/`, and `jaxjudge/` as one. At the
+    default weight every run of every grader on the machine (the stages of three one-off grades
+    at once, a warm pool's children) shared one process's share: beside six busy loops in their
+    own sessions, the observer of an ema sample took 40-69 s instead of 4-9 s (issue 42). Counted
+    again at every run's start and end, by whichever process starts or ends one (the last
+    count written wins, and the next start or end corrects it); a spare warming up at the
+    lowest weight is not a run yet."""
+    ctrl = "cpu" if support.version == 1 else "unified"
+    base = support.bases.get(ctrl)
+    if base is None:
+        return
+    name, normal, _ = CPU_WEIGHT[support.version]
+    try:
+        runs = sum(1 for entry in os.scandir(base) if _running(entry, name, normal))
+        weight = min(MAX_GROUP_WEIGHT[support.version], max(1, runs) * int(normal))
+        (base / name).write_text(str(weight))
+    except OSError as exc:  # a weight not written only costs CPU share under load
+        log.debug("sandbox: cannot weigh %s: %s", base, exc)
+
+
+def _running(entry: os.DirEntry[str], name: str, normal: str) -> bool:
+    """Whether `entry` is a run's cgroup at the run weight: a pool spare warming up at the
+    lowest weight does not count, or an idle pool's spares would take CPU from everything else
+    as the group's weight."""
+    if not entry.name.startswith("run-") or not entry.is_dir(follow_symlinks=False):
+        return False
+    try:
+        with open(os.path.join(entry.path, name), encoding="ascii") as f:
+            return f.read().strip() == normal
+    except OSError:
+        return False
 
 
 class RunCgroup:
