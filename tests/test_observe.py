@@ -749,6 +749,20 @@ def test_each_run_has_its_own_budget_and_none_is_skipped() -> None:
     assert got["r0"]["status"] == "over_budget" and got["r0"]["work"] == 1_000
     assert got["r1"]["status"] == got["r2"]["status"] == "ok"
     assert 0 < got["r1"]["work"] == got["r2"]["work"] <= OBS["MAX_WORK"]
+    # all runs together stay under TOTAL_WORK: past it, a run fails closed (never skipped)
+    job["observe"] = job["observe"][1:] * 3
+    for i, entry in enumerate(job["observe"]):
+        job["observe"][i] = {**entry, "id": f"r{i}"}
+    total, OBS["observe_all"].__globals__["TOTAL_WORK"] = (
+        OBS["TOTAL_WORK"], int(got["r1"]["work"] * 2.5))
+    try:
+        got = OBS["observe_all"](job, {"s": None}, {"p": {"args": ["x"]}}, {"p": text},
+                                 {"p": exp}, lambda tree: [np.asarray(v) for v in tree], ir,
+                                 mlir.make_ir_context(), lambda inputs, spec, np: inputs)
+    finally:
+        OBS["observe_all"].__globals__["TOTAL_WORK"] = total
+    assert [got[f"r{i}"]["status"] for i in range(6)] == ["ok"] * 2 + ["over_budget"] * 4
+    assert got["r2"]["work"] < OBS["MAX_WORK"] and got["r3"]["work"] == 0
     assert OBS["_budget"]({"max_work": 10**15}) == OBS["MAX_WORK"]
     assert OBS["_budget"]({"max_work": True}) == OBS["_budget"]({}) == OBS["MAX_WORK"]
     assert OBS["_budget"]({"max_work": -5}) == OBS["MAX_WORK"]

@@ -78,12 +78,15 @@ def test_no_planned_run_is_skipped() -> None:
              {"id": "r1", "program": "p", "test": "t1", "count": 3, "sliced": [],
               "primary": False, "max_work": 4_000_000, "ref_work": 100_000,
               "multiple": 20.0}]
-    over = ObservedResult(status="over_budget", reason="more than 4,000,000 element operations")
+    over = ObservedResult(status="over_budget", reason="more than 4,000,000 element operations",
+                          work=4_000_000)
     got = observations({"r1": over}, specs, "p")
     assert [o.status for o in got] == ["error", "over_budget"]
     assert "no run" in got[0].reason
     assert "40x the observed work of the reference" in got[1].reason
     assert "allows 20x" in got[1].reason
+    total = ObservedResult(status="over_budget", reason="the grade's total is spent", work=0)
+    assert "together" in observations({"r1": total}, specs, "p")[1].reason
     assert [o.status for o in observations(None, specs, "p")] == ["error", "error"]
     assert observations(None, [], "p") == ()
 

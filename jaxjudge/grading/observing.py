@@ -229,7 +229,7 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
         if got.status == "error":  # the observer broke: our bug, the requirement fails
             log.warning("stage B's observer failed on %s: %s", spec["id"], got.reason)
         if got.status == "over_budget":
-            got = got.model_copy(update={"reason": over_budget(spec)})
+            got = got.model_copy(update={"reason": over_budget(spec, got.work)})
         loops = tuple(
             LoopRun(index=r.index, depth=r.depth, steps=r.steps, entry=tuple(r.entry),
                     entry_max=tuple(r.entry_max), exit=tuple(r.exit), work=tuple(r.work),

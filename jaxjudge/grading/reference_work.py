@@ -96,14 +96,24 @@ def with_budgets(specs: list[dict[str, Any]], figures: dict[str, int], multiple:
     return out
 
 
-def over_budget(spec: dict[str, Any]) -> str:
-    """Why a run that ran out of its budget fails, with the reference's figure."""
+# stages/observe.py's TOTAL_WORK: all of one grade's runs together
+TOTAL = 8 * CEILING
+
+
+def over_budget(spec: dict[str, Any], given: int) -> str:
+    """Why a run that ran out of its budget fails, with the reference's figure; `given`: the
+    budget stage B ran it on (below its own when the grade's runs had spent their total)."""
     allowed, figure = spec.get("max_work"), spec.get("ref_work")
+    if isinstance(allowed, int) and given < allowed:
+        return (f"your program's observed runs together did more than {TOTAL:,} element "
+                f"operations, the most the grader gives one grade (the runs before this one "
+                f"took the rest)")
     if isinstance(allowed, int) and isinstance(figure, int) and figure > 0:
-        times = allowed / figure
-        return (f"it did more than {times:.0f}x the observed work of the reference "
-                f"on the same run ({allowed:,} element operations against {figure:,}; the judge "
-                f"allows {spec.get('multiple', times):g}x)")
+        times, multiple = allowed / figure, spec.get("multiple", allowed / figure)
+        capped = f", and at most {CEILING:,} in one run" if allowed >= CEILING else ""
+        return (f"it did more than {times:.0f}x the observed work of the reference on the "
+                f"same run ({allowed:,} element operations against {figure:,}; the judge "
+                f"allows {multiple:g}x{capped})")
     return (f"it did more than {CEILING:,} element operations, the most the grader "
             f"gives any observed run")
 

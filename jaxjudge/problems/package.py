@@ -211,10 +211,13 @@ class Constraints(BaseModel):
 
 class Observer(BaseModel):
     """`[observer]`: how much work stage B's observer gives each run it watches, as a multiple
-    of what the problem's reference took on the same run (jaxjudge.grading.reference_work)."""
+    of what the problem's reference took on the same run (jaxjudge.grading.reference_work).
+    The default is twice the most an honest sample needs (79x: pairwise distances'
+    accepted_take_over_features); a larger one costs grading time only, never soundness (a
+    run within it is watched to its end)."""
 
     model_config = ConfigDict(extra="forbid")
-    work_multiple: float = Field(40.0, ge=2, le=1000)
+    work_multiple: float = Field(160.0, ge=2, le=1000)
 
 
 class Problem(BaseModel):

@@ -28,7 +28,7 @@ Stage B is trusted code; its observation is schema-checked and bounded
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # One value entering a loop may hold a group twice (x and x[0] stacked, a padded copy); a
 # mixture of many groups is work done before the loop.
@@ -438,7 +438,12 @@ def _one_share_per_step(runs: list[LoopRun], obs: Observation, names: str) -> st
     than two: a block whose scores underflow moves nothing when it is folded and shows only
     when a later rescaling lifts it (blockwise attention with its first block folded before
     the loop reads [1, 1, 2, 3, 4, 7, None, 7] on a large-score test). Not on first tests:
-    a loop that folds rows with a delay, three at every third step, fits that window."""
+    a loop that folds rows with a delay, three at every third step, fits that window. On a
+    second test, the runs of a loop nested in another (a scan over key blocks per query) are
+    read together, each share at the earliest step any run took it up: one query whose
+    scores underflow shows its blocks only when the last rescaling lifts them."""
+    if obs.second and len(runs) > 1:
+        runs = [_earliest(runs)]
     for run in runs:
         for slot in filter(run.needs, run.slots):
             per_step: dict[int, list[int]] = defaultdict(list)
@@ -456,6 +461,20 @@ def _one_share_per_step(runs: list[LoopRun], obs: Observation, names: str) -> st
                         f"shares {_ranges(gs)} at that step): each step must read one step's "
                         f"share")
     return None
+
+
+def _earliest(runs: list[LoopRun]) -> LoopRun:
+    """The runs of one loop op as one: per carried value and share, the earliest step any
+    run first took the share up at."""
+    def first(k: int, g: int) -> int | None:
+        seen = [r.slots[k].first[g] for r in runs
+                if k < len(r.slots) and g < len(r.slots[k].first)]
+        return min((s for s in seen if s is not None), default=None)
+
+    base = runs[0]
+    slots = tuple(replace(sl, first=tuple(first(k, g) for g in range(len(sl.first))))
+                  for k, sl in enumerate(base.slots))
+    return replace(base, slots=slots)
 
 
 def _nothing_mixed_outside(runs: list[LoopRun], obs: Observation, names: str) -> str | None:

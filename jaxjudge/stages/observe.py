@@ -68,7 +68,7 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
             inject_steps: int, ir, hlo, mlir_context,
             watched: list[int] | None = None, own: bool = False,
             max_work: int | None = None, skip: bool = False,
-            knockouts: bool = False) -> dict[str, Any]:
+            knockouts: bool = False, meter: dict | None = None) -> dict[str, Any]:
     """Run `text`'s main on `inputs` (main's arguments, in order) and its variants.
 
     groups: [{"arg": main argument index, "axis": a, "size": rows per group, "count": n}]; all
@@ -121,6 +121,8 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
                        functools.partial(LoopRecord, knock=knock), skips, sets)
         if max_work is not None:
             ev.max_work = max_work
+        if meter is not None:  # the caller reads the work done, however the run ends
+            meter["ev"] = ev
         owners = Owners(ev) if own and count else None
         ev.owner = owners
         outs = ev.run(args)
@@ -471,7 +473,8 @@ ONE_VARIANTS = 96
 
 
 def observe_activations(text: str, inputs: list[np.ndarray], op_name: str, ir, hlo,
-                        mlir_context, max_work: int | None = None) -> dict[str, Any]:
+                        mlir_context, max_work: int | None = None,
+                        meter: dict | None = None) -> dict[str, Any]:
     """Change the result of each `op_name` op (every run of it) in a variant of its own, and
     say which outputs move, and how far (relative to each output's size): an activation
     recomputed for the backward pass moves the gradients and not the loss; the forward one
@@ -497,6 +500,8 @@ def observe_activations(text: str, inputs: list[np.ndarray], op_name: str, ir, h
         ev = Evaluator(module, ir, hlo, V, {})
         if max_work is not None:
             ev.max_work = max_work
+        if meter is not None:
+            meter["ev"] = ev
         # the elements changed alone, from one the program text picks (past ONE_ELEMENTS, a
         # factor recomputed from all but a few would go unseen only if they are those)
         seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
@@ -529,6 +534,13 @@ def _budget(entry: dict) -> int:
 
 
 MAX_ENTRIES = 64  # runs per grade (the parent fails any entry left without a result)
+# All of a grade's runs together (~10 s of CPU at the evaluator's costliest, many small ops),
+# so the trusted side stays bounded in time whatever the per-run budgets add up to. The
+# costliest honest samples take 259-263 M with nothing skipped (blockwise attention's
+# accepted_map_queries_scan, ema's accepted_three_precompute_loops_then_scan). A run that
+# meets it fails closed like one over its own budget (status over_budget, `work` below its
+# budget says which): draining it gains a junk loop nothing, since nothing is skipped.
+TOTAL_WORK = 8 * MAX_WORK
 
 
 def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: dict, leaves_of,
@@ -543,16 +555,23 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
     tests = {t["name"]: t for t in job["tests"]}
     out: dict[str, dict] = {}
     picks: dict[str, dict] = {}
+    spent = 0
     for entry in job["observe"][:MAX_ENTRIES]:
         picked = _pick(entry, texts)
         if picked is not None:
             entry = {**entry, **picked}
             picks[str(entry["id"])] = picked
         oid, pid = str(entry["id"]), entry["program"]
-        allowed = _budget(entry)  # this run's own: what other runs took is no matter here
+        # this run's own budget, within what the grade's runs have left together
+        allowed = min(_budget(entry), TOTAL_WORK - spent)
         test = tests.get(entry["test"])
         if pid not in texts or test is None:
             out[oid] = {"status": "unobservable", "reason": "no such program or test"}
+            continue
+        meter: dict[str, Any] = {}
+        if allowed <= 0:
+            out[oid] = {"status": "over_budget", "reason": "the grade's total is spent",
+                        "work": 0}
             continue
         try:
             leaves = leaves_of(
@@ -563,7 +582,8 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
                 # duplicate ops (CSE), a recomputed activation among them
                 out[oid] = observe_activations(
                     texts[pid], [leaves[i] for i in kept], f"stablehlo.{entry['op']}", ir, hlo,
-                    context, max_work=allowed)
+                    context, max_work=allowed, meter=meter)
+                spent += meter["ev"].work
                 continue
             names = programs[pid]["args"]
             index = {name: i for i, name in enumerate(names)}
@@ -579,7 +599,7 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
                                int(entry["inject"]), ir, hlo, context, watched,
                                bool(entry.get("own")), allowed,
                                skip=bool(entry.get("skip")),
-                               knockouts=bool(entry.get("sliced")))
+                               knockouts=bool(entry.get("sliced")), meter=meter)
         except Unobservable as exc:
             out[oid] = {"status": "unobservable", "reason": str(exc)[:500]}
         except RecordsFull as exc:  # its requirement fails closed, saying so
@@ -589,6 +609,8 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
         except Exception as exc:  # our evaluator's bug: logged by the parent; the requirement
             # fails as unobserved (no input may make the grader fail instead)
             out[oid] = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"[:500]}
+        # what the run did, however it ended (an activation run counted above)
+        spent += meter["ev"].work if "ev" in meter else 0
     for oid, picked in picks.items():  # every path above, `continue` included
         if oid in out:
             out[oid].update(picked_program=picked["program"], picked_test=picked["test"])
