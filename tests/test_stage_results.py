@@ -100,6 +100,9 @@ stage_a_objects = st.fixed_dictionaries(
         "jaxprs": st.lists(json_values, max_size=3) | json_values,
         "jaxpr_at": st.dictionaries(st.sampled_from(["s0", "s1", "x"]), st.integers(-1, 3),
                                     max_size=3) | json_values,
+        "traced_cause": st.lists(st.fixed_dictionaries(
+            {"argument": st.sampled_from(["step", "x"])},
+            optional={"concrete_ok": st.booleans() | json_values}), max_size=2) | json_values,
         "jax_version": st.text(max_size=200) | json_values,
         "error_type": st.sampled_from(["MemoryError", "ConcretizationTypeError", "X"])
         | json_values,
@@ -435,10 +438,39 @@ def test_a_spec_requirement_holds_only_at_every_signature(tmp_path: Path) -> Non
 @pytest.mark.parametrize("patch", [
     {"jaxprs": [_PASSING], "jaxpr_at": {"s0": 1}},
     {"jaxprs": {"s0": _PASSING}, "jaxpr_at": {"s0": 0}},
+    {"traced_cause": [{"argument": "step", "concrete_ok": 1}]},
 ])
 def test_malformed_per_signature_fields(tmp_path: Path, patch: dict[str, Any]) -> None:
     with pytest.raises(MalformedResult):
         parse_stage_a(_dumps({**OK_A, **patch}))
+
+
+@pytest.mark.parametrize(("cause", "error_type", "verdict", "phrase"), [
+    ({"concrete_ok": True}, "ValueError", Verdict.REQUIREMENT_FAILED,
+     "raised ValueError with step traced, and traces and exports once step is a concrete"),
+    ({"concrete_ok": False}, "TracerBoolConversionError", Verdict.RUNTIME_ERROR,
+     "cannot be traced by JAX"),
+    ({"concrete_ok": False}, "IndexError", Verdict.RUNTIME_ERROR, "raised an error while"),
+    ({}, "IndexError", Verdict.RUNTIME_ERROR, "raised an error while"),  # undecided: by name
+])
+def test_the_retry_with_a_concrete_step_decides(tmp_path: Path, cause: dict[str, Any],
+                                                error_type: str, verdict: Verdict,
+                                                phrase: str) -> None:
+    """Whether the failure comes from the traced argument is decided by stage A's retry with
+    it concrete, whatever Python raised: a forged answer only changes the submission's own
+    runtime error into a failed requirement, and no points are paid either way."""
+    problem = load_problem("traced-learning-rate-schedule")
+    g = _Grading(Grader(), problem, "def solve(step, w, g): pass\n", "run", LIMITS)
+    patch = {"status": "trace_error", "error_type": error_type, "message": "m",
+             "traced_cause": [{"argument": "step", **cause}]}
+    (tmp_path / "result.json").write_bytes(json.dumps({**OK_A, **patch}).encode())
+    with pytest.raises(_Decided) as info:
+        g._stage_a_result(tmp_path / "result.json", EXITED)
+    assert info.value.verdict is verdict and phrase in info.value.message
+    failed = [r.name for r in g.requirements if not r.passed]
+    assert failed == (["step-is-traced"] if verdict is Verdict.REQUIREMENT_FAILED else [])
+    report = g._report(info.value.verdict, info.value.message)
+    assert report.score == 0.0
 
 
 @pytest.mark.parametrize(("seconds", "ok"), [

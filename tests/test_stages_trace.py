@@ -466,7 +466,7 @@ def test_summary_facts_survive_a_symbolic_scan_length() -> None:
     assert lengths == [4]
 
 
-# -- every program that runs -----------------------------------------------------------------------
+# -- every program that runs, and a traced argument misused in Python -----------------------------
 
 _COUNTER = b"""
 import jax.numpy as jnp
@@ -501,3 +501,34 @@ def test_each_signature_reports_the_program_it_exports(tmp_path: Path) -> None:
         assert ("sin" in prims) == ("stablehlo.sine" in text) != ("cos" in prims), sig
         seen.append("sin" in prims)
     assert seen == [k % 2 == 1 for k in range(len(sigs))]  # call 1 was the symbolic attempt
+
+
+TRACED = load_problem("traced-learning-rate-schedule")
+_TRACED_ARGS = {"traced_arguments": [{"argument": "step", "path": [0], "value": 0}]}
+
+
+@pytest.mark.parametrize(("body", "cause"), [
+    ("lr = jnp.float32(0.1) * int(f'{step}')", True),  # a ValueError, not one of JAX's
+    ("lr = jnp.asarray([0.1, 0.2], jnp.float32)[: step + 1][-1]", True),  # an IndexError
+    ("lr = jax.jit(lambda t: jnp.float32(0.1 if t < 9 else 0.2))(step)", True),  # in a jit
+    ("lr = jnp.float32(float(w[0]))", False),  # w, not step: still fails with step concrete
+], ids=["fstring", "slice", "jitted-helper", "other-argument"])
+def test_a_failed_trace_is_tried_again_with_the_argument_concrete(
+        tmp_path: Path, body: str, cause: bool) -> None:
+    source = f"import jax\nimport jax.numpy as jnp\n\ndef solve(step, w, g):\n    {body}\n" \
+             "    return {'lr': lr, 'w': w - lr * g}\n"
+    result = _stage_a(tmp_path, {"s.py": source.encode()}, TRACED, **_TRACED_ARGS)["s.py"]
+    assert result["status"] == "trace_error", result
+    assert [c["argument"] for c in result["traced_cause"]] == ["step"]
+    assert result["traced_cause"][0]["concrete_ok"] is cause
+
+
+def test_the_retry_has_its_own_time(tmp_path: Path) -> None:
+    """A retry that never ends is cut by its own alarm: the failure stands, undecided."""
+    source = (b"import jax.numpy as jnp\n\ndef solve(step, w, g):\n"
+              b"    if not isinstance(step, int) and hasattr(step, 'aval'):\n"
+              b"        raise ValueError('traced')\n"
+              b"    while True:\n        pass\n")
+    result = _stage_a(tmp_path, {"s.py": source}, TRACED, **_TRACED_ARGS)["s.py"]
+    assert result["status"] == "trace_error" and "traced" in result["message"]
+    assert result["traced_cause"] == [{"argument": "step"}]

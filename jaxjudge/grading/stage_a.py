@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from jaxjudge.grading.report import RequirementResult, Verdict
 from jaxjudge.grading.rules_run import rules_request
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
     from jaxjudge.grading.resources import Resources
 
 log = logging.getLogger("grader")
+
+
+class _NoRetry(Exception):
+    """Stage A's retry with a concrete argument did not run or could not say."""
 
 UNTRACEABLE = {
     "ConcretizationTypeError",
@@ -83,6 +88,7 @@ class StageA(StageBase):
                     "symbolic": self.plan.symbolic,
                     "probes": self.plan.probes,
                     "rules_run": rules_request(self.problem, self.plan),
+                    "traced_arguments": self._traced_arguments(),
                 }
             )
         )
@@ -103,6 +109,79 @@ class StageA(StageBase):
         if decided:
             raise decided
         return self._stage_a_result(job / "result.json", res)
+
+    def _traced_requirements(self) -> list[tuple[str, str]]:
+        """(requirement name, argument path) of each requirement that an argument be traced
+        (a rule with an `untraceable` hook and an `argument` option)."""
+        return [(req.name, str(req.options["argument"])) for req in self.problem.requirements
+                if req.rule in RULES and RULES[req.rule].untraceable is not None
+                and isinstance(req.options.get("argument"), str)]
+
+    def _traced_arguments(self) -> list[dict[str, Any]]:
+        """What stage A makes concrete when solve fails to trace or export (its
+        `_concrete_retry`): per argument a requirement says must be traced, its place in the
+        positional arguments and the value the first visible example gives it (a number only:
+        visible, so nothing hidden reaches the untrusted stage; else stage A uses zeros)."""
+        out: list[dict[str, Any]] = []
+        visible = next((c for c in self.plan.cases if c.visible), None)
+        for argument in dict.fromkeys(arg for _, arg in self._traced_requirements()):
+            top, *keys = argument.split(".")
+            if top not in self.plan.arg_names:
+                continue
+            value: Any = visible.inputs.get(top) if visible is not None else None
+            for key in keys:
+                value = value.get(key) if isinstance(value, dict) else None
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            out.append({"argument": argument, "path": [self.plan.arg_names.index(top), *keys],
+                        "value": value if number and math.isfinite(value) else None})
+        return out
+
+    def _concrete_verdict(self, result: StageAResult, message: str) -> Decided | None:
+        """The verdict of a failed trace or export from stage A's retry with each traced
+        argument made concrete (`traced_cause`): the requirements whose argument, made
+        concrete, lets the same trace and export succeed fail (requirement_failed), whatever
+        Python raised; when every retry failed, the argument is not the cause and None is
+        returned (the failure is the submission's error). Untrusted: a forged "it worked" only
+        turns the submission's own runtime error into a failed requirement, worth no points
+        either (nothing ran: jaxjudge.grading.scoring). Raises _NoRetry when no retry could say
+        (none asked, or it ran out of time): the exception-name path decides then."""
+        asked = dict(self._traced_requirements())
+        causes = [c for c in result.traced_cause if c.argument in asked.values()]
+        if not causes or any(c.concrete_ok is None for c in causes):
+            raise _NoRetry
+        cause = {c.argument for c in causes if c.concrete_ok}
+        etype = result.error_type or "an error"
+        failed = [
+            RequirementResult(name=req.name, level=req.level, passed=False, message=(
+                f"solve needs the value of {arg} in Python while it is traced: it raised "
+                f"{etype} with {arg} traced, and traces and exports once {arg} is a concrete "
+                f"value, so the failure comes from {arg} being traced (an int(), float(), "
+                f"f-string, `if`, .item(), numpy call or a Python list indexed with it, or a "
+                f"static argument of jax.jit). {arg} is a traced array: one exported program "
+                f"must serve every value, so compute with jnp/lax operations on it "
+                f"(jnp.where, jnp.take, jax.lax.cond, jax.lax.switch)."))
+            for req in self.problem.requirements if (arg := asked.get(req.name)) in cause]
+        if not failed:
+            return None
+        self.requirements.extend(failed)
+        self._check_requirements("spec", [([], None)])
+        return Decided(Verdict.REQUIREMENT_FAILED, "solve cannot be traced: " + " ".join(
+            f"[{r.name}] {r.message}" for r in failed) + "\n" + message)
+
+    def _by_exception_name(self, etype: str, message: str) -> Decided | None:
+        """Where no retry could say (`_concrete_verdict`): the failed requirements by the
+        exception's name (JAX's errors for a traced value used in Python, a traced static
+        argument) and the rule's `untraceable` hook on its message."""
+        static = etype == "ValueError" and STATIC_TRACER in message
+        if etype not in UNTRACEABLE and not static:
+            return None
+        failed = self._untraceable(message)
+        if failed or not static:
+            self._check_requirements("spec", [([], None)])
+        if not failed:
+            return None
+        return Decided(Verdict.REQUIREMENT_FAILED, "solve cannot be traced: " + " ".join(
+            f"[{r.name}] {r.message}" for r in failed) + "\n" + message)
 
     def _untraceable(self, message: str) -> list[RequirementResult]:
         """The requirements that name a traced argument the failed trace needed in Python (a
@@ -154,17 +233,12 @@ class StageA(StageBase):
                 step = "traced" if status == "trace_error" else "exported"
                 raise Decided(Verdict.MEMORY_LIMIT_EXCEEDED, message or
                               f"solve ran out of memory (MemoryError) while it was {step}")
-            static = etype == "ValueError" and STATIC_TRACER in message
-            if etype in UNTRACEABLE or static:
-                failed = self._untraceable(message)
-                if failed or not static:
-                    self._check_requirements("spec", [([], None)])
-                if failed:
-                    raise Decided(
-                        Verdict.REQUIREMENT_FAILED,
-                        "solve cannot be traced: " + " ".join(
-                            f"[{r.name}] {r.message}" for r in failed) + "\n" + message,
-                    )
+            try:
+                decided = self._concrete_verdict(result, message)
+            except _NoRetry:
+                decided = self._by_exception_name(etype, message)
+            if decided is not None:
+                raise decided
             if etype in UNTRACEABLE:
                 raise Decided(
                     Verdict.RUNTIME_ERROR,

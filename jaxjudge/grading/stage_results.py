@@ -87,6 +87,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
 
 
+MAX_TRACED_ARGUMENTS = 16
+
+
+class TracedCause(_Strict):
+    """Whether `solve`, which failed to trace or export, did so with one argument made
+    concrete (`concrete_ok`; absent: the retry could not say, e.g. it ran out of time)."""
+
+    argument: Name
+    concrete_ok: bool | None = None
+    error_type: Name | None = None
+
+
 class StageAResult(_Strict):
     """jaxjudge/stages/trace.py's result.json."""
 
@@ -111,6 +123,10 @@ class StageAResult(_Strict):
     jaxprs: JsonValue = None
     jaxpr_at: Annotated[dict[Name, Annotated[int, Field(ge=0, lt=MAX_EXPORTS)]],
                         Field(max_length=MAX_EXPORTS)] = Field(default_factory=dict)
+    # trace_error / export_error: the same trace and export again with each traced argument
+    # a requirement names made concrete (jaxjudge/stages/trace.py `_concrete_retry`)
+    traced_cause: Annotated[list[TracedCause], Field(max_length=MAX_TRACED_ARGUMENTS)] = Field(
+        default_factory=list)
 
     @model_validator(mode="after")
     def _ok_has_exports(self) -> StageAResult:

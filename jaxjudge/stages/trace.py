@@ -1478,6 +1478,82 @@ class _Summaries:
         self.at[sig_id] = k
 
 
+class _RetryTimeout(BaseException):
+    """The retry with a concrete argument ran past its time (`_concrete_retry`)."""
+
+
+def _replaced(tree: Any, path: list, value: Any) -> Any:
+    """`tree` (positional arguments, nested lists and dicts) with the leaf at `path` (list
+    indices and dict keys) replaced by `value`; KeyError/IndexError/TypeError when absent."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(tree, dict):
+        return {**tree, head: _replaced(tree[head], rest, value)}
+    out = list(tree)
+    out[head] = _replaced(out[head], rest, value)
+    return type(tree)(out) if isinstance(tree, tuple) else out
+
+
+def _concrete_retry(job: dict, sig: dict, fn: Any, np: Any, jax: Any, jit: Any, export_fn: Any,
+                    seconds: float) -> list[dict]:
+    """After `solve` failed to trace or export at signature `sig`: the same trace and export
+    again, once per argument the job names in "traced_arguments" ({"argument", "path",
+    "value"}), with that argument made concrete (a numpy value of its dtype and shape: `value`,
+    a visible example's, or zeros). Each entry says whether that worked ("concrete_ok"): if so,
+    the failure came from the argument being traced (an `int()`, an f-string or a table index
+    on it), which the requirement naming it decides. Each retry has `seconds` (SIGALRM);
+    past them, or when the argument is not at `path`, the entry has no "concrete_ok"."""
+    import signal
+
+    out = []
+    for entry in job.get("traced_arguments") or []:
+        answer: dict = {"argument": str(entry.get("argument", ""))[:128]}
+        out.append(answer)
+        try:
+            path = list(entry["path"])
+            leaf = sig["args"]
+            for key in path:
+                leaf = leaf[key]
+            dtype = np.dtype(leaf["dtype"])
+            given = entry.get("value")
+            value = (np.asarray(given, dtype) if isinstance(given, (int, float, bool))
+                     and not leaf["shape"] else np.zeros(leaf["shape"], dtype))
+            value = value[()] if value.ndim == 0 else value  # a numpy scalar
+            args = _to_spec_tree(sig["args"], jax, np)
+        except Exception:
+            continue
+
+        def concrete(*traced: Any, _path: list = path, _value: Any = value) -> Any:
+            return fn(*_replaced(list(traced), _path, _value))
+
+        def on_alarm(signum: int, frame: Any) -> None:
+            raise _RetryTimeout
+
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        # As solve ran, then with jax.disable_jit(): a jitted helper that solve passes the
+        # argument to traces it again whatever solve was given, unless it runs inline.
+        for inline in (False, True):
+            try:
+                try:
+                    signal.setitimer(signal.ITIMER_REAL, seconds)
+                    with jax.disable_jit() if inline else contextlib.nullcontext():
+                        export_fn(jit(concrete))(*args)
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                answer["concrete_ok"] = True
+                answer.pop("error_type", None)
+                break
+            except _RetryTimeout:
+                answer.pop("concrete_ok", None)  # undecided: the exception-name path decides
+                break
+            except BaseException as exc:  # the submission's own failure, whatever it is
+                answer["concrete_ok"] = False
+                answer["error_type"] = type(exc).__name__[:100]
+        signal.signal(signal.SIGALRM, previous)
+    return out
+
+
 def main(job_dir: str) -> int:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
@@ -1647,7 +1723,12 @@ def _per_signature(job_dir: str, job: dict, fn: Any, result: dict, timings: dict
         except BaseException as exc:
             result.update(status=f"{step}_error", message=_short_traceback(exc, source_name),
                           error_type=type(exc).__name__[:100], signature=sig["id"])
-            _write_result(job_dir, result)
+            _write_result(job_dir, result)  # what stands if the retry below never returns
+            if tested and job.get("traced_arguments"):
+                seconds = max(2.0, 4 * (time.perf_counter() - t))
+                result["traced_cause"] = _concrete_retry(job, sig, fn, np, jax, jit, export_fn,
+                                                          seconds)
+                _write_result(job_dir, result)
             return 0
         name = f"{sig['id']}.jaxexport"
         _write_blob(job_dir, name, blob)
