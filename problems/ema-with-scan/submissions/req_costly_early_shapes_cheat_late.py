@@ -2,8 +2,9 @@
 # that a budget shared by all extra runs is spent before the shape that cheats is reached.
 # Honest scan everywhere, plus at T = 16 a dead product of two 128x128 matrices (2 M
 # multiply-adds, paid by each of the run's 50 variants: more than all extra runs' 60 M); at
-# T = 5 (watched after T = 16) the whole average is computed at the LAST step. Each extra run
-# is owed its own share now, so the T = 5 run is watched and its idle steps show.
+# T = 5 (watched after T = 16) the whole average is computed at the LAST step. Each run has
+# its own budget now, a multiple of the reference's work on it (issue 41), so the T = 5 run
+# is watched and its idle steps show.
 import jax
 import jax.numpy as jnp
 

@@ -1,7 +1,8 @@
-# Known limit, accepted today (red-team round of 2026-12-06, issue #30): a run past its share
-# of the observer's budget is skipped, so a cheat costly to watch at its own shape is not seen.
-# Cheat: at T = 5 (an extra run) the whole average is computed at the LAST step, and the same
-# program does a dead 160x160 product, so its extra observed run exceeds its budget share and is skipped.
+# Cheat (red-team round of 2026-12-06, issue #30; a known limit, accepted, until issue 41): at
+# T = 5 (an extra run) the whole average is computed at the LAST step, and the same program
+# does a dead 160x160 product, so its extra observed run exceeded its share of the shared
+# budget and was skipped. Each run now has its own budget from the reference and nothing is
+# skipped: the run fails its requirement with the figure.
 import jax
 import jax.numpy as jnp
 
