@@ -264,10 +264,16 @@ def test_an_observation_is_schema_checked() -> None:
 
 
 def test_a_run_past_the_budget_fails_a_loop_requirement() -> None:
+    """Over its budget (the reason carries the reference's figure) or past the loop runs the
+    observer records, a run fails its requirement: none is skipped."""
     obs = Observation(count=4, sliced=(), dim="B", test="t", status="over_budget",
-                      reason="more than 60,000,000 element operations")
+                      reason="it did more than 160x the observed work of the reference")
     why = visited((obs,), "B")
-    assert why is not None and "could not watch" in why
+    assert why is not None and "160x" in why and "stopped watching" in why
+    full = Observation(count=4, sliced=(), dim="B", test="t", status="over_records",
+                       reason="more than 256 loop runs, the most the grader records")
+    why = visited((full,), "B")
+    assert why is not None and "256 loop runs" in why and "not confirmed" in why
 
 
 def test_a_run_that_could_not_be_observed_fails() -> None:
