@@ -370,7 +370,8 @@ class _RunCgroup:
 
 
 def rebalance(support: _CgroupSupport) -> None:
-    """Weigh the folder of every run (`jaxjudge/`) as the runs in it: one run's weight per run.
+    """Weigh the folder of every run (`jaxjudge/`) as the runs in it: one run's weight per run,
+    up to one per CPU.
 
     The CPU scheduler shares a CPU between the entities of one level: each other process (or,
     with autogroup, each other session) beside `jaxjudge/`, and `jaxjudge/` as one. At the
@@ -387,6 +388,9 @@ def rebalance(support: _CgroupSupport) -> None:
     name, normal, _ = CPU_WEIGHT[support.version]
     try:
         runs = sum(1 for entry in os.scandir(base) if _running(entry, name, normal))
+        # At most one per CPU: an idle run (a warm pool's zygote waiting for work) counts as
+        # much as a busy one, and the folder cannot use more CPUs than there are anyway.
+        runs = min(runs, os.cpu_count() or 1)
         weight = min(MAX_GROUP_WEIGHT[support.version], max(1, runs) * int(normal))
         (base / name).write_text(str(weight))
     except OSError as exc:  # a weight not written only costs CPU share under load
