@@ -80,6 +80,11 @@ class Grader:
         # Cold stages: start stage B's interpreter while stage A runs (sandbox.prestart), so
         # the two jax imports overlap on two cores. JAXJUDGE_OVERLAP_STAGES=0 turns it off.
         self.overlap = self.runner is default_runner and overlap_enabled()
+        # A cold run writes in the job dir itself, so the parent can parse stage B's texts
+        # while it runs; the warm pool copies them back only with the result, and a prefetch
+        # thread would poll for them all along (500 polls/s, holding the GIL the other grades'
+        # threads need: ~35% of the parent's GIL time per grade, by py-spy --gil).
+        self.live_job_dir = self.runner is default_runner
         self.reports = ReportCache(report_cache)
         self.programs = ProgramCache(program_cache)
         self.rules = ModelsCache(program_cache)  # program-rule outcomes per verified program
@@ -154,6 +159,7 @@ class Grader:
             self.pool = None
             self.runner = default_runner
             self.overlap = overlap_enabled()
+            self.live_job_dir = True
 
     def __enter__(self) -> Grader:
         return self

@@ -15,6 +15,7 @@ class Resources(Protocol):
     runner: StageRunner  # how sandboxed stages start (fresh interpreters or the warm pool)
     engine: str  # stage B's engine: "interpret" or "xla"
     overlap: bool  # start stage B's interpreter while stage A runs
+    live_job_dir: bool  # a stage's files appear in its job dir as it writes them (cold runs)
     programs: ProgramCache  # stage B results per exported program
     rules: ModelsCache  # program-rule outcomes per verified program
     tests: ModelsCache  # compared tests per program and package

@@ -214,13 +214,16 @@ class StageB(StageBase):
         t = time.perf_counter()
         for prog in spec["programs"]:
             (job / prog["export"]).write_bytes(blobs[prog["id"]])
-        prefetch = Prefetch(job, [f"{p['id']}{ext}" for p in spec["programs"]
-                                  if not is_rules(p["id"]) for ext in (".mlir", PROFILED)])
-        prefetch.start()
+        prefetch = None
+        if self.grader.live_job_dir:  # else the texts arrive only with the result
+            prefetch = Prefetch(job, [f"{p['id']}{ext}" for p in spec["programs"]
+                                      if not is_rules(p["id"]) for ext in (".mlir", PROFILED)])
+            prefetch.start()
         try:
             res = self._run_until_done(job, spec, flags)
         finally:
-            self.prefetched = prefetch.stop()
+            if prefetch is not None:
+                self.prefetched = prefetch.stop()
         self.timings["stage_b"] = round(time.perf_counter() - t, 4)
         decided = self._stage_failure(res, "Your exported program",
                                       stage_b_limits(self.limits, self.problem.observed))
