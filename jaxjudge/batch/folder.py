@@ -29,6 +29,7 @@ from jaxjudge.problems.package import Limits, Problem, ProblemError, list_proble
 
 if TYPE_CHECKING:
     from jaxjudge.grading.grader import Grader
+    from jaxjudge.grading.processes import ProcessGrader
 
 log = logging.getLogger("jaxjudge.batch")
 
@@ -188,7 +189,7 @@ def grade_file(
     mode: Mode = "submit",
     *,
     limits: Limits | None = None,
-    grader: Grader | None = None,
+    grader: Grader | ProcessGrader | None = None,
 ) -> Report:
     """Grade one file (with `grader`, else the default one). The bytes go to the grader
     undecoded, so a non-UTF-8 file is the grader's verdict to give, not a UnicodeDecodeError
@@ -198,18 +199,6 @@ def grade_file(
     p = Path(path)
     g = grader or default_grader()
     return g.grade(problem, p.read_bytes(), mode, filename=p.name, limits=limits)
-
-
-def _internal_error(problem: Problem, mode: Mode, message: str) -> Report:
-    from jaxjudge.grading.scoring import max_score
-
-    return Report(
-        verdict=Verdict.INTERNAL_ERROR,
-        problem=problem.id,
-        mode=mode,
-        message=message,
-        max_score=max_score(problem, mode),
-    )
 
 
 def _missing_file(problem: Problem, mode: Mode, note: str) -> Report:
@@ -280,7 +269,7 @@ def grade_folder(
     problems_root: str | os.PathLike[str] | None = None,
     on_start: Callable[[int], None] | None = None,
     on_result: Callable[[BatchEntry], None] | None = None,
-    grader: Grader | None = None,
+    grader: Grader | ProcessGrader | None = None,
 ) -> BatchResult:
     """Grade every submission under `root` (layouts: see `discover`).
 
@@ -357,7 +346,9 @@ def grade_folder(
             report = grade_file(prob, sub.path, mode, limits=limits, grader=grader)
         except Exception as exc:  # a bug of ours must not stop the other students' grades
             log.exception("grading %s (%s) failed", sub.path, sub.problem)
-            report = _internal_error(
+            from jaxjudge.grading.grader import internal_error
+
+            report = internal_error(
                 prob, mode, f"The grader failed on this submission ({type(exc).__name__}: "
                 f"{exc}). This is not your fault; it has been logged."
             )

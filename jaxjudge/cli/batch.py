@@ -129,11 +129,13 @@ def grade_set(
     except (sandbox.SandboxUnavailable, ValueError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
-    from jaxjudge.grading.grader import (
-        Grader,  # the grading code: not needed by `jaxjudge grade`'s start
-    )
+    # The grading code: not needed by `jaxjudge grade`'s start. Several jobs grade in as many
+    # processes, each with its own GIL for the trusted side's Python (grading/processes.py).
+    from jaxjudge.grading.grader import Grader
+    from jaxjudge.grading.processes import ProcessGrader
 
-    grader = Grader(warm_pool=jobs if warm else False)
+    grader = (ProcessGrader(jobs, warm_pool=warm).start() if jobs > 1
+              else Grader(warm_pool=jobs if warm else False))
     progress = Progress(
         TextColumn("[bold]grading"),
         BarColumn(),

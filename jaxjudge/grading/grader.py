@@ -46,6 +46,17 @@ def engine_from_env() -> str:
     return value
 
 
+INTERNAL_ERROR_MESSAGE = ("The grader failed on its own (not your fault); the error was logged. "
+                          "Please resubmit later.")
+
+
+def internal_error(problem: Problem, mode: Mode, message: str = INTERNAL_ERROR_MESSAGE
+                   ) -> Report:
+    """The report of a grade our own code could not finish (the cause is logged, not shown)."""
+    return Report(verdict=Verdict.INTERNAL_ERROR, problem=problem.id, mode=mode,
+                  message=message, max_score=max_score(problem, mode))
+
+
 class Grader:
     """Grades submissions with one runner, engine and set of caches.
 
@@ -138,14 +149,7 @@ class Grader:
                              early, custom=custom).run()
         except Exception:
             log.exception("internal error while grading a %s submission", prob.id)
-            report = Report(
-                verdict=Verdict.INTERNAL_ERROR,
-                problem=prob.id,
-                mode=mode,
-                message="The grader failed on its own (not your fault); the error was logged. "
-                "Please resubmit later.",
-                max_score=max_score(prob, mode),
-            )
+            report = internal_error(prob, mode)
         report.timings["total"] = round(time.perf_counter() - started, 4)
         report.versions.setdefault("grader", grader_version())
         if key:

@@ -1,0 +1,217 @@
+"""`ProcessGrader`: grades in N worker processes, each a whole `Grader` with a GIL of its own.
+
+Why: a grade's trusted side runs in the parent, in Python: stage B's texts parsed, the program
+rules, the memory profile, the comparison, the pool's bookkeeping. A `Grader` shared by N threads
+runs all of it under one GIL: 0.08 s of GIL time per new seed-problem program on a 2-core
+machine (py-spy --gil), so N threads of one process stop gaining long before N cores do, and
+sooner where syscalls cost more (gVisor). Here each worker process owns a `Grader` with a warm
+pool of one zygote per stage kind (N workers: the same N zygotes of each kind as
+`Grader(warm_pool=N)`), its caches and its GIL; `grade()` is the Grader's, callable from many
+threads, each call served by an idle worker.
+
+The workers are our own trusted processes (nothing of a submission runs in them: that stays in
+the pool's sandboxed children), so requests and reports cross as pickles. A worker that dies or
+stops answering is a bug of ours: that grade is `internal_error`, the worker is replaced, and
+the next grades go on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import queue
+import signal
+import threading
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+from jaxjudge.grading.caches import ReportCache, report_key
+from jaxjudge.grading.grader import Grader, engine_from_env, internal_error
+from jaxjudge.grading.report import Mode, Report
+from jaxjudge.problems.package import Limits, Problem, load_problem
+
+log = logging.getLogger("grader")
+
+START_SECONDS = 300.0  # a worker's import and its zygotes' `import jax`, on a loaded machine
+GRADE_SECONDS = 1800.0  # one grade, every stage's own limit inside it: only our hang trips it
+STOP_SECONDS = 30.0
+
+
+def _serve(conn: Connection, options: dict[str, Any]) -> None:
+    """A worker's life: one Grader, then (problem, source, mode, kwargs) -> Report until EOF."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        grader = Grader(**options)
+    except Exception as exc:
+        conn.send(("failed", f"{type(exc).__name__}: {exc}"))
+        return
+    conn.send(("ready", None))
+    with grader:
+        while True:
+            try:
+                request = conn.recv()
+            except (EOFError, OSError):
+                return
+            if request is None:
+                return
+            problem, source, mode, kwargs = request
+            try:
+                reply: tuple[str, Any] = ("report", grader.grade(problem, source, mode, **kwargs))
+            except Exception as exc:  # a caller's error (bad mode, custom input): raised there
+                reply = ("raise", exc)
+            try:
+                conn.send(reply)
+            except Exception as exc:  # an exception that does not pickle: its text does
+                conn.send(("raise", RuntimeError(f"{type(exc).__name__}: {exc}")))
+
+
+class _Worker:
+    """One worker process and its end of the pipe."""
+
+    def __init__(self, ctx: Any, options: dict[str, Any], index: int) -> None:
+        self.conn, theirs = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(theirs, options), daemon=True,
+                                name=f"jaxjudge-grader-{index}")
+        self.proc.start()
+        theirs.close()
+
+    def ready(self, timeout: float) -> str | None:
+        """None once the worker's Grader is up, else why it is not."""
+        try:
+            if not self.conn.poll(timeout):
+                return f"no answer in {timeout:.0f} s"
+            tag, detail = self.conn.recv()
+        except (EOFError, OSError) as exc:
+            return f"it exited while starting ({type(exc).__name__})"
+        return None if tag == "ready" else str(detail)
+
+    def call(self, request: tuple[Any, ...], timeout: float) -> tuple[str, Any]:
+        self.conn.send(request)
+        if not self.conn.poll(timeout):
+            raise TimeoutError(f"no report in {timeout:.0f} s")
+        return self.conn.recv()
+
+    def stop(self, timeout: float = STOP_SECONDS) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.conn.send(None)
+        self.proc.join(timeout)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+class ProcessGrader:
+    """`workers` processes, each with `Grader(**options)` (default: a warm pool of one);
+    `grade()` as `Grader.grade`, safe to call from as many threads as there are workers."""
+
+    def __init__(self, workers: int, *, warm_pool: bool = True, engine: str | None = None,
+                 report_cache: int = 0) -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self.workers = workers
+        self.engine = engine or engine_from_env()
+        self._options = {"warm_pool": 1 if warm_pool else False, "engine": self.engine}
+        # Kept here, not per worker: an identical source is answered whichever worker graded
+        # it first.
+        self.reports = ReportCache(report_cache)
+        # spawn, not fork: the parent has threads (a progress bar, the service's loop), and a
+        # worker must not inherit their locks half-held.
+        self._ctx = multiprocessing.get_context("spawn")
+        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._all: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def start(self) -> ProcessGrader:
+        """Start every worker at once and wait until each is ready; RuntimeError if one
+        cannot start (the others are stopped)."""
+        started = [self._spawn(i) for i in range(self.workers)]
+        failed = [f"worker {i}: {why}" for i, w in enumerate(started)
+                  if (why := w.ready(START_SECONDS)) is not None]
+        if failed:
+            for w in started:
+                w.stop(timeout=5.0)
+            raise RuntimeError("grading workers could not start: " + "; ".join(failed))
+        for w in started:
+            self._idle.put(w)
+        return self
+
+    def grade(self, problem: Problem | str, source: str | bytes, mode: Mode = "submit", *,
+              filename: str = "submission.py", limits: Limits | None = None,
+              custom_inputs: list[dict[str, Any]] | None = None) -> Report:
+        """`Grader.grade` in an idle worker (waits for one). Raises what the Grader raises for
+        a caller's error; a worker that breaks gives `internal_error` and is replaced."""
+        if self._closed:
+            raise RuntimeError("this ProcessGrader is closed")
+        started = time.perf_counter()
+        key = ""
+        if self.reports.size and not custom_inputs and mode in ("run", "submit"):
+            prob = load_problem(problem) if isinstance(problem, str) else problem
+            key = report_key(prob, source, mode, limits or prob.limits, self.engine)
+            cached = self.reports.get(key)
+            if cached is not None:
+                cached.timings = {"total": round(time.perf_counter() - started, 4),
+                                  "cached": 1.0}
+                return cached
+        kwargs = {"filename": filename, "limits": limits, "custom_inputs": custom_inputs}
+        worker = self._idle.get()
+        try:
+            tag, value = worker.call((problem, source, mode, kwargs), GRADE_SECONDS)
+        except (EOFError, OSError, TimeoutError) as exc:
+            log.error("grading worker %s broke (%s: %s); starting another", worker.proc.name,
+                      type(exc).__name__, exc)
+            worker.stop(timeout=1.0)
+            worker = self._replacement(worker)
+            return _broken_report(problem, mode)
+        finally:
+            self._idle.put(worker)
+        if tag == "raise":
+            raise value
+        if key:
+            self.reports.put(key, value)  # never a load-dependent verdict (ReportCache)
+        return value
+
+    def pids(self) -> list[int]:
+        """The workers' process ids (for tests and operators)."""
+        with self._lock:
+            return [w.proc.pid for w in self._all if w.proc.pid is not None]
+
+    def close(self) -> None:
+        """Stop every worker, after the grades in progress."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        for _ in range(len(self._all)):
+            self._idle.get().stop()
+
+    def __enter__(self) -> ProcessGrader:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _spawn(self, index: int) -> _Worker:
+        w = _Worker(self._ctx, self._options, index)
+        with self._lock:
+            self._all.append(w)
+        return w
+
+    def _replacement(self, dead: _Worker) -> _Worker:
+        """A new worker in the dead one's place (ready before it takes a grade)."""
+        with self._lock:
+            self._all.remove(dead)
+        fresh = self._spawn(len(self._all))
+        why = fresh.ready(START_SECONDS)
+        if why is not None:
+            log.error("a replacement grading worker did not start: %s", why)
+        return fresh
+
+
+def _broken_report(problem: Problem | str, mode: Mode) -> Report:
+    prob = load_problem(problem) if isinstance(problem, str) else problem
+    return internal_error(prob, mode)
