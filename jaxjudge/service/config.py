@@ -127,8 +127,9 @@ class Settings(BaseSettings):
     )
     queue: Literal["local", "postgres"] = Field(
         "local",
-        description="Where grading happens. 'local' (the default): a pool of `workers` threads "
-        "inside `jaxjudge serve`. 'postgres': API nodes only store and enqueue (a Procrastinate "
+        description="Where grading happens. 'local' (the default): `jaxjudge serve` grades, in "
+        "`workers` grading processes of its own (in its own process when `workers` is 1). "
+        "'postgres': API nodes only store and enqueue (a Procrastinate "
         "job in the submission's transaction) and `jaxjudge worker` processes grade; needs a "
         "postgresql database_url.",
     )

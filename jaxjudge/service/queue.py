@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 
 from jaxjudge import Grader, Report, TestResult, Verdict, grade
 from jaxjudge.grading.custom import CUSTOM_PREFIX, CustomInputError
+from jaxjudge.grading.processes import ProcessGrader
 from jaxjudge.service.logs import grading
 from jaxjudge.service.outage import retry_while_unreachable
 from jaxjudge.service.store import ClaimedSubmission, Store
@@ -48,7 +49,7 @@ class QueueFull(Exception):
         self.retry_after = retry_after
 
 
-def grading_function(grader: Grader) -> GradeFn:
+def grading_function(grader: Grader | ProcessGrader) -> GradeFn:
     """The queue's grade call, through the service's Grader (its pool, engine and caches)."""
 
     def grade_one(problem_id: str, source: bytes, mode: str,
