@@ -18,10 +18,14 @@ the next grades go on.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import json
 import logging
-import multiprocessing
+import os
 import queue
 import signal
+import subprocess
+import sys
 import threading
 import time
 from multiprocessing.connection import Connection
@@ -39,20 +43,22 @@ GRADE_SECONDS = 1800.0  # one grade, every stage's own limit inside it: only our
 STOP_SECONDS = 30.0
 
 
-def _serve(conn: Connection, options: dict[str, Any]) -> None:
+def _serve(requests: Connection, replies: Connection, options: dict[str, Any]) -> None:
     """A worker's life: one Grader, then (problem, source, mode, kwargs) -> Report until EOF."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    with contextlib.suppress(OSError, AttributeError):  # never outlive the parent (Linux)
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         grader = Grader(**options)
     except Exception as exc:
-        conn.send(("failed", f"{type(exc).__name__}: {exc}"))
+        replies.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
-    conn.send(("ready", None))
+    replies.send(("ready", None))
     with grader:
         while True:
             try:
-                request = conn.recv()
+                request = requests.recv()
             except (EOFError, OSError):
                 return
             if request is None:
@@ -63,45 +69,56 @@ def _serve(conn: Connection, options: dict[str, Any]) -> None:
             except Exception as exc:  # a caller's error (bad mode, custom input): raised there
                 reply = ("raise", exc)
             try:
-                conn.send(reply)
+                replies.send(reply)
             except Exception as exc:  # an exception that does not pickle: its text does
-                conn.send(("raise", RuntimeError(f"{type(exc).__name__}: {exc}")))
+                replies.send(("raise", RuntimeError(f"{type(exc).__name__}: {exc}")))
 
 
 class _Worker:
-    """One worker process and its end of the pipe."""
+    """One worker process (`python -m jaxjudge.grading.processes`, so that no caller's
+    `__main__` is imported again) and a pipe each way."""
 
-    def __init__(self, ctx: Any, options: dict[str, Any], index: int) -> None:
-        self.conn, theirs = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(theirs, options), daemon=True,
-                                name=f"jaxjudge-grader-{index}")
-        self.proc.start()
-        theirs.close()
+    def __init__(self, options: dict[str, Any]) -> None:
+        down_r, down_w = os.pipe()
+        up_r, up_w = os.pipe()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", __name__, str(down_r), str(up_w), json.dumps(options)],
+                pass_fds=(down_r, up_w), stdin=subprocess.DEVNULL, env=env)
+        finally:
+            os.close(down_r)
+            os.close(up_w)
+        self.requests = Connection(down_w, readable=False)
+        self.replies = Connection(up_r, writable=False)
+        self.name = f"grading worker {self.proc.pid}"
 
     def ready(self, timeout: float) -> str | None:
         """None once the worker's Grader is up, else why it is not."""
         try:
-            if not self.conn.poll(timeout):
+            if not self.replies.poll(timeout):
                 return f"no answer in {timeout:.0f} s"
-            tag, detail = self.conn.recv()
+            tag, detail = self.replies.recv()
         except (EOFError, OSError) as exc:
             return f"it exited while starting ({type(exc).__name__})"
         return None if tag == "ready" else str(detail)
 
     def call(self, request: tuple[Any, ...], timeout: float) -> tuple[str, Any]:
-        self.conn.send(request)
-        if not self.conn.poll(timeout):
+        self.requests.send(request)
+        if not self.replies.poll(timeout):
             raise TimeoutError(f"no report in {timeout:.0f} s")
-        return self.conn.recv()
+        return self.replies.recv()
 
     def stop(self, timeout: float = STOP_SECONDS) -> None:
         with contextlib.suppress(OSError, ValueError):
-            self.conn.send(None)
-        self.proc.join(timeout)
-        if self.proc.is_alive():
+            self.requests.send(None)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
             self.proc.kill()
-            self.proc.join()
-        self.conn.close()
+            self.proc.wait()
+        self.requests.close()
+        self.replies.close()
 
 
 class ProcessGrader:
@@ -118,9 +135,6 @@ class ProcessGrader:
         # Kept here, not per worker: an identical source is answered whichever worker graded
         # it first.
         self.reports = ReportCache(report_cache)
-        # spawn, not fork: the parent has threads (a progress bar, the service's loop), and a
-        # worker must not inherit their locks half-held.
-        self._ctx = multiprocessing.get_context("spawn")
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
@@ -129,7 +143,7 @@ class ProcessGrader:
     def start(self) -> ProcessGrader:
         """Start every worker at once and wait until each is ready; RuntimeError if one
         cannot start (the others are stopped)."""
-        started = [self._spawn(i) for i in range(self.workers)]
+        started = [self._spawn() for _ in range(self.workers)]
         failed = [f"worker {i}: {why}" for i, w in enumerate(started)
                   if (why := w.ready(START_SECONDS)) is not None]
         if failed:
@@ -162,7 +176,7 @@ class ProcessGrader:
         try:
             tag, value = worker.call((problem, source, mode, kwargs), GRADE_SECONDS)
         except (EOFError, OSError, TimeoutError) as exc:
-            log.error("grading worker %s broke (%s: %s); starting another", worker.proc.name,
+            log.error("%s broke (%s: %s); starting another", worker.name,
                       type(exc).__name__, exc)
             worker.stop(timeout=1.0)
             worker = self._replacement(worker)
@@ -178,7 +192,7 @@ class ProcessGrader:
     def pids(self) -> list[int]:
         """The workers' process ids (for tests and operators)."""
         with self._lock:
-            return [w.proc.pid for w in self._all if w.proc.pid is not None]
+            return [w.proc.pid for w in self._all]
 
     def close(self) -> None:
         """Stop every worker, after the grades in progress."""
@@ -195,8 +209,8 @@ class ProcessGrader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _spawn(self, index: int) -> _Worker:
-        w = _Worker(self._ctx, self._options, index)
+    def _spawn(self) -> _Worker:
+        w = _Worker(self._options)
         with self._lock:
             self._all.append(w)
         return w
@@ -205,7 +219,7 @@ class ProcessGrader:
         """A new worker in the dead one's place (ready before it takes a grade)."""
         with self._lock:
             self._all.remove(dead)
-        fresh = self._spawn(len(self._all))
+        fresh = self._spawn()
         why = fresh.ready(START_SECONDS)
         if why is not None:
             log.error("a replacement grading worker did not start: %s", why)
@@ -215,3 +229,8 @@ class ProcessGrader:
 def _broken_report(problem: Problem | str, mode: Mode) -> Report:
     prob = load_problem(problem) if isinstance(problem, str) else problem
     return internal_error(prob, mode)
+
+
+if __name__ == "__main__":
+    _serve(Connection(int(sys.argv[1]), writable=False),
+           Connection(int(sys.argv[2]), readable=False), json.loads(sys.argv[3]))
