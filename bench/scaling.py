@@ -124,16 +124,15 @@ def grade_set(n: int, jobs: int, unsafe: bool, keep_log: Path | None, state: Pat
 
 
 def pool_throughput(n: int, concurrency: list[int], unsafe: bool, state: Path) -> list[dict]:
-    """New programs per second through the service's local grader (`workers` = max C, as the
-    service makes it: jaxjudge.service.main._local_grader), C threads at a time."""
+    """New programs per second through the service's grader (`workers` = max C, made as the
+    service makes it: jaxjudge.grading.processes.grader_for), C threads at a time."""
     os.environ.update(_env(state, unsafe))
     from jaxjudge import load_problem  # after the env: the state dir is read once
-    from jaxjudge.service.config import Settings
-    from jaxjudge.service.main import _local_grader
+    from jaxjudge.grading.processes import grader_for
 
     problem = load_problem(PROBLEM_ID)
     rows = []
-    with contextlib.closing(_local_grader(Settings(workers=max(concurrency)))) as grader:
+    with contextlib.closing(grader_for(max(concurrency))) as grader:
         grader.grade(problem, new_program(_tags(1)[0]).encode(), mode="submit")  # warm
         for c in concurrency:
             sources = [new_program(tag).encode() for tag in _tags(n)]

@@ -19,7 +19,8 @@ import pytest
 
 from jaxjudge import Limits, Verdict, load_problem
 from jaxjudge.grading.custom import CustomInputError
-from jaxjudge.grading.processes import ProcessGrader
+from jaxjudge.grading.grader import Grader
+from jaxjudge.grading.processes import ProcessGrader, grader_for
 
 pytestmark = pytest.mark.slow
 
@@ -129,3 +130,17 @@ def test_a_worker_killed_mid_grade_is_internal_error_then_replaced() -> None:
 def test_no_workers_is_a_callers_error() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         ProcessGrader(0)
+
+
+def test_grader_for_several_workers_is_processes_and_for_one_this_process() -> None:
+    one = grader_for(1, warm_pool=False)
+    try:
+        assert isinstance(one, Grader) and one.pool is None
+    finally:
+        one.close()
+    several = grader_for(2, warm_pool=False)
+    try:
+        assert isinstance(several, ProcessGrader) and len(several.pids()) == 2
+        assert os.getpid() not in several.pids()
+    finally:
+        several.close()

@@ -226,6 +226,16 @@ class ProcessGrader:
         return fresh
 
 
+def grader_for(workers: int, *, warm_pool: bool = True, engine: str | None = None,
+               report_cache: int = 0) -> Grader | ProcessGrader:
+    """A grader for `workers` concurrent grades: one process each when there are several (the
+    service's local queue, `jaxjudge worker`, grade-set), else this process's own Grader."""
+    if workers > 1:
+        return ProcessGrader(workers, warm_pool=warm_pool, engine=engine,
+                             report_cache=report_cache).start()
+    return Grader(warm_pool=1 if warm_pool else False, engine=engine, report_cache=report_cache)
+
+
 def _broken_report(problem: Problem | str, mode: Mode) -> Report:
     prob = load_problem(problem) if isinstance(problem, str) else problem
     return internal_error(prob, mode)

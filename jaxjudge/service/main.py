@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from jaxjudge import Grader, ProblemError, list_problems
 from jaxjudge.grading.exposure import require_hidden
-from jaxjudge.grading.processes import ProcessGrader
+from jaxjudge.grading.processes import ProcessGrader, grader_for
 from jaxjudge.isolation.sandbox import SandboxUnavailable, require_layers
 from jaxjudge.service.api.deps import AuthDep
 from jaxjudge.service.api.errors import error_response, install_error_handlers
@@ -181,17 +181,6 @@ def _private_sqlite(database_url: str) -> None:
             log.warning("cannot make %s private (0600): %s", f, exc)
 
 
-def _local_grader(settings: Settings) -> Grader | ProcessGrader:
-    """The local queue's grader: with several workers, one process each (its own GIL for the
-    trusted side's Python, its own warm zygotes; jaxjudge/grading/processes.py)."""
-    if settings.workers > 1:
-        return ProcessGrader(settings.workers, warm_pool=settings.warm_pool,
-                             engine=settings.engine,
-                             report_cache=settings.report_cache_size).start()
-    return Grader(warm_pool=1 if settings.warm_pool else False, engine=settings.engine,
-                  report_cache=settings.report_cache_size)
-
-
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     """Open the store and the dispatcher; stop them on shutdown.
@@ -208,7 +197,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.protections = {}
     if settings.queue == "local":
         app.state.protections = await asyncio.to_thread(_check_sandbox, settings)
-        grader = await asyncio.to_thread(_local_grader, settings)
+        grader = await asyncio.to_thread(
+            grader_for, settings.workers, warm_pool=settings.warm_pool, engine=settings.engine,
+            report_cache=settings.report_cache_size)
     await asyncio.to_thread(_private_sqlite, settings.database_url)
     store = await asyncio.to_thread(Store, settings.database_url)
     dispatcher: Dispatcher

@@ -1,9 +1,10 @@
 """`jaxjudge worker`: a grading process of the PostgreSQL job queue (JAXJUDGE_QUEUE=postgres).
 
 One process = one Procrastinate worker with concurrency N (JAXJUDGE_WORKERS or --concurrency)
-and a Grader with a warm pool of N. Each job runs the same grade path as the local pool
-(`jaxjudge.service.queue.grade_and_store`: claim -> grade -> public report -> finish under the
-fence) in a thread, so the event loop keeps the heartbeat going while grades run.
+and N grading processes (jaxjudge.grading.processes; its own Grader when N is 1). Each job runs
+the same grade path as the local pool (`jaxjudge.service.queue.grade_and_store`: claim ->
+grade -> public report -> finish under the fence) in a thread, so the event loop keeps the
+heartbeat going while grades run.
 
 The guarantee (exactly once in the store, at least once in execution):
 - every worker heartbeats every `worker_heartbeat_seconds` (2 s);
@@ -38,7 +39,8 @@ from procrastinate.manager import JobManager
 from procrastinate.worker import Worker as ProcrastinateWorker
 from sqlalchemy import text
 
-from jaxjudge import Grader, Report
+from jaxjudge import Report
+from jaxjudge.grading.processes import grader_for
 from jaxjudge.service.callbacks import CallbackConfig, JobCallbacks
 from jaxjudge.service.config import Settings
 from jaxjudge.service.jobs import (
@@ -214,11 +216,8 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
 
     concurrency = settings.workers
     grader = await asyncio.to_thread(
-        Grader,
-        warm_pool=concurrency if settings.warm_pool else False,
-        engine=settings.engine,
-        report_cache=settings.report_cache_size,
-    )
+        grader_for, concurrency, warm_pool=settings.warm_pool, engine=settings.engine,
+        report_cache=settings.report_cache_size)
     try:
         store = await asyncio.to_thread(Store, settings.database_url)  # migrates if behind
         try:
