@@ -144,3 +144,46 @@ def test_grader_for_several_workers_is_processes_and_for_one_this_process() -> N
         assert os.getpid() not in several.pids()
     finally:
         several.close()
+
+
+BROKEN = "def solve(:\n"  # compile_error: the fastest grade there is
+
+
+def _in_a_thread(fn):  # type: ignore[no-untyped-def]
+    """fn() in a thread that ends right after, as `jaxjudge worker`'s grade threads do."""
+    box: list = []
+    t = threading.Thread(target=lambda: box.append(fn()))
+    t.start()
+    t.join()
+    return box[0]
+
+
+def _wait_alive(pg: ProcessGrader, n: int, seconds: float = 120.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pids = [p for p in pg.pids() if _alive(p)]
+        if len(pids) == n:
+            return pids
+        time.sleep(0.2)
+    raise AssertionError(f"not {n} live workers: {pg.pids()}")
+
+
+def test_workers_outlive_the_threads_that_started_them() -> None:
+    # PR_SET_PDEATHSIG fires when the *thread* that started a worker ends: workers started by
+    # a caller's short-lived thread (start() or a replacement) must not die with it.
+    pg = _in_a_thread(lambda: ProcessGrader(2, warm_pool=False).start())
+    try:
+        time.sleep(1.0)
+        first = [p for p in pg.pids() if _alive(p)]
+        assert len(first) == 2
+        os.kill(first[0], signal.SIGKILL)
+        assert _in_a_thread(lambda: pg.grade(PROBLEM, BROKEN, "run")).verdict \
+            is Verdict.INTERNAL_ERROR
+        time.sleep(1.0)
+        _wait_alive(pg, 2)
+        time.sleep(1.0)
+        assert len([p for p in pg.pids() if _alive(p)]) == 2
+        verdicts = {pg.grade(PROBLEM, BROKEN, "run").verdict for _ in range(2)}
+        assert verdicts == {Verdict.COMPILE_ERROR}
+    finally:
+        pg.close()

@@ -17,6 +17,7 @@ the next grades go on.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import ctypes
 import json
@@ -43,11 +44,14 @@ GRADE_SECONDS = 1800.0  # one grade, every stage's own limit inside it: only our
 STOP_SECONDS = 30.0
 
 
-def _serve(requests: Connection, replies: Connection, options: dict[str, Any]) -> None:
+def _serve(requests: Connection, replies: Connection, options: dict[str, Any],
+           parent: int | None = None) -> None:
     """A worker's life: one Grader, then (problem, source, mode, kwargs) -> Report until EOF."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     with contextlib.suppress(OSError, AttributeError):  # never outlive the parent (Linux)
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if parent is not None and os.getppid() != parent:
+        return  # the parent died before the prctl: nobody would signal us
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         grader = Grader(**options)
@@ -84,7 +88,8 @@ class _Worker:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(down_r), str(up_w), json.dumps(options)],
+                [sys.executable, "-m", __name__, str(down_r), str(up_w), json.dumps(options),
+                 str(os.getpid())],
                 pass_fds=(down_r, up_w), stdin=subprocess.DEVNULL, env=env)
         finally:
             os.close(down_r)
@@ -139,6 +144,12 @@ class ProcessGrader:
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
         self._closed = False
+        # One long-lived thread starts every worker: PR_SET_PDEATHSIG fires when the *thread*
+        # that started a worker ends, and callers' threads come and go (`jaxjudge worker` grades
+        # each job in a thread of its own; asyncio.to_thread's pool shrinks). Measured before:
+        # workers started from a thread that then returned were dead (zombies) 1 s later.
+        self._spawner = concurrent.futures.ThreadPoolExecutor(
+            1, thread_name_prefix="jj-grading-workers")
 
     def start(self) -> ProcessGrader:
         """Start every worker at once and wait until each is ready; RuntimeError if one
@@ -202,6 +213,7 @@ class ProcessGrader:
             self._closed = True
         for _ in range(len(self._all)):
             self._idle.get().stop()
+        self._spawner.shutdown(wait=False)
 
     def __enter__(self) -> ProcessGrader:
         return self.start()
@@ -210,7 +222,7 @@ class ProcessGrader:
         self.close()
 
     def _spawn(self) -> _Worker:
-        w = _Worker(self._options)
+        w = self._spawner.submit(_Worker, self._options).result()
         with self._lock:
             self._all.append(w)
         return w
@@ -243,4 +255,5 @@ def _broken_report(problem: Problem | str, mode: Mode) -> Report:
 
 if __name__ == "__main__":
     _serve(Connection(int(sys.argv[1]), writable=False),
-           Connection(int(sys.argv[2]), readable=False), json.loads(sys.argv[3]))
+           Connection(int(sys.argv[2]), readable=False), json.loads(sys.argv[3]),
+           int(sys.argv[4]) if len(sys.argv) > 4 else None)
