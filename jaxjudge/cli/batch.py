@@ -134,7 +134,7 @@ def grade_set(
     from jaxjudge.grading.grader import Grader
     from jaxjudge.grading.processes import ProcessGrader
 
-    grader = (ProcessGrader(jobs, warm_pool=warm).start() if jobs > 1
+    grader = (ProcessGrader(jobs, warm_pool=warm) if jobs > 1  # started by `with` below
               else Grader(warm_pool=jobs if warm else False))
     progress = Progress(
         TextColumn("[bold]grading"),
