@@ -109,22 +109,38 @@ def test_a_worker_killed_mid_grade_is_internal_error_then_replaced() -> None:
             os.kill(victim, signal.SIGKILL)
 
         killer = threading.Timer(3.0, kill)
+        started = time.monotonic()
         killer.start()
         try:
             report = pg.grade(PROBLEM, SLOW, "run", limits=FAST)
+            answered = time.monotonic()
         finally:
             killer.cancel()
         assert len(below) >= 3  # two zygotes' sandboxes and the slow stage
         assert report.verdict is Verdict.INTERNAL_ERROR
+        # answered at once: not after the new worker's start-up (its zygotes' `import jax`)
+        assert answered - started - killer.interval < 2.0
         assert "not your fault" in report.message and report.max_score > 0
-        (fresh,) = pg.pids()
+        (fresh,) = _wait_alive(pg, 1)  # started in the background, after the answer
         assert fresh != victim
+        assert _wait_idle(pg) - answered > 2.0  # that start-up, measured: 9.7 s
         assert pg.grade(PROBLEM, _variant(42), "run").verdict is Verdict.ACCEPTED
         pids = pg.pids() + sorted(below)
     deadline = time.monotonic() + 10
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(p) for p in pids)
+
+
+def _wait_idle(pg: ProcessGrader, seconds: float = 120.0) -> float:
+    """When every worker is up and idle (the spawner has nothing left to do)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with pg._cond:
+            if len(pg._idle) == pg.workers:
+                return time.monotonic()
+        time.sleep(0.05)
+    raise AssertionError("workers not idle")
 
 
 def test_no_workers_is_a_callers_error() -> None:
@@ -187,3 +203,92 @@ def test_workers_outlive_the_threads_that_started_them() -> None:
         assert verdicts == {Verdict.COMPILE_ERROR}
     finally:
         pg.close()
+
+
+SHORT = Limits(wall_seconds=8, cpu_seconds=8, memory_mb=1024, output_kb=64)
+
+
+def _new_live_children(before: set[int], seconds: float = 15.0) -> set[int]:
+    """Our descendants not in `before` still alive after up to `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = {p for p in _descendants(os.getpid()) - before if _alive(p)}
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
+
+
+def test_close_wakes_callers_waiting_for_a_worker() -> None:
+    # More callers than workers: one grades, one waits for the worker. close() lets the grade
+    # in progress finish, then the waiting caller gets RuntimeError (it used to wait forever).
+    pg = ProcessGrader(1, warm_pool=False).start()
+    outcome: dict[str, object] = {}
+
+    def call(name: str, src: str) -> None:
+        try:
+            outcome[name] = pg.grade(PROBLEM, src, "run", limits=SHORT).verdict
+        except RuntimeError as exc:
+            outcome[name] = exc
+
+    grading = threading.Thread(target=call, args=("grading", SLOW), daemon=True)
+    grading.start()
+    time.sleep(1.0)
+    waiting = threading.Thread(target=call, args=("waiting", BROKEN), daemon=True)
+    waiting.start()
+    time.sleep(1.0)
+    pg.close()
+    grading.join(60)
+    waiting.join(60)
+    assert not waiting.is_alive() and "closed" in str(outcome["waiting"])
+    assert isinstance(outcome["grading"], Verdict)
+    with pytest.raises(RuntimeError, match="closed"):
+        pg.grade(PROBLEM, BROKEN, "run")
+
+
+def test_a_replacement_that_cannot_start_is_internal_error_quickly_then_retried(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _descendants(os.getpid())
+    with ProcessGrader(1, warm_pool=False) as pg:
+        (victim,) = pg.pids()
+        os.kill(victim, signal.SIGKILL)
+        monkeypatch.setenv("PYTHONMALLOC", "bogus")  # a new interpreter cannot start
+        for _ in range(3):  # never a hang, never an exception: internal_error at once
+            t0 = time.monotonic()
+            assert pg.grade(PROBLEM, BROKEN, "run").verdict is Verdict.INTERNAL_ERROR
+            assert time.monotonic() - t0 < 5.0
+            time.sleep(0.5)
+        monkeypatch.delenv("PYTHONMALLOC")
+        deadline = time.monotonic() + 90
+        verdict = Verdict.INTERNAL_ERROR
+        while verdict is Verdict.INTERNAL_ERROR and time.monotonic() < deadline:
+            verdict = pg.grade(PROBLEM, BROKEN, "run").verdict
+            time.sleep(0.5)
+        assert verdict is Verdict.COMPILE_ERROR  # retried, and grading again
+    assert not _new_live_children(before)
+
+
+def test_close_during_a_replacement_leaves_no_worker() -> None:
+    before = _descendants(os.getpid())
+    pg = ProcessGrader(1, warm_pool=False).start()
+    (victim,) = pg.pids()
+    os.kill(victim, signal.SIGKILL)
+    caller = threading.Thread(target=lambda: pg.grade(PROBLEM, BROKEN, "run"), daemon=True)
+    caller.start()
+    time.sleep(0.3)  # the broken grade is answered; its replacement is starting
+    pg.close()
+    caller.join(60)
+    assert not _new_live_children(before)
+
+
+def test_a_worker_that_cannot_start_fails_start_clearly_and_leaves_nothing() -> None:
+    before = _descendants(os.getpid())
+    pg = ProcessGrader(2, warm_pool=False, engine="bogus")
+    with pytest.raises(RuntimeError, match=r"could not start.*engine must be"):
+        pg.start()
+    assert not _new_live_children(before, seconds=2.0)
+    closing = threading.Thread(target=pg.close, daemon=True)  # used to wait forever
+    closing.start()
+    closing.join(10)
+    assert not closing.is_alive()
+    with pytest.raises(RuntimeError, match="closed"):
+        pg.grade(PROBLEM, BROKEN, "run")

@@ -23,12 +23,12 @@ import ctypes
 import json
 import logging
 import os
-import queue
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -42,6 +42,7 @@ log = logging.getLogger("grader")
 START_SECONDS = 300.0  # a worker's import and its zygotes' `import jax`, on a loaded machine
 GRADE_SECONDS = 1800.0  # one grade, every stage's own limit inside it: only our hang trips it
 STOP_SECONDS = 30.0
+RETRY_SECONDS = 10.0  # a replacement that could not start is tried again after this
 
 
 def _serve(requests: Connection, replies: Connection, options: dict[str, Any],
@@ -98,11 +99,16 @@ class _Worker:
         self.replies = Connection(up_r, writable=False)
         self.name = f"grading worker {self.proc.pid}"
 
-    def ready(self, timeout: float) -> str | None:
-        """None once the worker's Grader is up, else why it is not."""
+    def ready(self, timeout: float, give_up: Callable[[], bool] = lambda: False) -> str | None:
+        """None once the worker's Grader is up, else why it is not (`give_up()`: stop waiting,
+        asked every second)."""
+        deadline = time.monotonic() + timeout
         try:
-            if not self.replies.poll(timeout):
-                return f"no answer in {timeout:.0f} s"
+            while not self.replies.poll(min(1.0, max(0.0, deadline - time.monotonic()))):
+                if time.monotonic() >= deadline:
+                    return f"no answer in {timeout:.0f} s"
+                if give_up():
+                    return "closed while starting"
             tag, detail = self.replies.recv()
         except (EOFError, OSError) as exc:
             return f"it exited while starting ({type(exc).__name__})"
@@ -128,7 +134,13 @@ class _Worker:
 
 class ProcessGrader:
     """`workers` processes, each with `Grader(**options)` (default: a warm pool of one);
-    `grade()` as `Grader.grade`, safe to call from as many threads as there are workers."""
+    `grade()` as `Grader.grade`, safe to call from any number of threads (each waits for an
+    idle worker).
+
+    Each of the `workers` slots is idle, busy (a grade), starting (a replacement) or failed (a
+    replacement that could not start; retried every RETRY_SECONDS). A grade waits for an idle
+    worker while one may come, and is `internal_error` at once when every slot has failed: it
+    never hangs on workers that cannot start."""
 
     def __init__(self, workers: int, *, warm_pool: bool = True, engine: str | None = None,
                  report_cache: int = 0) -> None:
@@ -140,9 +152,13 @@ class ProcessGrader:
         # Kept here, not per worker: an identical source is answered whichever worker graded
         # it first.
         self.reports = ReportCache(report_cache)
-        self._idle: queue.Queue[_Worker] = queue.Queue()
-        self._all: list[_Worker] = []
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._idle: list[_Worker] = []
+        self._busy = 0
+        self._starting = 0
+        self._failed = 0
+        self._all: list[_Worker] = []  # every live worker process, whatever its slot's state
+        self._started = False
         self._closed = False
         # One long-lived thread starts every worker: PR_SET_PDEATHSIG fires when the *thread*
         # that started a worker ends, and callers' threads come and go (`jaxjudge worker` grades
@@ -153,23 +169,40 @@ class ProcessGrader:
 
     def start(self) -> ProcessGrader:
         """Start every worker at once and wait until each is ready; RuntimeError if one
-        cannot start (the others are stopped)."""
-        started = [self._spawn() for _ in range(self.workers)]
-        failed = [f"worker {i}: {why}" for i, w in enumerate(started)
-                  if (why := w.ready(START_SECONDS)) is not None]
-        if failed:
-            for w in started:
-                w.stop(timeout=5.0)
-            raise RuntimeError("grading workers could not start: " + "; ".join(failed))
-        for w in started:
-            self._idle.put(w)
+        cannot start (every worker is then stopped and this grader is closed)."""
+        with self._cond:
+            if self._started or self._closed:
+                raise RuntimeError("this ProcessGrader was already started")
+            self._started = True
+        started: list[_Worker] = []
+        ok = False
+        try:
+            for _ in range(self.workers):
+                started.append(self._spawn())
+            failed = [f"worker {i}: {why}" for i, w in enumerate(started)
+                      if (why := w.ready(START_SECONDS)) is not None]
+            if failed:
+                raise RuntimeError("grading workers could not start: " + "; ".join(failed))
+            ok = True
+        finally:
+            if not ok:  # a failed start, or the caller interrupted: no process left behind
+                for w in started:
+                    w.stop(timeout=5.0)
+                with self._cond:
+                    self._all.clear()
+                    self._closed = True
+                self._spawner.shutdown(wait=False)
+        with self._cond:
+            self._idle.extend(started)
+            self._cond.notify_all()
         return self
 
     def grade(self, problem: Problem | str, source: str | bytes, mode: Mode = "submit", *,
               filename: str = "submission.py", limits: Limits | None = None,
               custom_inputs: list[dict[str, Any]] | None = None) -> Report:
         """`Grader.grade` in an idle worker (waits for one). Raises what the Grader raises for
-        a caller's error; a worker that breaks gives `internal_error` and is replaced."""
+        a caller's error, RuntimeError once closed (also to callers waiting for a worker); a
+        worker that breaks gives `internal_error` and is replaced."""
         if self._closed:
             raise RuntimeError("this ProcessGrader is closed")
         started = time.perf_counter()
@@ -183,17 +216,21 @@ class ProcessGrader:
                                   "cached": 1.0}
                 return cached
         kwargs = {"filename": filename, "limits": limits, "custom_inputs": custom_inputs}
-        worker = self._idle.get()
+        worker = self._take()
+        if worker is None:
+            log.error("no grading worker could start: internal_error")
+            return _broken_report(problem, mode)
         try:
             tag, value = worker.call((problem, source, mode, kwargs), GRADE_SECONDS)
         except (EOFError, OSError, TimeoutError) as exc:
             log.error("%s broke (%s: %s); starting another", worker.name,
                       type(exc).__name__, exc)
-            worker.stop(timeout=1.0)
-            worker = self._replacement(worker)
+            self._replace(worker)
             return _broken_report(problem, mode)
-        finally:
-            self._idle.put(worker)
+        except BaseException:
+            self._give_back(worker)
+            raise
+        self._give_back(worker)
         if tag == "raise":
             raise value
         if key:
@@ -202,18 +239,25 @@ class ProcessGrader:
 
     def pids(self) -> list[int]:
         """The workers' process ids (for tests and operators)."""
-        with self._lock:
+        with self._cond:
             return [w.proc.pid for w in self._all]
 
     def close(self) -> None:
-        """Stop every worker, after the grades in progress."""
-        with self._lock:
+        """Stop every worker, after the grades in progress; callers still waiting for a worker
+        get RuntimeError."""
+        with self._cond:
             if self._closed:
                 return
             self._closed = True
-        for _ in range(len(self._all)):
-            self._idle.get().stop()
-        self._spawner.shutdown(wait=False)
+            self._cond.notify_all()
+            while self._busy or self._starting:
+                self._cond.wait()
+            idle, self._idle = self._idle, []
+        for w in idle:
+            w.stop()
+        with self._cond:
+            self._all.clear()
+        self._spawner.shutdown(wait=True)
 
     def __enter__(self) -> ProcessGrader:
         return self.start()
@@ -221,21 +265,94 @@ class ProcessGrader:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- slots ----------------------------------------------------------------------------
+    def _take(self) -> _Worker | None:
+        """An idle worker (waiting while one may come), None when every slot has failed."""
+        with self._cond:
+            while not self._idle and not self._closed and self._failed < self.workers:
+                self._cond.wait()
+            if self._closed:
+                raise RuntimeError("this ProcessGrader is closed")
+            if not self._idle:
+                return None
+            self._busy += 1
+            return self._idle.pop(0)  # the longest idle: every worker takes turns
+
+    def _give_back(self, worker: _Worker) -> None:
+        with self._cond:
+            self._busy -= 1
+            self._idle.append(worker)
+            self._cond.notify_all()
+
+    def _replace(self, dead: _Worker) -> None:
+        """Stop a busy slot's broken worker and start another in the background: the grade
+        that found it broken is answered now, not after the new worker's start-up."""
+        with self._cond:
+            self._busy -= 1
+            if dead in self._all:
+                self._all.remove(dead)
+            closed = self._closed
+            if not closed:
+                self._starting += 1
+            self._cond.notify_all()
+        if closed:
+            dead.stop(timeout=1.0)
+            return
+        self._spawner.submit(self._restart, dead)
+
+    def _restart(self, dead: _Worker | None, failing: bool = False) -> None:
+        """In the spawner thread: a fresh worker for a starting slot. One that cannot start
+        counts the slot failed (grades stop waiting for it) and is tried again every
+        RETRY_SECONDS until it starts or we close."""
+        if dead is not None:
+            dead.stop(timeout=1.0)
+        why, fresh = "closed", None
+        if not self._closed:
+            try:
+                fresh = self._track(_Worker(self._options))
+                why = fresh.ready(START_SECONDS, lambda: self._closed) or ""
+            except Exception as exc:
+                why = f"{type(exc).__name__}: {exc}"
+        with self._cond:
+            if not why and not self._closed and fresh is not None:
+                self._starting -= 1
+                self._failed -= failing
+                self._idle.append(fresh)
+                self._cond.notify_all()
+                return
+        if fresh is not None:
+            fresh.stop(timeout=1.0)
+            with self._cond:
+                if fresh in self._all:
+                    self._all.remove(fresh)
+        with self._cond:
+            self._starting -= 1
+            if not self._closed and not failing:
+                log.error("a replacement grading worker did not start: %s (tried again "
+                          "every %.0f s; grades are internal_error while none is up)",
+                          why, RETRY_SECONDS)
+                self._failed += 1
+            self._cond.notify_all()
+        if not self._closed:
+            retry = threading.Timer(RETRY_SECONDS, self._retry)
+            retry.daemon = True
+            retry.start()
+
+    def _retry(self) -> None:
+        with self._cond:  # under the lock: close() cannot shut the spawner down in between
+            if self._closed:
+                return
+            self._starting += 1
+            self._spawner.submit(self._restart, None, True)
+
     def _spawn(self) -> _Worker:
-        w = self._spawner.submit(_Worker, self._options).result()
-        with self._lock:
+        """A new worker, started by the spawner thread (see __init__)."""
+        return self._track(self._spawner.submit(_Worker, self._options).result())
+
+    def _track(self, w: _Worker) -> _Worker:
+        with self._cond:
             self._all.append(w)
         return w
-
-    def _replacement(self, dead: _Worker) -> _Worker:
-        """A new worker in the dead one's place (ready before it takes a grade)."""
-        with self._lock:
-            self._all.remove(dead)
-        fresh = self._spawn()
-        why = fresh.ready(START_SECONDS)
-        if why is not None:
-            log.error("a replacement grading worker did not start: %s", why)
-        return fresh
 
 
 def grader_for(workers: int, *, warm_pool: bool = True, engine: str | None = None,
