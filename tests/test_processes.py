@@ -245,6 +245,29 @@ def test_close_wakes_callers_waiting_for_a_worker() -> None:
         pg.grade(PROBLEM, BROKEN, "run")
 
 
+class _Interrupted(Exception):
+    pass
+
+
+def test_a_caller_interrupted_mid_grade_never_gets_another_grades_report() -> None:
+    # A signal handler's exception (Ctrl-C in a script) leaves the interrupted grade's reply in
+    # the worker's pipe: the next grade on that worker used to read it as its own report.
+    def interrupt(*_: object) -> None:
+        raise _Interrupted
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        with ProcessGrader(1, warm_pool=False) as pg:
+            signal.setitimer(signal.ITIMER_REAL, 1.5)
+            with pytest.raises(_Interrupted):
+                pg.grade(PROBLEM, SLOW, "run", limits=SHORT)
+            assert pg.grade(PROBLEM, BROKEN, "run").verdict is Verdict.COMPILE_ERROR
+            assert pg.grade(PROBLEM, BROKEN, "run").verdict is Verdict.COMPILE_ERROR
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
 def test_a_replacement_that_cannot_start_is_internal_error_quickly_then_retried(
         monkeypatch: pytest.MonkeyPatch) -> None:
     before = _descendants(os.getpid())

@@ -23,6 +23,7 @@ import ctypes
 import json
 import logging
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -98,6 +99,7 @@ class _Worker:
         self.requests = Connection(down_w, readable=False)
         self.replies = Connection(up_r, writable=False)
         self.name = f"grading worker {self.proc.pid}"
+        self.in_sync = True
 
     def ready(self, timeout: float, give_up: Callable[[], bool] = lambda: False) -> str | None:
         """None once the worker's Grader is up, else why it is not (`give_up()`: stop waiting,
@@ -115,14 +117,25 @@ class _Worker:
         return None if tag == "ready" else str(detail)
 
     def call(self, request: tuple[Any, ...], timeout: float) -> tuple[str, Any]:
-        self.requests.send(request)
+        """One request, one reply. `in_sync` is False from the first byte written until the
+        whole reply is read: a caller interrupted in between leaves a reply in the pipe that
+        would answer the next request, so the worker must not be used again."""
+        data = pickle.dumps(request, pickle.HIGHEST_PROTOCOL)  # a pickling error: still in sync
+        self.in_sync = False
+        self.requests.send_bytes(data)
         if not self.replies.poll(timeout):
             raise TimeoutError(f"no report in {timeout:.0f} s")
-        return self.replies.recv()
+        raw = self.replies.recv_bytes()
+        self.in_sync = True
+        return pickle.loads(raw)
 
     def stop(self, timeout: float = STOP_SECONDS) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.requests.send(None)
+        """Ask it to exit (then kill it after `timeout`); a worker out of sync is killed."""
+        if self.in_sync:
+            with contextlib.suppress(OSError, ValueError):
+                self.requests.send(None)
+        else:
+            timeout = 0.0
         try:
             self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -225,10 +238,15 @@ class ProcessGrader:
         except (EOFError, OSError, TimeoutError) as exc:
             log.error("%s broke (%s: %s); starting another", worker.name,
                       type(exc).__name__, exc)
+            worker.in_sync = False
             self._replace(worker)
             return _broken_report(problem, mode)
         except BaseException:
-            self._give_back(worker)
+            if worker.in_sync:  # nothing sent, or the whole reply read (it did not unpickle)
+                self._give_back(worker)
+            else:  # the caller was interrupted mid-exchange (a signal's exception)
+                log.error("%s: its grade was interrupted; starting another", worker.name)
+                self._replace(worker)
             raise
         self._give_back(worker)
         if tag == "raise":
