@@ -290,6 +290,15 @@ def test_a_replacement_that_cannot_start_is_internal_error_quickly_then_retried(
     assert not _new_live_children(before)
 
 
+def test_a_worker_that_died_while_idle_costs_no_submission_an_internal_error() -> None:
+    with ProcessGrader(1, warm_pool=False) as pg:
+        (victim,) = pg.pids()
+        os.kill(victim, signal.SIGKILL)  # as the OOM killer would, between two grades
+        _gone({victim})
+        assert pg.grade(PROBLEM, BROKEN, "run").verdict is Verdict.COMPILE_ERROR
+        assert victim not in pg.pids()
+
+
 def test_close_during_a_replacement_leaves_no_worker() -> None:
     before = _descendants(os.getpid())
     pg = ProcessGrader(1, warm_pool=False).start()
@@ -315,3 +324,60 @@ def test_a_worker_that_cannot_start_fails_start_clearly_and_leaves_nothing() -> 
     assert not closing.is_alive()
     with pytest.raises(RuntimeError, match="closed"):
         pg.grade(PROBLEM, BROKEN, "run")
+
+
+# -- the service end to end: a real server (tests/api_fixtures.py) grading in 2 workers ----------
+
+
+def _grading_workers(root: int) -> list[int]:
+    found = []
+    for pid in _descendants(root):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"jaxjudge.grading.processes" in cmd and _alive(pid):
+            found.append(pid)
+    return sorted(found)
+
+
+def _running(client, sub_id: str, seconds: float = 120.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while client.get(f"/v1/submissions/{sub_id}").json()["status"] != "running":
+        assert time.monotonic() < deadline, "never running"
+        time.sleep(0.1)
+
+
+def _gone(pids: set[int], seconds: float = 15.0) -> set[int]:
+    deadline = time.monotonic() + seconds
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return {p for p in pids if _alive(p)}
+
+
+def test_service_a_grading_worker_killed_mid_grade_then_shutdown_leaves_nothing(
+        tmp_path: Path) -> None:
+    from tests.api_fixtures import Server, submit, wait_done
+
+    srv = Server(tmp_path, database_url=f"sqlite:///{tmp_path}/judge.db", workers=2)
+    try:
+        workers = _grading_workers(srv.proc.pid)
+        assert len(workers) == 2
+        with srv.client() as client:
+            slow = submit(client, SLOW).json()["id"]
+            _running(client, slow)
+            time.sleep(3.0)  # its stages run in one of the workers' sandboxes
+            for pid in workers:  # whichever grades it
+                os.kill(pid, signal.SIGKILL)
+            done = wait_done(client, slow)
+            assert done["verdict"] == "internal_error", done
+            later = wait_done(client, submit(client, BROKEN).json()["id"])
+            assert later["verdict"] == "compile_error", later
+            fresh = _grading_workers(srv.proc.pid)
+            assert len(fresh) == 2 and not set(fresh) & set(workers)
+        tree = _descendants(srv.proc.pid)
+        srv.proc.send_signal(signal.SIGTERM)  # a graceful stop, only the server's own pid
+        srv.proc.wait(60)
+        assert not _gone(tree), "processes left after the server's shutdown"
+    finally:
+        srv.kill()

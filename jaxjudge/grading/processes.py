@@ -285,16 +285,26 @@ class ProcessGrader:
 
     # -- slots ----------------------------------------------------------------------------
     def _take(self) -> _Worker | None:
-        """An idle worker (waiting while one may come), None when every slot has failed."""
+        """An idle worker (waiting while one may come), None when every slot has failed. One
+        that died while idle (the OOM killer, an operator) is replaced, not handed out: its
+        grade would be internal_error for nothing."""
         with self._cond:
-            while not self._idle and not self._closed and self._failed < self.workers:
-                self._cond.wait()
-            if self._closed:
-                raise RuntimeError("this ProcessGrader is closed")
-            if not self._idle:
-                return None
-            self._busy += 1
-            return self._idle.pop(0)  # the longest idle: every worker takes turns
+            while True:
+                while not self._idle and not self._closed and self._failed < self.workers:
+                    self._cond.wait()
+                if self._closed:
+                    raise RuntimeError("this ProcessGrader is closed")
+                if not self._idle:
+                    return None
+                worker = self._idle.pop(0)  # the longest idle: every worker takes turns
+                if worker.proc.poll() is None:
+                    self._busy += 1
+                    return worker
+                log.error("%s died while idle (exit %s); starting another", worker.name,
+                          worker.proc.returncode)
+                self._all.remove(worker)
+                self._starting += 1
+                self._spawner.submit(self._restart, worker)
 
     def _give_back(self, worker: _Worker) -> None:
         with self._cond:
