@@ -381,3 +381,22 @@ def test_service_a_grading_worker_killed_mid_grade_then_shutdown_leaves_nothing(
         assert not _gone(tree), "processes left after the server's shutdown"
     finally:
         srv.kill()
+
+
+def test_service_killed_by_sigkill_mid_grade_leaves_no_process(tmp_path: Path) -> None:
+    from tests.api_fixtures import Server, submit
+
+    srv = Server(tmp_path, database_url=f"sqlite:///{tmp_path}/judge.db", workers=2)
+    try:
+        with srv.client() as client:
+            ids = [submit(client, SLOW).json()["id"] for _ in range(2)]
+            for sub_id in ids:
+                _running(client, sub_id)
+        time.sleep(3.0)
+        tree = _descendants(srv.proc.pid)
+        assert len(_grading_workers(srv.proc.pid)) == 2 and len(tree) >= 8
+        os.kill(srv.proc.pid, signal.SIGKILL)  # the server alone: what it started must follow
+        srv.proc.wait(60)
+        assert not _gone(tree), "processes outlived a SIGKILLed server"
+    finally:
+        srv.kill()
