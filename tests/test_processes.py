@@ -400,3 +400,22 @@ def test_service_killed_by_sigkill_mid_grade_leaves_no_process(tmp_path: Path) -
         assert not _gone(tree), "processes outlived a SIGKILLed server"
     finally:
         srv.kill()
+
+
+class _TwoArgs(Exception):
+    def __init__(self, what: str, why: str) -> None:
+        super().__init__(f"{what}: {why}")
+
+
+def test_an_exception_that_does_not_unpickle_reaches_the_caller_as_its_text() -> None:
+    import pickle
+
+    from jaxjudge.grading.processes import _portable
+
+    exc = _TwoArgs("problem", "malformed")
+    with pytest.raises(TypeError):  # what the parent's recv() raised instead of the error
+        pickle.loads(pickle.dumps(exc))
+    sent = pickle.loads(pickle.dumps(_portable(exc)))
+    assert isinstance(sent, RuntimeError) and str(sent) == "_TwoArgs: problem: malformed"
+    plain = ValueError("mode must be 'run' or 'submit'")
+    assert _portable(plain) is plain

@@ -73,11 +73,22 @@ def _serve(requests: Connection, replies: Connection, options: dict[str, Any],
             try:
                 reply: tuple[str, Any] = ("report", grader.grade(problem, source, mode, **kwargs))
             except Exception as exc:  # a caller's error (bad mode, custom input): raised there
-                reply = ("raise", exc)
+                reply = ("raise", _portable(exc))
             try:
                 replies.send(reply)
-            except Exception as exc:  # an exception that does not pickle: its text does
+            except Exception as exc:  # a report that does not pickle (a bug): its text does
                 replies.send(("raise", RuntimeError(f"{type(exc).__name__}: {exc}")))
+
+
+def _portable(exc: Exception) -> Exception:
+    """`exc` if it survives a pickle round trip, else a RuntimeError with its text. Checked
+    here: an exception whose __init__ takes other arguments than its args pickles fine and
+    then fails to unpickle in the parent, which would raise that TypeError instead."""
+    try:
+        pickle.loads(pickle.dumps(exc, pickle.HIGHEST_PROTOCOL))
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc
 
 
 class _Worker:
