@@ -99,6 +99,18 @@ def test_a_callers_error_is_raised_in_the_caller(graders: ProcessGrader) -> None
     assert graders.grade(PROBLEM, _variant(41), "run").verdict is Verdict.ACCEPTED
 
 
+def test_requests_and_reports_larger_than_a_pipe_buffer(graders: ProcessGrader) -> None:
+    # An 8 MB source one way, a 50 MB print's report (263 KB pickled, measured) the other: the
+    # parent reads while the worker writes, so neither blocks on a full 64 KB pipe.
+    import pickle
+
+    big = graders.grade(PROBLEM, REFERENCE + "\n#" + "x" * (8 << 20) + "\n", "run")
+    assert big.verdict is not Verdict.INTERNAL_ERROR
+    loud = graders.grade(PROBLEM, REFERENCE + "\nprint('y' * 50_000_000)\n", "run")
+    assert loud.verdict is not Verdict.INTERNAL_ERROR and len(pickle.dumps(loud)) > 1 << 16
+    assert graders.grade(PROBLEM, _variant(43), "run").verdict is Verdict.ACCEPTED
+
+
 def test_a_worker_killed_mid_grade_is_internal_error_then_replaced() -> None:
     with ProcessGrader(1) as pg:
         (victim,) = pg.pids()
