@@ -430,3 +430,41 @@ def test_an_exception_that_does_not_unpickle_reaches_the_caller_as_its_text() ->
     assert isinstance(sent, RuntimeError) and str(sent) == "_TwoArgs: problem: malformed"
     plain = ValueError("mode must be 'run' or 'submit'")
     assert _portable(plain) is plain
+
+
+@pytest.mark.postgres
+def test_jaxjudge_worker_grades_on_after_its_grading_workers_are_killed(tmp_path: Path) -> None:
+    # `jaxjudge worker` grades each job in a thread of its own that ends with the grade: its
+    # grading workers' replacements must not die with those threads (PR_SET_PDEATHSIG).
+    from tests.api_fixtures import FAST, Server, Worker, postgres_server, submit, wait_done
+
+    try:
+        cluster = postgres_server()
+        db = cluster.__enter__()
+    except LookupError as exc:
+        pytest.skip(str(exc))
+    node = worker = None
+    try:
+        node = Server(tmp_path / "node", queue="postgres", database_url=db, **FAST)
+        worker = Worker(tmp_path, db, "w", workers=2)
+        worker.wait_ready()
+        victims = _grading_workers(worker.proc.pid)
+        assert len(victims) == 2
+        with node.client() as client:
+            slow = submit(client, SLOW).json()["id"]
+            _running(client, slow)
+            time.sleep(3.0)
+            for pid in victims:
+                os.kill(pid, signal.SIGKILL)
+            assert wait_done(client, slow)["status"] == "done"
+            time.sleep(2.0)  # the threads that graded (and found the workers dead) are gone
+            for _ in range(3):
+                done = wait_done(client, submit(client, BROKEN).json()["id"])
+                assert done["verdict"] == "compile_error", done
+        fresh = _grading_workers(worker.proc.pid)
+        assert len(fresh) == 2 and not set(fresh) & set(victims)
+    finally:
+        for proc in (worker, node):
+            if proc is not None:
+                proc.stop()
+        cluster.__exit__(None, None, None)
