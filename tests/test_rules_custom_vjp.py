@@ -640,3 +640,25 @@ def test_malformed_work_records_fail(bad: dict[str, Any]) -> None:
     assert check_custom_vjp_used({"custom_rules": {"functions": [entry]}}, **WORK).passed
     outcome = check_custom_vjp_used(summary, **WORK)
     assert not outcome.passed and "could not be read" in outcome.message
+
+
+def test_a_quantiser_of_several_arguments_passes() -> None:
+    """Issue 41: a custom_vjp of x and a bound array (its cotangent a zero) is read as one of
+    x: the function quantises, the backward rule clips by a comparison of its residuals."""
+    def make() -> Callable[..., Any]:
+        @jax.custom_vjp
+        def q(x: jax.Array, bound: jax.Array) -> jax.Array:
+            return _sign(x)
+
+        q.defvjp(lambda x, b: (q(x, b), (x, b)), lambda r, g: (
+            jnp.where(jnp.abs(r[0]) <= r[1], g, 0.0), jnp.zeros_like(r[1])))
+
+        def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+            y, vjp = jax.vjp(q, x, jnp.ones_like(x))
+            return {"y": y, "dx": vjp(g)[0]}
+
+        return solve
+
+    for symbolic in (False, True):
+        outcome = check_custom_vjp_used(traced(make, symbolic=symbolic), computes=True, **WORK)
+        assert outcome.passed, outcome.message

@@ -36,7 +36,7 @@ def _rules_of(solve: Any, x: jax.Array, g: jax.Array) -> Any:
     """Trace `solve` under stage A's watcher, then ask it for the rules function."""
     calls = trace._CustomRuleCalls(jax)
     with calls:
-        jax.make_jaxpr(solve)(x, g)
+        calls.closed = jax.make_jaxpr(solve)(x, g)
     return calls.rules_function({"argument": 0, "cotangent": 1})
 
 
@@ -174,14 +174,141 @@ def test_rules_function_says_why_it_cannot_run_the_rules() -> None:
 
     scaled.defvjp(lambda x, s: (scaled(x, s), (x, s)), lambda r, g: (g * r[1], g * r[0]))
 
-    def two_arrays(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
-        return {"y": scaled(x, jnp.ones_like(x)), "dx": g}
+    def scaled_by_x(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        return {"y": scaled(x, x * x), "dx": g}
 
     def none(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
         return {"y": _sign(x), "dx": g}
 
-    assert "other than one array argument" in _rules_of(two_arrays, X, G)
+    assert "`s` is computed from solve's arguments" in _rules_of(scaled_by_x, X, G)
     assert "no jax.custom_vjp" in _rules_of(none, X, G)
+
+
+# -- a custom_vjp of several arguments (issue 41) ------------------------------------------------
+
+def _banded() -> Any:
+    """`q(x, lo, hi)`: the sign, and x's gradient clipped to lo <= x <= hi; the bounds'
+    cotangents are nonsense (the rules run compares x's only)."""
+    @jax.custom_vjp
+    def q(x: jax.Array, lo: Any, hi: Any) -> jax.Array:
+        return _sign(x)
+
+    def bwd(res: Any, g: jax.Array) -> tuple:
+        x, lo, hi = res
+        return jnp.where((x >= lo) & (x <= hi), g, 0.0), lo * 7, jax.tree.map(jnp.sin, hi)
+
+    q.defvjp(lambda x, lo, hi: (q(x, lo, hi), (x, lo, hi)), bwd)
+    return q
+
+
+@pytest.mark.parametrize("call", [
+    lambda q, x: q(x, -jnp.ones_like(x), jnp.float32(1.0)),  # from no input; a scalar
+    lambda q, x: q(x, hi=jnp.full(x.shape, 1.0), lo=-1.0),  # keywords, a Python number
+], ids=["arrays", "keywords"])
+def test_the_rules_run_with_the_other_arguments_solve_gave(call: Any) -> None:
+    _check_banded_run(_banded(), call)
+
+
+def test_the_other_arguments_may_be_pytrees() -> None:
+    @jax.custom_vjp
+    def q(x: jax.Array, lo: Any, hi: Any) -> jax.Array:
+        return _sign(x)
+
+    q.defvjp(lambda x, lo, hi: (q(x, lo, hi), (x, lo[0], hi["top"])),
+             lambda r, g: (jnp.where((r[0] >= r[1]) & (r[0] <= r[2]), g, 0.0),
+                           (0.0, jnp.float32(0.0)), {"top": jnp.zeros_like(r[2])}))
+    _check_banded_run(q, lambda q, x: q(x, (-1.0, jnp.float32(-2.0)),
+                                        {"top": jnp.ones_like(x)}))
+
+
+def _check_banded_run(q: Any, call: Any) -> None:
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        y, vjp = jax.vjp(lambda v: call(q, v), x)
+        return {"y": y, "dx": vjp(g)[0]}
+
+    rules = _rules_of(solve, X, G)
+    assert callable(rules), rules
+    out = jax.jit(rules)(X, G)
+    np.testing.assert_array_equal(out["function"], _sign(X))
+    np.testing.assert_array_equal(out["forward"], _sign(X))
+    np.testing.assert_array_equal(out["backward"], BAND)
+    np.testing.assert_array_equal(out["backward@2"], BAND)  # no other shape: x's own again
+
+
+def test_solves_own_argument_is_given_to_the_rules_as_each_test_has_it() -> None:
+    """`q(x, g)`: g is an input of the rules program, so the rules see each test's g."""
+    @jax.custom_vjp
+    def q(x: jax.Array, h: jax.Array) -> jax.Array:
+        return _sign(x)
+
+    q.defvjp(lambda x, h: (q(x, h), (x, h)),
+             lambda r, g: (jnp.where(jnp.abs(r[0]) <= 1.0, r[1], 0.0), g))
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        y, vjp = jax.vjp(lambda v: q(v, g), x)
+        return {"y": y, "dx": vjp(jnp.zeros_like(g))[0]}
+
+    rules = jax.jit(_rules_of(solve, X[:2], G[:2]))
+    np.testing.assert_array_equal(rules(X, G)["backward"], BAND)
+
+
+def test_an_argument_computed_from_solves_arguments_is_refused() -> None:
+    """The work carried in: the clipped gradient handed back, a mask multiplied by."""
+    @jax.custom_vjp
+    def q(x: jax.Array, carried: jax.Array) -> jax.Array:
+        return _sign(x)
+
+    q.defvjp(lambda x, c: (q(x, c), c), lambda c, g: (c * (g == g), jnp.zeros_like(c)))
+
+    def carried(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        y, vjp = jax.vjp(q, x, jnp.where(jnp.abs(x) <= 1.0, g, 0.0))
+        return {"y": y, "dx": vjp(g)[0]}
+
+    def swapped(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:  # x given second
+        return {"y": q(jnp.where(jnp.abs(x) <= 1.0, g, 0.0), x), "dx": g}
+
+    assert "`carried` is computed from solve's arguments" in _rules_of(carried, X, G)
+    assert "`x` is computed from solve's arguments" in _rules_of(swapped, X, G)
+
+
+@pytest.mark.parametrize(("where", "phrase"), [
+    ("jit", "could not be followed to solve's arguments"),
+    ("vmap", "at another shape than solve computed it"),
+    ("nox", "none of its array arguments is x itself"),
+])
+def test_several_arguments_the_run_cannot_follow_are_refused(where: str, phrase: str) -> None:
+    q = _banded()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        ones = jnp.ones_like(x)
+        if where == "jit":
+            y = jax.jit(lambda v: q(v, -ones, ones))(x)
+        elif where == "vmap":
+            y = jax.vmap(q)(x, -ones, ones)
+        else:
+            y = q(-ones, -ones, ones)
+        return {"y": y, "dx": g}
+
+    reason = _rules_of(solve, X, G)
+    assert isinstance(reason, str) and phrase in reason, reason
+
+
+def test_several_arguments_export_at_a_symbolic_size() -> None:
+    """The constants are computed again by solve's own steps, at the rules program's size."""
+    from jax import export
+
+    q = _banded()
+
+    def solve(x: jax.Array, g: jax.Array) -> dict[str, jax.Array]:
+        y, vjp = jax.vjp(q, x, jnp.full_like(x, -1.0), jnp.ones_like(x))
+        return {"y": y, "dx": vjp(g)[0]}
+
+    (n,) = export.symbolic_shape("N")
+    spec = jax.ShapeDtypeStruct((n,), jnp.float32)
+    rules = _rules_of(solve, spec, spec)
+    out = export.export(jax.jit(rules))(spec, spec).call(X, G)
+    np.testing.assert_array_equal(out["function"], _sign(X))
+    np.testing.assert_array_equal(out["backward"], BAND)
 
 
 def test_a_custom_vjp_called_two_ways_is_not_run_as_one_of_them() -> None:

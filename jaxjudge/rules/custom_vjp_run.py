@@ -5,6 +5,11 @@ were inside them; running the rules alone can. A backward rule of `-(-g)` with t
 applied to the cotangent before it, or a forward rule of `clip(x, -inf, inf)` with the
 quantisation around it, computes other values than solve returns, whatever the ops are called.
 
+A custom_vjp of several arguments is run with the ones solve gave it besides x: solve's own
+arguments as the test's, values computed from none of them as constants (recomputed by solve's
+own steps); one computed from solve's arguments is refused (it would carry the work in). Only
+the backward rule's cotangent for x is compared: the others' are not the learner's business.
+
 The rules program is exported by stage A (untrusted) from the submission's custom_vjp object,
 and run by stage B on the tests; the parent compares its values with solve's. A submission that
 forges the rules program must itself write rules that compute the right values: the work the
@@ -80,15 +85,15 @@ def check_custom_vjp_rules_run(programs: list[ProgramInfo], *, argument: str, co
     run = next((p.rules_run for p in programs if p.rules_run is not None), None)
     if run is None:
         run = RulesRun(reason="they were not run")
+    called = (f"fwd({argument}, the others as solve gave them) then "
+              f"bwd(residuals, {cotangent})")
     if run.reason:
         return RuleOutcome(False, f"Your custom_vjp's rules could not be run on their own as "
-                                  f"fwd({argument}) then bwd(residuals, {cotangent}): "
-                                  f"{run.reason.rstrip('.')}. {hint}".strip())
+                                  f"{called}: {run.reason.rstrip('.')}. {hint}".strip())
     if run.errors:
         test, error = run.errors[0]
-        return RuleOutcome(False, f"Your custom_vjp's rules, run on their own as "
-                                  f"fwd({argument}) then bwd(residuals, {cotangent}), failed on "
-                                  f"test '{test}': {error[-600:]}. {hint}".strip())
+        return RuleOutcome(False, f"Your custom_vjp's rules, run on their own as {called}, "
+                                  f"failed on test '{test}': {error[-600:]}. {hint}".strip())
     if not run.tests:
         return RuleOutcome(False, "Your custom_vjp's rules ran on no test that solve also ran, "
                                   "so what they compute could not be checked.")

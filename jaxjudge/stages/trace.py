@@ -535,6 +535,25 @@ def _at_shape(jax: Any, one: Any, kind: tuple, x: Any, g: Any) -> dict[str, Any]
     return {name: back(v) for name, v in out.items()}
 
 
+def _is_literal(v: Any) -> bool:
+    return type(v).__name__ == "Literal"
+
+
+def _param_names(obj: Any) -> Any:
+    """`name(position)`: a custom function's parameter at `position`, for messages."""
+    try:
+        params = list(inspect.signature(obj.fun).parameters)
+    except (TypeError, ValueError, AttributeError):
+        params = []
+
+    def name(position: int) -> str:
+        if position < len(params) and params[position].isidentifier():
+            return f"`{params[position][:40]}`"
+        return f"number {position + 1}"
+
+    return name
+
+
 class _RuleTraces:
     """Each call of a custom_vjp's rule while solve is traced, traced once on its own
     (`jax.make_jaxpr`) and replayed: solve computes with the replayed program, and the rules
@@ -684,6 +703,12 @@ class _CustomRuleCalls:
         # Per function, the (shape, dtype) of its one array argument, in the order first called
         # at: the rules run also runs the rules at each one other than the argument's own.
         self.call_shapes: dict[int, list[tuple]] = {}
+        # Per function called first with several arrays (or arrays inside pytrees): that call
+        # (see `_several`), and the traced program of solve it was made in (`closed`, set by
+        # whoever traced solve) in which its traced arguments carry marks ("arg<i>", k).
+        self.several: dict[int, dict[str, Any]] = {}
+        self.closed: Any = None
+        self._inside: dict[int, int] = {}  # per function, how deep its own rules are running
         self.dropped = 0
         self._jax = jax
         self._mark = _marker()
@@ -750,7 +775,11 @@ class _CustomRuleCalls:
             if self._probing:
                 return rule(*args, **kwargs)
             role = "fwd" if forward else "fun"
-            out = self.traces.call(rule, args, kwargs, k, role)
+            self._inside[k] = self._inside.get(k, 0) + 1
+            try:  # a forward rule calling its own function: not another way of calling it
+                out = self.traces.call(rule, args, kwargs, k, role)
+            finally:
+                self._inside[k] -= 1
             self._probe(self.traces.replay(rule, k, role), args, kwargs, k, forward=forward)
             primal = out[0] if forward and isinstance(out, tuple) and len(out) == 2 else out
             if self._passes(primal, (args, kwargs)):
@@ -827,7 +856,9 @@ class _CustomRuleCalls:
             return orig(obj, *args, **kwargs)
         given = _positional(obj, args, kwargs)
         kinds = self.call_kinds.setdefault(k, set())
-        if len(kinds) < 8:  # the other arguments' values; arrays may differ in shape (vmap)
+        # the other arguments' values; arrays may differ in shape (vmap). A call from inside
+        # its own rule is not counted: jax gives a rule a Python number as its own type.
+        if len(kinds) < 8 and not self._inside.get(k):
             kinds.add(tuple(None if isinstance(a, self._jax.Array) else _digest(a)
                             for a in given or (kwargs,)))
         held = [a for a in given or () if isinstance(a, self._jax.Array)]
@@ -839,9 +870,17 @@ class _CustomRuleCalls:
                     shapes.append(kind)
         if k not in self.first_call:  # how rules_function calls the rules on x
             arrays = [isinstance(a, self._jax.Array) for a in given or ()]
+            with contextlib.suppress(Exception):  # an array inside a pytree argument too
+                if sum(isinstance(v, self._jax.Array)
+                       for v in self._jax.tree_util.tree_leaves(given)) != sum(arrays):
+                    arrays = []
             self.first_call[k] = (None if given is None or sum(arrays) != 1 else  # no tracer
                                   (arrays.index(True), [None if is_array else a for is_array, a
                                                         in zip(arrays, given, strict=True)]))
+            if given is not None and self.first_call[k] is None:
+                marked = self._several(obj, given, k)
+                if marked is not None:
+                    args, kwargs = tuple(marked), {}
         swapped: list[tuple[str, Any]] = []
         wrappers = (("bwd", lambda f: self._marking_bwd(f, k)),
                     ("fun", lambda f: self._watching(f, k, False)),
@@ -863,13 +902,143 @@ class _CustomRuleCalls:
                     setattr(obj, attr, rule)
         return self._marked(out, "out", k)
 
+    def _several(self, obj: Any, given: list, k: int) -> list | None:
+        """A first call with several arrays (or arrays inside pytree arguments): record, per
+        leaf of its arguments, the value of each leaf that is not a tracer (a Python number, an
+        array computed outside solve) and the shape of each traced one, and return the
+        arguments with each traced leaf passed through a mark ("arg<leaf>", k), so that the
+        rules run can find, in solve's program, what it was computed from (`_extra_args`)."""
+        jax = self._jax
+        try:
+            leaves, tree = jax.tree_util.tree_flatten(given)
+            top = [i for i, a in enumerate(given) for _ in jax.tree_util.tree_leaves(a)]
+        except Exception:
+            return None
+        if len(top) != len(leaves):
+            return None
+        nondiff = set(getattr(obj, "nondiff_argnums", ()) or ())
+        traced: dict[int, tuple] = {}
+        for i, v in enumerate(leaves):
+            if isinstance(v, jax.core.Tracer) and top[i] not in nondiff:
+                traced[i] = (tuple(v.shape), v.dtype)
+                leaves[i] = self._mark.bind(v, tag=(f"arg{i}", k))
+        self.several[k] = {"tree": tree, "top": top, "traced": traced,
+                           "values": [None if i in traced else v for i, v in enumerate(leaves)]}
+        return jax.tree_util.tree_unflatten(tree, leaves)
+
+    def _extra_args(self, k: int, ix: int) -> dict[str, Any] | str:
+        """How the rules run gives the first call's traced arguments (see `_several`): x (the
+        problem's argument, `ix`), solve's own arguments passed as they are, and values solve
+        computed from none of its arguments (`jnp.ones_like(x)`, a constant), computed again
+        in the rules program by the same steps of solve's program. An argument computed from
+        solve's arguments is refused: the work it carries (a clipped gradient, a mask) would
+        be done outside the rules. The marks are looked for among the top-level steps of
+        solve's program (not inside an inner jit or a loop)."""
+        call, closed = self.several[k], self.closed
+        jaxpr = getattr(closed, "jaxpr", None)
+        if jaxpr is None:
+            return "its arguments could not be followed to solve's"
+        made = {v: eqn for eqn in jaxpr.eqns for v in eqn.outvars}
+        marks = {}
+        for eqn in jaxpr.eqns:
+            tag = eqn.params.get("tag") if eqn.primitive is self._mark else None
+            if isinstance(tag, tuple) and tag[1:] == (k,) and str(tag[0]).startswith("arg"):
+                marks.setdefault(tag[0], eqn.invars[0])
+        invars = list(jaxpr.invars)
+        names = _param_names(self._keep[k])
+        how: dict[int, tuple] = {}
+        steps: set = set()
+        for i, (shape, _dtype) in call["traced"].items():
+            name = names(call["top"][i])
+            v = marks.get(f"arg{i}")
+            if v is not None and _is_literal(v):
+                how[i] = ("value", v)
+                continue
+            if v is None:
+                return (f"its argument {name} could not be followed to solve's arguments (call "
+                        "it in solve itself, not inside an inner jax.jit, a loop or jax.vmap)")
+            if tuple(getattr(v.aval, "shape", ())) != shape:
+                return (f"its argument {name} was given at another shape than solve computed "
+                        "it at (under jax.vmap): with several arrays, call it on x itself")
+            if v in invars:
+                how[i] = ("input", invars.index(v))
+                continue
+            needed: set = set()
+            todo = [v]
+            while todo:
+                w = todo.pop()
+                if w in invars:
+                    return (f"its argument {name} is computed from solve's arguments outside "
+                            "the rules, so the work it carries would not be the rules': pass "
+                            "x itself, solve's own arguments, or values computed from none of "
+                            "them (a Python number, jnp.ones_like(x))")
+                eqn = None if _is_literal(w) else made.get(w)
+                if eqn is not None and id(eqn) not in needed:
+                    needed.add(id(eqn))
+                    todo.extend(a for a in eqn.invars if not _is_literal(a))
+            steps |= needed
+            how[i] = ("value", v)
+        xs = [i for i, h in how.items() if h == ("input", ix) and call["top"].count(
+            call["top"][i]) == 1]
+        if not xs:
+            return ("none of its array arguments is x itself as solve received it (with "
+                    "several arrays, x must be one of them, whole)")
+        return {"how": how, "x": xs[0], "steps": [e for e in jaxpr.eqns if id(e) in steps],
+                "consts": dict(zip(jaxpr.constvars, closed.consts, strict=False))}
+
+    def _several_rules(self, k: int, request: dict) -> Any:
+        """`rules_function` for a first call with several arrays: fwd and bwd run with x in its
+        place, solve's arguments and the constants in theirs (see `_extra_args`); the backward
+        rule's cotangent for x is the one compared. At x's own shape only."""
+        jax, obj, call = self._jax, self._keep[k], self.several[k]
+        ix, ig = int(request["argument"]), int(request["cotangent"])
+        extra = self._extra_args(k, ix)
+        if isinstance(extra, str):
+            return extra
+        nondiff = tuple(getattr(obj, "nondiff_argnums", ()) or ())
+        at = call["top"][extra["x"]]
+        pos = [i for i in range(max(call["top"]) + 1) if i not in nondiff].index(at)
+        fun, fwd, bwd = (self.traces.replay(getattr(obj, role), k, role)
+                         for role in ("fun", "fwd", "bwd"))
+        primal = self.traces.primal if getattr(obj, "symbolic_zeros", False) else None
+
+        def rules(*args: Any) -> dict[str, Any]:
+            env = dict(extra["consts"])
+            for eqn in extra["steps"]:  # the constants, by solve's own steps
+                bound = eqn.primitive.get_bind_params(eqn.params)  # (subfuns, params) in old
+                subfuns, params = bound if isinstance(bound, tuple) else ((), bound)  # jax
+                outs = eqn.primitive.bind(*subfuns, *[
+                    a.val if _is_literal(a) else env[a] for a in eqn.invars], **params)
+                outs = outs if eqn.primitive.multiple_results else [outs]
+                env.update(zip(eqn.outvars, outs, strict=False))
+            leaves = list(call["values"])
+            for i, (kind, v) in extra["how"].items():
+                leaves[i] = args[v] if kind == "input" else (
+                    v.val if _is_literal(v) else env[v])
+            leaves[extra["x"]] = args[ix]
+            given = jax.tree_util.tree_unflatten(call["tree"], leaves)
+            wrapped = given if primal is None else [
+                a if i in nondiff else jax.tree_util.tree_map(
+                    lambda v, p=(i == at): primal(v, p), a) for i, a in enumerate(given)]
+            out = fwd(*wrapped)
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError("the forward rule must return (output, residuals)")
+            grads = bwd(*[given[i] for i in nondiff if i < len(given)], out[1], args[ig])
+            first = (grads[pos] if isinstance(grads, (tuple, list)) and len(grads) > pos
+                     else grads)
+            own = {"function": fun(*given), "forward": out[0], "backward": first}
+            return {**own, **{f"{n}@{j}": v for j in (1, 2) for n, v in own.items()}}
+
+        return rules
+
     def rules_function(self, request: dict) -> Any:
         """The submission's custom_vjp rules on their own, as a function of solve's arguments:
         `fun(x)`, `fwd(x)` and `bwd(residuals, g)` with x and g solve's positional arguments
         `request` numbers ("argument", "cotangent"). Stage B runs it on the tests, so the
         parent sees what the rules compute, not where solve applies them. The function is
         the first of the submission's custom_vjp functions whose backward rule ran (else the
-        first one called); a string says why there is none."""
+        first one called); a string says why there is none. A function of several arrays is
+        run with the other arguments of its first call (`_several_rules`)."""
         own = [k for k, f in enumerate(self.functions)
                if f["kind"] == "custom_vjp" and not f["library"]]
         if not own:
@@ -878,9 +1047,9 @@ class _CustomRuleCalls:
         obj = self._keep[k]
         call = self.first_call.get(k)
         nondiff = tuple(getattr(obj, "nondiff_argnums", ()) or ())
-        if call is None:
-            return "it was called with keywords or with other than one array argument"
-        at, given_args = call
+        if call is None and k not in self.several:
+            return "it was called with keywords that do not bind to its parameters, or no array"
+        at, given_args = call if call is not None else (None, [])
         if at in nondiff:
             return "its array argument is one of its nondiff_argnums"
         fun, fwd, bwd = (getattr(obj, a, None) for a in ("fun", "fwd", "bwd"))
@@ -900,6 +1069,8 @@ class _CustomRuleCalls:
         if len(ran) > 1:
             return (f"the backward rules of {len(ran)} custom_vjp functions of yours ran, and "
                     "the rules are checked for one of them: use one custom_vjp")
+        if call is None:
+            return self._several_rules(k, request)
         shapes = self.call_shapes.get(k, [])
         if len(shapes) > self.MAX_SHAPES:
             return (f"it was called at more than {self.MAX_SHAPES} shapes (or dtypes) of its "
@@ -1649,6 +1820,7 @@ def main(job_dir: str) -> int:
             calls = _CustomRuleCalls(jax)
             with decisions, calls:
                 closed = jitted.trace(*args).jaxpr  # jax >= 0.4.38 (pyproject's floor)
+            calls.closed = closed
             if decisions.found:
                 raise _NeedsConcreteShapes(decisions.found)
             summary = _summary(closed.jaxpr, calls, checkpoint_prim, policies)
@@ -1713,6 +1885,7 @@ def _per_signature(job_dir: str, job: dict, fn: Any, result: dict, timings: dict
                 calls = _CustomRuleCalls(jax)
                 with calls:
                     closed = jitted.trace(*args).jaxpr
+                calls.closed = closed
                 summaries.add(sig["id"], _summary(closed.jaxpr, calls, checkpoint_prim, policies))
                 calls_of[sig["id"]] = calls
                 spent["trace"] += time.perf_counter() - t
