@@ -532,3 +532,22 @@ def test_the_retry_has_its_own_time(tmp_path: Path) -> None:
     result = _stage_a(tmp_path, {"s.py": source}, TRACED, **_TRACED_ARGS)["s.py"]
     assert result["status"] == "trace_error" and "traced" in result["message"]
     assert result["traced_cause"] == [{"argument": "step"}]
+
+
+STE = load_problem("straight-through-estimator")
+
+
+def test_the_rules_of_a_custom_vjp_of_several_arrays_are_exported(tmp_path: Path) -> None:
+    """Issue 41: a quantiser of x and a bound made from no input is exported as one
+    shape-polymorphic rules program; one whose second argument solve computed from x and g
+    (the clipped gradient carried in) is not, and the reason names the argument."""
+    from jaxjudge.grading.rules_run import rules_request
+
+    subs = STE.submissions_dir
+    names = ("accepted_two_argument_quantiser.py", "req_second_argument_carries_the_gradient.py")
+    results = _stage_a(tmp_path, {n: (subs / n).read_bytes() for n in names}, STE,
+                       rules_run=rules_request(STE, plan_module.plan_for(STE, "submit")))
+    honest, cheat = (results[n] for n in names)
+    assert honest["status"] == cheat["status"] == "ok"
+    assert honest.get("rules_signature") == "poly" and "rules_error" not in honest, honest
+    assert "`carried` is computed from solve's arguments" in cheat["rules_error"]
