@@ -786,3 +786,34 @@ def test_loop_runs_past_the_records_end_the_run() -> None:
         _observe(junk_loops(300), x, groups=groups, inject=4)
     got = _observe(junk_loops(200), x, groups=groups, inject=4)  # under the cap: all seen
     assert got["status"] == "ok" and len(got["loops"]) == 202
+
+
+def test_an_input_the_program_does_not_read_has_no_visits_to_show() -> None:
+    """A run asking whether a loop walks a dimension one index at a time (`dim` set) drops an
+    input the verified program never reads (jax kept it out): no loop can walk it, so a shape
+    special case that ignores it (one key: the output is v) is not failed as unobservable.
+    Every other run still fails closed on it, and the inputs it does read are still watched."""
+    def fn(x, y):
+        return jax.lax.scan(lambda c, row: (c + row, c), jnp.zeros(3), x)[1]  # y unread
+
+    x = RNG.standard_normal((4, 3)).astype(np.float32)
+    y = RNG.standard_normal((4, 3)).astype(np.float32)
+    exp = export.export(jax.jit(fn))(x, y)
+    text, _, _ = _program(fn, x, y)
+    kept = sorted(int(i) for i in exp.module_kept_var_idx)
+    assert kept == [0]  # the program's own inputs: y is not one
+    visit = {"program": "p", "test": "t", "count": 4, "inject": 0, "dim": "B", "own": True}
+    job = {"tests": [{"name": "t", "signature": "s", "inputs": [x, y]}], "observe": [
+        {**visit, "id": "only-y", "watch": ["y"],
+         "groups": [{"path": "y", "axis": 0, "size": 1}]},
+        {**visit, "id": "both", "watch": ["x", "y"],
+         "groups": [{"path": p, "axis": 0, "size": 1} for p in ("x", "y")]},
+        {"id": "loop", "program": "p", "test": "t", "count": 4, "inject": 4, "watch": ["y"],
+         "groups": [{"path": "y", "axis": 0, "size": 1}]}]}
+    got = OBS["observe_all"](job, {"s": None}, {"p": {"args": ["x"]}}, {"p": text},
+                             {"p": exp}, lambda tree: [np.asarray(v) for v in tree], ir,
+                             mlir.make_ir_context(), lambda inputs, spec, np: inputs)
+    assert got["only-y"] == {"status": "ok", "work": 0}
+    assert got["both"]["status"] == "ok" and got["both"]["work"] > 0  # x still watched
+    assert got["both"]["loops"] and got["both"]["groups"] == 4
+    assert got["loop"]["status"] == "unobservable" and "does not read y" in got["loop"]["reason"]

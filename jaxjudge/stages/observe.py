@@ -590,9 +590,17 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
             groups = []
             for g in entry["groups"]:
                 if g["path"] not in index:
+                    if entry.get("dim"):
+                        # a run asking whether a loop walks `dim` one index at a time: no loop
+                        # walks an input the program never reads (jax dropped it from the
+                        # verified program), so that input's indices have nothing to show
+                        continue
                     raise Unobservable(f"the program does not read {g['path']}")
                 groups.append({"arg": index[g["path"]], "axis": int(g["axis"]),
                                "size": int(g["size"]), "count": int(entry["count"])})
+            if entry.get("dim") and not groups:
+                out[oid] = {"status": "ok", "work": 0}  # reads none of them: nothing to walk
+                continue
             watched = ([index[path] for path in entry["watch"] if path in index]
                        if entry.get("watch") else list(range(len(kept))))
             out[oid] = observe(texts[pid], [leaves[i] for i in kept], groups,
