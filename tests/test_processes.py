@@ -306,6 +306,7 @@ def test_a_worker_that_died_while_idle_costs_no_submission_an_internal_error() -
         (victim,) = pg.pids()
         os.kill(victim, signal.SIGKILL)  # as the OOM killer would, between two grades
         _gone({victim})
+        _threads_gone(victim)  # a dead leader is reapable only once its threads have exited
         assert pg.grade(PROBLEM, BROKEN, "run").verdict is Verdict.COMPILE_ERROR
         assert victim not in pg.pids()
 
@@ -357,6 +358,19 @@ def _running(client, sub_id: str, seconds: float = 120.0) -> None:  # type: igno
     while client.get(f"/v1/submissions/{sub_id}").json()["status"] != "running":
         assert time.monotonic() < deadline, "never running"
         time.sleep(0.1)
+
+
+def _threads_gone(pid: int, seconds: float = 15.0) -> None:
+    """Wait until a killed process's other threads have exited too: its leader shows as a
+    zombie at once, but waitpid (Popen.poll) sees the death only after the whole group."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if len(os.listdir(f"/proc/{pid}/task")) <= 1:
+                return
+        except OSError:
+            return
+        time.sleep(0.05)
 
 
 def _gone(pids: set[int], seconds: float = 15.0) -> set[int]:
