@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -84,6 +85,19 @@ class ReportCache(LRU):
     def put(self, key: str, value: Report) -> None:
         if value.verdict not in self.UNCACHED:
             super().put(key, value)
+
+    def lookup(self, problem: Problem, source: str | bytes, mode: Mode, limits: Limits,
+               engine: str, started: float) -> tuple[str, Report | None]:
+        """This grade's key ('' while the cache is off) and the report kept for it, if any,
+        timed from `started` and marked cached. One lookup for the Grader and the
+        ProcessGrader, whose cache is the parent's."""
+        if not self.size:
+            return "", None
+        key = report_key(problem, source, mode, limits, engine)
+        cached = self.get(key)
+        if cached is not None:
+            cached.timings = {"total": round(time.perf_counter() - started, 4), "cached": 1.0}
+        return key, cached
 
 
 

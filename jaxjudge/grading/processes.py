@@ -33,7 +33,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from jaxjudge.grading.caches import ReportCache, report_key
+from jaxjudge.grading.caches import ReportCache
 from jaxjudge.grading.grader import Grader, engine_from_env, internal_error
 from jaxjudge.grading.report import Mode, Report
 from jaxjudge.problems.package import Limits, Problem, load_problem
@@ -233,11 +233,9 @@ class ProcessGrader:
         key = ""
         if self.reports.size and not custom_inputs and mode in ("run", "submit"):
             prob = load_problem(problem) if isinstance(problem, str) else problem
-            key = report_key(prob, source, mode, limits or prob.limits, self.engine)
-            cached = self.reports.get(key)
+            key, cached = self.reports.lookup(prob, source, mode, limits or prob.limits,
+                                              self.engine, started)
             if cached is not None:
-                cached.timings = {"total": round(time.perf_counter() - started, 4),
-                                  "cached": 1.0}
                 return cached
         kwargs = {"filename": filename, "limits": limits, "custom_inputs": custom_inputs}
         worker = self._take()
