@@ -184,25 +184,6 @@ class Grading(StageA, StageB):
         self._timed("compare", t)
         return self._decide()
 
-    def _corroborate(self, reqs: list[RequirementResult]) -> None:
-        """A spec-level pass stands only if the program-level requirements it names passed:
-        the jaxpr summary came from the untrusted stage, so on its own it explains but never
-        decides or pays. A spec-level failure is kept as is (a lie against oneself gains
-        nothing)."""
-        passed = {r.name for r in reqs if r.level == "program" and r.passed}
-        declared = {r.name: r for r in self.problem.requirements}
-        for res in reqs:
-            req = declared.get(res.name)
-            if res.level != "spec" or not res.passed or req is None:
-                continue
-            missing = [n for n in self.problem.corroborators(req) if n not in passed]
-            if missing:
-                res.passed = False
-                res.message = (
-                    f"Your traced code reports this ({res.message.rstrip('.')}), but the "
-                    f"exported program does not confirm it: see {', '.join(missing)}."
-                )
-
     def _spec_summaries(self, stage_a: StageAResult) -> list[tuple[list[str], Any]]:
         """Stage A's summaries, each with where its program runs (the named dimensions, e.g.
         "B=3, D=4, H=5"; [] for the one shape-polymorphic program): the problem's own test
