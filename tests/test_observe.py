@@ -49,11 +49,10 @@ def _evaluate(fn: Callable, *args) -> tuple[list[np.ndarray], list]:
     return [g[0] for g in got], want
 
 
-def _observe(fn: Callable, *args, groups=(), inject: int = 0, watched=None,
-             skip: bool = False) -> dict:
+def _observe(fn: Callable, *args, groups=(), inject: int = 0, watched=None) -> dict:
     text, ins, _ = _program(fn, *args)
     return OBS["observe"](text, ins, list(groups), inject, ir, hlo, mlir.make_ir_context(),
-                          watched, skip=skip)
+                          watched)
 
 
 RNG = np.random.default_rng(7)
@@ -229,127 +228,6 @@ def test_a_data_zero_gate_shows_idle_steps() -> None:
     # thrown away at 2..6
 
 
-def _normalize(x):
-    return x / jnp.maximum(jnp.linalg.norm(x), 1e-12)
-
-
-def _power(w, u):
-    def step(_, c):
-        u, v = c
-        v = _normalize(w.T @ u)
-        return _normalize(w @ v), v
-
-    u, v = jax.lax.fori_loop(0, 8, step, (u, jnp.zeros(w.shape[1], w.dtype)))
-    return u, u @ (w @ v)
-
-
-def _diff_of_copies(w, u):
-    """Two iterations on even steps; on odd ones a nudge by w minus a carried copy of w: zero
-    in every real run, nonzero when w changes at one step only (an inject variant)."""
-    zero = jnp.minimum(jnp.abs(w).sum(), 0.0).astype(jnp.int32)
-
-    def two(c):
-        u, v, _ = c
-        for _ in range(2):
-            v = _normalize(w.T @ u)
-            u = _normalize(w @ v)
-        return u, v, w
-
-    def nudge(c):
-        u, v, wc = c
-        return u + (w - wc) @ v, v + (w - wc).T @ u, w
-
-    u, v, _ = jax.lax.fori_loop(
-        0, 8, lambda i, c: jax.lax.cond((i + zero) % 2 == 0, two, nudge, c),
-        (u, jnp.zeros(w.shape[1], w.dtype), w))
-    return u, u @ (w @ v)
-
-
-def test_undoing_a_step_shows_the_steps_idle_in_the_real_run() -> None:
-    """With `skip`, one variant per step undoes that step's update of what the loop carries
-    from the watched input while the counter advances: every step of an honest power iteration
-    matters as much as another (the same 7 iterations are left); the odd steps of a loop that
-    reads w there only through a difference of copies matter not at all, though changing w at
-    those steps alone reaches the outputs."""
-    w = np.array([[2.0, 0.9, 0.1], [0.8, 1.7, 0.3], [0.2, 0.4, 1.5]], np.float32)
-    u = np.array([1.0, 0.0, 0.0], np.float32)
-    honest = _loop(_observe(_power, w, u, inject=8, watched=[0], skip=True), 8)
-    sizes = honest["skip_size"]
-    assert len(sizes) == 8 and sizes[0] > 1e-5 and len(set(sizes)) == 1
-    cheat = _loop(_observe(_diff_of_copies, w, u, inject=8, watched=[0], skip=True), 8)
-    assert cheat["skip_size"][1::2] == [0.0] * 4 and min(cheat["skip_size"][0::2]) > 1e-5
-    assert all(cheat["reached"][1:7])  # what the inject variants alone see: kept
-    assert _loop(_observe(_power, w, u, inject=8, watched=[0]), 8)["skip_size"] == []
-
-
-def test_undoing_is_blind_to_sign_flips_and_dummy_loops_are_not_varied() -> None:
-    """A loop that negates its state at every step makes undoing any one step flip the
-    result: undo sizes ignore the sign, so the difference-of-copies steps still measure 0. A
-    second loop that passes sigma along times 1.0 reads nothing the variants change and is
-    not `varied` (it cannot confound the power loop's sizes); the power loop is."""
-    def flips(w, u):
-        u, sigma = _diff_of_copies(w, u)
-        u = jax.lax.fori_loop(0, 8, lambda i, x: -x, u)  # an even number of flips
-        return u, jax.lax.fori_loop(0, 2, lambda i, s: s * 1.0, sigma)
-
-    def flipping(w, u):
-        zero = jnp.minimum(jnp.abs(w).sum(), 0.0).astype(jnp.int32)
-
-        def body(i, c):
-            u, v, wc = c
-            u, v, wc = jax.lax.cond((i + zero) % 2 == 0,
-                                    lambda c: (_normalize(w @ _normalize(w.T @ _normalize(
-                                        w @ _normalize(w.T @ c[0])))),
-                                               _normalize(w.T @ c[0]), w),
-                                    lambda c: (c[0] + (w - c[2]) @ c[1], c[1], w), (u, v, wc))
-            return -u, -v, wc
-
-        u, v, _ = jax.lax.fori_loop(0, 8, body, (u, jnp.zeros(w.shape[1], w.dtype), w))
-        return u, u @ (w @ v)
-
-    w = np.array([[2.0, 0.9, 0.1], [0.8, 1.7, 0.3], [0.2, 0.4, 1.5]], np.float32)
-    u = np.array([1.0, 0.0, 0.0], np.float32)
-    run = _loop(_observe(flipping, w, u, inject=8, watched=[0], skip=True), 8)
-    assert run["skip_size"][1::2] == [0.0] * 4 and min(run["skip_size"][0::2]) > 1e-5
-    got = _observe(flips, w, u, inject=8, watched=[0], skip=True)
-    outer = [r for r in got["loops"] if r["depth"] == 0]
-    assert [r["varied"] for r in outer if r["steps"] == 8] == [True, True]  # power, flips
-    assert [r["varied"] for r in outer if r["steps"] == 2] == [False]
-
-
-def test_with_undo_variants_the_first_outermost_loops_get_variants_of_their_own() -> None:
-    """A lax.map over w's rows after a power iteration reads w at its own steps: with one set
-    of inject variants for every outermost loop, its steps 1-3 moved the outputs with the
-    power loop's and confounded its reach sizes. With undo variants, the first two
-    outermost loops get a set each and later ones share a third, so the power loop's sizes
-    are the same with the map after it or without."""
-    def power(w, u):
-        def body(i, u):
-            return _normalize(w @ _normalize(w.T @ u))
-
-        return jax.lax.fori_loop(0, 8, body, u)
-
-    def power_then_map(w, u):
-        u = power(w, u)
-        return u, jax.lax.map(lambda row: row / (u @ u), w)
-
-    def three(w, u):
-        u = power(w, u)
-        a = jax.lax.map(lambda row: row * 2.0, w)
-        return u, a, jax.lax.map(lambda row: row + 1.0, w)
-
-    w = np.array([[2.0, 0.9, 0.1], [0.8, 1.7, 0.3], [0.2, 0.4, 1.5]], np.float32)
-    u = np.array([1.0, 0.0, 0.0], np.float32)
-    alone = _loop(_observe(power, w, u, inject=8, watched=[0], skip=True), 8)
-    got = _observe(power_then_map, w, u, inject=8, watched=[0], skip=True)
-    beside = _loop(got, 8)
-    assert beside["reach_size"] == alone["reach_size"]
-    assert sorted(r["vset"] for r in got["loops"] if r["depth"] == 0) == [0, 1]
-    sets = sorted(r["vset"] for r in _observe(three, w, u, inject=8, watched=[0],
-                                               skip=True)["loops"] if r["depth"] == 0)
-    assert sets == [0, 1, 2]
-
-
 def test_a_step_whose_reads_no_variant_can_change_is_unknown_not_idle() -> None:
     """An EMA written in place into a buffer that starts as x: the loop passes nothing along
     that moves with x, so an inject variant changes nothing a step reads. That says nothing
@@ -365,7 +243,6 @@ def test_a_step_whose_reads_no_variant_can_change_is_unknown_not_idle() -> None:
     run = _loop(got, 6)
     assert run["reached"] == [None] * 6
     assert all(sl["kept"] == [None] * 6 for sl in run["slots"])
-    assert run["varied"] is False
 
 
 def test_stage_b_picks_a_candidate_by_the_program_text_alone() -> None:

@@ -53,8 +53,8 @@ def test_figures_are_kept_atomically_and_a_torn_file_is_a_miss(
     monkeypatch.setenv("JAXJUDGE_STATE_DIR", str(tmp_path / "state"))
     key = rw.state_key("p", "fingerprint", "submit")
     assert rw.load(key) is None
-    rw.store(key, {"a": 5, "b": 7})
-    assert rw.load(key) == {"a": 5, "b": 7}
+    rw.store(key, rw.Reference({"a": 5, "b": 7}, {}))
+    assert rw.load(key) == rw.Reference({"a": 5, "b": 7}, {})
     path = statefile.state_dir() / "reference-work" / f"{key}.json"
     path.write_text('{"figures": {"a": 5')  # torn: another process mid-write, by hand
     assert rw.load(key) is None
@@ -62,3 +62,22 @@ def test_figures_are_kept_atomically_and_a_torn_file_is_a_miss(
     assert rw.load(key) is None
     assert not [n for n in os.listdir(path.parent) if n.endswith(".tmp")]
     assert rw.state_key("p", "fingerprint", "run") != key
+
+
+def test_trajectories_are_kept_with_the_figures_and_checked_on_load(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference's answers step by step: the outputs' sizes, then one row per step; NaN is
+    None. A file whose rows disagree with their sizes, or hold anything but floats, is a miss
+    (the figures are measured again), never believed."""
+    monkeypatch.setenv("JAXJUDGE_STATE_DIR", str(tmp_path / "state"))
+    key = rw.state_key("p", "fingerprint", "submit")
+    rows = [[1.0, 1.0], [0.0, 0.0], [1.5, None], [2.5, 3.0]]
+    rw.store(key, rw.Reference({"a": 5}, {"t": rows}))
+    assert rw.load(key) == rw.Reference({"a": 5}, {"t": rows})
+    path = statefile.state_dir() / "reference-work" / f"{key}.json"
+    for bad in ([[3.0], [0.0, 0.0], [1.0, 1.0]],  # sizes add up to 3, rows hold 2
+                [[2.0], [0.0, 0.0], [1.0, "x"]],  # a string
+                [[2.0], [0.0, 0.0], [1.0]],  # rows of two lengths
+                [[2.0], [0.0, 0.0]]):  # a single row: no step
+        statefile.write(path, {"figures": {"a": 5}, "trajectories": {"t": bad}})
+        assert rw.load(key) is None, bad

@@ -354,20 +354,6 @@ def test_depends_on_is_a_typed_option() -> None:
             validate("loop_over_dim", "program", bad)
 
 
-def test_reach_grows_needs_every_step() -> None:
-    """reach_grows is read only with every_step: asked alone it would check nothing."""
-    with pytest.raises(RuleConfigError):
-        validate("loop_over_dim", "program", {"dim": "T", "reach_grows": True})
-    assert validate("loop_over_dim", "program",
-                    {"dim": "T", "reach_grows": True, "every_step": True})
-    with pytest.raises(RuleConfigError):  # steps_matter_on is read by reach_grows's check
-        validate("loop_over_dim", "program",
-                 {"dim": "T", "every_step": True, "steps_matter_on": ["hidden-01"]})
-    assert validate("loop_over_dim", "program", {"dim": "T", "every_step": True,
-                                                 "reach_grows": True,
-                                                 "steps_matter_on": ["hidden-01"]})
-
-
 # -- a fixed count (no dimension): a stated number of iterations ---------------------------------
 
 def power_iteration(steps: int, unroll: bool = False) -> Callable[..., Any]:

@@ -10,6 +10,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from jaxjudge.grading.reference_work import Reference
 from jaxjudge.grading.report import Mode, Report, Verdict
 from jaxjudge.grading.stage_results import (
     StageBResult,
@@ -151,14 +152,15 @@ class ModelsCache(LRU):
 
 
 class FiguresCache(LRU):
-    """The reference's observed work per run (jaxjudge.grading.reference_work), per problem
-    version and mode: small dicts of ints, copied in and out."""
+    """The reference's observed work per run and its answers step by step
+    (jaxjudge.grading.reference_work), per problem version and mode, copied in and out (the
+    rows themselves are never changed)."""
 
-    def _freeze(self, value: dict[str, int]) -> dict[str, int]:
-        return dict(value)
+    def _freeze(self, value: Reference) -> Reference:
+        return Reference(dict(value.figures), dict(value.trajectories))
 
-    def _thaw(self, stored: dict[str, int]) -> dict[str, int]:
-        return dict(stored)
+    def _thaw(self, stored: Reference) -> Reference:
+        return Reference(dict(stored.figures), dict(stored.trajectories))
 
 
 def report_key(

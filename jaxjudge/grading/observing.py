@@ -19,6 +19,7 @@ from jaxjudge.problems.limits import asks_observer
 from jaxjudge.problems.package import Problem
 from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.observed import LoopRun, Observation, Slot
+from jaxjudge.rules.trajectory import Trajectory
 
 log = logging.getLogger("grader")
 
@@ -105,15 +106,26 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str],
             first = {"id": f"r{len(specs)}", "program": program, "test": tests_of[sid],
                      "req": req.name,
                      "count": want, "sliced": list(sliced), "groups": groups,
-                     "inject": want, "watch": watch, "primary": len(seen) == 1,
-                     # variants that undo one step each, read with reach_grows on every
-                     # run (a test far from converged shows a nudge at its true size)
-                     "skip": bool(opts.get("reach_grows"))}
+                     "inject": want, "watch": watch, "primary": len(seen) == 1}
             specs.append(first)
             firsts.append({**first, "signature": sid})
         for extra in [] if every else _second_tests(firsts, names_of, req.name):
             specs.append({**extra, "id": f"r{len(specs)}"})
+        if opts.get("trajectory"):
+            specs += _trajectory_specs(runs, tests_of, program_of, req.name, len(specs))
     return specs
+
+
+def _trajectory_specs(runs: list[tuple[int, str]], tests_of: dict[str, str],
+                      program_of: dict[str, str], req: str, n: int) -> list[dict[str, Any]]:
+    """One trajectory run (stages/observe_trajectory.py) per test signature, on its first test:
+    the reference runs the same ones (its figures hold its answers step by step), and the
+    program of every signature is judged on its own. Each is primary: no pick, since the
+    reference's answers are known for these tests only."""
+    return [{"id": f"r{n + k}", "kind": "trajectory", "program": program_of.get(sid, sid),
+             "test": tests_of[sid], "req": req, "count": want, "sliced": [], "groups": [],
+             "inject": 0, "watch": [], "primary": True}
+            for k, (want, sid) in enumerate(runs[:MAX_OBSERVED_PROGRAMS])]
 
 
 def _second_tests(firsts: list[dict[str, Any]], names_of: dict[str, list[str]],
@@ -203,9 +215,12 @@ def _groups(problem: Problem, sliced: tuple[str, ...], dim: str | None, dims: di
 
 
 def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str, Any]],
-                 program: str) -> tuple[Observation, ...]:
+                 program: str, trajectories: dict[str, list[Any]] | None = None,
+                 tolerance: tuple[float, float] = (0.0, 0.0)) -> tuple[Observation, ...]:
     """Stage B's validated observations of `program`, as the rules read them. Every planned
-    run of it is one: a run stage B did not report fails its requirement (closed)."""
+    run of it is one: a run stage B did not report fails its requirement (closed).
+    trajectories: the reference's answers step by step per figure key (reference_work), read
+    with the problem's `tolerance` (rtol, atol)."""
     if not specs:
         return ()
     result = result or {}
@@ -235,8 +250,7 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
                     entry_max=tuple(r.entry_max), exit=tuple(r.exit), work=tuple(r.work),
                     exit_parts=tuple(tuple(p) for p in r.exit_parts), needed=tuple(r.needed),
                     alone=tuple(r.alone),
-                    reached=tuple(r.reached), reach_size=tuple(r.reach_size),
-                    skip_size=tuple(r.skip_size), varied=r.varied, vset=r.vset,
+                    reached=tuple(r.reached),
                     enters=tuple(r.enters), for_good=tuple(r.for_good),
                     slots=tuple(Slot(first=tuple(sl.first), touches=tuple(sl.touches),
                                      kept=tuple(sl.kept), live=sl.live,
@@ -244,6 +258,21 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
                                 for sl in r.slots))
             for r in got.loops
         )
+        if spec.get("kind") == "trajectory":
+            stored = (trajectories or {}).get(spec.get("ref_key", ""))
+            ref = (Trajectory(index=0, steps=len(stored) - 2,
+                              rows=tuple(map(tuple, stored[1:])),
+                              sizes=tuple(int(n or 0) for n in stored[0]))
+                   if stored else None)
+            out.append(Observation(
+                count=spec["count"], sliced=(), test=spec["test"], status=got.status,
+                reason=got.reason, kind="trajectory", primary=True, reference=ref,
+                tolerance=tolerance, unfinished=got.trajectory_unfinished,
+                trajectory=tuple(Trajectory(index=t.index, steps=t.steps,
+                                            rows=tuple(map(tuple, t.rows)),
+                                            sizes=tuple(t.sizes))
+                                 for t in got.trajectory)))
+            continue
         out.append(Observation(count=spec["count"], sliced=tuple(spec["sliced"]),
                                dim=spec.get("dim", ""),
                                watched=",".join(spec.get("watch", [])) if spec.get("dim") else "",

@@ -30,14 +30,13 @@ import json
 import math
 from importlib import util
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from jaxjudge.isolation import statefile
 from jaxjudge.version import grader_version
 
 # What makes two runs the same run for the budget (jaxjudge.grading.observing's entry fields).
-KEY_FIELDS = ("req", "kind", "op", "count", "sliced", "dim", "groups", "inject", "watch", "own",
-              "skip")
+KEY_FIELDS = ("req", "kind", "op", "count", "sliced", "dim", "groups", "inject", "watch", "own")
 # stages/evaluator.py's MAX_WORK: the most any run is given (the trusted side's time bound); a
 # run the reference has no figure for (the reference itself could not be watched there) gets it.
 CEILING = 60_000_000
@@ -46,6 +45,20 @@ CEILING = 60_000_000
 # same step in more ops, no room; a junk loop gains nothing from it (no run is skipped).
 FLOOR = 1_000_000
 MAX_FIGURES = 512
+# The reference's answers step by step (a trajectory run's rows, observe_trajectory.py):
+# per figure key, at most 49 rows; all of them together bounded like one stage B result.
+MAX_TRAJECTORY_ELEMENTS = 1_000_000
+MAX_FILE_BYTES = 32 << 20  # their state file: ~25 bytes per element at most
+
+Row = list[float | None]  # a trajectory as stored: the outputs' sizes, then one row per step
+
+
+class Reference(NamedTuple):
+    """What the reference did on the observer's runs: its work per run (the budgets), and on
+    each trajectory run its loop's answers after 0, 1, ..., n steps."""
+
+    figures: dict[str, int]
+    trajectories: dict[str, list[Row]]
 
 
 def entry_key(entry: dict[str, Any], signature: str) -> str:
@@ -70,6 +83,23 @@ def figures_from(specs: list[dict[str, Any]], observed: dict[str, Any] | None,
     return out
 
 
+def trajectories_from(specs: list[dict[str, Any]], observed: dict[str, Any] | None,
+                      sig_of: dict[str, str]) -> dict[str, list[Row]]:
+    """The reference's answers step by step per figure key, from its trajectory runs: its
+    first loop of the run's trip count (the reference has one)."""
+    out: dict[str, list[Row]] = {}
+    for spec in specs:
+        got = (observed or {}).get(spec["id"])
+        sig = sig_of.get(spec["test"])
+        if spec.get("kind") != "trajectory" or got is None or sig is None or got.status != "ok":
+            continue
+        loop = next((t for t in got.trajectory if t.steps == spec["count"]), None)
+        if loop is not None:  # the outputs' sizes first, as a row of floats
+            out[entry_key(spec, sig)] = [[float(n) for n in loop.sizes]] + [
+                list(r) for r in loop.rows]
+    return out
+
+
 def budget(figure: int | None, multiple: float) -> int:
     """A run's budget: `multiple` times the reference's figure, within [FLOOR, CEILING]."""
     if figure is None:
@@ -83,9 +113,10 @@ def with_budgets(specs: list[dict[str, Any]], figures: dict[str, int], multiple:
     reference's figure it came from (`ref_work`, None: none; read back for the message)."""
     def priced(entry: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
         sig = sig_of.get(entry["test"], "")
-        figure = figures.get(entry_key(base, sig))
+        key = entry_key(base, sig)
+        figure = figures.get(key)
         return {**entry, "max_work": budget(figure, multiple), "ref_work": figure,
-                "multiple": multiple}
+                "multiple": multiple, "ref_key": key}
 
     out = []
     for spec in specs:
@@ -141,18 +172,39 @@ def _path(key: str) -> Path:
     return statefile.state_dir() / "reference-work" / f"{key}.json"
 
 
-def load(key: str) -> dict[str, int] | None:
-    """The figures an earlier process kept for `key`; None when absent, torn or malformed."""
-    data = statefile.read(_path(key))
+def load(key: str) -> Reference | None:
+    """What an earlier process kept for `key`; None when absent, torn or malformed."""
+    data = statefile.read(_path(key), MAX_FILE_BYTES)
     figures = data.get("figures") if isinstance(data, dict) else None
     if not isinstance(figures, dict) or len(figures) > MAX_FIGURES:
         return None
     if not all(isinstance(k, str) and type(v) is int and 0 < v <= CEILING
                for k, v in figures.items()):
         return None
-    return dict(figures)
+    runs = data.get("trajectories", {})
+    if not isinstance(runs, dict) or len(runs) > MAX_FIGURES or not all(
+            isinstance(k, str) and _rows(v) for k, v in runs.items()):
+        return None
+    if sum(len(r) for v in runs.values() for r in v) > MAX_TRAJECTORY_ELEMENTS:
+        return None
+    return Reference(dict(figures), {k: [list(r) for r in v] for k, v in runs.items()})
 
 
-def store(key: str, figures: dict[str, int]) -> None:
+def _rows(value: object) -> bool:
+    """A trajectory as stored: its outputs' sizes (as floats: whole numbers that add up to a
+    row's length), then 2 to 49 rows of one length, of floats or None."""
+    if not isinstance(value, list) or not 3 <= len(value) <= 50:
+        return False
+    sizes, rows = value[0], value[1:]
+    if not all(isinstance(r, list) and len(r) == len(rows[0]) for r in rows):
+        return False
+    if not isinstance(sizes, list) or not all(type(n) is float and n >= 0 and n.is_integer()
+                                              for n in sizes) or sum(sizes) != len(rows[0]):
+        return False
+    return all(x is None or type(x) is float for r in rows for x in r)
+
+
+def store(key: str, reference: Reference) -> None:
     """Keep the figures for later processes (best effort, atomic)."""
-    statefile.write(_path(key), {"figures": figures})
+    statefile.write(_path(key), {"figures": reference.figures,
+                                 "trajectories": reference.trajectories})

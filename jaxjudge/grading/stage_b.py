@@ -71,7 +71,9 @@ class StageB(StageBase):
     prefetched: dict[str, Module] | None = None
     # This grade measures the reference's observed work (reference_work): every run, no budget
     reference_run: bool = False
-    reference_observed: dict[str, Any] | None = None  # its figures, once stage B ran
+    reference_observed: reference_work.Reference | None = None  # its, once stage B ran
+    # the reference's answers step by step (trajectory runs), by figure key
+    reference_trajectories: dict[str, list[Any]] | None = None
 
     def _stage_b(
         self, a_dir: Path, job: Path, stage_a: StageAResult
@@ -125,7 +127,9 @@ class StageB(StageBase):
                  if program_of else [])
         sig_of = {t["name"]: t["signature"] for t in self.plan.tests}
         if watch and not self.reference_run:  # each run its own budget, from the reference
-            watch = reference_work.with_budgets(watch, self._reference_figures(),
+            reference = self._reference()
+            self.reference_trajectories = reference.trajectories
+            watch = reference_work.with_budgets(watch, reference.figures,
                                                 self.problem.observer.work_multiple, sig_of)
         spec = {
             "arg_names": self.plan.arg_names,
@@ -161,12 +165,14 @@ class StageB(StageBase):
                 # the moment (memory pressure), which must not be replayed to later submissions.
                 self.grader.programs.put(key, (result, texts))
         if self.reference_run:
-            self.reference_observed = reference_work.figures_from(watch, result.observed,
-                                                                  sig_of)
+            self.reference_observed = reference_work.Reference(
+                reference_work.figures_from(watch, result.observed, sig_of),
+                reference_work.trajectories_from(watch, result.observed, sig_of))
         return self._stage_b_outcome(result, texts, progs, watch, stage_a)
 
-    def _reference_figures(self) -> dict[str, int]:
-        """The reference's observed work per run (jaxjudge.grading.reference_work): this
+    def _reference(self) -> reference_work.Reference:
+        """The reference's observed work per run and its answers step by step
+        (jaxjudge.grading.reference_work): this
         Grader's, else the state directory's, else measured now by grading the reference
         (once per problem version, mode, JAX and grader version; its time is this grade's
         `reference_work`). A reference that could not be measured gives no figures (each run
@@ -180,12 +186,13 @@ class StageB(StageBase):
             t = time.perf_counter()
             figures = self._measure_reference()
             self.timings["reference_work"] = round(time.perf_counter() - t, 4)
-            if figures:
+            if figures is not None and figures.figures:
                 reference_work.store(key, figures)
-        self.grader.figures.put(key, figures or {})
-        return figures or {}
+        figures = figures or reference_work.Reference({}, {})
+        self.grader.figures.put(key, figures)
+        return figures
 
-    def _measure_reference(self) -> dict[str, int] | None:
+    def _measure_reference(self) -> reference_work.Reference | None:
         """Grade the reference like a submission (this grade's class, stages and limits), up
         to stage B, with every run a learner's grade may hold and no budget but the ceiling."""
         ref = type(self)(self.grader, self.problem,  # type: ignore[call-arg]
@@ -359,7 +366,9 @@ class StageB(StageBase):
                     tested=prog["id"] not in probes_only,
                     located=located(texts.get(prog["id"] + LINES_SUFFIX), self.display_name,
                                     n_lines),
-                    observed=observations(result.observed, watch or [], prog["id"]),
+                    observed=observations(result.observed, watch or [], prog["id"],
+                                          self.reference_trajectories,
+                                          self.problem.tolerance.loosest()),
                     rules_run=ran if prog.get("signatures") else None,
                 )
             )

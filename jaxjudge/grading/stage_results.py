@@ -196,6 +196,10 @@ MAX_OUTPUTS = 4096
 
 MAX_SLOTS = 24
 MAX_KNOCK_PARTS = 4  # observe.KNOCK_PARTS
+# observe_trajectory.py's limits: rows for 0 .. 48 steps, candidate loops, a row's outputs
+MAX_TRAJECTORY_ROWS = 49
+MAX_TRAJECTORY_LOOPS = 6
+MAX_ROW_ELEMENTS = 4096
 
 
 class ObservedSlot(_Strict):
@@ -244,16 +248,18 @@ class ObservedLoop(_Strict):
     # per injected step: did changing what it read move the program's outputs
     reached: Annotated[list[bool | None], Field(max_length=MAX_OBSERVED_STEPS)] = Field(
         default_factory=list)
-    # per injected step: how far that change moved them (relative to each output's size)
-    reach_size: Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)] | None],
-                          Field(max_length=MAX_OBSERVED_STEPS)] = Field(default_factory=list)
-    # per skipped step: how far undoing that step moved them (runs that asked for it)
-    skip_size: Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)] | None],
-                         Field(max_length=MAX_OBSERVED_STEPS)] = Field(default_factory=list)
-    # an inject or undo variant changed what one of its steps read or kept
-    varied: bool = False
-    # its set of inject and undo variants (outermost loops; observe.OUTER_SETS)
-    vset: Annotated[int, Field(ge=0, le=8)] = 0
+
+
+class TrajectoryLoop(_Strict):
+    """One loop's answers step by step (stages/observe_trajectory.py): rows[k] are the
+    program's outputs, flattened, with the loop stopped after k steps (NaN as None)."""
+
+    index: Count  # the while op's place in the program text
+    steps: Annotated[int, Field(ge=1, le=MAX_TRAJECTORY_ROWS - 1)]
+    rows: Annotated[list[Annotated[list[float | None], Field(max_length=MAX_ROW_ELEMENTS)]],
+                    Field(max_length=MAX_TRAJECTORY_ROWS)]
+    # each output's elements in a row, in order (complex ones twice: real, then imaginary)
+    sizes: Annotated[list[Count], Field(max_length=MAX_OUTPUTS)] = Field(default_factory=list)
 
 
 class ObservedResult(_Strict):
@@ -288,6 +294,11 @@ class ObservedResult(_Strict):
         list[Annotated[list[Annotated[float, Field(ge=0.0, le=1.0)]],
                        Field(max_length=MAX_OUTPUTS)]],
         Field(max_length=32)] = Field(default_factory=list)
+    # a trajectory run: per loop stopped step by step, its outputs (TrajectoryLoop)
+    trajectory: Annotated[list[TrajectoryLoop], Field(max_length=MAX_TRAJECTORY_LOOPS)] = Field(
+        default_factory=list)
+    # the budget ran out before every candidate loop was followed
+    trajectory_unfinished: bool = False
     # an entry offered candidates: the program and test stage B picked (observing._second_tests)
     picked_program: Name | None = None
     picked_test: Name | None = None

@@ -58,9 +58,9 @@ def _open_dir(folder: Path) -> int | None:
     return fd
 
 
-def read(path: Path) -> Any:
-    """The JSON in `path` if the file is ours, private and small; else None. Never blocks: a
-    FIFO or device put in its place is opened non-blocking and refused."""
+def read(path: Path, limit: int = MAX_BYTES) -> Any:
+    """The JSON in `path` if the file is ours, private and at most `limit` bytes; else None.
+    Never blocks: a FIFO or device put in its place is opened non-blocking and refused."""
     dfd = _open_dir(path.parent)
     if dfd is None:
         return None
@@ -75,8 +75,8 @@ def read(path: Path) -> Any:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
             return None
-        raw = f.read(MAX_BYTES + 1)
-    if len(raw) > MAX_BYTES:
+        raw = f.read(limit + 1)
+    if len(raw) > limit:
         return None
     try:
         return json.loads(raw)

@@ -49,7 +49,8 @@ def asks_observer(rule: object, level: object, options: Mapping[str, object]) ->
         return False
     if rule in _OBSERVING:
         return True
-    return rule == "loop_over_dim" and bool(options.get("every_step") or options.get("sliced"))
+    return rule == "loop_over_dim" and bool(options.get("every_step") or options.get("sliced")
+                                            or options.get("trajectory"))
 
 
 def _number(value: object, integral: bool) -> bool:

@@ -113,6 +113,12 @@ class Tolerance(BaseModel):
             return t.rtol, t.atol
         return self.rtol, self.atol
 
+    def loosest(self) -> tuple[float, float]:
+        """The largest rtol and atol of any output: for comparisons of all outputs flattened
+        together (a loop's answers step by step, jaxjudge.rules.trajectory)."""
+        entries = [(self.rtol, self.atol)] + [(t.rtol, t.atol) for t in self.outputs.values()]
+        return max(r for r, _ in entries), max(a for _, a in entries)
+
 
 class Scoring(BaseModel):
     model_config = ConfigDict(extra="forbid")

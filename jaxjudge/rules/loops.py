@@ -18,9 +18,6 @@ matches a lowering: it reads the inlined dataflow (`jaxjudge.rules.dataflow`).
   results cut, no output depends on them. A closed form beside a token loop, or passed
   through the loop unchanged, fails; so does a row of the input copied into the output beside
   the loop.
-- **Little outside it** (`outside_loop_products`): at most that many successive products with
-  the named arguments before and after the working loops (`jaxjudge.rules.outsideloop`): not a
-  token loop with the iterations unrolled after it, or before it.
 - **At every step** (`every_step`): the update runs at every step but one (a first step
   that only sets the starting value). The gates a step decides on its own progress (the
   counter, a flag carried beside it) are run step by step (`jaxjudge.rules.stepgates`), so an
@@ -35,11 +32,10 @@ other program-level rules: a program built to be slow fails the rule instead of 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from jaxjudge.rules.dataflow import Graph, Kind, Loop, Step, TooComplex, propagate
 from jaxjudge.rules.folding import Bits, Transfer, Value, fold_constants, live_nodes, make_transfer
-from jaxjudge.rules.outsideloop import Outside, products_outside
 from jaxjudge.rules.stablehlo import tensor_types
 from jaxjudge.rules.stepgates import branch_transfer, control_groups
 from jaxjudge.rules.stepslices import reads_whole, whole_reads
@@ -62,7 +58,6 @@ class LoopFinding:
     count: int | None
     works: bool = False
     why: str = ""
-    outside: Outside = field(default_factory=Outside)  # products with the names outside it
     idle: int = 0  # with every_step: the most steps at which the update is left out
 
 
@@ -293,8 +288,7 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
                   want: int | None = None,
                   only_through_loop: bool | Sequence[str] = False,
                   sliced: Sequence[str] = (), text: str = "",
-                  every_step: bool = False,
-                  outside_loop_products: int | None = None) -> list[LoopFinding]:
+                  every_step: bool = False) -> list[LoopFinding]:
     """Every while loop of the program, in program order, with its trip count; whether it
     carries the work is worked out for the loops that run `want` steps (all if None). With
     `only_through_loop`, a loop that does the work but beside which the named arguments (or
@@ -303,9 +297,7 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
     arguments other than through one step's slice at a time (why: "unsliced"; see
     `jaxjudge.rules.stepslices`, which reads slices' bounds from the program's `text`).
     With `every_step`, the update must run at every step, not under a branch on the counter
-    that passes the value along at other steps (why: "skipped"). With `outside_loop_products`,
-    no loop counts when more successive products with the named arguments than that run
-    before and after the working loops (why: "outside"; see `jaxjudge.rules.outsideloop`)."""
+    that passes the value along at other steps (why: "skipped")."""
     values = fold_constants(g)
     names = list(depends_on)
     seeds = _seeds(g, arg_paths, names)
@@ -338,14 +330,6 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
         for f in findings:
             if f.works:
                 f.works, f.why = False, "bypass"
-    working = [loop for loop, f in zip(g.loops, findings, strict=True) if f.works]
-    if outside_loop_products is not None and working:
-        outside = products_outside(g, values, seeds, _carried(g, values, working))
-        for f in findings:
-            if f.works:
-                f.outside = outside
-                if outside.total > outside_loop_products:
-                    f.works, f.why = False, "outside"
     if sliced and want and any(f.works for f in findings) and reads_whole(
             whole_reads(g, values, arg_paths, sliced, want, text), g.main_results):
         for f in findings:

@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
+from jaxjudge.rules.trajectory import Trajectory
+
 # One value entering a loop may hold a group twice (x and x[0] stacked, a padded copy); a
 # mixture of many groups is work done before the loop.
 ENTRY_COPIES = 2
@@ -77,15 +79,6 @@ class LoopRun:
     slots: tuple[Slot, ...] = ()
     # per injected step: did changing what it read move the program's outputs (None: unknown)
     reached: tuple[bool | None, ...] = ()
-    # per injected step: how far it moved them, relative to each output's size (0 to 1)
-    reach_size: tuple[float | None, ...] = ()
-    # per skipped step: how far undoing the step moved them (a run that asked for it)
-    skip_size: tuple[float | None, ...] = ()
-    # an inject or undo variant changed what one of its steps read or kept
-    varied: bool = False
-    # its set of inject and undo variants: outermost loops in other sets are never changed
-    # by them (the first two outermost loops get a set each with undo variants)
-    vset: int = 0
     # `exit` per knockout part: the first carried values one by one, the rest together
     exit_parts: tuple[tuple[int, ...], ...] = ()
     # per knockout part: how far setting it back to the unchanged inputs' value at the end
@@ -191,6 +184,12 @@ class Observation:
     # a second test of its signature (observing._second_tests): read only for what holds on
     # any data (work per step, shares per step, undo sizes), not for what steps keep
     second: bool = False
+    # kind "trajectory": the program's loops stopped step by step, the reference's the same
+    # way on the same test (None: it has none), and the problem's (rtol, atol)
+    trajectory: tuple[Trajectory, ...] = ()
+    reference: Trajectory | None = None
+    tolerance: tuple[float, float] = (0.0, 0.0)
+    unfinished: bool = False  # its budget ran out before every candidate loop was followed
 
 
 def _ranges(steps: list[int]) -> str:
@@ -232,16 +231,14 @@ def _work_note(runs: list[LoopRun], idle: list[int]) -> str:
 
 
 def _every_step(runs: list[LoopRun], count: int, every: bool,
-                primary: bool = True, reach_grows: bool = False,
-                others: bool = False, strict: bool = False) -> str | None:
+                primary: bool = True) -> str | None:
     """The steps (but the first) whose work no run kept (read on the primary run only), then
     work crowded into one step (`_crowded_work`, on every run); with `every`, that some value
     carrying the inputs' work, and keeping it at some step, did not keep (a fixed-count
     iteration updates each such value from the inputs at every step: one that keeps changing
     beside one that stopped is a decoy; a matrix carried along unchanged never worked)."""
     if not primary:
-        return (_crowded_work(runs, count)
-                or (_undone_unseen(runs, count, others, strict) if reach_grows else None))
+        return _crowded_work(runs, count)
     known: dict[int, bool] = {}
     for run in runs:
         if not any(sl.live for sl in run.slots):  # nothing it carries moves with the inputs
@@ -254,10 +251,7 @@ def _every_step(runs: list[LoopRun], count: int, every: bool,
                 known[s] = known.get(s, True) and kept
     idle = sorted(s for s in range(1, count) if known.get(s) is False)
     if not idle:
-        return (_unreached(runs, count)
-                or (_faded(runs, count, others) if reach_grows else None)  # primary only
-                or (_undone_unseen(runs, count, others, strict) if reach_grows else None)
-                or _crowded_work(runs, count))
+        return _unreached(runs, count) or _crowded_work(runs, count)
     return (f"{_steps(idle)} of its {count} change{'s' if len(idle) == 1 else ''} nothing the "
             f"loop carries when the inputs they read change: their work is thrown away (a "
             f"jnp.where, a zero factor or a flag keeps the value from the step before)"
@@ -277,86 +271,6 @@ def _unreached(runs: list[LoopRun], count: int) -> str | None:
                     f"your program returns when the inputs they read change: what they "
                     f"compute is dropped (kept "
                     f"only in a value the program does not return){_work_note(runs, lost)}")
-    return None
-
-
-# A step's reads may move the outputs this much less than an earlier step's did: an honest
-# power iteration's later steps move them more than its earlier ones (5 to 20 times more per
-# step on spectral's first test), while a nudge small enough to stay within the tolerance
-# moves them 1e-6 to 5e-3 as much (a red-team round: nudges of 1e-3 passed a bound of 1e-3).
-FADED = 1e-2
-
-
-def _sizes_at(sizes: tuple[float | None, ...], steps: list[int]) -> str:
-    """The first three steps' sizes, as a message shows them."""
-    return "/".join(f"{sizes[s]:.2g}" for s in steps[:3])
-
-
-def _faded(runs: list[LoopRun], count: int, others: bool) -> str | None:
-    """The steps (but the first and the last) whose reads, changed, moved the outputs less
-    than FADED times as much as an earlier step's did: with `reach_grows`, where each
-    step's work carries into the result undiminished (a power iteration, a running average),
-    such a step only nudges the state while the iterations are done at other steps. Not read
-    when `others` (another outermost loop ran): an inject variant changes the reads at step s
-    of every outermost loop at once, so a short loop over w's rows after the iterations would
-    lend its reach to the first steps (an honest `lax.map` was rejected that way)."""
-    if others:
-        return None
-    for run in runs:
-        sizes = run.reach_size
-        faint: list[int] = []
-        for s in range(1, min(count - 1, len(sizes))):
-            size = sizes[s]
-            earlier = [v for v in sizes[:s] if v is not None]
-            if size is not None and size > 0 and earlier and size < FADED * max(earlier):
-                faint.append(s)
-        if faint:
-            top = max(v for v in sizes[:faint[0]] if v is not None)
-            return (f"changing what steps {_ranges(faint)} of its {count} read moves your "
-                    f"outputs by {_sizes_at(sizes, faint)} of their size, against {top:.2g} "
-                    f"for an earlier step: those steps only nudge what the loop carries, while "
-                    f"the work is done at other steps")
-    return None
-
-
-# A middle step whose undoing moves the outputs less than this fraction of what undoing another
-# middle step does. An honest power iteration applies one map at every step, so undoing any
-# one of them leaves the same 7 iterations: equal sizes, bit for bit (spectral's tests).
-UNDONE = 0.1
-# Below this (relative to the outputs' size, ~80 float32 roundings) undoing a step is rounding:
-# a test that converged within the 8 steps (or an honest loop that stops updating once it has)
-# is not judged.
-UNDONE_FLOOR = 1e-5
-
-
-def _undone_unseen(runs: list[LoopRun], count: int, others: bool,
-                   strict: bool = False) -> str | None:
-    """The middle steps (not the first, not the last) whose undoing, in the run itself, moved
-    the outputs less than UNDONE times as much as undoing another middle step did: with
-    `reach_grows`, each step does the same iteration, so each matters as much; a step that
-    only nudges the state, or leaves it as it was (reading w only through a difference that
-    is zero in every real run), matters little or not at all. `strict` (a test the problem
-    names as far from converged): each middle step must also move them UNDONE_FLOOR, so all
-    the iterations done at the first step, the others idle, fail too. Not read beside another
-    outermost loop the variants moved, which they undo too (as `_faded`)."""
-    if others:
-        return None
-    for run in runs:
-        sizes = run.skip_size[1:count - 1]
-        known = [v for v in sizes if v is not None]
-        top = max(known, default=0.0)
-        if top < UNDONE_FLOOR and not strict:
-            continue
-        bound = max(UNDONE * top, UNDONE_FLOOR if strict else 0.0)
-        faint = [1 + i for i, v in enumerate(sizes) if v is not None and v < bound]
-        if faint:
-            against = (f"against {top:.2g} for another step" if top >= UNDONE_FLOOR else
-                       f"where each iteration moves them at least {UNDONE_FLOOR:.0e} on this "
-                       f"test")
-            return (f"undoing {_steps(faint)} of its {count} moves your outputs by "
-                    f"{_sizes_at(run.skip_size, faint)} of their size, {against}: "
-                    f"{'those steps do' if len(faint) > 1 else 'that step does'} little or "
-                    f"none of the iterations, which are done at other steps")
     return None
 
 
@@ -524,7 +438,7 @@ def _nothing_mixed_outside(runs: list[LoopRun], obs: Observation, names: str) ->
 
 
 def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
-               names: str, reach_grows: bool = False, strict: bool = False) -> str | None:
+               names: str) -> str | None:
     """None when some loop of the observed run that ran `obs.count` steps does what the
     requirement says; else why not (the first loop's reason), with what was measured."""
     every: dict[int, list[LoopRun]] = defaultdict(list)
@@ -538,17 +452,10 @@ def judge_loop(obs: Observation, *, every_step: bool, sliced: bool,
         return (f"no loop ran {obs.count} steps when your program ran on test {obs.test!r}"
                 + (f" (loops ran {', '.join(map(str, ran[:6]))} steps)" if ran else ""))
     reasons: list[str] = []
-    # other outermost loops of its variant set the inject or undo variants moved something in
-    # (they change step s of every loop of the set at once): a loop they leave untouched, or
-    # one with variants of its own, confounds nothing
-    outermost = {(run.index, run.vset) for run in obs.loops if run.depth == 0 and run.varied}
-    for index, runs in by_op.items():
+    for runs in by_op.values():
         why = (_every_step(runs, obs.count, every=not obs.groups,
                            primary=obs.primary or (sliced and bool(obs.groups)
-                                                   and not obs.second),
-                           reach_grows=reach_grows, strict=strict,
-                           others=any(i != index and vs == runs[0].vset
-                                      for i, vs in outermost))
+                                                   and not obs.second))
                if every_step else None)
         if why is None and sliced and obs.groups:
             why = (_one_share_per_step(runs, obs, names) or _idle_steps(runs, obs.count)

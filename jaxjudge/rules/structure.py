@@ -25,7 +25,6 @@ from jaxjudge.rules.growth import growth
 from jaxjudge.rules.loops import MAX_NAMES, LoopFinding, analyze_loops
 from jaxjudge.rules.observed import judge_loop, matching, unseen
 from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
-from jaxjudge.rules.outsideloop import MAX_COUNTED, outside_loop
 from jaxjudge.rules.parsed import Parsed as _Parsed
 from jaxjudge.rules.parsed import all_ops as _all_ops
 from jaxjudge.rules.parsed import parse_programs as _parse
@@ -37,6 +36,8 @@ from jaxjudge.rules.stablehlo import (
     ParseError,
 )
 from jaxjudge.rules.stepslices import MAX_STEP_SLICES
+from jaxjudge.rules.trajectory import judge as judge_trajectory
+from jaxjudge.rules.trajectory import shows_a_step
 
 _DIM = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -76,28 +77,17 @@ class LoopOptions(RuleOptions):
                     "starting value): a jnp.where or lax.cond on the loop counter or a flag "
                     "carried beside it (or a factor computed from them) that passes the "
                     "carried value along at more steps fails; the gates are run step by step")
-    reach_grows: bool = Field(
+    trajectory: bool = Field(
         default=False,
-        description="with every_step: on the observed run, changing what a step reads must "
-                    "move the outputs at least 1/100 as much as changing what an earlier "
-                    "step read did (an iteration's effect is not undone by the later ones: a "
-                    "power iteration, a running average), so a step that only nudges the "
-                    "state fails; leave it off where a later step may matter far less by its "
-                    "data (a block of keys with low scores)")
-    steps_matter_on: tuple[str, ...] = Field(
-        default=(), max_length=16,
-        description="with reach_grows: tests (among those observed: the first of each input "
-                    "shape) far from converged within the trip count, on which undoing any "
-                    "middle step must move the outputs at least 1e-5 of their size, whatever "
-                    "the other steps do (all the iterations done at one step, the others idle, "
-                    "fail there)")
-    outside_loop_products: int | None = Field(
-        default=None, ge=0, lt=MAX_COUNTED,
-        description="at most this many successive products with the depends_on inputs "
-                    "outside the loop: on a path from the inputs to what it starts from, "
-                    "plus on a path from what it carries to the outputs (w @ v, then "
-                    "u @ (w @ v): 2), so that the iterations are not unrolled before or after "
-                    "a token loop (default: not checked)")
+        description="the loop does the reference's steps: on every test signature's first "
+                    "test, with the loop stopped after k steps the program answers what the "
+                    "reference answers after k steps (up to one step of offset), and holds "
+                    "no answer the reference computes later (jaxjudge.rules.trajectory)")
+    trajectory_slack: float = Field(
+        default=10.0, ge=1.0, le=1000.0,
+        description="with trajectory: the multiple of the problem's tolerance within which a "
+                    "step's answer is the reference's (rounding in another order of "
+                    "operations builds up over the steps)")
     hint: str = Field(default="", max_length=400,
                       description="what to do instead, appended to a failure's message")
 
@@ -112,10 +102,6 @@ class LoopOptions(RuleOptions):
     def _count_known(self) -> LoopOptions:
         if self.dim is None and self.trip_count is None:
             raise ValueError("give dim, trip_count, or both")
-        if self.reach_grows and not self.every_step:
-            raise ValueError("reach_grows is read with every_step: set every_step = true")
-        if self.steps_matter_on and not self.reach_grows:
-            raise ValueError("steps_matter_on is read with reach_grows: set reach_grows = true")
         return self
 
 
@@ -123,9 +109,10 @@ class LoopOptions(RuleOptions):
 def check_loop_over_dim(
     programs: Sequence[ProgramInfo], *, dim: str | None = None, trip_count: Expr | None = None,
     depends_on: Sequence[str] = (), only_through_loop: bool | Sequence[str] = False,
-    sliced: Sequence[str] = (), every_step: bool = False, reach_grows: bool = False,
-    outside_loop_products: int | None = None, hint: str = "",
-    steps_matter_on: Sequence[str] = (),
+    sliced: Sequence[str] = (), every_step: bool = False,
+    hint: str = "",
+    trajectory: bool = False,
+    trajectory_slack: float = 10.0,
 ) -> RuleOutcome:
     """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
 
@@ -151,10 +138,7 @@ def check_loop_over_dim(
     the dimension is 1 needs no loop when a program at another size has one.
     Without a dimension, the trip count is a fixed one (e.g. "8": a stated number of
     iterations) and growth is not compared.
-
-    With `outside_loop_products`, at most that many successive products with the `depends_on`
-    inputs run outside the working loops, before them plus after them (see
-    jaxjudge.rules.outsideloop): a token loop with the iterations unrolled after it fails."""
+"""
     parsed = _parse(programs)
     if isinstance(parsed, RuleOutcome):
         return parsed
@@ -186,7 +170,7 @@ def check_loop_over_dim(
                 return RuleOutcome(False, "The exported program could not be analyzed (its "
                                           "arguments do not match their paths).")
             loops = analyze_loops(g, p.args, depends_on, want, only_through_loop, sliced,
-                                  p.text, every_step, outside_loop_products)
+                                  p.text, every_step)
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
@@ -196,12 +180,16 @@ def check_loop_over_dim(
         if not working:
             failures.append((bool(loops), want,
                              _loop_failure(p, loops, count, want, dim, names, through,
-                                           _and(list(sliced)), hint, outside_loop_products),
+                                           _and(list(sliced)), hint),
                              where))
-        elif (seen := _observed_failure(p, want, tuple(sliced), every_step, reach_grows,
-                                        hint, tuple(steps_matter_on))) is not None:
+        elif (seen := _observed_failure(p, want, tuple(sliced), every_step,
+                                        hint)) is not None:
             failures.append((True, want, seen, where))
         shown = shown or where
+    if trajectory and not failures:
+        why = _trajectory_failure([item.program for item in parsed], trajectory_slack)
+        if why is not None:
+            failures.append((True, 0, f"{why}. {hint}".strip(), shown))
     if failures:  # the most telling: a program with loops, the longest one
         worst = max(failures, key=lambda f: (f[0], f[1]))
         return RuleOutcome(False, worst[2], region=worst[3])
@@ -218,8 +206,7 @@ def check_loop_over_dim(
 
 
 def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_step: bool,
-                      reach_grows: bool, hint: str,
-                      steps_matter_on: tuple[str, ...] = ()) -> str | None:
+                      hint: str) -> str | None:
     """What the runs stage B observed say against the loop the text analysis accepted (the
     first that says something)."""
     if not (every_step or sliced):
@@ -228,10 +215,32 @@ def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_
         why = unseen(obs)
         if why is None:
             why = judge_loop(obs, every_step=every_step, sliced=bool(sliced),
-                             names=_and(list(sliced)), reach_grows=reach_grows,
-                             strict=obs.test in steps_matter_on)
+                             names=_and(list(sliced)))
         if why is not None:
             return f"{why}. {hint}".strip()
+    return None
+
+
+def _trajectory_failure(programs: Sequence[ProgramInfo], slack: float) -> str | None:
+    """Why the loop does not do the reference's steps (jaxjudge.rules.trajectory), on the
+    first test of each signature; or that no test shows a step (the evidence could not be
+    gathered: the requirement fails closed)."""
+    runs = {obs.test: obs for p in programs for obs in p.observed if obs.kind == "trajectory"}
+    shown = False
+    for obs in runs.values():
+        why = unseen(obs)
+        if why is None:
+            rtol, atol = (slack * t for t in obs.tolerance)
+            why = judge_trajectory(obs.trajectory, obs.reference, rtol, atol, obs.test,
+                                   obs.unfinished)
+            shown = shown or (obs.reference is not None
+                              and shows_a_step(obs.reference, rtol, atol))
+        if why is not None:
+            return why
+    if not shown:
+        return ("No test let the grader follow the loop step by step (on every one, the "
+                "reference's answer is final after its first step), so the requirement cannot "
+                "be confirmed (a problem package error)")
     return None
 
 
@@ -293,14 +302,13 @@ _UNKNOWN_FIX = (
 
 def _loop_failure(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int,
                   dim: str | None, names: str, through: str, sliced: str = "",
-                  hint: str = "", outside: int | None = None) -> str:
-    found = _loop_finding(p, loops, count, want, dim, names, through, sliced, outside)
+                  hint: str = "") -> str:
+    found = _loop_finding(p, loops, count, want, dim, names, through, sliced)
     return f"{found} {hint}".strip()
 
 
 def _loop_finding(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: int,
-                  dim: str | None, names: str, through: str, sliced: str,
-                  outside: int | None = None) -> str:
+                  dim: str | None, names: str, through: str, sliced: str) -> str:
     shapes = _shapes(p)
     if dim is None:
         over = f"Run the {_plural(want)}"
@@ -328,9 +336,6 @@ def _loop_finding(p: ProgramInfo, loops: list[LoopFinding], count: Expr, want: i
                    f"over it, before the loop, at one of its steps or after it, or over a copy "
                    f"of it rebuilt by the loop and then read whole after it), not from one "
                    f"step's slice of it at a time (x[t], a scan's row, a block)")
-        elif "outside" in whys:
-            why = outside_loop(max((loop.outside for loop in right), key=lambda o: o.total),
-                               outside or 0, names)
         elif "skipped" in whys:
             idle = min(loop.idle for loop in right if loop.why == "skipped")
             why = (f"the update of what it carries from its previous value and {names} is "

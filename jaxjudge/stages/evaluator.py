@@ -89,7 +89,6 @@ class Evaluator:
 
     def __init__(self, module, ir, hlo, variants: int, inject: dict[tuple[int, int], int],
                  groups: int = 0, whole: int | None = None, recorder=None,
-                 skip: dict[tuple[int, int], int] | None = None,
                  outer_sets: int = 1) -> None:
         self.ir = ir
         self.hlo = hlo
@@ -100,9 +99,9 @@ class Evaluator:
         self.inject = inject
         self.outer_sets = outer_sets
         self.vsets: dict[int, int] = {}  # outermost while op index -> its variant set
-        # step of an outermost loop -> the variant in which that step's update of what the
-        # loop carries from the inputs is undone (_skip_step)
-        self.skip = skip or {}  # keyed like inject, outermost sets only
+        # while op index -> per variant, the steps each run of that loop takes at most (a
+        # trajectory run stops the loop after k steps in variant k: observe_trajectory.py)
+        self.stops: dict[int, np.ndarray] = {}
         self.work = 0
         self.max_work = MAX_WORK  # observe's caller may give a run less (its extra runs)
         self.steps = 0

@@ -1,5 +1,5 @@
-"""Stage B's evaluator, control flow: loops (with the observer's inject and undo variants)
-and cases.
+"""Stage B's evaluator, control flow: loops (with the observer's inject variants, and the
+trajectory runs' stops) and cases.
 
 Installed onto evaluator.Evaluator by `install` (both files are run by path, never imported),
 like evaluator_regions.py: each method takes the evaluator first and values with a leading
@@ -24,7 +24,7 @@ def install(evaluator_cls, names: dict) -> None:
     for name in ("MAX_STEPS", "MAX_RECORDS", "MAX_RECORDED_STEPS", "OverBudget", "RecordsFull",
                  "_moved", "_changed"):
         g[name] = names[name]
-    for name in ("while_", "_cond", "_skip_step", "_perturbed", "case"):
+    for name in ("while_", "_cond", "_perturbed", "case"):
         setattr(evaluator_cls, name, g[name])
     evaluator_cls._passes_along = staticmethod(_passes_along)
 
@@ -45,20 +45,20 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
         raise RecordsFull(f"more than {MAX_RECORDS} loop runs, the most the grader records")
     if self.recorder is not None:
         record = self.recorder(self, op_index, carry, passing)
-        record.vset = level if outermost else 0
         self.loops.append(record)
         self.active.append(record)
     self.depth += 1
     try:
         active = self._cond(cond_b, carry, outer)
+        stop = self.stops.get(op_index)
+        if stop is not None:  # variant k leaves the loop after stop[k] steps
+            active = active & (stop > 0)
         step = 0
         while active.any():
             self.steps += 1
             if self.steps > MAX_STEPS:
                 raise OverBudget(f"more than {MAX_STEPS:,} loop steps")
             reads = carry
-            u = self.skip.get((level, step)) if outermost else None
-            u_clean = u is not None and not any(_moved(c[u], c[0]).any() for c in carry)
             v = self.inject.get((level, step))
             clean = v is not None and not any(_moved(c[v], c[0]).any() for c in carry)
             if v is not None:
@@ -69,8 +69,6 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
                 # idle and not unreached.
                 perturbed = any(r is not c for r, c in zip(reads, carry, strict=True))
                 clean = clean and perturbed
-                if record is not None and perturbed:
-                    record.varied = True  # the variant changed what this step reads
             if record is not None and len(record.work) < MAX_RECORDED_STEPS:
                 record.work.append(0)
             new = self.block(body_b, reads, outer)
@@ -79,17 +77,11 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
             mask = active
             old, carry = carry, [np.where(mask.reshape((self.V,) + (1,) * (x.ndim - 1)), x, c)
                                  for x, c in zip(new, carry, strict=True)]
-            if u is not None:
-                undone = self._skip_step(old, carry, u)
-                if record is not None and any(_moved(x[u], c[u]).any()
-                                              for x, c in zip(undone, carry, strict=True)):
-                    record.varied = True  # undoing this step changed what the loop carries
-                carry = undone
             if record is not None and step < MAX_RECORDED_STEPS:
                 record.step(step, old, carry, v if clean else None, v is not None)
-                if u is not None:
-                    record.skips.append(u if u_clean else None)
             active = active & self._cond(cond_b, carry, outer)
+            if stop is not None:
+                active = active & (stop > step + 1)
             step += 1
     finally:
         self.depth -= 1
@@ -102,25 +94,6 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
 def _cond(self, block, carry, outer) -> np.ndarray:
     out = self.block(block, carry, outer)[0]
     return np.broadcast_to(out, (self.V, *out.shape[1:])).reshape(self.V).astype(bool)
-
-def _skip_step(self, old: list[np.ndarray], new: list[np.ndarray],
-               u: int) -> list[np.ndarray]:
-    """Variant u with this step undone for every carried value that moves with the watched
-    inputs (what the loop computes from them), while counters and flags, which do not,
-    still advance: the step's work as if it had never run. An honest iteration's every
-    step matters to the result; a step that only nudges the state, or leaves it as it was
-    in the real run (a difference of w and a copy of it, zero unless w changes mid-loop),
-    is undone with little or no effect."""
-    if self.whole is None:
-        return new
-    out = []
-    for a, b in zip(old, new, strict=True):
-        if _moved(a[self.whole], a[0]).any() or _moved(b[self.whole], b[0]).any():
-            b = np.array(b)
-            b[u] = a[u]
-        out.append(b)
-    return out
-
 
 def _passes_along(body) -> list[int]:
     """The carried slots the body returns unchanged (a scan's xs, closed-over inputs)."""

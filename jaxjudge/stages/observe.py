@@ -62,12 +62,13 @@ _kn = vars(_load("observe_knockouts"))
 Knockouts = _kn["Knockouts"]
 KNOCK_LOOPS, KNOCK_PARTS, KNOCK_ROWS = _kn["KNOCK_LOOPS"], _kn["KNOCK_PARTS"], _kn["KNOCK_ROWS"]
 Owners = _load("observe_owners").Owners
+trajectory = _load("observe_trajectory").trajectory
 
 
 def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
             inject_steps: int, ir, hlo, mlir_context,
             watched: list[int] | None = None, own: bool = False,
-            max_work: int | None = None, skip: bool = False,
+            max_work: int | None = None,
             knockouts: bool = False, meter: dict | None = None) -> dict[str, Any]:
     """Run `text`'s main on `inputs` (main's arguments, in order) and its variants.
 
@@ -77,18 +78,13 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
     passes along that move with the watched inputs (main argument indices; default: the
     grouped ones). own: also count, per group, the ops whose result moved with that group
     only (code written once per index: a Python loop unrolled into the program). max_work:
-    a smaller budget for this run; the result's "work" is the work it took. skip: also one
-    variant per injected step of each outermost loop with that step undone
-    (Evaluator._skip_step), whose outputs say how much the step's work mattered; with it,
-    the first OUTER_SETS - 1 outermost loops get inject and undo variants of their own (the
-    later ones share a set), so a second loop reading the same input (a `lax.map` over w's
-    rows after a power iteration) does not move with the first one's variants.
+    a smaller budget for this run; the result's "work" is the work it took.
     knockouts: also the rows that say which loop results the outputs need (Knockouts)."""
     count = max((g["count"] for g in groups), default=0)
     count = min(count, 64)
     inject_steps = min(inject_steps, 64)
     whole = 1 + count
-    V = _variants(count, inject_steps, skip, knockouts)
+    V = _variants(count, inject_steps, knockouts)
     if V > MAX_VARIANTS:
         raise Unobservable("too many variants")
     rng = np.random.default_rng(1205)
@@ -104,12 +100,8 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
             arr[tuple(index)] = _changed(part, rng)
     for i in (watched if watched is not None else sorted({g["arg"] for g in groups})):
         args[i][whole] = _changed(args[i][whole], rng)
-    sets = OUTER_SETS if skip else 1
     inject = {(level, s): 2 + count + level * inject_steps + s
-              for level in range(sets + 1) for s in range(inject_steps)}
-    first_skip = 2 + count + (sets + 1) * inject_steps
-    skips = {(level, s): first_skip + level * inject_steps + s
-             for level in range(sets) for s in range(inject_steps)} if skip else {}
+              for level in range(2) for s in range(inject_steps)}
     knock = None
     if _knock_rows(count, knockouts):  # rows that start as the whole variant
         knock = Knockouts(V - _knock_rows(count, knockouts), count)
@@ -118,7 +110,7 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
     with mlir_context:
         module = ir.Module.parse(text)
         ev = Evaluator(module, ir, hlo, V, inject, count, whole,
-                       functools.partial(LoopRecord, knock=knock), skips, sets)
+                       functools.partial(LoopRecord, knock=knock))
         if max_work is not None:
             ev.max_work = max_work
         if meter is not None:  # the caller reads the work done, however the run ends
@@ -133,13 +125,10 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
             "work": ev.work}
 
 
-def _variants(count: int, inject_steps: int, skip: bool, knockouts: bool) -> int:
+def _variants(count: int, inject_steps: int, knockouts: bool) -> int:
     """The rows a run evaluates: variant 0, the group variants, the whole one, the inject
-    variants of outermost (per set) and nested loops, the undo variants (per set), the
-    knockout rows."""
-    sets = OUTER_SETS if skip else 1
-    return (2 + count + (sets + 1) * inject_steps + (sets * inject_steps if skip else 0)
-            + _knock_rows(count, knockouts))
+    variants of outermost and nested loops, the knockout rows."""
+    return 2 + count + 2 * inject_steps + _knock_rows(count, knockouts)
 
 
 def _knock_rows(count: int, knockouts: bool) -> int:
@@ -147,7 +136,6 @@ def _knock_rows(count: int, knockouts: bool) -> int:
     return KNOCK_LOOPS * KNOCK_ROWS if knockouts and count else 0
 
 
-OUTER_SETS = 3  # with undo variants: the first two outermost loops' own sets, and a shared one
 
 
 def _variant(x: np.ndarray, v: int) -> np.ndarray:
@@ -160,14 +148,11 @@ def _moved_count(values: list[np.ndarray], v: int) -> int:
     return int(sum(int(_moved(_variant(x, v), x[0]).sum()) for x in values))
 
 
-def _moved_size(values: list[np.ndarray], v: int, unsigned: bool = False,
-                base: int = 0) -> float:
+def _moved_size(values: list[np.ndarray], v: int, base: int = 0) -> float:
     """How far variant v moved the values: the largest change of an element, relative to the
     largest magnitude in its value (1 for a non-float value that changed or a NaN that
     appeared); 0 when nothing moved. A step whose reads reach the outputs only through a tiny
-    nudge moves them by about the nudge. unsigned: a value that only changed sign did not
-    move (a loop that negates its state at every step makes undoing any one step flip the
-    result, however little the step did). base: the variant compared with (0)."""
+    nudge moves them by about the nudge. base: the variant compared with (0)."""
     size = 0.0
     for x in values:
         a, b = _variant(x, v), _variant(x, base)
@@ -178,8 +163,6 @@ def _moved_size(values: list[np.ndarray], v: int, unsigned: bool = False,
             return 1.0
         with np.errstate(all="ignore"):
             diff = np.abs(_wide(a) - _wide(b))
-            if unsigned:
-                diff = np.minimum(diff, np.abs(_wide(a) + _wide(b)).max())
             scale = float(np.nanmax(np.abs(_wide(b)))) if b.size else 0.0
         if not np.isfinite(diff[moved]).all() or not np.isfinite(scale) or scale == 0.0:
             return 1.0
@@ -187,10 +170,10 @@ def _moved_size(values: list[np.ndarray], v: int, unsigned: bool = False,
     return size
 
 
-def _size3(values: list[np.ndarray], v: int, unsigned: bool = False, base: int = 0) -> float:
+def _size3(values: list[np.ndarray], v: int, base: int = 0) -> float:
     """`_moved_size` to 3 significant digits: what the summary reports (the parent's
     thresholds are far coarser, and short numbers keep the summary small)."""
-    return float(f"{_moved_size(values, v, unsigned=unsigned, base=base):.3g}")
+    return float(f"{_moved_size(values, v, base=base):.3g}")
 
 
 MAX_SLOTS = 24  # a loop's carried values recorded one by one (the rest together, as the last)
@@ -259,7 +242,6 @@ class LoopRecord:
         self.ev, self.index, self.depth = ev, int(index), int(ev.depth)
         self.knock = knock
         self.knock_row: int | None = None  # its part 0's knockout row, if it has them
-        self.vset = 0  # its set of inject and undo variants (an outermost loop; evaluator)
         self.steps = 0
         self.work: list[int] = []
         self.state = [i for i in range(len(carry)) if i not in passing]
@@ -283,8 +265,6 @@ class LoopRecord:
         self.elements: dict[int, _ElementSteps] = {}
         self.kept: list[list[bool | None]] = [[] for _ in range(n)]
         self.injects: list[int | None] = []  # per injected step: its clean variant, if any
-        self.skips: list[int | None] = []  # per skipped step: its clean variant, if any
-        self.varied = False  # an inject or undo variant changed a step's reads or what it kept
         self.live = [False] * n
         self.entry = [_moved_count(carry, 1 + k) for k in range(g)]
         self.entry_max = [max((int(_moved(c[1 + k], c[0]).sum()) for c in carry), default=0)
@@ -416,26 +396,9 @@ class LoopRecord:
             return []
         return [None if v is None else _moved_count(outs, v) > 0 for v in self.injects]
 
-    def reach_size(self, outs: list[np.ndarray]) -> list[float | None]:
-        """Per injected step of an outermost loop: how far changing what it read moved the
-        outputs (`_moved_size`, 3 significant digits)."""
-        if self.depth:
-            return []
-        return [None if v is None else _size3(outs, v)
-                for v in self.injects]
-
-    def skip_size(self, outs: list[np.ndarray]) -> list[float | None]:
-        """Per skipped step of an outermost loop: how far undoing it moved the outputs
-        (`_moved_size`, 3 significant digits)."""
-        if self.depth:
-            return []
-        return [None if v is None else _size3(outs, v, unsigned=True)
-                for v in self.skips]
-
     def summary(self, outs: list[np.ndarray]) -> dict[str, Any]:
         return {"index": self.index, "depth": self.depth, "steps": self.steps,
-                "reached": self.reached(outs), "reach_size": self.reach_size(outs),
-                "skip_size": self.skip_size(outs), "varied": self.varied, "vset": self.vset,
+                "reached": self.reached(outs),
                 "entry": self.entry, "entry_max": self.entry_max, "exit": self.exit,
                 "exit_parts": self.exit_parts, "needed": self.needed(outs),
                 "alone": self.alone(outs),
@@ -585,6 +548,11 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
                     context, max_work=allowed, meter=meter)
                 spent += meter["ev"].work
                 continue
+            if entry.get("kind") == "trajectory":  # the loop stopped after each step
+                out[oid] = trajectory(texts[pid], [leaves[i] for i in kept],
+                                      int(entry["count"]), _ev, ir, hlo, context, allowed, meter)
+                spent += meter["ev"].work
+                continue
             names = programs[pid]["args"]
             index = {name: i for i, name in enumerate(names)}
             groups = []
@@ -606,7 +574,6 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
             out[oid] = observe(texts[pid], [leaves[i] for i in kept], groups,
                                int(entry["inject"]), ir, hlo, context, watched,
                                bool(entry.get("own")), allowed,
-                               skip=bool(entry.get("skip")),
                                knockouts=bool(entry.get("sliced")), meter=meter)
         except Unobservable as exc:
             out[oid] = {"status": "unobservable", "reason": str(exc)[:500]}

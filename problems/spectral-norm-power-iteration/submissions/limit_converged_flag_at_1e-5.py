@@ -1,7 +1,6 @@
-# Rejected by design (red-team round of 2026-12-06): a converged flag that stops updating once an
-# update moves u by less than 1e-5. On the example test the 7th update moves u by ~1.7e-6, so the
-# 8th iteration is skipped although it would change u: fewer than the 8 iterations asked
-# (accepted_converged_flag.py, at 1e-7, skips only updates float32 cannot show).
+# Known limit (issue 41; a req_ sample before): a converged flag stops updating once an update
+# moves u by less than 1e-5. On the example test the 8th iteration is skipped, which would move
+# u by ~1.7e-6: within the tolerance of the reference's answer, so no step tells it apart.
 import jax
 import jax.numpy as jnp
 def normalize(x):

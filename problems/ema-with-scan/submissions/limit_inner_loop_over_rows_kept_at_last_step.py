@@ -1,11 +1,6 @@
-# Cheat (red-team round of 2026-12-06, issue #30): a tag beside the state makes every step 'keep'
-# what it reads; the steps whose reads move none of the outputs are idle now.
-# Cheat (target 3; honest at T = 48, the primary run's T, where the quadratic inner work
-# would exceed the budget): every step runs an inner loop over ALL T rows (same arithmetic at every
-# step, so no step is crowded or idle), but its result is kept only at the last step (gate
-# mixed with a data zero): the whole average is computed at step T. Each step also adds its
-# own row to a tag entry of every carried value, so each row first moves the state at its own
-# step and every step "keeps" a change of what it reads.
+# Known limit (issue 41; a req_ sample before, red-team round of 2026-12-06): every step runs an
+# inner loop over ALL T rows, kept only at the last step (a gate mixed with a data zero), and
+# rows tagged beside the state. The inner loop does one row per step, as the requirement asks.
 import jax
 import jax.numpy as jnp
 

@@ -1,0 +1,267 @@
+"""A loop's answers step by step (stages/observe_trajectory.py) and the requirement decided from
+them against the reference's (jaxjudge.rules.trajectory): the honest forms issue 41 lists pass,
+work done at one step, ahead or after the loop does not, however it is spelled.
+
+Programs are exported with jax and run by the observer as stage B runs them; the reference's
+trajectory is measured the same way, on the same inputs.
+"""
+
+from __future__ import annotations
+
+import runpy
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import export
+from jax._src.interpreters import mlir
+from jax._src.lib.mlir import ir
+from jax._src.lib.mlir.dialects import hlo
+
+from jaxjudge.grading.stage_common import STAGES_DIR
+from jaxjudge.rules.trajectory import Trajectory, judge, shows_a_step
+
+OBS = runpy.run_path(str(STAGES_DIR / "observe.py"), run_name="jaxjudge_test_trajectory")
+RTOL, ATOL = 1e-3, 5e-3  # ten times ema-with-scan's tolerance, as the rule reads it
+
+
+def _run(fn: Callable, *args, want: int, max_work: int = 60_000_000) -> dict:
+    exp = export.export(jax.jit(fn))(*args)
+    with mlir.make_ir_context():
+        text = ir.Module.parse(exp.mlir_module()).operation.get_asm(
+            print_generic_op_form=True, enable_debug_info=False)
+    leaves = jax.tree_util.tree_leaves(args)
+    ins = [np.asarray(leaves[i]) for i in sorted(exp.module_kept_var_idx)]
+    return OBS["trajectory"](text, ins, want, OBS["_ev"], ir, hlo, mlir.make_ir_context(),
+                             max_work, {})
+
+
+def _loops(result: dict) -> tuple[Trajectory, ...]:
+    return tuple(Trajectory(index=t["index"], steps=t["steps"],
+                            rows=tuple(map(tuple, t["rows"])), sizes=tuple(t["sizes"]))
+                 for t in result["trajectory"])
+
+
+def _verdict(fn: Callable, reference: Callable, *args, want: int) -> str | None:
+    ref = _loops(_run(reference, *args, want=want))
+    assert len(ref) == 1
+    return judge(_loops(_run(fn, *args, want=want)), ref[0], RTOL, ATOL, "t")
+
+
+X = jnp.asarray(np.random.default_rng(3).standard_normal((8, 3)), jnp.float32)
+ALPHA = np.float32(0.3)
+
+
+def ema_reference(x, alpha):
+    def step(prev, row):
+        cur = alpha * row + (1 - alpha) * prev
+        return cur, cur
+    return {"ema": jax.lax.scan(step, x[0], x)[1]}
+
+
+def ema_fori_at_set(x, alpha):
+    def body(t, c):
+        prev, out = c
+        cur = jnp.where(t == 0, x[0], alpha * x[t] + (1 - alpha) * prev)
+        return cur, out.at[t].set(cur)
+    return {"ema": jax.lax.fori_loop(0, x.shape[0], body, (x[0], jnp.zeros_like(x)))[1]}
+
+
+def ema_buffer_from_x(x, alpha):
+    def body(t, out):
+        return out.at[t].set(alpha * x[t] + (1 - alpha) * out[jnp.maximum(t - 1, 0)])
+    return {"ema": jax.lax.fori_loop(1, x.shape[0] + 1, lambda t, o: body(t - 1, o), x)}
+
+
+def ema_pipelined(x, alpha):
+    def step(carry, row):
+        ema, parked = carry
+        ema = alpha * parked + (1 - alpha) * ema
+        return (ema, row), ema
+    (ema, parked), ys = jax.lax.scan(step, (x[0], x[0]), x)
+    return {"ema": jnp.concatenate([ys[1:], (alpha * parked + (1 - alpha) * ema)[None]])}
+
+
+def _closed_form(x, alpha):
+    t = jnp.arange(x.shape[0])
+    w = alpha * (1 - alpha) ** (t[:, None] - t[None, :]).astype(x.dtype)
+    w = jnp.where(t[:, None] >= t[None, :], w, 0.0)
+    w = w.at[:, 0].set((1 - alpha) ** t.astype(x.dtype))
+    return w @ x
+
+
+def ema_closed_form_then_token_scan(x, alpha):
+    out = _closed_form(x, alpha)
+    return {"ema": jax.lax.scan(lambda c, row: (c, c[0] * 0 + row), out, out)[1]}
+
+
+def ema_all_at_first_step(x, alpha):
+    def body(t, out):
+        return jnp.where(t == 0, _closed_form(x, alpha), out)
+    return {"ema": jax.lax.fori_loop(0, x.shape[0], body, jnp.zeros_like(x))}
+
+
+def ema_two_rows_per_step(x, alpha):
+    n = x.shape[0]
+
+    def body(t, c):
+        prev, out = c
+        for r in (2 * t, 2 * t + 1):
+            live = r < n
+            row = x[jnp.minimum(r, n - 1)]
+            cur = jnp.where(r == 0, row, alpha * row + (1 - alpha) * prev)
+            prev = jnp.where(live, cur, prev)
+            out = jnp.where(live, out.at[jnp.minimum(r, n - 1)].set(cur), out)
+        return prev, out
+    return {"ema": jax.lax.fori_loop(0, n, body, (x[0], jnp.zeros_like(x)))[1]}
+
+
+def test_the_reference_answers_row_by_row_and_its_loop_is_the_one_candidate() -> None:
+    got = _run(ema_reference, X, ALPHA, want=8)
+    (loop,) = got["trajectory"]
+    assert loop["steps"] == 8 and len(loop["rows"]) == 9 and loop["sizes"] == [24]
+    full = np.asarray(ema_reference(X, ALPHA)["ema"])
+    for k, row in enumerate(loop["rows"]):
+        row = np.asarray(row).reshape(8, 3)
+        np.testing.assert_allclose(row[:k], full[:k], rtol=1e-6)
+        assert not row[k:].any()  # the scan's buffer, not yet written
+    assert got["work"] > 0
+
+
+def test_a_loop_of_another_trip_count_is_no_candidate() -> None:
+    assert _run(ema_reference, X, ALPHA, want=7)["trajectory"] == []
+
+
+def test_a_nested_loop_is_stopped_at_every_run() -> None:
+    """lax.map over the channels, a scan over time in each: the inner loop is the one that
+    takes T steps, every time it runs."""
+    def per_channel(x, alpha):
+        return {"ema": jax.lax.map(lambda col: ema_reference(col[:, None], alpha)["ema"][:, 0],
+                                   x.T).T}
+    assert _verdict(per_channel, ema_reference, X, ALPHA, want=8) is None
+
+
+@pytest.mark.parametrize("honest", [ema_fori_at_set, ema_buffer_from_x, ema_pipelined])
+def test_honest_forms_follow_the_reference(honest: Callable) -> None:
+    np.testing.assert_allclose(honest(X, ALPHA)["ema"], ema_reference(X, ALPHA)["ema"],
+                               rtol=1e-5, atol=1e-5)
+    assert _verdict(honest, ema_reference, X, ALPHA, want=8) is None
+
+
+def test_a_table_copied_out_one_row_per_step_follows_the_trajectory() -> None:
+    """What the trajectory cannot tell: the answers computed before the loop and copied out
+    one row per step. ema-with-scan's requirement also has `sliced` (each step takes up one
+    row of x, jaxjudge.rules.stepslices and the observer's shares), which fails it."""
+    assert _verdict(ema_closed_form_then_token_scan, ema_reference, X, ALPHA, want=8) is None
+
+
+@pytest.mark.parametrize(("cheat", "says"), [
+    (ema_all_at_first_step, "already hold their final values"),
+    (ema_two_rows_per_step, "already hold their final values"),
+])
+def test_work_done_ahead_of_its_step_fails(cheat: Callable, says: str) -> None:
+    np.testing.assert_allclose(cheat(X, ALPHA)["ema"], ema_reference(X, ALPHA)["ema"],
+                               rtol=1e-4, atol=1e-4)
+    why = _verdict(cheat, ema_reference, X, ALPHA, want=8)
+    assert why is not None and says in why, why
+
+
+W = jnp.asarray(np.random.default_rng(5).standard_normal((6, 5)), jnp.float32)
+U = jnp.asarray(np.random.default_rng(6).standard_normal(6), jnp.float32)
+
+
+def _n(v):
+    return v / jnp.maximum(jnp.linalg.norm(v), 1e-12)
+
+
+def power_reference(w, u):
+    def step(_, uv):
+        v = _n(w.T @ uv[0])
+        return _n(w @ v), v
+    u, v = jax.lax.fori_loop(0, 8, step, (u, jnp.zeros_like(w[0])))
+    sigma = u @ (w @ v)
+    return {"sigma": sigma, "u": u, "w_sn": w / jnp.where(sigma > 0, sigma, 1)}
+
+
+def power_gram_at_first_step(w, u):
+    def step(i, c):
+        h, _, u = c
+        h = jax.lax.cond(i == 0, lambda: w @ w.T, lambda: h)
+        return h, u, _n(h @ u)
+    _, u_prev, u = jax.lax.fori_loop(0, 8, step, (jnp.zeros((6, 6), w.dtype), u, u))
+    v = _n(w.T @ u_prev)
+    sigma = u @ (w @ v)
+    return {"sigma": sigma, "u": u, "w_sn": w / jnp.where(sigma > 0, sigma, 1)}
+
+
+def power_normalised_at_odd_steps(w, u):
+    def step(i, c):
+        u, v = c
+        v = w.T @ u
+        u = w @ v
+        odd = i % 2 == 1
+        return jnp.where(odd, _n(u), u), jnp.where(odd, _n(v), v)
+    u, v = jax.lax.fori_loop(0, 8, step, (u, jnp.zeros_like(w[0])))
+    sigma = u @ (w @ v)
+    return {"sigma": sigma, "u": u, "w_sn": w / jnp.where(sigma > 0, sigma, 1)}
+
+
+def power_two_per_step_then_idle(w, u):
+    def step(i, uv):
+        def two(uv):
+            for _ in range(2):
+                v = _n(w.T @ uv[0])
+                uv = (_n(w @ v), v)
+            return uv
+        return jax.lax.cond(i < 4, two, lambda uv: uv, uv)
+    u, v = jax.lax.fori_loop(0, 8, step, (u, jnp.zeros_like(w[0])))
+    sigma = u @ (w @ v)
+    return {"sigma": sigma, "u": u, "w_sn": w / jnp.where(sigma > 0, sigma, 1)}
+
+
+def power_nudges_after_unrolled(w, u):
+    for _ in range(8):
+        v = _n(w.T @ u)
+        u = _n(w @ v)
+    u2 = jax.lax.fori_loop(0, 8, lambda _, c: c + 1e-30 * (w @ (w.T @ c)), u)
+    sigma = u2 @ (w @ v)
+    return {"sigma": sigma, "u": u2, "w_sn": w / jnp.where(sigma > 0, sigma, 1)}
+
+
+@pytest.mark.parametrize("honest", [power_gram_at_first_step, power_normalised_at_odd_steps])
+def test_power_iteration_honest_forms_pass(honest: Callable) -> None:
+    assert _verdict(honest, power_reference, W, U, want=8) is None
+
+
+@pytest.mark.parametrize("cheat", [power_two_per_step_then_idle, power_nudges_after_unrolled])
+def test_power_iteration_cheats_fail(cheat: Callable) -> None:
+    why = _verdict(cheat, power_reference, W, U, want=8)
+    assert why is not None and "is not the reference's" in why, why
+
+
+def test_a_test_whose_answer_is_final_at_once_shows_no_step() -> None:
+    """A single-row w converges at the first iteration: u's direction tells no step apart
+    there, and sigma and w_sn never do (they are the same up to a factor)."""
+    ref = _loops(_run(power_reference, W[:1], U[:1], want=8))[0]
+    assert not shows_a_step(ref, RTOL, ATOL)
+    assert shows_a_step(_loops(_run(power_reference, W, U, want=8))[0], RTOL, ATOL)
+
+
+def test_the_runs_share_one_budget() -> None:
+    with pytest.raises(OBS["OverBudget"]):
+        _run(ema_reference, X, ALPHA, want=8, max_work=2_000)
+
+
+def test_a_wrong_answer_is_not_followed_step_by_step() -> None:
+    """A loop that starts its average at 0: a loop of T honest steps, but its answers are not
+    the reference's, so there is nothing to compare them with; the requirement fails closed
+    and says why (the tests fail too)."""
+    def zero_start(x, alpha):
+        def step(prev, row):
+            cur = alpha * row + (1 - alpha) * prev
+            return cur, cur
+        return {"ema": jax.lax.scan(step, jnp.zeros_like(x[0]), x)[1]}
+    why = _verdict(zero_start, ema_reference, X, ALPHA, want=8)
+    assert why is not None and "its answer was not the reference's" in why, why
