@@ -7,12 +7,14 @@ supported JAX.
 
 from __future__ import annotations
 
+import os
 import tomllib
-from pathlib import Path
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from jaxjudge import Grader, Verdict, list_problems
+from jaxjudge import Verdict, list_problems
+from jaxjudge.grading.processes import ProcessGrader
 
 CASES = []
 for _problem in list_problems():
@@ -24,13 +26,32 @@ for _problem in list_problems():
         CASES.append(pytest.param(_problem, _name, _spec, id=f"{_problem.id}/{_name}"))
 
 
+# Samples graded at once: one worker process each (jaxjudge.grading.processes, as the service
+# and grade-set grade). A grade is one busy process at a time, so on CI's 2 cores two workers
+# grade the suite in about half the time.
+WORKERS = max(1, min(4, os.cpu_count() or 1))
+
+
 @pytest.fixture(scope="module")
-def grader():  # type: ignore[no-untyped-def]
-    """One grader with a warm pool for the whole suite, as the service grades: each sample is
-    graded in forked stages instead of two fresh interpreters importing jax (the cold path is
-    covered by tests/test_grade.py and tests/test_load.py, with the same verdicts)."""
-    with Grader(warm_pool=1, program_cache=0) as g:
-        yield g
+def reports(request):  # type: ignore[no-untyped-def]
+    """The selected samples' reports, graded ahead in the background by a ProcessGrader with a
+    warm pool per worker, as the service grades: each sample in forked stages instead of two
+    fresh interpreters importing jax (the cold path is covered by tests/test_grade.py and
+    tests/test_load.py, with the same verdicts). No program cache: every sample runs."""
+    chosen = [item.callspec.params for item in request.session.items
+              if item.module is request.module and hasattr(item, "callspec")
+              and "problem" in item.callspec.params]
+    with ProcessGrader(WORKERS, program_cache=0) as grader, \
+            ThreadPoolExecutor(WORKERS) as pool:
+        futures = {}
+        for params in chosen:
+            problem, name, spec = params["problem"], params["name"], params["spec"]
+            source = (problem.submissions_dir / name).read_bytes()
+            futures[(problem.id, name)] = pool.submit(
+                grader.grade, problem, source, spec.get("mode", "submit"), filename=name)
+        yield futures
+        for future in futures.values():
+            future.cancel()
 
 
 def test_every_problem_has_samples() -> None:
@@ -47,9 +68,8 @@ def _only_pointless_failures(problem, report) -> bool:  # type: ignore[no-untype
 
 
 @pytest.mark.parametrize(("problem", "name", "spec"), CASES)
-def test_sample_submission(grader, problem, name: str, spec: dict) -> None:  # type: ignore[no-untyped-def]
-    path: Path = problem.submissions_dir / name
-    report = grader.grade(problem, path.read_bytes(), spec.get("mode", "submit"), filename=name)
+def test_sample_submission(reports, problem, name: str, spec: dict) -> None:  # type: ignore[no-untyped-def]
+    report = reports[(problem.id, name)].result()
     expected = Verdict(spec["verdict"])
     assert report.verdict is expected, (
         f"{name}: expected {expected.value}, got {report.verdict.value}: {report.message}\n"

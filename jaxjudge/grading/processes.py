@@ -167,12 +167,15 @@ class ProcessGrader:
     never hangs on workers that cannot start."""
 
     def __init__(self, workers: int, *, warm_pool: bool = True, engine: str | None = None,
-                 report_cache: int = 0) -> None:
+                 report_cache: int = 0, program_cache: int | None = None) -> None:
         if workers < 1:
             raise ValueError("workers must be at least 1")
         self.workers = workers
         self.engine = engine or engine_from_env()
-        self._options = {"warm_pool": 1 if warm_pool else False, "engine": self.engine}
+        self._options: dict[str, Any] = {"warm_pool": 1 if warm_pool else False,
+                                         "engine": self.engine}
+        if program_cache is not None:  # each worker's own (the sample suite turns it off)
+            self._options["program_cache"] = program_cache
         # Kept here, not per worker: an identical source is answered whichever worker graded
         # it first.
         self.reports = ReportCache(report_cache)
