@@ -36,8 +36,8 @@ from jaxjudge.rules.stablehlo import (
     ParseError,
 )
 from jaxjudge.rules.stepslices import MAX_STEP_SLICES
+from jaxjudge.rules.trajectory import answered, shows_a_step
 from jaxjudge.rules.trajectory import judge as judge_trajectory
-from jaxjudge.rules.trajectory import shows_a_step
 
 _DIM = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -227,16 +227,23 @@ def _trajectory_failure(programs: Sequence[ProgramInfo], slack: float) -> str | 
     gathered: the requirement fails closed)."""
     runs = {obs.test: obs for p in programs for obs in p.observed if obs.kind == "trajectory"}
     shown = False
+    wrong: str | None = None  # a test whose answer is not the reference's: nothing to follow
     for obs in runs.values():
         why = unseen(obs)
         if why is None:
             rtol, atol = (slack * t for t in obs.tolerance)
             why = judge_trajectory(obs.trajectory, obs.reference, rtol, atol, obs.test,
                                    obs.unfinished)
+            if (why is not None and obs.reference is not None and obs.trajectory
+                    and not answered(obs.trajectory, obs.reference, rtol, atol)):
+                wrong = wrong or why  # the tests say so; the other tests decide
+                continue
             shown = shown or (obs.reference is not None
                               and shows_a_step(obs.reference, rtol, atol))
         if why is not None:
             return why
+    if not shown and wrong is not None:
+        return wrong
     if not shown:
         return ("No test let the grader follow the loop step by step (on every one, the "
                 "reference's answer is final after its first step), so the requirement cannot "

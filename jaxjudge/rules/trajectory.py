@@ -135,6 +135,22 @@ def _offset_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
     return None
 
 
+def _shaped(mine: tuple[Trajectory, ...], ref: Trajectory) -> list[Trajectory]:
+    """The loops whose rows can be compared with the reference's (as many, as long)."""
+    size = len(ref.rows[0])
+    return [loop for loop in mine
+            if len(loop.rows) == len(ref.rows) and all(len(r) == size for r in loop.rows)]
+
+
+def answered(mine: tuple[Trajectory, ...], ref: Trajectory, rtol: float, atol: float) -> bool:
+    """Whether some loop's run to its end gives the reference's answer (each output up to a
+    factor): only then can its steps be compared with the reference's. On a test where the
+    answer is wrong, the tests fail; the requirement reads the other tests."""
+    spans = _spans(ref.sizes, len(ref.rows[0]))
+    return any(all(_scaled([loop.rows[-1][e] for e in span], [ref.rows[-1][e] for e in span],
+                           rtol, atol) for span in spans) for loop in _shaped(mine, ref))
+
+
 def judge(mine: tuple[Trajectory, ...], ref: Trajectory | None, rtol: float, atol: float,
           test: str, unfinished: bool = False) -> str | None:
     """Why no loop of the program follows the reference's trajectory on this test (None: one
@@ -146,14 +162,9 @@ def judge(mine: tuple[Trajectory, ...], ref: Trajectory | None, rtol: float, ato
     if not mine:
         return (f"When your program ran on test {test!r}, no loop ran exactly {ref.steps} "
                 f"steps every time it ran, so its work is not done step by step")
-    size = len(ref.rows[0])
     best: tuple[int, str] | None = None
-    shaped = [loop for loop in mine
-              if len(loop.rows) == len(ref.rows) and all(len(r) == size for r in loop.rows)]
-    spans = _spans(ref.sizes, size)
-    if shaped and not any(all(_scaled([loop.rows[-1][e] for e in span],
-                                      [ref.rows[-1][e] for e in span], rtol, atol)
-                              for span in spans) for loop in shaped):
+    shaped = _shaped(mine, ref)
+    if shaped and not answered(mine, ref, rtol, atol):
         return (f"When your program ran on test {test!r}, its answer was not the reference's, "
                 f"so the grader could not follow its loop step by step against the reference's "
                 f"steps: correct the answers first")
