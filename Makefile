@@ -24,21 +24,10 @@ serve: install
 lint: install
 	$(VENV)/bin/ruff check .
 
-# The whole suite on the newest supported JAX and, beside it, the sample-submission suite on the
-# oldest: the main suite mostly waits on processes (measured: 20 CPU-minutes in its 40 minutes on
-# 2 cores), so the two together take little more than the longer one. The oldest suite's output
-# follows the main suite's; either failing fails the target.
-OLDEST_TESTS := tests/test_samples.py tests/test_problem_package.py tests/test_stages_trace.py \
-	tests/test_exported_reader.py
-
-test: lint $(OLDEST)/.installed
-	@status=0; \
-	$(OLDEST)/bin/python -m pytest $(OLDEST_TESTS) > .test-oldest.log 2>&1 & oldest=$$!; \
-	$(VENV)/bin/python -m pytest || status=$$?; \
-	wait $$oldest || status=$$?; \
-	echo "== the sample suite on the oldest supported JAX ($(JAX_OLDEST)) =="; \
-	cat .test-oldest.log; \
-	exit $$status
+# The whole suite on the newest supported JAX, then the sample-submission suite on the oldest.
+test: lint
+	$(VENV)/bin/python -m pytest
+	$(MAKE) test-oldest
 
 $(OLDEST)/.installed: pyproject.toml
 	$(PY) -m venv $(OLDEST)
@@ -48,7 +37,8 @@ $(OLDEST)/.installed: pyproject.toml
 	touch $@
 
 test-oldest: $(OLDEST)/.installed
-	$(OLDEST)/bin/python -m pytest $(OLDEST_TESTS)
+	$(OLDEST)/bin/python -m pytest tests/test_samples.py tests/test_problem_package.py tests/test_stages_trace.py \
+		tests/test_exported_reader.py
 
 # The browser page: rebuild the committed bundle in jaxjudge/service/static/ from web/ with
 # the locked npm packages (Node >= 20.19), and refresh the axe-core copy the browser tests
