@@ -159,11 +159,19 @@ def test_a_command_that_ends_first_waits_for_the_layer_probes(tmp_path: Path,
         assert found["cached"] is True  # the probes ran to the end and were kept
 
 
+def _default_termination() -> None:
+    """In the child: SIGTERM and SIGHUP as a user's shell leaves them. Under `nohup` (or a CI
+    runner that ignores SIGHUP) the child inherits SIG_IGN, which the CLI deliberately keeps:
+    the grade would run on and end with its verdict's status."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def start_grade(env: dict[str, str], submission: Path, prefix: tuple[str, ...] = ()
                 ) -> subprocess.Popen[str]:
     argv = [*prefix, str(JAXJUDGE), "grade", "-p", PROBLEM, str(submission), "--json"]
     return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=_default_termination)
 
 
 def wait_for_stage_a(work: Path, proc: subprocess.Popen[str]) -> None:
