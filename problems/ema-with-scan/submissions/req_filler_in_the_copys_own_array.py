@@ -1,5 +1,5 @@
-# Known limit, accepted today (red-team round 3 of 2026-12-06, issue #30): one carried (T, 2D)
-# array holds the copied rows in its first D columns and a filler of every row in the others.
+# Cheat, a known limit until issue 41's trajectory runs (red-team round 3 of 2026-12-06): one
+# carried (T, 2D) array holds the copied rows in its first D columns and a filler of every row in the others.
 # Knockouts set whole carried values back: the outputs need the array, so the filler counts.
 import jax
 import jax.numpy as jnp
