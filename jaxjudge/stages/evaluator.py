@@ -88,17 +88,13 @@ class Evaluator:
     recording each outermost loop's steps."""
 
     def __init__(self, module, ir, hlo, variants: int, inject: dict[tuple[int, int], int],
-                 groups: int = 0, whole: int | None = None, recorder=None,
-                 outer_sets: int = 1) -> None:
+                 groups: int = 0, whole: int | None = None, recorder=None) -> None:
         self.ir = ir
         self.hlo = hlo
         self.V = variants
-        # (set, step) -> the variant changed there: sets 0 .. outer_sets - 1 for outermost
-        # loops (the first ones get a set each, the later ones share the last), outer_sets for
-        # nested loops
+        # (level, step) -> the variant changed there: level 0 for outermost loops, 1 for
+        # nested ones
         self.inject = inject
-        self.outer_sets = outer_sets
-        self.vsets: dict[int, int] = {}  # outermost while op index -> its variant set
         # while op index -> per variant, the steps each run of that loop takes at most (a
         # trajectory run stops the loop after k steps in variant k: observe_trajectory.py)
         self.stops: dict[int, np.ndarray] = {}

@@ -34,12 +34,10 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
     outer = self.env
     carry = [np.broadcast_to(x, (self.V, *x.shape[1:])) for x in ins]
     passing = self._passes_along(body_b)
-    # outermost loops get their own variants (per op, the first few; later ones share a set),
-    # nested ones share one set
+    # outermost loops share one set of inject variants (level 0), nested ones another (1)
     op_index = self.index.get(op, -1)
     outermost = self.depth == 0
-    level = (self.vsets.setdefault(op_index, min(len(self.vsets), self.outer_sets - 1))
-             if outermost else self.outer_sets)
+    level = 0 if outermost else 1
     record = None
     if self.recorder is not None and len(self.loops) >= MAX_RECORDS:
         raise RecordsFull(f"more than {MAX_RECORDS} loop runs, the most the grader records")

@@ -100,7 +100,7 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
             arr[tuple(index)] = _changed(part, rng)
     for i in (watched if watched is not None else sorted({g["arg"] for g in groups})):
         args[i][whole] = _changed(args[i][whole], rng)
-    inject = {(level, s): 2 + count + level * inject_steps + s
+    inject = {(level, s): 2 + count + level * inject_steps + s  # outermost 0, nested 1
               for level in range(2) for s in range(inject_steps)}
     knock = None
     if _knock_rows(count, knockouts):  # rows that start as the whole variant
