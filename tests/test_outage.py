@@ -375,3 +375,52 @@ def test_draining_a_worker_finishes_its_grade_and_exits_0(
         assert_readable(w.log())
     finally:
         w.stop()
+
+
+def test_a_status_write_that_committed_before_its_answer_was_lost_is_done(
+    cluster: PostgresCluster, store: Store
+) -> None:
+    """The database stops between committing a job's finish and answering it: the worker's
+    retry finds the job no longer `doing` and counts the write as done, where Procrastinate's
+    finish would raise (the CI failure of 2026-12-07: an exception nobody retrieved)."""
+    import asyncio
+
+    import psycopg
+    from procrastinate import JobContext, jobs
+
+    from jaxjudge.service.jobs import TASK_NAME, make_app
+    from jaxjudge.service.liveness import ResilientWorker
+    from jaxjudge.service.outage import Reachability
+
+    async def scenario() -> tuple[bool, int]:
+        app = make_app(cluster.url)
+        async with app.open_async():
+            job_id = await app.configure_task(TASK_NAME).defer_async(submission_id="lost")
+            worker = ResilientWorker(app=app, reachability=Reachability(),
+                                     delete_jobs="successful", install_signal_handlers=False)
+            worker.worker_id = await app.job_manager.register_worker()
+            job = await app.job_manager.fetch_job(queues=None, worker_id=worker.worker_id)
+            assert job is not None and job.id == job_id
+            real_finish = app.job_manager.finish_job
+            calls = 0
+
+            async def finish_then_lose_the_answer(**kwargs: Any) -> None:
+                nonlocal calls
+                calls += 1
+                await real_finish(**kwargs)
+                if calls == 1:
+                    raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+            app.job_manager.finish_job = finish_then_lose_the_answer  # type: ignore[method-assign]
+            await worker._persist_job_status(
+                job=job, status=jobs.Status.SUCCEEDED, retry_decision=None,
+                context=JobContext(app=app, job=job, worker_name="test", start_timestamp=0.0,
+                                   abort_reason=lambda: None),
+                job_result=None)
+            row = await app.connector.execute_query_one_async(
+                "SELECT count(*) AS n FROM procrastinate_jobs WHERE id = %(i)s", i=job_id)
+            return calls == 2, row["n"]
+
+    retried, left = asyncio.run(scenario())
+    assert retried  # the first write's answer was lost, so it was tried again
+    assert left == 0  # the job is finished (deleted on success), once

@@ -24,6 +24,7 @@ from procrastinate import App, JobContext, PsycopgConnector, RetryDecision
 from procrastinate.exceptions import JobAborted
 from procrastinate.jobs import Job
 from procrastinate.retry import BaseRetryStrategy
+from psycopg.conninfo import make_conninfo
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
@@ -65,6 +66,11 @@ def conninfo(database_url: str) -> str:
     if url.get_backend_name() != "postgresql":
         raise ValueError("the job queue needs a PostgreSQL database")
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def heartbeat_conninfo(database_url: str) -> str:
+    """`conninfo` for a worker's own heartbeat connection, named like the pool's."""
+    return make_conninfo(conninfo(database_url), application_name=WORKER_APPLICATION_NAME)
 
 
 def _defer(session: Session, queue: str, task: str, args: dict[str, object], *,

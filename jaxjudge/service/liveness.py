@@ -6,8 +6,11 @@ once, and the grades in flight with them. This subclass keeps Procrastinate's lo
 overrides the few steps that touch the database from a loop of their own, so that a
 connection error (the database restarting, a connection killed) is waited out instead:
 
-- the heartbeat retries at its interval; a worker whose row was pruned meanwhile (silent for
-  a day, Procrastinate's prune at another worker's start-up) registers again, loudly;
+- the heartbeat retries at its interval, on a connection of its own (`HeartbeatLine`): the
+  pool's reconnect backoff doubles through an outage, so a heartbeat that waited for the pool
+  would come back seconds after the database and other workers would presume this one dead
+  and redeliver its grades; a worker whose row was pruned meanwhile (silent for a day,
+  Procrastinate's prune at another worker's start-up) registers again, loudly;
 - the LISTEN connection is opened again with capped backoff, and a fetch follows every
   reconnect (what was announced while it was away is lost);
 - a fetch that fails is retried at the next poll; a job's status that cannot be written is
@@ -21,11 +24,13 @@ which task died, and `jaxjudge worker` exits non-zero so its supervisor restarts
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import psycopg
 from procrastinate.worker import Worker
 
 from jaxjudge.service.outage import Reachability, database_unreachable
@@ -37,6 +42,49 @@ MAX_BACKOFF_SECONDS = 2.0  # between listener reconnects and job-status writes
 STOPPING_PATIENCE_SECONDS = 10.0
 
 
+class HeartbeatLine:
+    """A worker's heartbeat on one connection of its own, opened again at the next beat
+    after any failure: it is back within a heartbeat of the database, whatever the pool's
+    backoff. A beat that takes longer than `timeout` (a cut network) counts as a failure."""
+
+    def __init__(self, conninfo: str, timeout: float) -> None:
+        self._conninfo = conninfo
+        self._timeout = timeout
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+
+    async def beat(self, worker_id: int) -> bool:
+        """Write the heartbeat; whether the worker is still registered. Connection failures
+        and time-outs raise psycopg.OperationalError."""
+        try:
+            return await asyncio.wait_for(self._beat(worker_id), self._timeout)
+        except TimeoutError as exc:
+            await self.close()
+            raise psycopg.OperationalError(
+                f"the heartbeat took over {self._timeout:.1f} s") from exc
+        except psycopg.Error:
+            await self.close()
+            raise
+
+    async def _beat(self, worker_id: int) -> bool:
+        if self._conn is None:
+            self._conn = await psycopg.AsyncConnection.connect(
+                self._conninfo, autocommit=True,
+                connect_timeout=max(2, round(self._timeout)))  # libpq's minimum is 2
+        async with self._conn.cursor() as cursor:
+            await cursor.execute("SELECT procrastinate_update_heartbeat_v1(%s)", (worker_id,))
+            await cursor.execute(
+                "SELECT EXISTS (SELECT 1 FROM procrastinate_workers WHERE id = %s)",
+                (worker_id,))
+            row = await cursor.fetchone()
+        return bool(row and row[0])
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(psycopg.Error):  # already broken: nothing to flush
+                await conn.close()
+
+
 class ResilientWorker(Worker):
     """Procrastinate's Worker, riding out database outages (see the module docstring)."""
 
@@ -45,10 +93,14 @@ class ResilientWorker(Worker):
         *,
         reachability: Reachability,
         on_registered: Callable[[int], Awaitable[None]] | None = None,
+        heartbeat_conninfo: str | None = None,
         **options: Any,
     ) -> None:
         super().__init__(listen_notify=False, **options)  # our own listener: _listen_forever
         self.reachability = reachability
+        # None: the heartbeat goes through Procrastinate's pool (tests that never cut it).
+        self._heartbeat_line = None if heartbeat_conninfo is None else HeartbeatLine(
+            heartbeat_conninfo, timeout=max(2.0, 2 * self.update_heartbeat_interval))
         self._on_registered = on_registered  # called with each id this worker registers as
         self.failure: str | None = None  # "task: error" of a side task that died
         # Recoveries by kind, for /metrics and the logs: heartbeat, listener, fetch,
@@ -97,34 +149,45 @@ class ResilientWorker(Worker):
                 self.worker_name, what, type(exc).__name__, str(exc).strip()[:200])
 
     async def _update_heartbeat(self) -> None:
-        while True:
-            await asyncio.sleep(self.update_heartbeat_interval)
-            worker_id = self.worker_id
-            assert worker_id is not None
-            try:
+        try:
+            while True:
+                await asyncio.sleep(self.update_heartbeat_interval)
+                await self._beat_once()
+        finally:
+            if self._heartbeat_line is not None:
+                await self._heartbeat_line.close()
+
+    async def _beat_once(self) -> None:
+        worker_id = self.worker_id
+        assert worker_id is not None
+        try:
+            if self._heartbeat_line is not None:
+                registered = await self._heartbeat_line.beat(worker_id)
+            else:
                 await self.app.job_manager.update_heartbeat(worker_id)
                 row = await self.app.connector.execute_query_one_async(
                     "SELECT EXISTS (SELECT 1 FROM procrastinate_workers "
                     "WHERE id = %(worker_id)s) AS registered",
                     worker_id=worker_id,
                 )
-            except Exception as exc:
-                if not database_unreachable(exc):
-                    raise
-                self._unreachable("heartbeat", exc)
-                continue
-            self.reachability.ok()
-            if not row["registered"]:
-                # Pruned (Procrastinate's start-up prune of another worker): our jobs were
-                # redelivered (the fence keeps our late results out). Take a new id so that
-                # fetching and heartbeats work again.
-                self.worker_id = await self.app.job_manager.register_worker()
-                self.recoveries["reregistered"] += 1
-                if self._on_registered is not None:
-                    await self._on_registered(self.worker_id)
-                log.error("worker %s: its registration %d was pruned (presumed dead); "
-                          "registered again as %d", self.worker_name, worker_id,
-                          self.worker_id)
+                registered = bool(row["registered"])
+        except Exception as exc:
+            if not database_unreachable(exc):
+                raise
+            self._unreachable("heartbeat", exc)
+            return
+        self.reachability.ok()
+        if not registered:
+            # Pruned (Procrastinate's start-up prune of another worker): our jobs were
+            # redelivered (the fence keeps our late results out). Take a new id so that
+            # fetching and heartbeats work again.
+            self.worker_id = await self.app.job_manager.register_worker()
+            self.recoveries["reregistered"] += 1
+            if self._on_registered is not None:
+                await self._on_registered(self.worker_id)
+            log.error("worker %s: its registration %d was pruned (presumed dead); "
+                      "registered again as %d", self.worker_name, worker_id,
+                      self.worker_id)
 
     async def _listen_forever(self) -> None:
         loop = asyncio.get_running_loop()
@@ -157,18 +220,32 @@ class ResilientWorker(Worker):
         loop = asyncio.get_running_loop()
         backoff = 0.2
         stopping_since: float | None = None
+        interrupted = False  # a write failed with the connection: it may have committed
+        job = kwargs.get("job")
         while True:
             try:
                 await super()._persist_job_status(*args, **kwargs)
                 return
             except Exception as exc:
                 if not database_unreachable(exc):
+                    if await self._job_left_doing(job):
+                        # Procrastinate's finish/retry refuses a job no longer `doing`: the
+                        # write that lost its connection had committed (the database stopped
+                        # between its commit and its answer), or the job was redelivered and
+                        # is its new holder's (the submission's fence kept our grade out if
+                        # it was late). Nothing is left to write.
+                        log.log(logging.INFO if interrupted else logging.WARNING,
+                                "worker %s: job %s is no longer this worker's to finish (%s)",
+                                self.worker_name, getattr(job, "id", "?"),
+                                "its status was written before the connection dropped"
+                                if interrupted else "redelivered meanwhile")
+                        return
                     raise
+                interrupted = True
                 self._unreachable("job_status", exc)
                 if self._stop_event.is_set():
                     stopping_since = stopping_since or loop.time()
                     if loop.time() - stopping_since > STOPPING_PATIENCE_SECONDS:
-                        job = kwargs.get("job")
                         log.error("worker %s: the status of job %s could not be written "
                                   "before shutdown; it is redelivered once this worker's "
                                   "heartbeat is stale", self.worker_name,
@@ -176,3 +253,16 @@ class ResilientWorker(Worker):
                         return
             await asyncio.sleep(backoff)
             backoff = min(MAX_BACKOFF_SECONDS, backoff * 2)
+
+    async def _job_left_doing(self, job: Any) -> bool:
+        """Whether `job` is no longer `doing` under this worker (its row finished, retried
+        or deleted): read after a status write whose commit is in doubt."""
+        job_id = getattr(job, "id", None)
+        if job_id is None:
+            return False
+        rows = await self.app.connector.execute_query_all_async(
+            "SELECT status::text AS status, worker_id FROM procrastinate_jobs "
+            "WHERE id = %(job_id)s",
+            job_id=job_id,
+        )
+        return not rows or rows[0]["status"] != "doing" or rows[0]["worker_id"] != self.worker_id

@@ -49,6 +49,7 @@ from jaxjudge.service.jobs import (
     GRADE_KEY,
     QUEUE_NAME,
     defer_callback,
+    heartbeat_conninfo,
     make_app,
     requeue_orphan_callbacks,
     requeue_orphans,
@@ -231,6 +232,7 @@ async def run_worker(settings: Settings, *, on_graded: OnGraded | None = None) -
                 grading = ResilientWorker(
                     app=jobs_app,
                     reachability=reachability,
+                    heartbeat_conninfo=heartbeat_conninfo(settings.database_url),
                     **options,
                     queues=[QUEUE_NAME],
                     concurrency=concurrency,
@@ -306,6 +308,7 @@ def _delivery_worker(
     return ResilientWorker(
         app=jobs_app,
         reachability=reachability,
+        heartbeat_conninfo=heartbeat_conninfo(settings.database_url),
         on_registered=tag,
         **_worker_options(settings, "jaxjudge-callbacks"),
         queues=[CALLBACK_QUEUE],
