@@ -177,6 +177,27 @@ def test_grader_for_several_workers_is_processes_and_for_one_this_process() -> N
 BROKEN = "def solve(:\n"  # compile_error: the fastest grade there is
 
 
+def test_workers_run_the_installed_package_not_one_in_the_callers_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`grade-set` run from a folder that holds a `jaxjudge/` (a checkout of another version,
+    or a hostile folder of submissions): `python -m` would put that folder first on the
+    workers' sys.path and run its code as the trusted grader, under another grader version
+    (seen on the 13-core host: the workers' reference figures were kept under another key)."""
+    decoy = tmp_path / "jaxjudge"
+    decoy.mkdir()
+    marker = tmp_path / "decoy-ran"
+    (decoy / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    monkeypatch.chdir(tmp_path)
+    pg = ProcessGrader(1, warm_pool=False).start()
+    try:
+        report = pg.grade(load_problem("rematerialized-mlp-block"), BROKEN.encode(),
+                          mode="submit")
+    finally:
+        pg.close()
+    assert report.verdict == Verdict.COMPILE_ERROR, report.message
+    assert not marker.exists()
+
+
 def _in_a_thread(fn):  # type: ignore[no-untyped-def]
     """fn() in a thread that ends right after, as `jaxjudge worker`'s grade threads do."""
     box: list = []
@@ -382,7 +403,7 @@ def _gone(pids: set[int], seconds: float = 15.0) -> set[int]:
 
 def test_service_a_grading_worker_killed_mid_grade_then_shutdown_leaves_nothing(
         tmp_path: Path) -> None:
-    from tests.api_fixtures import Server, submit, wait_done
+    from api_fixtures import Server, submit, wait_done
 
     srv = Server(tmp_path, database_url=f"sqlite:///{tmp_path}/judge.db", workers=2)
     try:
@@ -409,7 +430,7 @@ def test_service_a_grading_worker_killed_mid_grade_then_shutdown_leaves_nothing(
 
 
 def test_service_killed_by_sigkill_mid_grade_leaves_no_process(tmp_path: Path) -> None:
-    from tests.api_fixtures import Server, submit
+    from api_fixtures import Server, submit
 
     srv = Server(tmp_path, database_url=f"sqlite:///{tmp_path}/judge.db", workers=2)
     try:
@@ -450,7 +471,7 @@ def test_an_exception_that_does_not_unpickle_reaches_the_caller_as_its_text() ->
 def test_jaxjudge_worker_grades_on_after_its_grading_workers_are_killed(tmp_path: Path) -> None:
     # `jaxjudge worker` grades each job in a thread of its own that ends with the grade: its
     # grading workers' replacements must not die with those threads (PR_SET_PDEATHSIG).
-    from tests.api_fixtures import FAST, Server, Worker, postgres_server, submit, wait_done
+    from api_fixtures import FAST, Server, Worker, postgres_server, submit, wait_done
 
     try:
         cluster = postgres_server()

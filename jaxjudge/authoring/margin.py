@@ -194,7 +194,8 @@ def _start(problem: Problem, share: int, tasks: list[str], out: Path
     """Worker `share` of WORKERS: every task on its share of the input shapes."""
     flags = " ".join(f for f in (os.environ.get("XLA_FLAGS", ""), fast_compile_flags()) if f)
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "JAX_ENABLE_X64": "0", "XLA_FLAGS": flags}
-    cmd = [sys.executable, "-m", "jaxjudge.authoring.margin", "--worker",
+    # -P: the problem folder (the worker's cwd) is not put first on sys.path.
+    cmd = [sys.executable, "-P", "-m", "jaxjudge.authoring.margin", "--worker",
            str(problem.root.resolve()), str(out), f"{share}/{WORKERS}", *tasks]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env=env, cwd=problem.root)

@@ -101,8 +101,10 @@ class _Worker:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", __name__, str(down_r), str(up_w), json.dumps(options),
-                 str(os.getpid())],
+                # -P: the caller's folder is not put first on sys.path (a `jaxjudge/` there,
+                # a checkout or a hostile folder, would be the package the worker runs).
+                [sys.executable, "-P", "-m", __name__, str(down_r), str(up_w),
+                 json.dumps(options), str(os.getpid())],
                 pass_fds=(down_r, up_w), stdin=subprocess.DEVNULL, env=env)
         finally:
             os.close(down_r)
