@@ -160,6 +160,11 @@ def test_no_workers_is_a_callers_error() -> None:
         ProcessGrader(0)
 
 
+def test_grading_before_start_is_a_callers_error_not_a_hang() -> None:
+    with pytest.raises(RuntimeError, match="not started"):
+        ProcessGrader(1, warm_pool=False).grade("rematerialized-mlp-block", BROKEN)
+
+
 def test_grader_for_several_workers_is_processes_and_for_one_this_process() -> None:
     one = grader_for(1, warm_pool=False)
     try:

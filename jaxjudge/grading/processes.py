@@ -234,6 +234,8 @@ class ProcessGrader:
         worker that breaks gives `internal_error` and is replaced."""
         if self._closed:
             raise RuntimeError("this ProcessGrader is closed")
+        if not self._started:  # no worker would ever come: waiting would hang for good
+            raise RuntimeError("this ProcessGrader was not started: call start() first")
         started = time.perf_counter()
         key = ""
         if self.reports.size and not custom_inputs and mode in ("run", "submit"):
