@@ -123,6 +123,24 @@ def grade_set(n: int, jobs: int, unsafe: bool, keep_log: Path | None, state: Pat
     }
 
 
+def _cpu_ticks() -> tuple[int, int] | None:
+    """(busy, total) jiffies of the whole machine, from /proc/stat's first line."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def _busy_cores(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float:
+    """How many cores were busy on average between two `_cpu_ticks` readings: near the core
+    count, the grades are CPU-bound; well below it, something serialises them."""
+    if before is None or after is None or after[1] <= before[1]:
+        return float("nan")
+    return (after[0] - before[0]) / (after[1] - before[1]) * (os.cpu_count() or 1)
+
+
 def pool_throughput(n: int, concurrency: list[int], unsafe: bool, state: Path) -> list[dict]:
     """New programs per second through the service's grader (`workers` = max C, made as the
     service makes it: jaxjudge.grading.processes.grader_for), C threads at a time."""
@@ -136,14 +154,17 @@ def pool_throughput(n: int, concurrency: list[int], unsafe: bool, state: Path) -
         grader.grade(problem, new_program(_tags(1)[0]).encode(), mode="submit")  # warm
         for c in concurrency:
             sources = [new_program(tag).encode() for tag in _tags(n)]
-            t0 = time.perf_counter()
+            t0, ticks = time.perf_counter(), _cpu_ticks()
             with ThreadPoolExecutor(c) as ex:
                 reports = list(ex.map(
                     lambda src: grader.grade(problem, src, mode="submit"), sources))
             wall = time.perf_counter() - t0
+            busy = _busy_cores(ticks, _cpu_ticks())
             ok = sum(r.verdict == "accepted" for r in reports)
             rows.append({"concurrency": c, "wall": wall, "per_second": n / wall,
-                         "accepted": ok, "n": n})
+                         "accepted": ok, "n": n, "busy_cores": busy,
+                         "grade_median": statistics.median(
+                             float(r.timings.get("total", 0.0)) for r in reports)})
     return rows
 
 
@@ -187,7 +208,12 @@ def main() -> int:
         base = pool[0]["per_second"]
         for p in pool:
             print(f"pool concurrency {p['concurrency']:>2}: {p['per_second']:.2f} grades/s "
-                  f"x{p['per_second'] / base:.2f} ({p['accepted']}/{p['n']} accepted)")
+                  f"x{p['per_second'] / base:.2f} ({p['accepted']}/{p['n']} accepted)  "
+                  f"median grade {p['grade_median']:.2f} s  busy cores {p['busy_cores']:.1f}",
+                  flush=True)
+    kept = state / "state" / "reference-work"
+    print(f"reference-work entries in the state folder: "
+          f"{len(list(kept.iterdir())) if kept.is_dir() else 0} (one per problem and mode)")
     if args.json:
         args.json.write_text(json.dumps({"machine": machine(), "grade_set": runs,
                                          "pool": pool}, indent=1))
