@@ -385,3 +385,21 @@ def test_memory_bomb_without_a_memory_cgroup(monkeypatch: pytest.MonkeyPatch) ->
             PROBLEM, (SUBMISSIONS / name).read_text(), "submit", limits=limits)
         assert p.stats.runs >= 1 and p.stats.cold_runs == 0
     assert report.verdict is Verdict.MEMORY_LIMIT_EXCEEDED, report.message
+
+
+def test_spares_warm_up_only_while_grades_leave_half_the_cores_idle() -> None:
+    """The spare warm-up is speculative work for idle cores: on where at most half the cores
+    are taken by grades at once, off beyond (it competed with the grades on a 13-core host)."""
+    cores = os.cpu_count() or 1
+    assert pool.spare_warmup_fits(max(1, cores // 2)) == (cores >= 2)
+    assert not pool.spare_warmup_fits(cores // 2 + 1)
+    assert pool.WarmPool(cores).spare_warmup is False  # the default decides from `workers`
+    with pool.WarmPool(1, compile_cache=False, spare_warmup=False) as p:
+        z = next(z for z in p._zygotes if not z.trusted)
+        assert z.host_pid is not None
+        try:
+            environ = Path(f"/proc/{z.host_pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            pytest.skip("the zygote's environment is not readable here (not root)")
+        assert b"JAXJUDGE_ZYGOTE_SPARE_WARMUP=" in environ  # set, and empty: no warm-up
+        _accepted_through(p)  # a cold spare grades as well

@@ -63,7 +63,8 @@ class Grader:
     True (or a worker count) starts a `jaxjudge.isolation.pool.WarmPool` owned by this grader, whose
     runner is used; `close()` (or leaving the `with` block) stops it. `engine`: "interpret" or "xla"
     (default: JAXJUDGE_ENGINE). `report_cache`: identical sources answered from memory (0 off).
-    `program_cache`: stage B results per exported program (0 off)."""
+    `program_cache`: stage B results per exported program (0 off). `spare_warmup`: the warm
+    pool's (None: its own choice)."""
 
     def __init__(
         self,
@@ -73,6 +74,7 @@ class Grader:
         engine: str | None = None,
         report_cache: int = 0,
         program_cache: int = PROGRAM_CACHE_SIZE,
+        spare_warmup: bool | None = None,
     ) -> None:
         if engine is not None and engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
@@ -84,7 +86,7 @@ class Grader:
             from jaxjudge.isolation.pool import WarmPool
 
             workers = None if warm_pool is True else int(warm_pool)
-            self.pool = WarmPool(workers).start()
+            self.pool = WarmPool(workers, spare_warmup=spare_warmup).start()
             runner = self.pool.runner
         self.runner: StageRunner = runner or default_runner
         # Cold stages: start stage B's interpreter while stage A runs (sandbox.prestart), so

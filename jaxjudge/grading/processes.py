@@ -176,6 +176,10 @@ class ProcessGrader:
         self.engine = engine or engine_from_env()
         self._options: dict[str, Any] = {"warm_pool": 1 if warm_pool else False,
                                          "engine": self.engine}
+        if warm_pool:  # each worker's pool is one of `workers` running at once
+            from jaxjudge.isolation.pool import spare_warmup_fits
+
+            self._options["spare_warmup"] = spare_warmup_fits(workers)
         if program_cache is not None:  # each worker's own (the sample suite turns it off)
             self._options["program_cache"] = program_cache
         # Kept here, not per worker: an identical source is answered whichever worker graded

@@ -177,7 +177,8 @@ class _Zygote:
                or prot["bwrap"]["active"] else "0",
                # Untrusted spares warm up stage A while they wait (zygote.py); trusted ones get
                # their XLA flags only with the request, so they cannot start a backend early.
-               "JAXJUDGE_ZYGOTE_SPARE_WARMUP": "" if self.trusted else "trace"}
+               "JAXJUDGE_ZYGOTE_SPARE_WARMUP": "trace" if not self.trusted
+               and self.pool.spare_warmup else ""}
         gid = None
         if self.trusted and self.pool.cache_dir is not None:
             binds = ((str(self.pool.cache_dir), CACHE_MOUNT),)
@@ -480,13 +481,28 @@ class _Zygote:
             os.kill(host, signal.SIGKILL)
 
 
+def spare_warmup_fits(concurrent_grades: int) -> bool:
+    """Whether stage-A spares should warm up while they wait: speculative work for idle
+    cores, at the lowest CPU weight. It saves ~30 ms of a grade's export when a core is
+    free, but where the grades that run at once take most of the cores it only competes with
+    them (the weight did not keep it out of their way on a 13-core gVisor host: 12 grades at
+    once went from 10.1 to 12.0 grades/s with it off, docs/performance.md). So: only while
+    at most half the cores are taken by grades."""
+    return 2 * concurrent_grades <= (os.cpu_count() or 1)
+
+
 class WarmPool:
-    """`workers` untrusted + `workers` trusted zygotes; `runner` is a grade.StageRunner."""
+    """`workers` untrusted + `workers` trusted zygotes; `runner` is a grade.StageRunner.
+    `spare_warmup`: see `spare_warmup_fits` (the default decides from `workers`; a caller
+    that runs several pools at once passes the decision for all of them)."""
 
     def __init__(self, workers: int | None = None, *, jobs_per_zygote: int = JOBS_PER_ZYGOTE,
-                 compile_cache: bool = True, base_dir: Path | None = None) -> None:
+                 compile_cache: bool = True, base_dir: Path | None = None,
+                 spare_warmup: bool | None = None) -> None:
         env_workers = os.environ.get("JAXJUDGE_POOL_WORKERS")
         self.workers = max(1, workers or int(env_workers or 0) or os.cpu_count() or 1)
+        self.spare_warmup = (spare_warmup_fits(self.workers) if spare_warmup is None
+                             else spare_warmup)
         self.jobs_per_zygote = jobs_per_zygote
         self.compile_cache = compile_cache
         self.base_dir = base_dir
