@@ -21,7 +21,7 @@ from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
 
 from jaxjudge.grading.stage_common import STAGES_DIR
-from jaxjudge.rules.trajectory import Trajectory, judge, shows_a_step
+from jaxjudge.rules.trajectory import MAX_FOLLOWED, Trajectory, judge, shows_a_step
 
 OBS = runpy.run_path(str(STAGES_DIR / "observe.py"), run_name="jaxjudge_test_trajectory")
 RTOL, ATOL = 1e-3, 5e-3  # ten times ema-with-scan's tolerance, as the rule reads it
@@ -277,3 +277,28 @@ def test_a_wrong_answer_is_not_followed_step_by_step() -> None:
         return {"ema": jax.lax.scan(step, jnp.zeros_like(x[0]), x)[1]}
     why = _verdict(zero_start, ema_reference, X, ALPHA, want=8)
     assert why is not None and "its answer was not the reference's" in why, why
+
+
+def test_loops_past_the_followed_few_fail_closed_and_say_so() -> None:
+    """The real loop first, then seven idle loops of the same trip count: stage B follows
+    MAX_FOLLOWED of them, the last first, and none of those does the reference's steps. The
+    loop left unfollowed could be the one, so the requirement fails closed, saying that the
+    grader could not follow every loop (not that the outputs differ)."""
+    def real_then_idle(x, alpha):
+        out = ema_reference(x, alpha)["ema"]
+        for _ in range(MAX_FOLLOWED + 1):  # each moves its carry off the answer and back
+            out = jax.lax.fori_loop(
+                0, x.shape[0],
+                lambda t, o: o + ((t == 2).astype(o.dtype) - (t == 5).astype(o.dtype)), out)
+        return {"ema": out}
+    result = _run(real_then_idle, X, ALPHA, want=8)
+    assert len(result["trajectory"]) == MAX_FOLLOWED and result["trajectory_unfinished"]
+    ref = _loops(_run(ema_reference, X, ALPHA, want=8))[0]
+    why = judge(_loops(result), ref, RTOL, ATOL, "t", unfinished=True)
+    assert why is not None and f"up to {MAX_FOLLOWED} of them" in why, why
+
+
+def test_the_rule_and_the_stage_agree_on_how_many_loops_are_followed() -> None:
+    stage = runpy.run_path(str(STAGES_DIR / "observe_trajectory.py"), run_name="jaxjudge_t")
+    assert stage["MAX_CANDIDATES"] == MAX_FOLLOWED
+

@@ -19,6 +19,8 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from jaxjudge.rules.trajectory import MAX_FOLLOWED
+
 MAX_MESSAGE_CHARS = 16_000  # stage A trims its messages to 4,000, stage B its errors to 2,000
 MAX_NAME_CHARS = 128
 MAX_TIMINGS = 32
@@ -198,7 +200,7 @@ MAX_SLOTS = 24
 MAX_KNOCK_PARTS = 4  # observe.KNOCK_PARTS
 # observe_trajectory.py's limits: rows for 0 .. 48 steps, candidate loops, a row's outputs
 MAX_TRAJECTORY_ROWS = 49
-MAX_TRAJECTORY_LOOPS = 6
+MAX_TRAJECTORY_LOOPS = MAX_FOLLOWED
 MAX_ROW_ELEMENTS = 4096
 
 

@@ -37,6 +37,9 @@ import math
 from dataclasses import dataclass
 
 OFFSETS = (0, -1, 1)
+# How many loops of the trip count stage B follows (stages/observe_trajectory.py's
+# MAX_CANDIDATES; a sandboxed stage imports nothing of ours, tests/test_trajectory.py checks).
+MAX_FOLLOWED = 6
 
 
 @dataclass(frozen=True)
@@ -177,10 +180,11 @@ def judge(mine: tuple[Trajectory, ...], ref: Trajectory | None, rtol: float, ato
         latest = max((f for f in fails if f is not None), key=lambda f: f[0])
         best = latest if best is None or latest[0] > best[0] else best
     if unfinished:
-        return (f"When your program ran on test {test!r}, the grader's budget for following "
-                f"its loops step by step (a multiple of the reference's) ran out before it had "
-                f"followed every loop of {ref.steps} steps, and none of those it followed does "
-                f"the reference's steps: do the work in one loop, without extra loops around it")
+        return (f"When your program ran on test {test!r}, the grader could not follow every "
+                f"loop of {ref.steps} steps (it follows up to {MAX_FOLLOWED} of them, the last "
+                f"first, within a multiple of the reference's work), and none of those it "
+                f"followed does the reference's steps: do the work in one loop, without extra "
+                f"loops of the same length around it")
     if best is None:
         return (f"When your program ran on test {test!r}, its outputs could not be compared "
                 f"with the reference's step by step")

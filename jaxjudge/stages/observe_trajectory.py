@@ -98,11 +98,14 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
         spent = ev.work
         # the last loops first: a program's main loop usually comes after what it precomputes,
         # and a run that spends the budget before the others still gives what it measured
-        candidates = [i for i, steps in sorted(runs.steps.items(), reverse=True)
-                      if steps and all(s == want for s in steps)][:MAX_CANDIDATES]
+        every = [i for i, steps in sorted(runs.steps.items(), reverse=True)
+                 if steps and all(s == want for s in steps)]
+        candidates = every[:MAX_CANDIDATES]
         loops = []
         total = 0
-        unfinished = False
+        # loops past MAX_CANDIDATES are not followed: like a spent budget, they count only if
+        # none followed passes (the parent fails closed then, and says why)
+        unfinished = len(every) > MAX_CANDIDATES
         V = want + 1  # row k: after k steps; row `want`: the whole run
         for index in candidates:
             ev = Evaluator(module, ir, hlo, V, {})
