@@ -302,3 +302,16 @@ def test_the_rule_and_the_stage_agree_on_how_many_loops_are_followed() -> None:
     stage = runpy.run_path(str(STAGES_DIR / "observe_trajectory.py"), run_name="jaxjudge_t")
     assert stage["MAX_CANDIDATES"] == MAX_FOLLOWED
 
+
+def test_an_output_is_compared_up_to_a_factor_whatever_its_size() -> None:
+    """Scale-free: a direction left unnormalised (a tiny or huge factor) matches, and so does
+    all zeros (nothing written yet where the answer is read); a tiny output in another direction
+    does not pass by the absolute tolerance, as it did when the factor was fitted to values."""
+    from jaxjudge.rules.trajectory import _scaled
+
+    want = [0.6, -0.8, 0.0]
+    assert _scaled([6e-9, -8e-9, 0.0], want, RTOL, ATOL)
+    assert _scaled([-6e5, 8e5, 0.0], want, RTOL, ATOL)
+    assert _scaled([0.0, 0.0, 0.0], want, RTOL, ATOL)
+    assert not _scaled([8e-9, 6e-9, 0.0], want, RTOL, ATOL)
+    assert not _scaled([0.8, 0.6, 0.0], want, RTOL, ATOL)
