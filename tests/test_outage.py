@@ -388,7 +388,7 @@ def test_a_status_write_that_committed_before_its_answer_was_lost_is_done(
     import psycopg
     from procrastinate import JobContext, jobs
 
-    from jaxjudge.service.jobs import TASK_NAME, make_app
+    from jaxjudge.service.jobs import TASK_NAME, heartbeat_conninfo, make_app
     from jaxjudge.service.liveness import ResilientWorker
     from jaxjudge.service.outage import Reachability
 
@@ -397,6 +397,7 @@ def test_a_status_write_that_committed_before_its_answer_was_lost_is_done(
         async with app.open_async():
             job_id = await app.configure_task(TASK_NAME).defer_async(submission_id="lost")
             worker = ResilientWorker(app=app, reachability=Reachability(),
+                                     heartbeat_conninfo=heartbeat_conninfo(cluster.url),
                                      delete_jobs="successful", install_signal_handlers=False)
             worker.worker_id = await app.job_manager.register_worker()
             job = await app.job_manager.fetch_job(queues=None, worker_id=worker.worker_id)

@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psycopg
+from procrastinate.sql import queries
 from procrastinate.worker import Worker
 
 from jaxjudge.service.outage import Reachability, database_unreachable
@@ -71,10 +72,11 @@ class HeartbeatLine:
                 self._conninfo, autocommit=True,
                 connect_timeout=max(2, round(self._timeout)))  # libpq's minimum is 2
         async with self._conn.cursor() as cursor:
-            await cursor.execute("SELECT procrastinate_update_heartbeat_v1(%s)", (worker_id,))
+            # Procrastinate's own statement (its function is versioned with its schema)
+            await cursor.execute(queries["update_heartbeat"], {"worker_id": worker_id})
             await cursor.execute(
-                "SELECT EXISTS (SELECT 1 FROM procrastinate_workers WHERE id = %s)",
-                (worker_id,))
+                "SELECT EXISTS (SELECT 1 FROM procrastinate_workers WHERE id = %(worker_id)s)",
+                {"worker_id": worker_id})
             row = await cursor.fetchone()
         return bool(row and row[0])
 
@@ -93,13 +95,12 @@ class ResilientWorker(Worker):
         *,
         reachability: Reachability,
         on_registered: Callable[[int], Awaitable[None]] | None = None,
-        heartbeat_conninfo: str | None = None,
+        heartbeat_conninfo: str,
         **options: Any,
     ) -> None:
         super().__init__(listen_notify=False, **options)  # our own listener: _listen_forever
         self.reachability = reachability
-        # None: the heartbeat goes through Procrastinate's pool (tests that never cut it).
-        self._heartbeat_line = None if heartbeat_conninfo is None else HeartbeatLine(
+        self._heartbeat_line = HeartbeatLine(
             heartbeat_conninfo, timeout=max(2.0, 2 * self.update_heartbeat_interval))
         self._on_registered = on_registered  # called with each id this worker registers as
         self.failure: str | None = None  # "task: error" of a side task that died
@@ -154,23 +155,13 @@ class ResilientWorker(Worker):
                 await asyncio.sleep(self.update_heartbeat_interval)
                 await self._beat_once()
         finally:
-            if self._heartbeat_line is not None:
-                await self._heartbeat_line.close()
+            await self._heartbeat_line.close()
 
     async def _beat_once(self) -> None:
         worker_id = self.worker_id
         assert worker_id is not None
         try:
-            if self._heartbeat_line is not None:
-                registered = await self._heartbeat_line.beat(worker_id)
-            else:
-                await self.app.job_manager.update_heartbeat(worker_id)
-                row = await self.app.connector.execute_query_one_async(
-                    "SELECT EXISTS (SELECT 1 FROM procrastinate_workers "
-                    "WHERE id = %(worker_id)s) AS registered",
-                    worker_id=worker_id,
-                )
-                registered = bool(row["registered"])
+            registered = await self._heartbeat_line.beat(worker_id)
         except Exception as exc:
             if not database_unreachable(exc):
                 raise
