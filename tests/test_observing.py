@@ -18,13 +18,36 @@ def test_every_program_the_tests_run_is_observed_most_steps_first() -> None:
     specs = [s for s in every if not s.get("candidates") and s.get("kind") != "trajectory"]
     wanted = {sid for sid in program_of if 2 <= plan.sig_dims[sid]["T"] <= 48}
     assert {s["program"] for s in specs} == wanted and len(specs) == len(wanted)
-    # and the loop stopped after each step (jaxjudge.rules.trajectory), on the same tests
+    # and the loop stopped after each step (jaxjudge.rules.trajectory): the first tests of
+    # the same signatures at every step, then every other test at a few steps
     paths = [s for s in every if s.get("kind") == "trajectory"]
-    assert [(s["program"], s["test"], s["count"]) for s in paths] == [
+    assert [(s["program"], s["test"], s["count"]) for s in paths[:len(specs)]] == [
         (s["program"], s["test"], s["count"]) for s in specs]
+    assert not any("at" in s for s in paths[:len(specs)])
+    looped = [t["name"] for t in plan.tests if 2 <= plan.sig_dims[t["signature"]]["T"] <= 48]
+    assert sorted(s["test"] for s in paths) == sorted(looped)
+    assert all(s["at"][0] == 0 and s["at"][-1] == s["count"] for s in paths[len(specs):])
     assert [s["primary"] for s in specs] == [True] + [False] * (len(specs) - 1)
     assert specs[0]["count"] == max(s["count"] for s in specs)
     assert all(len(s["groups"]) == 1 and s["groups"][0]["size"] == 1 for s in specs)
+
+
+def test_the_reference_follows_every_test_at_every_step() -> None:
+    """Its answers step by step are what each learner's run is compared with, whichever steps
+    that run stops after; each test has a figure key of its own."""
+    from jaxjudge.grading.reference_work import entry_key
+
+    problem = load_problem("ema-with-scan")
+    plan = plan_for(problem, "submit")
+    program_of = {sid: sid for sid in {t["signature"] for t in plan.tests}}
+    sig_of = {t["name"]: t["signature"] for t in plan.tests}
+    mine = [s for s in observe_specs(problem, plan, program_of)
+            if s.get("kind") == "trajectory"]
+    ref = [s for s in observe_specs(problem, plan, program_of, every=True)
+           if s.get("kind") == "trajectory"]
+    assert not any("at" in s for s in ref)
+    keys = {entry_key(s, sig_of[s["test"]]) for s in ref}
+    assert len(keys) == len(ref) and {entry_key(s, sig_of[s["test"]]) for s in mine} == keys
 
 
 def test_a_second_test_of_each_signature_is_offered_for_stage_b_to_pick() -> None:

@@ -490,3 +490,18 @@ def test_a_tests_time_is_a_bounded_number(seconds: Any, ok: bool) -> None:
         else:
             with pytest.raises(ValidationError):
                 model.model_validate(raw)
+
+
+def test_a_trajectory_says_after_which_steps_its_rows_were_taken() -> None:
+    """The rule reads row i as the outputs after at[i] steps: rows that do not match their
+    steps (one missing, out of order, not from 0 to the end) are refused, not misread."""
+    from pydantic import ValidationError
+
+    from jaxjudge.grading.stage_results import TrajectoryLoop
+
+    rows = [[0.0], [1.0], [2.0]]
+    assert TrajectoryLoop(index=3, steps=2, rows=rows).at == []
+    assert TrajectoryLoop(index=3, steps=8, rows=rows, at=[0, 4, 8]).at == [0, 4, 8]
+    for steps, at in ((8, []), (8, [0, 4]), (8, [0, 8, 4]), (8, [1, 4, 8]), (4, [0, 4, 8])):
+        with pytest.raises(ValidationError):
+            TrajectoryLoop(index=3, steps=steps, rows=rows, at=at)

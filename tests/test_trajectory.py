@@ -27,7 +27,8 @@ OBS = runpy.run_path(str(STAGES_DIR / "observe.py"), run_name="jaxjudge_test_tra
 RTOL, ATOL = 1e-3, 5e-3  # ten times ema-with-scan's tolerance, as the rule reads it
 
 
-def _run(fn: Callable, *args, want: int, max_work: int = 60_000_000) -> dict:
+def _run(fn: Callable, *args, want: int, max_work: int = 60_000_000,
+         at: list[int] | None = None) -> dict:
     exp = export.export(jax.jit(fn))(*args)
     with mlir.make_ir_context():
         text = ir.Module.parse(exp.mlir_module()).operation.get_asm(
@@ -35,12 +36,13 @@ def _run(fn: Callable, *args, want: int, max_work: int = 60_000_000) -> dict:
     leaves = jax.tree_util.tree_leaves(args)
     ins = [np.asarray(leaves[i]) for i in sorted(exp.module_kept_var_idx)]
     return OBS["trajectory"](text, ins, want, OBS["_ev"], ir, hlo, mlir.make_ir_context(),
-                             max_work, {})
+                             max_work, {}, at)
 
 
 def _loops(result: dict) -> tuple[Trajectory, ...]:
     return tuple(Trajectory(index=t["index"], steps=t["steps"],
-                            rows=tuple(map(tuple, t["rows"])), sizes=tuple(t["sizes"]))
+                            rows=tuple(map(tuple, t["rows"])), sizes=tuple(t["sizes"]),
+                            at=tuple(t["at"]))
                  for t in result["trajectory"])
 
 
@@ -315,3 +317,40 @@ def test_an_output_is_compared_up_to_a_factor_whatever_its_size() -> None:
     assert _scaled([0.0, 0.0, 0.0], want, RTOL, ATOL)
     assert not _scaled([8e-9, 6e-9, 0.0], want, RTOL, ATOL)
     assert not _scaled([0.8, 0.6, 0.0], want, RTOL, ATOL)
+
+
+def power_all_at_first_step_on_large_sums(w, u):
+    """Honest one iteration per step, except on data the first test of a shape may lack."""
+    fast = jnp.abs(jnp.sum(w)) > 1.0
+
+    def one(uv):
+        v = w.T @ uv[0]
+        v = v / jnp.linalg.norm(v)
+        u = w @ v
+        return u / jnp.linalg.norm(u), v
+
+    def step(i, uv):
+        e = uv
+        for _ in range(8):
+            e = one(e)
+        o = one(uv)
+        return tuple(jnp.where(fast & (i == 0), b, jnp.where(fast, a0, a))
+                     for a, b, a0 in zip(o, e, uv, strict=True))
+
+    u, v = jax.lax.fori_loop(0, 8, step, (u, jnp.zeros(w.shape[1], w.dtype)))
+    sigma = u @ (w @ v)
+    return {"sigma": sigma, "u": u, "w_sn": w / jnp.where(sigma > 0, sigma, 1)}
+
+
+def test_a_run_stopped_after_a_few_steps_is_judged_at_those() -> None:
+    """Tests beside a signature's first are stopped after a few steps only (observing.py): the
+    rows say which, the honest loop passes there and a data-gated one fails at its first."""
+    at = [0, 1, 2, 4, 7, 8]
+    assert abs(float(jnp.sum(W))) > 1.0  # the gate is open on this test
+    ref = _loops(_run(power_reference, W, U, want=8))[0]
+    honest = _loops(_run(power_reference, W, U, want=8, at=at))
+    assert honest[0].at == tuple(at) and len(honest[0].rows) == len(at)
+    assert judge(honest, ref, RTOL, ATOL, "t") is None
+    why = judge(_loops(_run(power_all_at_first_step_on_large_sums, W, U, want=8, at=at)), ref,
+                RTOL, ATOL, "t")
+    assert why is not None and "is not the reference's after" in why, why

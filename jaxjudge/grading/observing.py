@@ -112,20 +112,39 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str],
         for extra in [] if every else _second_tests(firsts, names_of, req.name):
             specs.append({**extra, "id": f"r{len(specs)}"})
         if opts.get("trajectory"):
-            specs += _trajectory_specs(runs, tests_of, program_of, req.name, len(specs))
+            specs += _trajectory_specs(runs, names_of, program_of, req.name, len(specs), every)
     return specs
 
 
-def _trajectory_specs(runs: list[tuple[int, str]], tests_of: dict[str, str],
-                      program_of: dict[str, str], req: str, n: int) -> list[dict[str, Any]]:
-    """One trajectory run (stages/observe_trajectory.py) per test signature, on its first test:
-    the reference runs the same ones (its figures hold its answers step by step), and the
-    program of every signature is judged on its own. Each is primary: no pick, since the
-    reference's answers are known for these tests only."""
+def _trajectory_specs(runs: list[tuple[int, str]], names_of: dict[str, list[str]],
+                      program_of: dict[str, str], req: str, n: int,
+                      every: bool = False) -> list[dict[str, Any]]:
+    """One trajectory run (stages/observe_trajectory.py) per test whose loop the requirement
+    follows: the program of every signature on every one of its tests (the first test of each
+    signature first, up to MAX_TRAJECTORY_TESTS), so that a program that does the steps only
+    at some shapes, or only on some data (a sum above 10, an alpha near 1), is seen where it
+    does not. The reference runs the same ones (its figures hold its answers step by step).
+    Each is primary: no pick, and no test left to a hash a submitter could steer."""
+    order = [(want, sid, name, None) for want, sid in runs
+             for name in names_of.get(sid, [])[:1]]
+    # the other tests of a signature at a few steps only (a gate on data shows at any step)
+    order += [(want, sid, name, [] if every else _few_steps(want)) for want, sid in runs
+              for name in names_of.get(sid, [])[1:]]
     return [{"id": f"r{n + k}", "kind": "trajectory", "program": program_of.get(sid, sid),
-             "test": tests_of[sid], "req": req, "count": want, "sliced": [], "groups": [],
-             "inject": 0, "watch": [], "primary": True}
-            for k, (want, sid) in enumerate(runs[:MAX_OBSERVED_PROGRAMS])]
+             "test": name, "req": req, "count": want, "sliced": [], "groups": [],
+             "inject": 0, "watch": [], "primary": True, **({"at": at} if at else {})}
+            for k, (want, sid, name, at) in enumerate(order[:MAX_TRAJECTORY_TESTS])]
+
+
+def _few_steps(n: int) -> list[int]:
+    """The steps a test beside a signature's first is stopped after: the start, the first two
+    steps (work done at once, two per step), the middle, the last two, and the end."""
+    return sorted({0, 1, 2, n // 2, n - 1, n} & set(range(n + 1)))
+
+
+# Trajectory runs per requirement: every test the problems have today (up to 35); with the
+# other runs, within stage B's 64 entries per grade (observe.py's MAX_ENTRIES).
+MAX_TRAJECTORY_TESTS = 40
 
 
 def _second_tests(firsts: list[dict[str, Any]], names_of: dict[str, list[str]],
@@ -270,7 +289,7 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
                 tolerance=tolerance, unfinished=got.trajectory_unfinished,
                 trajectory=tuple(Trajectory(index=t.index, steps=t.steps,
                                             rows=tuple(map(tuple, t.rows)),
-                                            sizes=tuple(t.sizes))
+                                            sizes=tuple(t.sizes), at=tuple(t.at))
                                  for t in got.trajectory)))
             continue
         out.append(Observation(count=spec["count"], sliced=tuple(spec["sliced"]),

@@ -17,11 +17,11 @@ EXECUTE_SCRIPT = STAGES_DIR / "execute.py"
 MAX_RESULT_BYTES = 64 * 1024 * 1024  # the most of a stage's result file the trusted side reads
 # Stage B's time on top of the problem's when the problem's rules observe its programs
 # (`Problem.observed`; jaxjudge/stages/observe.py): the observer's runs are counted in element
-# operations, not seconds, and cost up to ~10 s of CPU (observe.TOTAL_WORK, 480 M: every run
-# is watched to its own budget, none skipped; the costliest honest samples take 259-263 M),
+# operations, not seconds, and cost up to ~15 s of CPU (observe.TOTAL_WORK, 720 M: every run
+# is watched to its own budget, none skipped; the costliest honest sample takes ~480 M),
 # which is the grader's work, not the submission's; without it such a program's verdict
 # changed with the load. A problem nothing observes keeps its own limits.
-OBSERVE_SECONDS = 12.0
+OBSERVE_SECONDS = 18.0
 
 
 class StageLimits(Protocol):

@@ -262,6 +262,18 @@ class TrajectoryLoop(_Strict):
                     Field(max_length=MAX_TRAJECTORY_ROWS)]
     # each output's elements in a row, in order (complex ones twice: real, then imaginary)
     sizes: Annotated[list[Count], Field(max_length=MAX_OUTPUTS)] = Field(default_factory=list)
+    # the steps after which each row left the loop (empty: 0, 1, ..., steps)
+    at: Annotated[list[Annotated[int, Field(ge=0, le=MAX_TRAJECTORY_ROWS - 1)]],
+                  Field(max_length=MAX_TRAJECTORY_ROWS)] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _rows_match_at(self) -> TrajectoryLoop:
+        """One row per step count, increasing, from 0 to `steps`: the rule reads them so."""
+        at = self.at or list(range(self.steps + 1))
+        if len(at) != len(self.rows) or at != sorted(set(at)) or at[0] != 0 or (
+                at[-1] != self.steps):
+            raise ValueError("rows do not match the steps they were taken at")
+        return self
 
 
 class ObservedResult(_Strict):

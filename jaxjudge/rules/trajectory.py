@@ -50,6 +50,16 @@ class Trajectory:
     steps: int
     rows: tuple[tuple[float | None, ...], ...]
     sizes: tuple[int, ...] = ()  # each output's elements in a row, in order
+    at: tuple[int, ...] = ()  # the steps after which each row left the loop (empty: every one)
+
+    def after(self, k: int) -> tuple[float | None, ...] | None:
+        """The outputs with the loop stopped after k steps (None: not taken)."""
+        if not self.at:
+            return self.rows[k] if 0 <= k < len(self.rows) else None
+        return self.rows[self.at.index(k)] if k in self.at else None
+
+    def stops(self) -> tuple[int, ...]:
+        return self.at or tuple(range(len(self.rows)))
 
 
 def _close(a: float | None, b: float | None, rtol: float, atol: float) -> bool:
@@ -117,17 +127,20 @@ def _offset_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
     """The first step at which `mine` is not `ref` moved by c steps, and how (None: it is)."""
     n = ref.steps
     start, final = ref.rows[0], ref.rows[-1]
-    own_start = mine.rows[0]
+    own_start = mine.after(0)
+    if own_start is None:
+        return 0, "its outputs before the loop's first step were not taken"
     spans = _spans(ref.sizes, len(start))
     # the most elements one of the reference's steps writes: a learner's step may finish that
     # many ahead of the reference's (a pipelined fold's last row, written after the loop)
     one_step = max(sum(_differs(a, b) for a, b in zip(ref.rows[i], ref.rows[i - 1], strict=True))
                    for i in range(1, n + 1))
-    for k in range(1, n):
+    for k in mine.stops():
         j = k + c
-        if not 0 <= j <= n:
+        got = mine.after(k)
+        if not (0 < k < n and 0 <= j <= n) or got is None:
             continue
-        got, want = mine.rows[k], ref.rows[j]
+        want = ref.rows[j]
         ahead = sum(1 for e in range(len(start))
                     if not _differs(want[e], start[e])
                     and not _close(start[e], final[e], rtol, atol)
@@ -151,7 +164,7 @@ def _shaped(mine: tuple[Trajectory, ...], ref: Trajectory) -> list[Trajectory]:
     """The loops whose rows can be compared with the reference's (as many, as long)."""
     size = len(ref.rows[0])
     return [loop for loop in mine
-            if len(loop.rows) == len(ref.rows) and all(len(r) == size for r in loop.rows)]
+            if loop.steps == ref.steps and all(len(r) == size for r in loop.rows)]
 
 
 def answered(mine: tuple[Trajectory, ...], ref: Trajectory, rtol: float, atol: float) -> bool:

@@ -497,13 +497,14 @@ def _budget(entry: dict) -> int:
 
 
 MAX_ENTRIES = 64  # runs per grade (the parent fails any entry left without a result)
-# All of a grade's runs together (~10 s of CPU at the evaluator's costliest, many small ops),
+# All of a grade's runs together (~15 s of CPU at the evaluator's costliest, many small ops),
 # so the trusted side stays bounded in time whatever the per-run budgets add up to. The
-# costliest honest samples take 259-263 M with nothing skipped (blockwise attention's
-# accepted_map_queries_scan, ema's accepted_three_precompute_loops_then_scan). A run that
+# costliest honest sample takes ~480 M with nothing skipped (ema's
+# accepted_three_precompute_loops_then_scan: four loops of T steps, each a trajectory candidate
+# on every test), blockwise attention's accepted_map_queries_scan 259 M. A run that
 # meets it fails closed like one over its own budget (status over_budget, `work` below its
 # budget says which): draining it gains a junk loop nothing, since nothing is skipped.
-TOTAL_WORK = 8 * MAX_WORK
+TOTAL_WORK = 12 * MAX_WORK
 
 
 def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: dict, leaves_of,
@@ -518,6 +519,7 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
     tests = {t["name"]: t for t in job["tests"]}
     out: dict[str, dict] = {}
     picks: dict[str, dict] = {}
+    known: dict = {}  # what one trajectory run found for the next of the same program
     spent = 0
     for entry in job["observe"][:MAX_ENTRIES]:
         picked = _pick(entry, texts)
@@ -550,7 +552,8 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
                 continue
             if entry.get("kind") == "trajectory":  # the loop stopped after each step
                 out[oid] = trajectory(texts[pid], [leaves[i] for i in kept],
-                                      int(entry["count"]), _ev, ir, hlo, context, allowed, meter)
+                                      int(entry["count"]), _ev, ir, hlo, context, allowed, meter,
+                                      entry.get("at"), known)
                 spent += meter["ev"].work
                 continue
             names = programs[pid]["args"]

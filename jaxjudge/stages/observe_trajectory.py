@@ -9,8 +9,9 @@ row 0 after none, the last row runs it to the end; the parent compares each row'
 the reference's, stopped the same way (jaxjudge.rules.trajectory).
 
 Which loop: every while op each of whose runs on the plain run took exactly the requirement's
-trip count (up to MAX_CANDIDATES of them, the last in the program first), each in its own run;
-when the budget runs out after one, the rest are left (`trajectory_unfinished`). Work done at
+trip count (up to MAX_CANDIDATES of them, the last in the program first; MAX_FEW_CANDIDATES on
+a test beside its signature's first), each with variants of its own, all stopped in one
+evaluator run (more loops than that: `trajectory_unfinished`). Work done at
 step 0, later steps that idle, tables or closed forms after the loop all give another answer
 after k steps than k iterations; a Gram matrix built at step 0, a skipped no-op update or a
 pipelined fold give the same one.
@@ -23,12 +24,20 @@ from typing import Any
 import numpy as np
 
 MAX_CANDIDATES = 6
+MAX_FEW_CANDIDATES = 2  # in a run stopped after a few steps only
 # A row's outputs, flattened: more is not compared (the requirement fails closed, saying so).
 MAX_ROW_ELEMENTS = 4096
 MAX_ROWS = 49  # a loop of at most 48 steps: rows for 0 .. 48 steps
 # All candidates' rows of one run together: the result file stays small (a grade has at most
 # 16 such runs), and the trusted side's parse bounded.
 MAX_RUN_ELEMENTS = 120_000
+
+
+class _Spent:
+    """What the runs took together, where the caller reads an evaluator's count."""
+
+    def __init__(self, work: int) -> None:
+        self.work = work
 
 
 class _Runs:
@@ -76,64 +85,81 @@ def _row(outs: list[np.ndarray], v: int) -> list[float | None]:
 
 
 def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, Any],
-               ir, hlo, mlir_context, max_work: int, meter: dict) -> dict[str, Any]:
+               ir, hlo, mlir_context, max_work: int, meter: dict,
+               at: list[int] | None = None, known: dict | None = None) -> dict[str, Any]:
     """The outputs of `text`'s main on `inputs` with each candidate loop (every run of it took
-    `want` steps) stopped after 0, 1, ..., want steps. `names`: evaluator.py's namespace.
+    `want` steps) stopped after 0, 1, ..., want steps (or after each count in `at`: 0 and
+    `want` always among them). `names`: evaluator.py's namespace.
 
-    Returns {"status": "ok", "work", "trajectory": [{"index", "steps", "rows", "sizes"}],
-    "trajectory_unfinished"}; rows[k] are the outputs after k steps, `sizes` each output's
+    Returns {"status": "ok", "work", "trajectory": [{"index", "steps", "rows", "sizes", "at"}],
+    "trajectory_unfinished"}; rows[i] are the outputs after at[i] steps, `sizes` each output's
     share of a row. The runs share `max_work` (the meter's evaluator holds the last one, for
-    the caller's count)."""
+    the caller's count). known: the candidates found by an earlier run of the same `text`
+    and trip count (the grade's runs share it): a run stopped after a few steps takes them
+    rather than running the program once more to find them (a loop that runs other steps on
+    this test's data is then stopped where it does not answer the reference's: it fails)."""
     Evaluator, Unobservable = names["Evaluator"], names["Unobservable"]
     if not 1 <= want < MAX_ROWS:
         raise Unobservable(f"a loop of {want} steps (the grader follows 1 to {MAX_ROWS - 1})")
+    stops = sorted({0, want, *(int(k) for k in at or range(want + 1) if 0 <= int(k) <= want)})
     spent = 0
+    known = {} if known is None else known
     with mlir_context:
-        module = ir.Module.parse(text)
-        runs = _Runs()
-        ev = Evaluator(module, ir, hlo, 1, {}, recorder=runs)
-        ev.max_work = max_work
-        meter["ev"] = ev
-        ev.run([np.asarray(x)[None] for x in inputs])
-        spent = ev.work
-        # the last loops first: a program's main loop usually comes after what it precomputes,
-        # and a run that spends the budget before the others still gives what it measured
-        every = [i for i, steps in sorted(runs.steps.items(), reverse=True)
-                 if steps and all(s == want for s in steps)]
-        candidates = every[:MAX_CANDIDATES]
+        module = known.get(("module", text))
+        if module is None:
+            module = known[("module", text)] = ir.Module.parse(text)
+        every = known.get(("loops", text, want)) if at is not None else None
+        if every is None:
+            runs = _Runs()
+            ev = Evaluator(module, ir, hlo, 1, {}, recorder=runs)
+            ev.max_work = max_work
+            meter["ev"] = ev
+            ev.run([np.asarray(x)[None] for x in inputs])
+            spent = ev.work
+            # the last loops first: a program's main loop usually comes after what it
+            # precomputes
+            every = [i for i, steps in sorted(runs.steps.items(), reverse=True)
+                     if steps and all(s == want for s in steps)]
+            known[("loops", text, want)] = every
+        # A run stopped after a few steps only (a test beside its signature's first) follows
+        # fewer: the loop that does the steps is the last or next to last in the programs seen
+        most = MAX_CANDIDATES if at is None else MAX_FEW_CANDIDATES
+        candidates = every[:most]
+        # loops past those are not followed: they count only if none followed passes (the
+        # parent fails closed then, and says why)
+        unfinished = len(every) > most
+        # One run for all candidates: variant c * S + i leaves candidate c after stops[i] steps
+        # and runs the others to their end. A program's ops are run once for all of them (the
+        # evaluator's cost per op, not per element, is most of a small program's work).
+        S = len(stops)
+        V = S * len(candidates)
         loops = []
-        total = 0
-        # loops past MAX_CANDIDATES are not followed: like a spent budget, they count only if
-        # none followed passes (the parent fails closed then, and says why)
-        unfinished = len(every) > MAX_CANDIDATES
-        V = want + 1  # row k: after k steps; row `want`: the whole run
-        for index in candidates:
+        if candidates:
             ev = Evaluator(module, ir, hlo, V, {})
             ev.max_work = max_work - spent
-            ev.stops = {index: np.arange(V)}
-            ev.work = 0
+            never = np.full(V, MAX_ROWS + 1)
+            for c, index in enumerate(candidates):
+                left = never.copy()
+                left[c * S:(c + 1) * S] = stops
+                ev.stops[index] = left
             meter["ev"] = ev
-            try:
-                outs = ev.run([np.repeat(np.asarray(x)[None], V, axis=0) for x in inputs])
-            except names["OverBudget"]:
-                if not loops:
-                    raise
-                # the loops not yet followed count only if none followed passes (the parent)
-                spent += ev.work
-                unfinished = True
-                break
+            outs = ev.run([np.repeat(np.asarray(x)[None], V, axis=0) for x in inputs])
             spent += ev.work
-            try:
-                rows = [_row(outs, k) for k in range(V)]
-            except ValueError:
-                raise Unobservable(f"outputs of more than {MAX_ROW_ELEMENTS} elements") from None
-            total += sum(len(r) for r in rows)
-            if total > MAX_RUN_ELEMENTS:
-                raise Unobservable(f"more than {MAX_RUN_ELEMENTS:,} output elements over the "
-                                   f"steps of its loops")
             sizes = [int(np.asarray(o[0]).size) * (2 if o.dtype.kind == "c" else 1)
                      for o in outs]
-            loops.append({"index": index, "steps": want, "rows": rows, "sizes": sizes})
-    ev.work = spent  # the caller counts what all the runs took
+            total = 0
+            for c, index in enumerate(candidates):
+                try:
+                    rows = [_row(outs, c * S + i) for i in range(S)]
+                except ValueError:
+                    raise Unobservable(f"outputs of more than {MAX_ROW_ELEMENTS} "
+                                       f"elements") from None
+                total += sum(len(r) for r in rows)
+                if total > MAX_RUN_ELEMENTS:
+                    raise Unobservable(f"more than {MAX_RUN_ELEMENTS:,} output elements over "
+                                       f"the steps of its loops")
+                loops.append({"index": index, "steps": want, "rows": rows, "sizes": sizes,
+                              "at": stops})
+    meter["ev"] = _Spent(spent)  # the caller counts what all the runs took
     return {"status": "ok", "work": spent, "trajectory": loops,
             "trajectory_unfinished": unfinished}

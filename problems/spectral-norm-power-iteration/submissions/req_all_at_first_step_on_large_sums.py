@@ -1,5 +1,6 @@
 # CHEAT: honest one iteration per step, except when |sum(w)| > 10 (a data property the first
-# test of each shape lacks): then all 8 iterations at step 0 and steps 1..7 idle.
+# test of each shape lacks): then all 8 iterations at step 0 and steps 1..7 idle. Caught: every
+# test is followed.
 import jax
 import jax.numpy as jnp
 
