@@ -66,18 +66,24 @@ def test_figures_are_kept_atomically_and_a_torn_file_is_a_miss(
 
 def test_trajectories_are_kept_with_the_figures_and_checked_on_load(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The reference's answers step by step: the outputs' sizes, then one row per step; NaN is
-    None. A file whose rows disagree with their sizes, or hold anything but floats, is a miss
-    (the figures are measured again), never believed."""
+    """The reference's answers step by step (its loop's rows, carried values and kicked
+    answers; NaN is None) are validated as stage B's results are: a file whose rows disagree
+    with their steps, or hold anything but floats, is a miss (measured again), never believed."""
+    from jaxjudge.grading.stage_results import TrajectoryLoop
+
     monkeypatch.setenv("JAXJUDGE_STATE_DIR", str(tmp_path / "state"))
     key = rw.state_key("p", "fingerprint", "submit")
-    rows = [[1.0, 1.0], [0.0, 0.0], [1.5, None], [2.5, 3.0]]
-    rw.store(key, rw.Reference({"a": 5}, {"t": rows}))
-    assert rw.load(key) == rw.Reference({"a": 5}, {"t": rows})
+    loop = TrajectoryLoop.model_validate({
+        "index": 7, "steps": 2, "rows": [[0.0, 0.0], [1.5, None], [2.5, 3.0]],
+        "sizes": [1, 1], "states": [{"step": 1, "slot": 2, "values": [0.5, 1.0]}],
+        "kicks": [{"step": 1, "slot": 2, "sign": 1, "row": [2.0, 3.5]}]})
+    rw.store(key, rw.Reference({"a": 5}, {"t": loop}))
+    assert rw.load(key) == rw.Reference({"a": 5}, {"t": loop})
     path = statefile.state_dir() / "reference-work" / f"{key}.json"
-    for bad in ([[3.0], [0.0, 0.0], [1.0, 1.0]],  # sizes add up to 3, rows hold 2
-                [[2.0], [0.0, 0.0], [1.0, "x"]],  # a string
-                [[2.0], [0.0, 0.0], [1.0]],  # rows of two lengths
-                [[2.0], [0.0, 0.0]]):  # a single row: no step
+    good = loop.model_dump()
+    for bad in ({**good, "rows": [[0.0, 0.0], [1.0, "x"], [1.0, 1.0]]},  # a string
+                {**good, "rows": [[0.0, 0.0], [1.0, 1.0]]},  # rows for 2 steps hold 1
+                {**good, "kicks": [{"step": 1, "slot": 2, "sign": 3, "row": [1.0]}]},
+                [[2.0], [0.0, 0.0], [1.0, 1.0]]):  # the old layout: sizes, then rows
         statefile.write(path, {"figures": {"a": 5}, "trajectories": {"t": bad}})
         assert rw.load(key) is None, bad

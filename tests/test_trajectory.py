@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import runpy
 from collections.abc import Callable
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -21,14 +22,15 @@ from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
 
 from jaxjudge.grading.stage_common import STAGES_DIR
-from jaxjudge.rules.trajectory import MAX_FOLLOWED, Trajectory, judge, shows_a_step
+from jaxjudge.rules.trajectory import MAX_FOLLOWED, Trajectory, judge, kick_steps, shows_a_step
 
 OBS = runpy.run_path(str(STAGES_DIR / "observe.py"), run_name="jaxjudge_test_trajectory")
 RTOL, ATOL = 1e-3, 5e-3  # ten times ema-with-scan's tolerance, as the rule reads it
 
 
 def _run(fn: Callable, *args, want: int, max_work: int = 60_000_000,
-         at: list[int] | None = None) -> dict:
+         at: list[int] | None = None, kick_at: list[int] | None = None,
+         kick_signs: tuple[int, ...] = (1, -1)) -> dict:
     exp = export.export(jax.jit(fn))(*args)
     with mlir.make_ir_context():
         text = ir.Module.parse(exp.mlir_module()).operation.get_asm(
@@ -36,13 +38,17 @@ def _run(fn: Callable, *args, want: int, max_work: int = 60_000_000,
     leaves = jax.tree_util.tree_leaves(args)
     ins = [np.asarray(leaves[i]) for i in sorted(exp.module_kept_var_idx)]
     return OBS["trajectory"](text, ins, want, OBS["_ev"], ir, hlo, mlir.make_ir_context(),
-                             max_work, {}, at)
+                             max_work, {}, at, None, kick_at, kick_signs)
 
 
 def _loops(result: dict) -> tuple[Trajectory, ...]:
     return tuple(Trajectory(index=t["index"], steps=t["steps"],
                             rows=tuple(map(tuple, t["rows"])), sizes=tuple(t["sizes"]),
-                            at=tuple(t["at"]))
+                            at=tuple(t["at"]),
+                            states=tuple((x["step"], x["slot"], tuple(x["values"]))
+                                         for x in t["states"]),
+                            kicks=tuple((x["step"], x["slot"], x["sign"], tuple(x["row"]))
+                                        for x in t["kicks"]))
                  for t in result["trajectory"])
 
 
@@ -354,3 +360,117 @@ def test_a_run_stopped_after_a_few_steps_is_judged_at_those() -> None:
     why = judge(_loops(_run(power_all_at_first_step_on_large_sums, W, U, want=8, at=at)), ref,
                 RTOL, ATOL, "t")
     assert why is not None and "is not the reference's after" in why, why
+
+
+# -- a step's answer to a change of what the loop carries (judge(response=True)) ---------------
+
+def _normalize(x):
+    return x / jnp.maximum(jnp.linalg.norm(x), 1e-12)
+
+
+def power_lazy_normalisation(w, u):
+    def step(_, c):
+        v = w.T @ c[0]
+        return -3.0 * (w @ v) / jnp.linalg.norm(w @ v), v
+
+    u, v = jax.lax.fori_loop(0, 8, step, (u, jnp.zeros(w.shape[1], w.dtype)))
+    u, v = _normalize(u), _normalize(v)
+    sigma = jnp.abs(u @ (w @ v))
+    return {"sigma": sigma, "u": u, "w_sn": w / jnp.where(sigma > 0, sigma, 1)}
+
+
+def power_rotated_carrying_v(w, u):
+    def step(_, c):
+        z, _ = c
+        v = _normalize(z)
+        return w.T @ _normalize(w @ v), v
+
+    _, v = jax.lax.fori_loop(0, 8, step, (w.T @ u, jnp.zeros(w.shape[1], w.dtype)))
+    u = _normalize(w @ v)
+    sigma = u @ (w @ v)
+    return {"sigma": sigma, "u": u, "w_sn": w / jnp.where(sigma > 0, sigma, 1)}
+
+
+def power_table_carrying_the_change_along(w, u):
+    """Each step answers the table's next entry plus whatever the carried u differs from the
+    table's entry by: a kick goes through to the answer, undamped by the steps after it."""
+    us = [u]
+    for _ in range(8):
+        us.append(_normalize(w @ _normalize(w.T @ us[-1])))
+    tu = jnp.stack(us)
+    u = jax.lax.fori_loop(0, 8, lambda i, u: tu[i + 1] + (u - tu[i]), u)
+    v = _normalize(w.T @ tu[7])
+    sigma = u @ (w @ v)
+    return {"sigma": sigma, "u": u, "w_sn": w / jnp.where(sigma > 0, sigma, 1)}
+
+
+def _sample(name: str) -> Callable:
+    """A spectral-norm sample's solve (problems/spectral-norm-power-iteration/submissions)."""
+    root = Path(__file__).resolve().parent.parent / "problems" / "spectral-norm-power-iteration"
+    return runpy.run_path(str(root / "submissions" / f"{name}.py"))["solve"]
+
+
+power_table_with_a_nudge = _sample("req_table_by_counter_with_a_nudge")
+power_gram_powers_by_counter = _sample("req_gram_power_table_by_counter")
+power_zero_until_the_last_step = _sample("req_zero_output_until_the_last_step")
+power_rotated_keeping_u_to_hand_out = _sample("accepted_rotated_loop_from_wtu")
+power_history = _sample("accepted_u_read_from_the_scan_history")
+
+
+def _kicked_verdict(fn: Callable, want: int = 8) -> str | None:
+    ref = _loops(_run(power_reference, W, U, want=want, kick_at=list(range(want + 1)),
+                      kick_signs=(1,)))[0]
+    mine = _loops(_run(fn, W, U, want=want, kick_at=kick_steps(want)))
+    return judge(mine, ref, RTOL, ATOL, "t", response=True)
+
+
+@pytest.mark.parametrize("honest", [power_reference, power_gram_at_first_step,
+                                    power_normalised_at_odd_steps, power_lazy_normalisation,
+                                    power_history, power_rotated_keeping_u_to_hand_out])
+def test_honest_loops_answer_a_kick_as_the_reference(honest: Callable) -> None:
+    assert _kicked_verdict(honest) is None
+
+
+def test_a_loop_that_carries_v_where_the_reference_carries_u_passes() -> None:
+    """It carries w^T u and v, never u: its v is the reference's v, whose kick shows nothing
+    in the reference's answer (the reference's next step recomputes v from u), so there is
+    nothing to compare, and its answers step by step decide."""
+    mine = _loops(_run(power_rotated_carrying_v, W, U, want=8, kick_at=[1, 4, 7]))
+    assert mine and mine[0].states and mine[0].kicks
+    assert _kicked_verdict(power_rotated_carrying_v) is None
+
+
+@pytest.mark.parametrize(("cheat", "says"), [
+    (power_table_with_a_nudge, "does not change your answer, where"),
+    (power_gram_powers_by_counter, "does not change your answer, where"),
+    (power_zero_until_the_last_step, "does not change your answer, where"),
+    (power_table_carrying_the_change_along, "as the reference's do"),
+])
+def test_a_loop_whose_steps_do_not_compute_from_what_it_carries_fails(
+        cheat: Callable, says: str) -> None:
+    """Their answers step by step are the reference's (the stopped outputs pass), but the
+    steps after k do not compute from what the loop carries after k."""
+    ref = _loops(_run(power_reference, W, U, want=8, kick_at=list(range(9)),
+                      kick_signs=(1,)))[0]
+    mine = _loops(_run(cheat, W, U, want=8, kick_at=[1, 4, 7]))
+    assert judge(mine, ref, RTOL, ATOL, "t") is None  # what the stopped outputs cannot see
+    why = judge(mine, ref, RTOL, ATOL, "t", response=True)
+    assert why is not None and says in why, why
+
+
+def test_a_kick_is_the_same_change_to_any_multiple_of_a_value() -> None:
+    kick = OBS["_ev"]["Evaluator"].__dict__["_kicked"].__globals__["kick"]
+    x = np.random.default_rng(2).standard_normal(7)
+    assert np.allclose(kick(-2.5 * x) - (-2.5 * x), 2.5 * (kick(x) - x))
+    assert np.linalg.norm(kick(x) - x) == pytest.approx(0.5 * np.linalg.norm(x))
+
+
+def test_the_kicks_are_asked_with_the_trajectory_only() -> None:
+    """trajectory_response reads the trajectory runs: alone it is a package error at load."""
+    from pydantic import ValidationError
+
+    from jaxjudge.rules.structure import LoopOptions
+
+    assert LoopOptions(dim="T", trajectory=True, trajectory_response=True).trajectory_response
+    with pytest.raises(ValidationError, match="set trajectory"):
+        LoopOptions(dim="T", trajectory_response=True)

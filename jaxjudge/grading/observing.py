@@ -14,12 +14,12 @@ import logging
 from typing import Any
 
 from jaxjudge.grading.reference_work import over_budget
-from jaxjudge.grading.stage_results import ObservedResult
+from jaxjudge.grading.stage_results import ObservedResult, TrajectoryLoop
 from jaxjudge.problems.limits import asks_observer
 from jaxjudge.problems.package import Problem
 from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.observed import LoopRun, Observation, Slot
-from jaxjudge.rules.trajectory import Trajectory
+from jaxjudge.rules.trajectory import Trajectory, kick_steps
 
 log = logging.getLogger("grader")
 
@@ -112,27 +112,46 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str],
         for extra in [] if every else _second_tests(firsts, names_of, req.name):
             specs.append({**extra, "id": f"r{len(specs)}"})
         if opts.get("trajectory"):
-            specs += _trajectory_specs(runs, names_of, program_of, req.name, len(specs), every)
+            specs += _trajectory_specs(runs, names_of, program_of, req.name, len(specs), every,
+                                       bool(opts.get("trajectory_response")))
     return specs
+
+
+def _trajectory(loop: TrajectoryLoop) -> Trajectory:
+    """A validated trajectory run's loop, as the rule reads it."""
+    return Trajectory(index=loop.index, steps=loop.steps, rows=tuple(map(tuple, loop.rows)),
+                      sizes=tuple(loop.sizes), at=tuple(loop.at),
+                      states=tuple((s.step, s.slot, tuple(s.values)) for s in loop.states),
+                      kicks=tuple((k.step, k.slot, k.sign, tuple(k.row)) for k in loop.kicks))
 
 
 def _trajectory_specs(runs: list[tuple[int, str]], names_of: dict[str, list[str]],
                       program_of: dict[str, str], req: str, n: int,
-                      every: bool = False) -> list[dict[str, Any]]:
+                      every: bool = False, response: bool = False) -> list[dict[str, Any]]:
     """One trajectory run (stages/observe_trajectory.py) per test whose loop the requirement
     follows: the program of every signature on every one of its tests (the first test of each
     signature first, up to MAX_TRAJECTORY_TESTS), so that a program that does the steps only
     at some shapes, or only on some data (a sum above 10, an alpha near 1), is seen where it
     does not. The reference runs the same ones (its figures hold its answers step by step).
-    Each is primary: no pick, and no test left to a hash a submitter could steer."""
+    Each is primary: no pick, and no test left to a hash a submitter could steer.
+    response: the loops are also kicked between steps (rules.trajectory's kick_steps; the
+    reference after every step, one way: a learner's kick is compared with its kick there)."""
     order = [(want, sid, name, None) for want, sid in runs
              for name in names_of.get(sid, [])[:1]]
     # the other tests of a signature at a few steps only (a gate on data shows at any step)
     order += [(want, sid, name, [] if every else _few_steps(want)) for want, sid in runs
               for name in names_of.get(sid, [])[1:]]
+    def kicks(want: int) -> dict[str, Any]:
+        if not response:
+            return {}
+        if every:
+            return {"kick_at": list(range(want + 1)), "kick_signs": [1]}
+        return {"kick_at": kick_steps(want), "kick_signs": [1, -1]}
+
     return [{"id": f"r{n + k}", "kind": "trajectory", "program": program_of.get(sid, sid),
              "test": name, "req": req, "count": want, "sliced": [], "groups": [],
-             "inject": 0, "watch": [], "primary": True, **({"at": at} if at else {})}
+             "inject": 0, "watch": [], "primary": True, **({"at": at} if at else {}),
+             **kicks(want)}
             for k, (want, sid, name, at) in enumerate(order[:MAX_TRAJECTORY_TESTS])]
 
 
@@ -234,7 +253,7 @@ def _groups(problem: Problem, sliced: tuple[str, ...], dim: str | None, dims: di
 
 
 def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str, Any]],
-                 program: str, trajectories: dict[str, list[Any]] | None = None,
+                 program: str, trajectories: dict[str, TrajectoryLoop] | None = None,
                  tolerance: tuple[float, float] = (0.0, 0.0)) -> tuple[Observation, ...]:
     """Stage B's validated observations of `program`, as the rules read them. Every planned
     run of it is one: a run stage B did not report fails its requirement (closed).
@@ -279,18 +298,13 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
         )
         if spec.get("kind") == "trajectory":
             stored = (trajectories or {}).get(spec.get("ref_key", ""))
-            ref = (Trajectory(index=0, steps=len(stored) - 2,
-                              rows=tuple(map(tuple, stored[1:])),
-                              sizes=tuple(int(n or 0) for n in stored[0]))
-                   if stored else None)
             out.append(Observation(
                 count=spec["count"], sliced=(), test=spec["test"], status=got.status,
-                reason=got.reason, kind="trajectory", primary=True, reference=ref,
+                reason=got.reason, kind="trajectory", primary=True,
+                reference=None if stored is None else _trajectory(stored),
                 tolerance=tolerance, unfinished=got.trajectory_unfinished,
-                trajectory=tuple(Trajectory(index=t.index, steps=t.steps,
-                                            rows=tuple(map(tuple, t.rows)),
-                                            sizes=tuple(t.sizes), at=tuple(t.at))
-                                 for t in got.trajectory)))
+                response=bool(spec.get("kick_at")),
+                trajectory=tuple(_trajectory(t) for t in got.trajectory)))
             continue
         out.append(Observation(count=spec["count"], sliced=tuple(spec["sliced"]),
                                dim=spec.get("dim", ""),

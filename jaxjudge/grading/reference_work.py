@@ -32,6 +32,9 @@ from importlib import util
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pydantic import ValidationError
+
+from jaxjudge.grading.stage_results import TrajectoryLoop
 from jaxjudge.isolation import statefile
 from jaxjudge.version import grader_version
 
@@ -45,12 +48,10 @@ CEILING = 60_000_000
 # same step in more ops, no room; a junk loop gains nothing from it (no run is skipped).
 FLOOR = 1_000_000
 MAX_FIGURES = 512
-# The reference's answers step by step (a trajectory run's rows, observe_trajectory.py):
-# per figure key, at most 49 rows; all of them together bounded like one stage B result.
+# The reference's answers step by step (a trajectory run's loop, observe_trajectory.py): per
+# figure key its rows, carried values and kicked answers; all together bounded.
 MAX_TRAJECTORY_ELEMENTS = 1_000_000
 MAX_FILE_BYTES = 32 << 20  # their state file: ~25 bytes per element at most
-
-Row = list[float | None]  # a trajectory as stored: the outputs' sizes, then one row per step
 
 
 class Reference(NamedTuple):
@@ -58,7 +59,7 @@ class Reference(NamedTuple):
     each trajectory run its loop's answers after 0, 1, ..., n steps."""
 
     figures: dict[str, int]
-    trajectories: dict[str, list[Row]]
+    trajectories: dict[str, TrajectoryLoop]
 
 
 def entry_key(entry: dict[str, Any], signature: str) -> str:
@@ -86,20 +87,24 @@ def figures_from(specs: list[dict[str, Any]], observed: dict[str, Any] | None,
 
 
 def trajectories_from(specs: list[dict[str, Any]], observed: dict[str, Any] | None,
-                      sig_of: dict[str, str]) -> dict[str, list[Row]]:
+                      sig_of: dict[str, str]) -> dict[str, TrajectoryLoop]:
     """The reference's answers step by step per figure key, from its trajectory runs: its
     first loop of the run's trip count (the reference has one)."""
-    out: dict[str, list[Row]] = {}
+    out: dict[str, TrajectoryLoop] = {}
     for spec in specs:
         got = (observed or {}).get(spec["id"])
         sig = sig_of.get(spec["test"])
         if spec.get("kind") != "trajectory" or got is None or sig is None or got.status != "ok":
             continue
         loop = next((t for t in got.trajectory if t.steps == spec["count"]), None)
-        if loop is not None:  # the outputs' sizes first, as a row of floats
-            out[entry_key(spec, sig)] = [[float(n) for n in loop.sizes]] + [
-                list(r) for r in loop.rows]
+        if loop is not None:
+            out[entry_key(spec, sig)] = loop
     return out
+
+
+def _elements(loop: TrajectoryLoop) -> int:
+    return (sum(len(r) for r in loop.rows) + sum(len(s.values) for s in loop.states)
+            + sum(len(k.row) for k in loop.kicks))
 
 
 def budget(figure: int | None, multiple: float) -> int:
@@ -184,29 +189,20 @@ def load(key: str) -> Reference | None:
                for k, v in figures.items()):
         return None
     runs = data.get("trajectories", {})
-    if not isinstance(runs, dict) or len(runs) > MAX_FIGURES or not all(
-            isinstance(k, str) and _rows(v) for k, v in runs.items()):
+    if not isinstance(runs, dict) or len(runs) > MAX_FIGURES:
         return None
-    if sum(len(r) for v in runs.values() for r in v) > MAX_TRAJECTORY_ELEMENTS:
+    try:
+        loops = {k: TrajectoryLoop.model_validate(v) for k, v in runs.items()
+                 if isinstance(k, str)}
+    except ValidationError:
         return None
-    return Reference(dict(figures), {k: [list(r) for r in v] for k, v in runs.items()})
-
-
-def _rows(value: object) -> bool:
-    """A trajectory as stored: its outputs' sizes (as floats: whole numbers that add up to a
-    row's length), then 2 to 49 rows of one length, of floats or None."""
-    if not isinstance(value, list) or not 3 <= len(value) <= 50:
-        return False
-    sizes, rows = value[0], value[1:]
-    if not all(isinstance(r, list) and len(r) == len(rows[0]) for r in rows):
-        return False
-    if not isinstance(sizes, list) or not all(type(n) is float and n >= 0 and n.is_integer()
-                                              for n in sizes) or sum(sizes) != len(rows[0]):
-        return False
-    return all(x is None or type(x) is float for r in rows for x in r)
+    if len(loops) != len(runs) or sum(map(_elements, loops.values())) > MAX_TRAJECTORY_ELEMENTS:
+        return None
+    return Reference(dict(figures), loops)
 
 
 def store(key: str, reference: Reference) -> None:
     """Keep the figures for later processes (best effort, atomic)."""
     statefile.write(_path(key), {"figures": reference.figures,
-                                 "trajectories": reference.trajectories})
+                                 "trajectories": {k: v.model_dump()
+                                                  for k, v in reference.trajectories.items()}})

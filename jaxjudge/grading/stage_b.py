@@ -33,6 +33,7 @@ from jaxjudge.grading.stage_results import (
     MalformedResult,
     StageAResult,
     StageBResult,
+    TrajectoryLoop,
     parse_stage_b,
 )
 from jaxjudge.isolation import sandbox
@@ -73,7 +74,7 @@ class StageB(StageBase):
     reference_run: bool = False
     reference_observed: reference_work.Reference | None = None  # its, once stage B ran
     # the reference's answers step by step (trajectory runs), by figure key
-    reference_trajectories: dict[str, list[Any]] | None = None
+    reference_trajectories: dict[str, TrajectoryLoop] | None = None
 
     def _stage_b(
         self, a_dir: Path, job: Path, stage_a: StageAResult

@@ -252,6 +252,29 @@ class ObservedLoop(_Strict):
         default_factory=list)
 
 
+MAX_TRAJECTORY_STATES = 1024  # observe_trajectory.py: per loop, (steps) x (16 values)
+MAX_TRAJECTORY_KICKS = 1024
+Step = Annotated[int, Field(ge=0, le=MAX_TRAJECTORY_ROWS - 1)]
+Row = Annotated[list[float | None], Field(max_length=MAX_ROW_ELEMENTS)]
+
+
+class TrajectoryState(_Strict):
+    """What a followed loop's first run carries in one slot after `step` steps."""
+
+    step: Step
+    slot: Annotated[int, Field(ge=0, le=1 << 20)]
+    values: Row
+
+
+class TrajectoryKick(_Strict):
+    """The outputs with that slot's value kicked after `step` steps, one way (sign)."""
+
+    step: Step
+    slot: Annotated[int, Field(ge=0, le=1 << 20)]
+    sign: Literal[1, -1]
+    row: Row
+
+
 class TrajectoryLoop(_Strict):
     """One loop's answers step by step (stages/observe_trajectory.py): rows[k] are the
     program's outputs, flattened, with the loop stopped after k steps (NaN as None)."""
@@ -265,6 +288,11 @@ class TrajectoryLoop(_Strict):
     # the steps after which each row left the loop (empty: 0, 1, ..., steps)
     at: Annotated[list[Annotated[int, Field(ge=0, le=MAX_TRAJECTORY_ROWS - 1)]],
                   Field(max_length=MAX_TRAJECTORY_ROWS)] = Field(default_factory=list)
+    # what its first run carries after the kick steps, and the outputs with each value kicked
+    states: Annotated[list[TrajectoryState], Field(max_length=MAX_TRAJECTORY_STATES)] = Field(
+        default_factory=list)
+    kicks: Annotated[list[TrajectoryKick], Field(max_length=MAX_TRAJECTORY_KICKS)] = Field(
+        default_factory=list)
 
     @model_validator(mode="after")
     def _rows_match_at(self) -> TrajectoryLoop:

@@ -190,6 +190,8 @@ class Observation:
     reference: Trajectory | None = None
     tolerance: tuple[float, float] = (0.0, 0.0)
     unfinished: bool = False  # its budget ran out before every candidate loop was followed
+    # its loops were kicked between steps: how they answer a change of what they carry counts
+    response: bool = False
 
 
 def _ranges(steps: list[int]) -> str:

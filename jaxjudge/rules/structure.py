@@ -83,6 +83,13 @@ class LoopOptions(RuleOptions):
                     "test, with the loop stopped after k steps the program answers what the "
                     "reference answers after k steps (up to one step of offset), and holds "
                     "no answer the reference computes later (jaxjudge.rules.trajectory)")
+    trajectory_response: bool = Field(
+        default=False,
+        description="with trajectory: also, after the first, middle and last but one step "
+                    "some value the loop carries is one the reference's loop carries then (up "
+                    "to a factor), and a change to it moves the answer as the same change to "
+                    "the reference's moves the reference's (jaxjudge.rules.trajectory; for a "
+                    "problem whose honest loops all carry one of the reference's values)")
     trajectory_slack: float = Field(
         default=10.0, ge=1.0, le=1000.0,
         description="with trajectory: the multiple of the problem's tolerance within which a "
@@ -102,6 +109,8 @@ class LoopOptions(RuleOptions):
     def _count_known(self) -> LoopOptions:
         if self.dim is None and self.trip_count is None:
             raise ValueError("give dim, trip_count, or both")
+        if self.trajectory_response and not self.trajectory:
+            raise ValueError("trajectory_response reads the trajectory runs: set trajectory")
         return self
 
 
@@ -113,6 +122,7 @@ def check_loop_over_dim(
     hint: str = "",
     trajectory: bool = False,
     trajectory_slack: float = 10.0,
+    trajectory_response: bool = False,
 ) -> RuleOutcome:
     """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
 
@@ -233,7 +243,7 @@ def _trajectory_failure(programs: Sequence[ProgramInfo], slack: float) -> str | 
         if why is None:
             rtol, atol = (slack * t for t in obs.tolerance)
             why = judge_trajectory(obs.trajectory, obs.reference, rtol, atol, obs.test,
-                                   obs.unfinished)
+                                   obs.unfinished, obs.response)
             if (why is not None and obs.reference is not None and obs.trajectory
                     and not answered(obs.trajectory, obs.reference, rtol, atol)):
                 wrong = wrong or why  # the tests say so; the other tests decide

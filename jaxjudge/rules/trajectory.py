@@ -51,6 +51,11 @@ class Trajectory:
     rows: tuple[tuple[float | None, ...], ...]
     sizes: tuple[int, ...] = ()  # each output's elements in a row, in order
     at: tuple[int, ...] = ()  # the steps after which each row left the loop (empty: every one)
+    # (k, slot, values): what the loop's first run carries after k steps, slot by slot
+    states: tuple[tuple[int, int, tuple[float | None, ...]], ...] = ()
+    # (k, slot, sign, row): the outputs with that value kicked after k steps (stage B's
+    # evaluator_loops.kick, the same change to a value and to any multiple of it)
+    kicks: tuple[tuple[int, int, int, tuple[float | None, ...]], ...] = ()
 
     def after(self, k: int) -> tuple[float | None, ...] | None:
         """The outputs with the loop stopped after k steps (None: not taken)."""
@@ -160,6 +165,94 @@ def _offset_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
     return None
 
 
+def kick_steps(n: int) -> list[int]:
+    """The steps after which a learner's loop is kicked (and its carried values read): the
+    first, the middle and the last but one. A step after k that does not compute from what
+    the loop carries shows in the answer to a kick at k, so three cover every step."""
+    return sorted({1, n // 2, n - 1} & set(range(1, n)))
+
+
+def _nonzero(values: tuple[float | None, ...]) -> bool:
+    return any(v for v in values)
+
+
+def _moves(row: tuple[float | None, ...], final: tuple[float | None, ...], spans: list[range],
+           rtol: float, atol: float) -> bool:
+    """Whether a kicked run's outputs are not the answer (some output, up to a factor)."""
+    return any(not _scaled([row[e] for e in span], [final[e] for e in span], rtol, atol)
+               for span in spans)
+
+
+def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
+                      atol: float) -> tuple[int, str] | None:
+    """The first step after which the steps of `mine`'s loop do not compute from what it
+    carries as the reference's do from what the reference's carries (c steps later); None:
+    they do.
+
+    A carried value is live when kicking it (either way) moves the program's answer. After k
+    steps, where the reference's answer moves with what its loop carries then:
+    - a live value that is one the reference's loop carries (up to a factor: scale and sign
+      are the learner's) must move the answer as the same kick to the reference's value moves
+      the reference's answer (output by output, up to a factor), for one such pair;
+    - with no live value the reference's loop carries, some other value must be live (the
+      loop carries its state in another form, w^T u where the reference keeps u: its answers
+      step by step decide);
+    - nothing live at all: the steps after k do not compute from what the loop carries.
+    A table looked up by the counter, u nudged in by 1e-30 or only gating, zeros until the
+    last step all fail; a Gram matrix built at step 0, a value kept unnormalised, a rotated
+    loop that keeps u only to hand it out pass. Steps after which the reference's answer is
+    already final on the test are not kicked (a converged flag freezes the state there)."""
+    n = ref.steps
+    spans = _spans(ref.sizes, len(ref.rows[0]))
+    final, own_final = ref.rows[-1], mine.rows[-1]
+    ref_states: dict[int, list[tuple[int, tuple[float | None, ...]]]] = {}
+    for k, slot, values in ref.states:
+        if _nonzero(values):
+            ref_states.setdefault(k, []).append((slot, values))
+    ref_kicks = {(k, slot): row for k, slot, sign, row in ref.kicks if sign == 1}
+    my_states: dict[int, list[tuple[int, tuple[float | None, ...]]]] = {
+        k: [] for k in kick_steps(n)}
+    for k, slot, values in mine.states:
+        my_states.setdefault(k, []).append((slot, values))
+    my_kicks = {(k, slot, sign): row for k, slot, sign, row in mine.kicks
+                if len(row) == len(final)}
+
+    def live(k: int, s: int) -> bool:
+        return any((row := my_kicks.get((k, s, sign))) is not None
+                   and _moves(row, own_final, spans, rtol, atol) for sign in (1, -1))
+
+    for k in sorted(my_states):
+        j = k + c
+        if not (0 < k < n and 0 <= j <= n):
+            continue
+        if not _moves(ref.rows[j], final, spans, rtol, atol):
+            # the reference's answer is final after j steps on this test: its loop has nothing
+            # left to do, and a loop that stops updating once converged (a flag, a cond that
+            # skips a no-op update) keeps a kick where the reference's steps shrink it; what
+            # one loop carries then is many others' too, up to a factor
+            continue
+        shown = [(r, rv) for r, rv in ref_states.get(j, [])
+                 if (j, r) in ref_kicks and _moves(ref_kicks[j, r], final, spans, rtol, atol)]
+        if not shown:
+            continue  # what the reference's loop carries then does not show in its answer
+        alive = [(s, mv) for s, mv in my_states[k] if _nonzero(mv) and live(k, s)]
+        if not alive:
+            return k, (f"after {k} of its {n} steps, changing what your loop carries does not "
+                       f"change your answer, where a change to the reference's changes its "
+                       f"answer: the steps after it do not compute from what the loop carries")
+        pairs = [(s, r) for s, mv in alive for r, rv in shown
+                 if len(mv) == len(rv) and _scaled(list(mv), list(rv), rtol, atol)]
+        if pairs and not any(
+                (row := my_kicks.get((k, s, sign))) is not None
+                and not _moves(row, ref_kicks[j, r], spans, rtol, atol)
+                for s, r in pairs for sign in (1, -1)):
+            return k, (f"changing what your loop carries after {k} of its {n} steps does not "
+                       f"change your answer as the same change to the reference's after {j} "
+                       f"steps changes its answer: the steps after it do not compute from it "
+                       f"as the reference's do")
+    return None
+
+
 def _shaped(mine: tuple[Trajectory, ...], ref: Trajectory) -> list[Trajectory]:
     """The loops whose rows can be compared with the reference's (as many, as long)."""
     size = len(ref.rows[0])
@@ -177,7 +270,7 @@ def answered(mine: tuple[Trajectory, ...], ref: Trajectory, rtol: float, atol: f
 
 
 def judge(mine: tuple[Trajectory, ...], ref: Trajectory | None, rtol: float, atol: float,
-          test: str, unfinished: bool = False) -> str | None:
+          test: str, unfinished: bool = False, response: bool = False) -> str | None:
     """Why no loop of the program follows the reference's trajectory on this test (None: one
     does). unfinished: the observer's budget ran out before it followed every loop that could
     be the one; none of those it followed passing, the requirement fails closed."""
@@ -193,12 +286,26 @@ def judge(mine: tuple[Trajectory, ...], ref: Trajectory | None, rtol: float, ato
         return (f"When your program ran on test {test!r}, its answer was not the reference's, "
                 f"so the grader could not follow its loop step by step against the reference's "
                 f"steps: correct the answers first")
+    stopped = (f"When your program ran on test {test!r} with its {ref.steps}-step loop stopped "
+               f"early, the outputs were not the reference's at the same step: ")
+    kicked = (f"When your program ran on test {test!r} with what its {ref.steps}-step loop "
+              f"carries changed between steps, ")
+    best_key = (-1, -1)
     for loop in shaped:
-        fails = [_offset_failure(loop, ref, c, rtol, atol) for c in OFFSETS]
+        fails: list[tuple[int, int, str] | None] = []
+        for c in OFFSETS:
+            f = _offset_failure(loop, ref, c, rtol, atol)
+            if f is None and response:
+                r = _response_failure(loop, ref, c, rtol, atol)
+                fails.append(None if r is None else (1, r[0], kicked + r[1]))
+            else:
+                fails.append(None if f is None else (0, f[0], stopped + f[1]))
         if any(f is None for f in fails):
             return None
-        latest = max((f for f in fails if f is not None), key=lambda f: f[0])
-        best = latest if best is None or latest[0] > best[0] else best
+        # the most telling: one whose stopped outputs were the reference's, then the latest
+        latest = max((f for f in fails if f is not None), key=lambda f: (f[0], f[1]))
+        if (latest[0], latest[1]) > best_key:
+            best_key, best = (latest[0], latest[1]), (latest[1], latest[2])
     if unfinished:
         return (f"When your program ran on test {test!r}, the grader could not follow every "
                 f"loop of {ref.steps} steps (it follows up to {MAX_FOLLOWED} of them, the last "
@@ -208,6 +315,4 @@ def judge(mine: tuple[Trajectory, ...], ref: Trajectory | None, rtol: float, ato
     if best is None:
         return (f"When your program ran on test {test!r}, its outputs could not be compared "
                 f"with the reference's step by step")
-    return (f"When your program ran on test {test!r} with its {ref.steps}-step loop stopped "
-            f"early, the outputs were not the reference's at the same step: {best[1]}. Do one "
-            f"step of the computation per step of the loop")
+    return f"{best[1]}. Do one step of the computation per step of the loop"

@@ -98,6 +98,10 @@ class Evaluator:
         # while op index -> per variant, the steps each run of that loop takes at most (a
         # trajectory run stops the loop after k steps in variant k: observe_trajectory.py)
         self.stops: dict[int, np.ndarray] = {}
+        # while op index -> step k -> (variant, carried slot, sign): the slot's value after k
+        # steps of the op's first run changed in that variant (observe_trajectory.py's kicks)
+        self.kicks: dict[int, dict[int, list[tuple[int, int, int]]]] = {}
+        self.kicked: set[int] = set()
         self.work = 0
         self.max_work = MAX_WORK  # observe's caller may give a run less (its extra runs)
         self.steps = 0

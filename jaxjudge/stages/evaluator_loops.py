@@ -24,7 +24,7 @@ def install(evaluator_cls, names: dict) -> None:
     for name in ("MAX_STEPS", "MAX_RECORDS", "MAX_RECORDED_STEPS", "OverBudget", "RecordsFull",
                  "_moved", "_changed"):
         g[name] = names[name]
-    for name in ("while_", "_cond", "_perturbed", "case"):
+    for name in ("while_", "_cond", "_perturbed", "_kicked", "case"):
         setattr(evaluator_cls, name, g[name])
     evaluator_cls._passes_along = staticmethod(_passes_along)
 
@@ -39,6 +39,9 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
     outermost = self.depth == 0
     level = 0 if outermost else 1
     record = None
+    kicks = self.kicks.get(op_index) if op_index not in self.kicked else None
+    if kicks is not None:  # the op's first run only
+        self.kicked.add(op_index)
     if self.recorder is not None and len(self.loops) >= MAX_RECORDS:
         raise RecordsFull(f"more than {MAX_RECORDS} loop runs, the most the grader records")
     if self.recorder is not None:
@@ -56,6 +59,8 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
             self.steps += 1
             if self.steps > MAX_STEPS:
                 raise OverBudget(f"more than {MAX_STEPS:,} loop steps")
+            if kicks is not None and step in kicks:
+                carry = self._kicked(carry, kicks[step])
             reads = carry
             v = self.inject.get((level, step))
             clean = v is not None and not any(_moved(c[v], c[0]).any() for c in carry)
@@ -81,6 +86,8 @@ def while_(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
             if stop is not None:
                 active = active & (stop > step + 1)
             step += 1
+        if kicks is not None and step in kicks:  # after the last step: the code after it
+            carry = self._kicked(carry, kicks[step])
     finally:
         self.depth -= 1
         if record is not None:
@@ -116,6 +123,33 @@ def _perturbed(self, x: np.ndarray, v: int) -> np.ndarray:
     out = np.array(x)
     out[v] = np.where(mask, _changed(out[v], self.rng), out[v])
     return out
+
+KICK = 0.5  # a kick's size, as a share of the value's norm
+KICK_SEED = 41
+
+
+def kick(x: np.ndarray) -> np.ndarray:
+    """x moved by KICK times its norm along a direction fixed by its size alone: a value
+    that is another's times a factor a is moved by a times the other's kick (or by -a times
+    it: the caller kicks both ways), so a learner's carried value and the reference's get the
+    same change, whatever scale and sign each keeps. Large enough to show through the steps
+    after it (power iteration shrinks a change by the ratio of the top singular values)."""
+    flat = np.asarray(x, dtype=np.float64).ravel()
+    g = np.random.default_rng(KICK_SEED + flat.size).standard_normal(flat.size)
+    g /= max(float(np.linalg.norm(g)), 1e-300)
+    return (flat + KICK * float(np.linalg.norm(flat)) * g).reshape(np.shape(x))
+
+
+def _kicked(self, carry: list[np.ndarray], kicks: list[tuple[int, int, int]]):
+    """The carry with each (variant, slot, sign) kicked (`kick`, or its mirror for sign -1)."""
+    out = list(carry)
+    for v, slot, sign in kicks:
+        x = np.array(out[slot])
+        old = np.asarray(x[v], dtype=np.float64)
+        x[v] = (old + sign * (kick(old) - old)).astype(x.dtype)
+        out[slot] = x
+    return out
+
 
 def case(self, op, short: str, ins):
     index = ins[0]

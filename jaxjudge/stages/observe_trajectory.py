@@ -40,6 +40,90 @@ class _Spent:
         self.work = work
 
 
+MAX_KICKED_SLOTS = 16  # per loop and step: the carried values kicked, in their order
+MAX_KICK_VARIANTS = 768
+
+
+class _Capture:
+    """The stop run's recorder: what each candidate's first run carries after the kick
+    steps, read from the variant that runs it to its end (`full`: op index -> variant)."""
+
+    def __init__(self, full: dict[int, int], steps: set[int]) -> None:
+        self.full, self.steps = full, steps
+        self.states: dict[int, dict[int, dict[int, np.ndarray]]] = {}
+
+    def __call__(self, ev, index: int, carry, passing) -> "_Captured":
+        index = int(index)
+        first = index in self.full and index not in self.states
+        if first:
+            self.states[index] = {}
+        return _Captured(self, index if first else None, carry, set(passing))
+
+
+class _Captured:
+    def __init__(self, capture: _Capture, index: int | None, carry, passing: set[int]) -> None:
+        self.capture, self.index, self.passing = capture, index, passing
+        self.work: list[int] = []
+        self.skips: list[int | None] = []
+        self._keep(0, carry)
+
+    def _keep(self, k: int, carry) -> None:
+        if self.index is None or k not in self.capture.steps:
+            return
+        v = self.capture.full[self.index]
+        kept = {}
+        for slot, x in enumerate(carry):
+            value = np.asarray(x[v] if len(x) > v else x[0])
+            if (slot in self.passing or value.dtype.kind != "f" or not 0 < value.size
+                    <= MAX_ROW_ELEMENTS or not np.isfinite(value).all() or not value.any()):
+                continue  # an input passed along, a counter, too large, or nothing to kick
+            kept[slot] = np.array(value)
+            if len(kept) >= MAX_KICKED_SLOTS:
+                break
+        self.capture.states[self.index][k] = kept
+
+    def step(self, s: int, old, new, clean, injected) -> None:
+        self._keep(s + 1, new)
+
+    def finish(self, carry):
+        return carry
+
+
+def _kick_run(module, ir, hlo, names, inputs, loops, capture: _Capture,
+              signs: tuple[int, ...], max_work: int, meter: dict) -> int:
+    """One run with a variant per (loop, step, carried value, sign): the loop's first run has
+    that value kicked after that step. Fills each loop's `states` and `kicks`; returns the
+    work it took."""
+    plan = []  # (loop, k, slot, sign)
+    total = 0
+    for loop in loops:
+        for k, kept in sorted(capture.states.get(loop["index"], {}).items()):
+            for slot, value in kept.items():
+                loop["states"].append({"step": k, "slot": slot,
+                                       "values": [float(f) for f in value.ravel().tolist()]})
+                total += value.size
+                plan += [(loop, k, slot, sign) for sign in signs]
+    if not plan:
+        return 0
+    if len(plan) > MAX_KICK_VARIANTS:
+        raise names["Unobservable"](f"more than {MAX_KICK_VARIANTS} values carried by its "
+                                    f"loops to change one at a time")
+    ev = names["Evaluator"](module, ir, hlo, len(plan), {})
+    ev.max_work = max_work
+    for v, (loop, k, slot, sign) in enumerate(plan):
+        ev.kicks.setdefault(loop["index"], {}).setdefault(k, []).append((v, slot, sign))
+    meter["ev"] = ev
+    outs = ev.run([np.repeat(np.asarray(x)[None], len(plan), axis=0) for x in inputs])
+    for v, (loop, k, slot, sign) in enumerate(plan):
+        row = _row(outs, v)
+        total += len(row)
+        if total > MAX_RUN_ELEMENTS:
+            raise names["Unobservable"](f"more than {MAX_RUN_ELEMENTS:,} output elements over "
+                                        f"the changes to what its loops carry")
+        loop["kicks"].append({"step": k, "slot": slot, "sign": sign, "row": row})
+    return ev.work
+
+
 class _Runs:
     """The loop recorder for the plain run: per while op, the steps of each of its runs."""
 
@@ -86,7 +170,9 @@ def _row(outs: list[np.ndarray], v: int) -> list[float | None]:
 
 def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, Any],
                ir, hlo, mlir_context, max_work: int, meter: dict,
-               at: list[int] | None = None, known: dict | None = None) -> dict[str, Any]:
+               at: list[int] | None = None, known: dict | None = None,
+               kick_at: list[int] | None = None,
+               kick_signs: tuple[int, ...] = (1, -1)) -> dict[str, Any]:
     """The outputs of `text`'s main on `inputs` with each candidate loop (every run of it took
     `want` steps) stopped after 0, 1, ..., want steps (or after each count in `at`: 0 and
     `want` always among them). `names`: evaluator.py's namespace.
@@ -97,7 +183,12 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
     the caller's count). known: the candidates found by an earlier run of the same `text`
     and trip count (the grade's runs share it): a run stopped after a few steps takes them
     rather than running the program once more to find them (a loop that runs other steps on
-    this test's data is then stopped where it does not answer the reference's: it fails)."""
+    this test's data is then stopped where it does not answer the reference's: it fails).
+
+    kick_at: also, per candidate, the values its first run carries after each of these steps
+    (`states`: {"step", "slot", "values"}) and the outputs with one of them kicked there
+    (`kicks`: {"step", "slot", "sign", "row"}; evaluator_loops.kick, both ways or as
+    kick_signs says): how the steps after k answer a change of what the loop carries."""
     Evaluator, Unobservable = names["Evaluator"], names["Unobservable"]
     if not 1 <= want < MAX_ROWS:
         raise Unobservable(f"a loop of {want} steps (the grader follows 1 to {MAX_ROWS - 1})")
@@ -134,8 +225,10 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
         S = len(stops)
         V = S * len(candidates)
         loops = []
+        capture = _Capture({index: c * S + S - 1 for c, index in enumerate(candidates)},
+                           set(kick_at or ()))
         if candidates:
-            ev = Evaluator(module, ir, hlo, V, {})
+            ev = Evaluator(module, ir, hlo, V, {}, recorder=capture if kick_at else None)
             ev.max_work = max_work - spent
             never = np.full(V, MAX_ROWS + 1)
             for c, index in enumerate(candidates):
@@ -159,7 +252,10 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
                     raise Unobservable(f"more than {MAX_RUN_ELEMENTS:,} output elements over "
                                        f"the steps of its loops")
                 loops.append({"index": index, "steps": want, "rows": rows, "sizes": sizes,
-                              "at": stops})
+                              "at": stops, "states": [], "kicks": []})
+        if kick_at and loops:
+            spent += _kick_run(module, ir, hlo, names, inputs, loops, capture, kick_signs,
+                               max_work - spent, meter)
     meter["ev"] = _Spent(spent)  # the caller counts what all the runs took
     return {"status": "ok", "work": spent, "trajectory": loops,
             "trajectory_unfinished": unfinished}
