@@ -571,6 +571,23 @@ def test_symbolic_programs_with_loops_and_slices_run_as_verified() -> None:
     np.testing.assert_allclose(got[0][0], np.asarray(exp.call(X)), rtol=2e-5, atol=2e-6)
 
 
+@pytest.mark.parametrize("fn", [
+    lambda x: jnp.argmax(jnp.abs(x), axis=1),  # a value and its index reduced together
+    lambda x: jnp.argmin(x, axis=0),
+    lambda x: x[jnp.argmax(jnp.abs(x[:, 0]))] / jnp.abs(x).max(),
+    lambda x: jax.lax.reduce((x, x * 2), (0.0, 0.0),
+                             lambda a, b: (a[0] + b[0], jnp.maximum(a[1], b[1])), (1,)),
+])
+def test_a_reduction_of_several_values_runs_element_by_element(fn: Callable) -> None:
+    """jnp.argmax and its kin reduce a value and its index together: their body runs as a
+    scalar program, folding the elements in one at a time, and gives jax's answer."""
+    x = np.random.default_rng(4).standard_normal((5, 7)).astype(np.float32)
+    got, want = _evaluate(fn, x)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, np.asarray(w), rtol=1e-6)
+
+
 def test_a_scatter_pays_for_each_index_and_a_run_can_be_given_less() -> None:
     """Each index of a scatter is a Python iteration, counted as POINT_COST element operations
     (counted as one element, a scatter-add over every pair of 48 rows took 6.4 s of a grade's

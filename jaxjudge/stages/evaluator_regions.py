@@ -277,8 +277,8 @@ def _reducer(self, op) -> str:
 
 def reduce(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
     n = len(ins) // 2
-    if n != 1:
-        raise Unobservable("a reduction of several values")
+    if n != 1 or len(list(op.regions[0].blocks[0].operations)) != 2:
+        return self.reduce_folded(op, ins)
     kind = self._reducer(op)
     dims = tuple(d + 1 for d in self._i64s(op, "dimensions"))
     x, init = ins[0], ins[1]
@@ -296,6 +296,43 @@ def reduce(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
         init_b = init.reshape((init.shape[0],) + (1,) * (np.ndim(out) - 1))
         out = fn(out, init_b)
     return [self._out(np.asarray(out), op.results[0])]
+
+
+MAX_FOLDED = 1 << 22  # elements x body ops of a reduction run element by element
+FOLD_OP_COST = 2_000  # evaluator.OP_COST: a body op's fixed cost, paid once per element folded
+
+
+def reduce_folded(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
+    """A reduction of several values at once (jnp.argmax: a value and its index) or with a
+    body of several ops: the body run as a scalar program on every kept position of every
+    variant, folding the reduced elements in one at a time from the init values (the order is
+    XLA's to choose, so any order gives the program's answer)."""
+    n = len(ins) // 2
+    body = op.regions[0].blocks[0]
+    dims = [d + 1 for d in self._i64s(op, "dimensions")]
+    xs = [np.broadcast_to(x, (self.V, *ins[0].shape[1:])) for x in ins[:n]]
+    keep = [a for a in range(xs[0].ndim) if a not in dims]
+    kept = [xs[0].shape[a] for a in keep]
+    m = math.prod(xs[0].shape[a] for a in dims)
+    P = math.prod(kept)
+    ops = len(list(body.operations))
+    if P * m * ops > MAX_FOLDED:
+        raise Unobservable("a reduction too large to run element by element")
+    self._spend(P * m * ops + m * ops * FOLD_OP_COST)
+    flat = [np.transpose(x, keep + dims).reshape(P, m) for x in xs]
+    # each variant's init, for each of its kept positions (variant-major, as `flat`)
+    acc = [np.repeat(np.broadcast_to(np.asarray(i).reshape(-1), (self.V,)), P // self.V)
+           for i in ins[n:]]
+    sub = type(self).__new__(type(self))
+    sub.__dict__.update(self.__dict__)
+    sub.V, sub.active, sub.inject, sub.groups, sub.whole = P, [], {}, 0, None
+    sub.skip = {}
+    captured = _captured(self, body)
+    for e in range(m):
+        acc = [np.broadcast_to(a, (P,)) for a in
+               sub.block(body, acc + [f[:, e] for f in flat], captured)]
+    return [self._out(np.asarray(a).reshape(kept), r)
+            for a, r in zip(acc, op.results, strict=True)]
 
 
 def _captured(self, body) -> dict:
