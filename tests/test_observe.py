@@ -588,6 +588,20 @@ def test_a_reduction_of_several_values_runs_element_by_element(fn: Callable) -> 
         np.testing.assert_allclose(g, np.asarray(w), rtol=1e-6)
 
 
+@pytest.mark.parametrize(("exponent", "mantissa"), [(8, 1), (5, 10), (8, 7), (4, 3), (2, 0)])
+def test_reduce_precision_rounds_bit_for_bit_as_xla(exponent: int, mantissa: int) -> None:
+    """A program may branch on it (`reduce_precision(1.1) == 1.1` is false under XLA): taken
+    as the identity, the observer watched a branch the tests never run (a red-team cheat)."""
+    rng = np.random.default_rng(0)
+    scale = (10.0 ** rng.integers(-40, 39, 200)).astype(np.float32)
+    x = np.concatenate([rng.standard_normal(200).astype(np.float32) * scale, np.array(
+        [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.1, 3e38, 1e-45], np.float32)])
+    got, want = _evaluate(lambda x: jax.lax.reduce_precision(
+        x, exponent_bits=exponent, mantissa_bits=mantissa), x.astype(np.float32))
+    g, w = got[0], np.asarray(want[0])
+    assert ((g.view(np.uint32) == w.view(np.uint32)) | (np.isnan(g) & np.isnan(w))).all()
+
+
 def test_a_scatter_pays_for_each_index_and_a_run_can_be_given_less() -> None:
     """Each index of a scatter is a Python iteration, counted as POINT_COST element operations
     (counted as one element, a scatter-add over every pair of 48 rows took 6.4 s of a grade's

@@ -83,6 +83,11 @@ _MOVES = frozenset({f"stablehlo.{n}" for n in (
     "optimization_barrier")})
 
 
+# element type name -> (exponent bits, mantissa bits, unsigned type of its width)
+_FLOAT_LAYOUT = {"float16": (5, 10, np.uint16), "bfloat16": (8, 7, np.uint16),
+                 "float32": (8, 23, np.uint32), "float64": (11, 52, np.uint64)}
+
+
 class Evaluator:
     """Runs one module's main on V variants at once (every value has a leading variant axis),
     recording each outermost loop's steps."""
@@ -424,7 +429,38 @@ class Evaluator:
         return x.view(dtype).reshape((self.V, *shape))
 
     def op_reduce_precision(self, op, ins, res):
-        return ins[0]
+        """XLA's rounding to fewer exponent and mantissa bits, bit for bit (round to nearest
+        even, overflow to a signed infinity, underflow to a signed zero, NaN kept): a program
+        that branches on it sees here what it sees when XLA runs it."""
+        x = np.asarray(ins[0])
+        layout = _FLOAT_LAYOUT.get(x.dtype.name)
+        if layout is None:
+            raise Unobservable(f"reduce_precision of {x.dtype.name}")
+        src_exp, src_man, uint = layout
+        exp_bits = int(self.ir.IntegerAttr(op.attributes["exponent_bits"]).value)
+        man_bits = int(self.ir.IntegerAttr(op.attributes["mantissa_bits"]).value)
+        bits = np.ascontiguousarray(x).view(uint).astype(np.uint64)
+        nbits = 8 * x.dtype.itemsize
+        if man_bits < src_man:
+            shift = src_man - man_bits
+            last = np.uint64(1 << shift)
+            bias = (bits & last) >> np.uint64(shift)
+            bias = bias + np.uint64((1 << (shift - 1)) - 1)
+            bits = (bits + bias) & ~np.uint64((1 << shift) - 1)
+            bits &= np.uint64((1 << nbits) - 1)
+        if exp_bits < src_exp:
+            exp_mask = np.uint64(((1 << src_exp) - 1) << src_man)
+            bias = (1 << (src_exp - 1)) - 1
+            reduced = (1 << (exp_bits - 1)) - 1
+            exponent = bits & exp_mask
+            sign = bits & np.uint64(1 << (nbits - 1))
+            bits = np.where(exponent > np.uint64((bias + reduced) << src_man), sign | exp_mask,
+                            np.where(exponent <= np.uint64((bias - reduced) << src_man), sign,
+                                     bits))
+        out = bits.astype(uint).view(x.dtype)
+        if man_bits < src_man:
+            out = np.where(np.isnan(x), x, out)
+        return out
 
     # shapes
     def op_reshape(self, op, ins, res):
