@@ -441,9 +441,9 @@ def test_a_loop_that_carries_v_where_the_reference_carries_u_passes() -> None:
 
 
 @pytest.mark.parametrize(("cheat", "says"), [
-    (power_table_with_a_nudge, "does not change your answer, where"),
-    (power_gram_powers_by_counter, "does not change your answer, where"),
-    (power_zero_until_the_last_step, "does not change your answer, where"),
+    (power_table_with_a_nudge, "as the reference's do"),
+    (power_gram_powers_by_counter, "as the reference's do"),
+    (power_zero_until_the_last_step, "carries no value the steps"),
     (power_table_carrying_the_change_along, "as the reference's do"),
 ])
 def test_a_loop_whose_steps_do_not_compute_from_what_it_carries_fails(

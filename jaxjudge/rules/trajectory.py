@@ -185,23 +185,21 @@ def _moves(row: tuple[float | None, ...], final: tuple[float | None, ...], spans
 
 def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
                       atol: float) -> tuple[int, str] | None:
-    """The first step after which the steps of `mine`'s loop do not compute from what it
-    carries as the reference's do from what the reference's carries (c steps later); None:
-    they do.
+    """The first step after which `mine`'s loop does not carry what the reference's computes
+    from, or a change to it does not move the answer as the same change to the reference's
+    (c steps later); None: neither.
 
-    A carried value is live when kicking it (either way) moves the program's answer. After k
-    steps, where the reference's answer moves with what its loop carries then:
-    - a live value that is one the reference's loop carries (up to a factor: scale and sign
-      are the learner's) must move the answer as the same kick to the reference's value moves
-      the reference's answer (output by output, up to a factor), for one such pair;
-    - with no live value the reference's loop carries, some other value must be live (the
-      loop carries its state in another form, w^T u where the reference keeps u: its answers
-      step by step decide);
-    - nothing live at all: the steps after k do not compute from what the loop carries.
-    A table looked up by the counter, u nudged in by 1e-30 or only gating, zeros until the
-    last step all fail; a Gram matrix built at step 0, a value kept unnormalised, a rotated
-    loop that keeps u only to hand it out pass. Steps after which the reference's answer is
-    already final on the test are not kicked (a converged flag freezes the state there)."""
+    After k steps, where the reference has not converged on the test and a kick to what its
+    loop carries shows in its answer:
+    - the loop must carry some nonzero floating value (zeros until the last step fail);
+    - where it carries one of the reference's values whose kick shows (up to a factor: scale
+      and sign are the learner's), kicking it (one way or the other) must move the answer as
+      the reference's kick moves the reference's, output by output up to a factor; or, if no
+      such pair does, another value the loop carries must be live (its kick moves the answer):
+      the state lives there (a rotated loop keeps u only to hand it out and computes from
+      w^T u). A table looked up by the counter, u nudged in by 1e-30 or only gating fail.
+    - a loop that carries none of those values carries its state in another form (v only,
+      where the reference's v is recomputed from u): its answers step by step decide."""
     n = ref.steps
     spans = _spans(ref.sizes, len(ref.rows[0]))
     final, own_final = ref.rows[-1], mine.rows[-1]
@@ -217,15 +215,16 @@ def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
     my_kicks = {(k, slot, sign): row for k, slot, sign, row in mine.kicks
                 if len(row) == len(final)}
 
-    def live(k: int, s: int) -> bool:
+    def agrees(k: int, s: int, want: tuple[float | None, ...]) -> bool:
         return any((row := my_kicks.get((k, s, sign))) is not None
-                   and _moves(row, own_final, spans, rtol, atol) for sign in (1, -1))
+                   and not _moves(row, want, spans, rtol, atol) for sign in (1, -1))
+
+    def live(k: int, s: int) -> bool:
+        return not agrees(k, s, own_final)
 
     for k in sorted(my_states):
         j = k + c
-        if not (0 < k < n and 0 <= j <= n):
-            continue
-        if not _moves(ref.rows[j], final, spans, rtol, atol):
+        if not (0 < k < n and 0 <= j <= n) or not _moves(ref.rows[j], final, spans, rtol, atol):
             # the reference's answer is final after j steps on this test: its loop has nothing
             # left to do, and a loop that stops updating once converged (a flag, a cond that
             # skips a no-op update) keeps a kick where the reference's steps shrink it; what
@@ -235,21 +234,20 @@ def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
                  if (j, r) in ref_kicks and _moves(ref_kicks[j, r], final, spans, rtol, atol)]
         if not shown:
             continue  # what the reference's loop carries then does not show in its answer
-        alive = [(s, mv) for s, mv in my_states[k] if _nonzero(mv) and live(k, s)]
-        if not alive:
-            return k, (f"after {k} of its {n} steps, changing what your loop carries does not "
-                       f"change your answer, where a change to the reference's changes its "
-                       f"answer: the steps after it do not compute from what the loop carries")
-        pairs = [(s, r) for s, mv in alive for r, rv in shown
+        carried = [(s, mv) for s, mv in my_states[k] if _nonzero(mv)]
+        if not carried:
+            return k, (f"after {k} of its {n} steps, your loop carries no value the steps "
+                       f"after it could compute from, where the reference's carries its "
+                       f"state")
+        pairs = [(s, r) for s, mv in carried for r, rv in shown
                  if len(mv) == len(rv) and _scaled(list(mv), list(rv), rtol, atol)]
-        if pairs and not any(
-                (row := my_kicks.get((k, s, sign))) is not None
-                and not _moves(row, ref_kicks[j, r], spans, rtol, atol)
-                for s, r in pairs for sign in (1, -1)):
+        if not pairs or any(agrees(k, s, ref_kicks[j, r]) for s, r in pairs):
+            continue
+        if not any(live(k, s) for s, _ in carried if s not in {p for p, _ in pairs}):
             return k, (f"changing what your loop carries after {k} of its {n} steps does not "
                        f"change your answer as the same change to the reference's after {j} "
-                       f"steps changes its answer: the steps after it do not compute from it "
-                       f"as the reference's do")
+                       f"steps changes its answer: the steps after it do not compute from "
+                       f"what the loop carries as the reference's do")
     return None
 
 

@@ -9,12 +9,11 @@ row 0 after none, the last row runs it to the end; the parent compares each row'
 the reference's, stopped the same way (jaxjudge.rules.trajectory).
 
 Which loop: every while op each of whose runs on the plain run took exactly the requirement's
-trip count (up to MAX_CANDIDATES of them, the last in the program first; MAX_FEW_CANDIDATES on
-a test beside its signature's first), each with variants of its own, all stopped in one
-evaluator run (more loops than that: `trajectory_unfinished`). Work done at
-step 0, later steps that idle, tables or closed forms after the loop all give another answer
-after k steps than k iterations; a Gram matrix built at step 0, a skipped no-op update or a
-pipelined fold give the same one.
+trip count (up to MAX_CANDIDATES of them, the last in the program first), each with variants
+of its own, all stopped in one evaluator run (more loops than that: `trajectory_unfinished`).
+Work done at step 0, later steps that idle, tables or closed forms after the loop all give
+another answer after k steps than k iterations; a Gram matrix built at step 0, a skipped no-op
+update or a pipelined fold give the same one.
 
 Run by path (observe.py loads it): stdlib and numpy only.
 """
@@ -24,7 +23,6 @@ from typing import Any
 import numpy as np
 
 MAX_CANDIDATES = 6
-MAX_FEW_CANDIDATES = 2  # in a run stopped after a few steps only
 # A row's outputs, flattened: more is not compared (the requirement fails closed, saying so).
 MAX_ROW_ELEMENTS = 4096
 MAX_ROWS = 49  # a loop of at most 48 steps: rows for 0 .. 48 steps
@@ -212,13 +210,10 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
             every = [i for i, steps in sorted(runs.steps.items(), reverse=True)
                      if steps and all(s == want for s in steps)]
             known[("loops", text, want)] = every
-        # A run stopped after a few steps only (a test beside its signature's first) follows
-        # fewer: the loop that does the steps is the last or next to last in the programs seen
-        most = MAX_CANDIDATES if at is None else MAX_FEW_CANDIDATES
-        candidates = every[:most]
+        candidates = every[:MAX_CANDIDATES]
         # loops past those are not followed: they count only if none followed passes (the
         # parent fails closed then, and says why)
-        unfinished = len(every) > most
+        unfinished = len(every) > MAX_CANDIDATES
         # One run for all candidates: variant c * S + i leaves candidate c after stops[i] steps
         # and runs the others to their end. A program's ops are run once for all of them (the
         # evaluator's cost per op, not per element, is most of a small program's work).
