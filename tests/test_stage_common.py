@@ -5,7 +5,7 @@ from __future__ import annotations
 from jaxjudge import list_problems, load_problem
 from jaxjudge.grading.pipeline import Grading
 from jaxjudge.grading.stage_common import MAX_RESULT_BYTES, sandbox_limits, stage_b_limits
-from jaxjudge.grading.stage_paths import OBSERVE_SECONDS
+from jaxjudge.grading.stage_paths import OBSERVE_SECONDS, OBSERVE_WALL_SECONDS
 from jaxjudge.problems.limits import peek_limits
 
 
@@ -19,7 +19,8 @@ def test_only_stage_b_gets_room_for_a_large_result() -> None:
     # and the observer's time, the grader's work, on top of the problem's when it observes
     b = stage_b_limits(limits, True)
     assert (b.cpu_seconds, b.wall_seconds) == (limits.cpu_seconds + OBSERVE_SECONDS,
-                                               limits.wall_seconds + OBSERVE_SECONDS)
+                                               limits.wall_seconds + OBSERVE_WALL_SECONDS)
+    assert OBSERVE_WALL_SECONDS > OBSERVE_SECONDS  # the load stretches the wall time only
     b = stage_b_limits(limits, False)
     assert (b.cpu_seconds, b.wall_seconds) == (limits.cpu_seconds, limits.wall_seconds)
     assert sandbox_limits(limits).cpu_seconds == limits.cpu_seconds

@@ -22,6 +22,11 @@ MAX_RESULT_BYTES = 64 * 1024 * 1024  # the most of a stage's result file the tru
 # which is the grader's work, not the submission's; without it such a program's verdict
 # changed with the load. A problem nothing observes keeps its own limits.
 OBSERVE_SECONDS = 18.0
+# Its wall time: the observer's work is counted, so its CPU time is bounded whatever the load;
+# the wall time is what the load stretches (a cheat whose runs spend the whole total took 34 s
+# of stage B beside other grades on 2 cores, a time-limit verdict where requirement_failed is
+# right). Slow under load, never another verdict.
+OBSERVE_WALL_SECONDS = 4 * OBSERVE_SECONDS
 
 
 class StageLimits(Protocol):
@@ -48,13 +53,15 @@ def sandbox_limits(limits: StageLimits) -> sandbox.SandboxLimits:
 
 
 def stage_b_limits(limits: StageLimits, observed: bool) -> sandbox.SandboxLimits:
-    """Stage B's: the problem's, plus the observer's time (OBSERVE_SECONDS) when `observed`,
+    """Stage B's: the problem's, plus the observer's time (OBSERVE_SECONDS of CPU,
+    OBSERVE_WALL_SECONDS of wall time) when `observed`,
     and room for a result as large as the trusted side reads. No user Python runs in stage B;
     what it writes is the tests' outputs and the observer's runs, one per program the tests
     run (jaxjudge.grading.observing), which a program with nested loops takes past the
     problem's output_kb. Their size is bounded by their schema."""
     base = sandbox_limits(limits)
     extra = OBSERVE_SECONDS if observed else 0.0
+    wall = OBSERVE_WALL_SECONDS if observed else 0.0
     return dataclasses.replace(base, output_bytes=max(base.output_bytes, MAX_RESULT_BYTES),
                                cpu_seconds=base.cpu_seconds + extra,
-                               wall_seconds=base.wall_seconds + extra)
+                               wall_seconds=base.wall_seconds + wall)
