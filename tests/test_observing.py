@@ -50,6 +50,24 @@ def test_the_reference_follows_every_test_at_every_step() -> None:
     assert len(keys) == len(ref) and {entry_key(s, sig_of[s["test"]]) for s in mine} == keys
 
 
+def test_a_learners_own_input_is_not_followed_step_by_step() -> None:
+    """The reference's answers step by step were measured on the problem's tests, so a custom
+    input (issue 25's run mode) has none to compare with: it is not followed (it was, and the
+    requirement failed closed as a package error)."""
+    from jaxjudge.problems.package import TestCase
+
+    problem = load_problem("ema-with-scan")
+    extra = [TestCase(name="custom-1", visible=True, expected=None,
+                      inputs={"x": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]],
+                              "alpha": 0.5})]
+    plan = plan_for(problem, "run", extra)
+    assert plan.custom == {"custom-1"}
+    program_of = {sid: sid for sid in {t["signature"] for t in plan.tests}}
+    followed = [s["test"] for s in observe_specs(problem, plan, program_of)
+                if s.get("kind") == "trajectory"]
+    assert followed and "custom-1" not in followed
+
+
 def test_a_second_test_of_each_signature_is_offered_for_stage_b_to_pick() -> None:
     """Beside each first run, one run on another test of its signature, which stage B picks
     among the candidates (by the verified program's hash): never primary, the first run's

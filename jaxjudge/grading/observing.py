@@ -112,7 +112,9 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str],
         for extra in [] if every else _second_tests(firsts, names_of, req.name):
             specs.append({**extra, "id": f"r{len(specs)}"})
         if opts.get("trajectory"):
-            specs += _trajectory_specs(runs, names_of, program_of, req.name, len(specs), every,
+            own = {sid: [n for n in names if n not in plan.custom]
+                   for sid, names in names_of.items()}
+            specs += _trajectory_specs(runs, own, program_of, req.name, len(specs), every,
                                        bool(opts.get("trajectory_response")))
     return specs
 

@@ -144,6 +144,9 @@ class Plan:
     # left out): where a symbolic program is specialised for the memory profile, so the
     # submission and the reference are sized at the same shapes.
     profile_sig: str | None = None
+    # A learner's own inputs (`extra`): the reference's answers step by step were measured on
+    # the problem's tests only, so no trajectory follows these.
+    custom: frozenset[str] = frozenset()
 
 
 _plans: OrderedDict[tuple[str, ...], Plan] = OrderedDict()
@@ -216,6 +219,6 @@ def _build(problem: Problem, cases: list[TestCase], custom: set[str] | None = No
     default_leaf = (problem.constraints.dtype, problem.tolerance.rtol, problem.tolerance.atol)
     return Plan(cases, arg_names, signatures, case_sig, symbolic, sig_dims, outputs,
                 default_leaf, probes, probe_ids, tests, digest,
-                _largest(signatures, case_sig, custom or set()))
+                _largest(signatures, case_sig, custom or set()), frozenset(custom or ()))
 
 
