@@ -17,11 +17,12 @@ EXECUTE_SCRIPT = STAGES_DIR / "execute.py"
 MAX_RESULT_BYTES = 64 * 1024 * 1024  # the most of a stage's result file the trusted side reads
 # Stage B's time on top of the problem's when the problem's rules observe its programs
 # (`Problem.observed`; jaxjudge/stages/observe.py): the observer's runs are counted in element
-# operations, not seconds, and cost up to ~15 s of CPU (observe.TOTAL_WORK, 720 M: every run
-# is watched to its own budget, none skipped; the costliest honest sample takes ~480 M),
+# operations, not seconds, and cost up to ~15-25 s of CPU (observe.TOTAL_WORK, 720 M: every run
+# is watched to its own budget, none skipped; the costliest honest sample takes ~544 M; a cheat
+# spending the whole total took 23 s of stage B on the oldest JAX, past 4 + 18 s of CPU),
 # which is the grader's work, not the submission's; without it such a program's verdict
 # changed with the load. A problem nothing observes keeps its own limits.
-OBSERVE_SECONDS = 18.0
+OBSERVE_SECONDS = 30.0
 # Its wall time: the observer's work is counted, so its CPU time is bounded whatever the load;
 # the wall time is what the load stretches (a cheat whose runs spend the whole total took 34 s
 # of stage B beside other grades on 2 cores, a time-limit verdict where requirement_failed is
