@@ -198,3 +198,21 @@ def test_no_loop_dims_are_watched_on_a_second_test_of_every_signature_too() -> N
         assert not s["primary"] and s["second"] and s["salt"]
         assert s["watch"] == ["q", "k", "v"] and len(s["groups"]) == 3
         assert sorted(c["test"] for c in s["candidates"]) == sorted(names[s["program"]][1:])
+
+
+def test_runs_past_what_a_grade_runs_fail_closed_saying_why() -> None:
+    """A problem that plans more observed runs than stage B runs in a grade: those past it are
+    not skipped in silence; each fails its requirement as unobservable, and says why."""
+    from jaxjudge.grading.observing import MAX_RUNS
+
+    problem = load_problem("spectral-norm-power-iteration")
+    plan = plan_for(problem, "submit")
+    program_of = {sid: "p" for sid in {t["signature"] for t in plan.tests}}
+    specs = [s for s in observe_specs(problem, plan, program_of) if not s.get("candidates")]
+    specs = [{**specs[k % len(specs)], "id": f"r{k}"} for k in range(MAX_RUNS + 6)]
+    seen = observations({}, specs, "p")
+    assert len(seen) == MAX_RUNS + 6
+    past = seen[MAX_RUNS:]
+    assert all(o.status == "unobservable" and f"more than the {MAX_RUNS}" in o.reason
+               for o in past)
+    assert all(o.status == "error" for o in seen[:MAX_RUNS])

@@ -459,10 +459,32 @@ def test_a_loop_whose_steps_do_not_compute_from_what_it_carries_fails(
 
 
 def test_a_kick_is_the_same_change_to_any_multiple_of_a_value() -> None:
-    kick = OBS["_ev"]["Evaluator"].__dict__["_kicked"].__globals__["kick"]
+    kick = runpy.run_path(str(STAGES_DIR / "evaluator_loops.py"), run_name="jaxjudge_k")["kick"]
     x = np.random.default_rng(2).standard_normal(7)
-    assert np.allclose(kick(-2.5 * x) - (-2.5 * x), 2.5 * (kick(x) - x))
-    assert np.linalg.norm(kick(x) - x) == pytest.approx(0.5 * np.linalg.norm(x))
+    assert np.allclose(kick(-2.5 * x, 5) - (-2.5 * x), 2.5 * (kick(x, 5) - x))
+    assert np.linalg.norm(kick(x, 5) - x) == pytest.approx(0.5 * np.linalg.norm(x))
+    # the direction is the seed's (an installation's secret), not the code's
+    assert not np.allclose(kick(x, 5), kick(x, 6))
+
+
+def test_the_kick_seed_is_kept_per_installation(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """One seed per state directory, read back by every later process; never 0 (the
+    default a job without one gets)."""
+    from jaxjudge.grading import observer_seed as module
+
+    monkeypatch.setenv("JAXJUDGE_STATE_DIR", str(tmp_path / "state"))
+    module.observer_seed.cache_clear()
+    try:
+        first = module.observer_seed()
+        module.observer_seed.cache_clear()
+        assert module.observer_seed() == first > 0
+        assert (tmp_path / "state" / "observer-seed.json").stat().st_mode & 0o077 == 0
+        monkeypatch.setenv("JAXJUDGE_STATE_DIR", str(tmp_path / "other"))
+        module.observer_seed.cache_clear()
+        assert module.observer_seed() != first
+    finally:
+        module.observer_seed.cache_clear()
 
 
 def test_the_kicks_are_asked_with_the_trajectory_only() -> None:
@@ -474,3 +496,19 @@ def test_the_kicks_are_asked_with_the_trajectory_only() -> None:
     assert LoopOptions(dim="T", trajectory=True, trajectory_response=True).trajectory_response
     with pytest.raises(ValidationError, match="set trajectory"):
         LoopOptions(dim="T", trajectory_response=True)
+
+
+def test_every_carried_value_is_kicked() -> None:
+    """A loop that carries many float values has each one kicked, the twentieth too: one left
+    out could be where a cheat keeps the value its answers come from."""
+    def many(w, u):
+        def body(i, c):
+            vs = [w @ (w.T @ c[0])] + [v * 1.01 for v in c[1:]]
+            return tuple(vs)
+        out = jax.lax.fori_loop(0, 4, body, (u, *(u + k for k in range(1, 20))))
+        return {"sigma": sum(jnp.sum(v) for v in out)}
+
+    got = _run(many, W, U, want=4, kick_at=[1])
+    slots = {s["slot"] for loop in got["trajectory"] for s in loop["states"]}
+    assert len(slots) == 20, sorted(slots)
+    assert len({(k["slot"], k["sign"]) for loop in got["trajectory"] for k in loop["kicks"]}) == 40

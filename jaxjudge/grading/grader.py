@@ -27,6 +27,7 @@ from jaxjudge.grading.caches import (
 from jaxjudge.grading.custom import custom_cases
 from jaxjudge.grading.early import Started, overlap_enabled
 from jaxjudge.grading.exposure import require_hidden
+from jaxjudge.grading.observer_seed import observer_seed
 from jaxjudge.grading.pipeline import Grading, display_name
 from jaxjudge.grading.report import Mode, Report, Verdict
 from jaxjudge.grading.scoring import max_score
@@ -64,7 +65,8 @@ class Grader:
     runner is used; `close()` (or leaving the `with` block) stops it. `engine`: "interpret" or "xla"
     (default: JAXJUDGE_ENGINE). `report_cache`: identical sources answered from memory (0 off).
     `program_cache`: stage B results per exported program (0 off). `spare_warmup`: the warm
-    pool's (None: its own choice)."""
+    pool's (None: its own choice). `kick_seed`: the secret the observer's kicks are drawn from
+    (None: this installation's, `jaxjudge.grading.observer_seed`)."""
 
     def __init__(
         self,
@@ -75,6 +77,7 @@ class Grader:
         report_cache: int = 0,
         program_cache: int = PROGRAM_CACHE_SIZE,
         spare_warmup: bool | None = None,
+        kick_seed: int | None = None,
     ) -> None:
         if engine is not None and engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
@@ -103,6 +106,7 @@ class Grader:
         self.tests = ModelsCache(program_cache)  # compared tests per program and package
         self.memory = ModelsCache(64)  # the reference's memory profile per package and shapes
         self.figures = FiguresCache(64)  # the reference's observed work per package and mode
+        self.kick_seed = observer_seed() if kick_seed is None else int(kick_seed)
 
     def grade(
         self,

@@ -31,14 +31,15 @@ MAX_VISITED = 64  # indices of a no_loop_over_dim dimension, one variant each
 
 
 def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str],
-                  every: bool = False) -> list[dict[str, Any]]:
+                  every: bool = False, kick_seed: int = 0) -> list[dict[str, Any]]:
     """Stage B's `observe` entries for this problem and plan (empty when no rule asks).
 
     program_of: signature id -> the program id that runs it. An entry with `candidates` is
     run on the one stage B picks (`_second_tests`). every: the reference's runs
     (jaxjudge.grading.reference_work): each entry a learner's grade may hold, once per test
     signature, whatever programs the tests share, and no picks (a pick's budget is the
-    figure of its test's signature)."""
+    figure of its test's signature). kick_seed: the installation's secret the trajectory
+    runs' kicks are drawn from (grading.observer_seed)."""
     specs: list[dict[str, Any]] = []
     tests_of: dict[str, str] = {}
     names_of: dict[str, list[str]] = {}
@@ -115,7 +116,7 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str],
             own = {sid: [n for n in names if n not in plan.custom]
                    for sid, names in names_of.items()}
             specs += _trajectory_specs(runs, own, program_of, req.name, len(specs), every,
-                                       bool(opts.get("trajectory_response")))
+                                       bool(opts.get("trajectory_response")), kick_seed)
     return specs
 
 
@@ -129,10 +130,11 @@ def _trajectory(loop: TrajectoryLoop) -> Trajectory:
 
 def _trajectory_specs(runs: list[tuple[int, str]], names_of: dict[str, list[str]],
                       program_of: dict[str, str], req: str, n: int,
-                      every: bool = False, response: bool = False) -> list[dict[str, Any]]:
+                      every: bool = False, response: bool = False,
+                      kick_seed: int = 0) -> list[dict[str, Any]]:
     """One trajectory run (stages/observe_trajectory.py) per test whose loop the requirement
     follows: the program of every signature on every one of its tests (the first test of each
-    signature first, up to MAX_TRAJECTORY_TESTS), so that a program that does the steps only
+    signature first; every one, never a silent subset), so that a program that does the steps only
     at some shapes, or only on some data (a sum above 10, an alpha near 1), is seen where it
     does not. The reference runs the same ones (its figures hold its answers step by step).
     Each is primary: no pick, and no test left to a hash a submitter could steer.
@@ -147,14 +149,14 @@ def _trajectory_specs(runs: list[tuple[int, str]], names_of: dict[str, list[str]
         if not response:
             return {}
         if every:
-            return {"kick_at": list(range(want + 1)), "kick_signs": [1]}
-        return {"kick_at": kick_steps(want), "kick_signs": [1, -1]}
+            return {"kick_at": list(range(want + 1)), "kick_signs": [1], "kick_seed": kick_seed}
+        return {"kick_at": kick_steps(want), "kick_signs": [1, -1], "kick_seed": kick_seed}
 
     return [{"id": f"r{n + k}", "kind": "trajectory", "program": program_of.get(sid, sid),
              "test": name, "req": req, "count": want, "sliced": [], "groups": [],
              "inject": 0, "watch": [], "primary": True, **({"at": at} if at else {}),
              **kicks(want)}
-            for k, (want, sid, name, at) in enumerate(order[:MAX_TRAJECTORY_TESTS])]
+            for k, (want, sid, name, at) in enumerate(order)]
 
 
 def _few_steps(n: int) -> list[int]:
@@ -167,9 +169,10 @@ def _few_steps(n: int) -> list[int]:
     return sorted({0, 1, 2, n // 2, n - 1, n} & set(range(n + 1)))
 
 
-# Trajectory runs per requirement: every test the problems have today (up to 35); with the
-# other runs, within stage B's 64 entries per grade (observe.py's MAX_ENTRIES).
-MAX_TRAJECTORY_TESTS = 40
+# Observed runs per grade: stage B's (observe.py's MAX_ENTRIES) and its result schema's bound.
+# Runs planned past it are not skipped: each fails its requirement closed, saying why, and
+# check-problem shows it on the reference (the problems ask for 48 at most today).
+MAX_RUNS = 64
 
 
 def _second_tests(firsts: list[dict[str, Any]], names_of: dict[str, list[str]],
@@ -268,6 +271,7 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
     if not specs:
         return ()
     result = result or {}
+    position = {spec["id"]: k for k, spec in enumerate(specs)}
     out = []
     for spec in specs:
         got = result.get(spec["id"])
@@ -282,6 +286,10 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
             spec = {**spec, **pick}
         if spec["program"] != program:
             continue
+        if got is None and position.get(spec["id"], 0) >= MAX_RUNS:  # fails closed, saying why
+            got = ObservedResult(status="unobservable", reason=(
+                f"the problem asks for {len(specs)} observed runs of a grade, more than the "
+                f"{MAX_RUNS} the judge runs: its package must ask for fewer"))
         if got is None:  # planned and never reported: no evidence, no pass
             got = ObservedResult(status="error", reason="the observer reported no run")
         primary = spec.get("primary", True)

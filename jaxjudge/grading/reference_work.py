@@ -156,9 +156,11 @@ def over_budget(spec: dict[str, Any], given: int) -> str:
             f"gives any observed run")
 
 
-def state_key(problem_id: str, fingerprint: str, mode: str) -> str:
-    """What the reference's figures depend on besides the observer's inputs."""
-    parts = ("observed-work", grader_version(), _jax_stamp(), problem_id, fingerprint, mode)
+def state_key(problem_id: str, fingerprint: str, mode: str, kick_seed: int = 0) -> str:
+    """What the reference's figures depend on besides the observer's inputs (its kicked
+    answers on the installation's kick seed: never kept under another seed's key)."""
+    parts = ("observed-work", grader_version(), _jax_stamp(), problem_id, fingerprint, mode,
+             str(kick_seed))
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 

@@ -124,8 +124,8 @@ class StageB(StageBase):
                 blobs[r["id"]], r["export"] = read[r["id"]], f"{r['id']}.jaxexport"
             progs += rules
         program_of = {sid: prog["id"] for prog in progs for sid in prog["signatures"]}
-        watch = (observe_specs(self.problem, self.plan, program_of, every=self.reference_run)
-                 if program_of else [])
+        watch = (observe_specs(self.problem, self.plan, program_of, every=self.reference_run,
+                               kick_seed=self.grader.kick_seed) if program_of else [])
         sig_of = {t["name"]: t["signature"] for t in self.plan.tests}
         if watch and not self.reference_run:  # each run its own budget, from the reference
             reference = self._reference()
@@ -178,7 +178,8 @@ class StageB(StageBase):
         (once per problem version, mode, JAX and grader version; its time is this grade's
         `reference_work`). A reference that could not be measured gives no figures (each run
         then gets the ceiling) until this Grader ends."""
-        key = reference_work.state_key(self.problem.id, self.problem.fingerprint(), self.mode)
+        key = reference_work.state_key(self.problem.id, self.problem.fingerprint(), self.mode,
+                                       self.grader.kick_seed)
         known = self.grader.figures.get(key)
         if known is not None:
             return known

@@ -107,6 +107,7 @@ class Evaluator:
         # steps of the op's first run changed in that variant (observe_trajectory.py's kicks)
         self.kicks: dict[int, dict[int, list[tuple[int, int, int]]]] = {}
         self.kicked: set[int] = set()
+        self.kick_seed = 0  # the installation's secret the kicks are drawn from
         self.work = 0
         self.max_work = MAX_WORK  # observe's caller may give a run less (its extra runs)
         self.steps = 0

@@ -125,17 +125,17 @@ def _perturbed(self, x: np.ndarray, v: int) -> np.ndarray:
     return out
 
 KICK = 0.5  # a kick's size, as a share of the value's norm
-KICK_SEED = 41
 
 
-def kick(x: np.ndarray) -> np.ndarray:
-    """x moved by KICK times its norm along a direction fixed by its size alone: a value
+def kick(x: np.ndarray, seed: int) -> np.ndarray:
+    """x moved by KICK times its norm along a direction fixed by its size and `seed` (the
+    installation's secret, grading/observer_seed.py: no submission knows it): a value
     that is another's times a factor a is moved by a times the other's kick (or by -a times
     it: the caller kicks both ways), so a learner's carried value and the reference's get the
     same change, whatever scale and sign each keeps. Large enough to show through the steps
     after it (power iteration shrinks a change by the ratio of the top singular values)."""
     flat = np.asarray(x, dtype=np.float64).ravel()
-    g = np.random.default_rng(KICK_SEED + flat.size).standard_normal(flat.size)
+    g = np.random.default_rng([int(seed), flat.size]).standard_normal(flat.size)
     g /= max(float(np.linalg.norm(g)), 1e-300)
     return (flat + KICK * float(np.linalg.norm(flat)) * g).reshape(np.shape(x))
 
@@ -146,7 +146,7 @@ def _kicked(self, carry: list[np.ndarray], kicks: list[tuple[int, int, int]]):
     for v, slot, sign in kicks:
         x = np.array(out[slot])
         old = np.asarray(x[v], dtype=np.float64)
-        x[v] = (old + sign * (kick(old) - old)).astype(x.dtype)
+        x[v] = (old + sign * (kick(old, self.kick_seed) - old)).astype(x.dtype)
         out[slot] = x
     return out
 

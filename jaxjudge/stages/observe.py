@@ -554,7 +554,8 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
                 out[oid] = trajectory(texts[pid], [leaves[i] for i in kept],
                                       int(entry["count"]), _ev, ir, hlo, context, allowed, meter,
                                       entry.get("at"), known, entry.get("kick_at"),
-                                      tuple(entry.get("kick_signs") or (1, -1)))
+                                      tuple(entry.get("kick_signs") or (1, -1)),
+                                      int(entry.get("kick_seed") or 0))
                 spent += meter["ev"].work
                 continue
             names = programs[pid]["args"]

@@ -38,7 +38,8 @@ class _Spent:
         self.work = work
 
 
-MAX_KICKED_SLOTS = 16  # per loop and step: the carried values kicked, in their order
+# Every carried value is kicked: more variants than this fail the requirement closed (a
+# carried value left out could be the one a cheat reads its answers from).
 MAX_KICK_VARIANTS = 768
 
 
@@ -76,8 +77,6 @@ class _Captured:
                     <= MAX_ROW_ELEMENTS or not np.isfinite(value).all() or not value.any()):
                 continue  # an input passed along, a counter, too large, or nothing to kick
             kept[slot] = np.array(value)
-            if len(kept) >= MAX_KICKED_SLOTS:
-                break
         self.capture.states[self.index][k] = kept
 
     def step(self, s: int, old, new, clean, injected) -> None:
@@ -88,7 +87,7 @@ class _Captured:
 
 
 def _kick_run(module, ir, hlo, names, inputs, loops, capture: _Capture,
-              signs: tuple[int, ...], max_work: int, meter: dict) -> int:
+              signs: tuple[int, ...], max_work: int, meter: dict, seed: int) -> int:
     """One run with a variant per (loop, step, carried value, sign): the loop's first run has
     that value kicked after that step. Fills each loop's `states` and `kicks`; returns the
     work it took."""
@@ -108,6 +107,7 @@ def _kick_run(module, ir, hlo, names, inputs, loops, capture: _Capture,
                                     f"loops to change one at a time")
     ev = names["Evaluator"](module, ir, hlo, len(plan), {})
     ev.max_work = max_work
+    ev.kick_seed = seed
     for v, (loop, k, slot, sign) in enumerate(plan):
         ev.kicks.setdefault(loop["index"], {}).setdefault(k, []).append((v, slot, sign))
     meter["ev"] = ev
@@ -170,7 +170,7 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
                ir, hlo, mlir_context, max_work: int, meter: dict,
                at: list[int] | None = None, known: dict | None = None,
                kick_at: list[int] | None = None,
-               kick_signs: tuple[int, ...] = (1, -1)) -> dict[str, Any]:
+               kick_signs: tuple[int, ...] = (1, -1), kick_seed: int = 0) -> dict[str, Any]:
     """The outputs of `text`'s main on `inputs` with each candidate loop (every run of it took
     `want` steps) stopped after 0, 1, ..., want steps (or after each count in `at`: 0 and
     `want` always among them). `names`: evaluator.py's namespace.
@@ -186,7 +186,8 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
     kick_at: also, per candidate, the values its first run carries after each of these steps
     (`states`: {"step", "slot", "values"}) and the outputs with one of them kicked there
     (`kicks`: {"step", "slot", "sign", "row"}; evaluator_loops.kick, both ways or as
-    kick_signs says): how the steps after k answer a change of what the loop carries."""
+    kick_signs says; drawn from kick_seed): how the steps after k answer a change of what the
+    loop carries."""
     Evaluator, Unobservable = names["Evaluator"], names["Unobservable"]
     if not 1 <= want < MAX_ROWS:
         raise Unobservable(f"a loop of {want} steps (the grader follows 1 to {MAX_ROWS - 1})")
@@ -250,7 +251,7 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
                               "at": stops, "states": [], "kicks": []})
         if kick_at and loops:
             spent += _kick_run(module, ir, hlo, names, inputs, loops, capture, kick_signs,
-                               max_work - spent, meter)
+                               max_work - spent, meter, kick_seed)
     meter["ev"] = _Spent(spent)  # the caller counts what all the runs took
     return {"status": "ok", "work": spent, "trajectory": loops,
             "trajectory_unfinished": unfinished}
