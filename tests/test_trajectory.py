@@ -30,7 +30,8 @@ RTOL, ATOL = 1e-3, 5e-3  # ten times ema-with-scan's tolerance, as the rule read
 
 def _run(fn: Callable, *args, want: int, max_work: int = 60_000_000,
          at: list[int] | None = None, kick_at: list[int] | None = None,
-         kick_signs: tuple[int, ...] = (1, -1)) -> dict:
+         kick_signs: tuple[int, ...] = (1, -1),
+         restart: tuple[int, int] | None = None) -> dict:
     exp = export.export(jax.jit(fn))(*args)
     with mlir.make_ir_context():
         text = ir.Module.parse(exp.mlir_module()).operation.get_asm(
@@ -38,7 +39,7 @@ def _run(fn: Callable, *args, want: int, max_work: int = 60_000_000,
     leaves = jax.tree_util.tree_leaves(args)
     ins = [np.asarray(leaves[i]) for i in sorted(exp.module_kept_var_idx)]
     return OBS["trajectory"](text, ins, want, OBS["_ev"], ir, hlo, mlir.make_ir_context(),
-                             max_work, {}, at, None, kick_at, kick_signs)
+                             max_work, {}, at, None, kick_at, kick_signs, 0, restart)
 
 
 def _loops(result: dict) -> tuple[Trajectory, ...]:
@@ -48,7 +49,12 @@ def _loops(result: dict) -> tuple[Trajectory, ...]:
                             states=tuple((x["step"], x["slot"], tuple(x["values"]))
                                          for x in t["states"]),
                             kicks=tuple((x["step"], x["slot"], x["sign"], tuple(x["row"]))
-                                        for x in t["kicks"]))
+                                        for x in t["kicks"]),
+                            readouts=tuple((x["step"], x["slot"], x["sign"], x["read"],
+                                            tuple(x["row"])) for x in t.get("readouts", ())),
+                            restarts=tuple((x["step"], x["slot"], x["sign"], x["read"],
+                                            x["offset"], tuple(x["row"]))
+                                           for x in t.get("restarts", ())))
                  for t in result["trajectory"])
 
 
@@ -512,3 +518,45 @@ def test_every_carried_value_is_kicked() -> None:
     slots = {s["slot"] for loop in got["trajectory"] for s in loop["states"]}
     assert len(slots) == 20, sorted(slots)
     assert len({(k["slot"], k["sign"]) for loop in got["trajectory"] for k in loop["kicks"]}) == 40
+
+
+# Restart (trajectory_restart): spectral norm's outputs are sigma, u, w_sn (flattened in that
+# order) and its inputs w, u: the program starts again from output 1 as input 1.
+SPECTRAL = Path(__file__).resolve().parent.parent / "problems" / "spectral-norm-power-iteration"
+
+
+def _restart_verdict(fn: Callable) -> str | None:
+    ref = _loops(_run(power_reference, W, U, want=8, kick_at=list(range(9)),
+                      kick_signs=(1,)))[0]
+    mine = _loops(_run(fn, W, U, want=8, kick_at=kick_steps(8), restart=(1, 1)))
+    assert all(loop.restarts for loop in mine if loop.kicks)
+    return judge(mine, ref, RTOL, ATOL, "t", response=True, restart=True)
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (SPECTRAL / "submissions").glob(
+    "accepted_*.py")))
+def test_every_honest_spectral_sample_goes_on_as_it_restarts(name: str) -> None:
+    """Each accepted sample, whatever form its loop carries its state in, goes on from a
+    kicked state as it starts from the u it then outputs."""
+    assert _restart_verdict(_sample(name)) is None
+
+
+@pytest.mark.parametrize("honest", [power_reference, power_gram_at_first_step,
+                                    power_normalised_at_odd_steps, power_lazy_normalisation,
+                                    power_rotated_carrying_v])
+def test_honest_loops_go_on_as_they_restart(honest: Callable) -> None:
+    assert _restart_verdict(honest) is None
+
+
+@pytest.mark.parametrize("name", ["req_all_at_step0_into_a_carried_table",
+                                  "req_table_with_a_live_junk_value",
+                                  "req_table_read_by_a_float_counter",
+                                  "req_zeros_until_last_beside_a_float_counter"])
+def test_a_table_or_junk_the_loop_carries_does_not_go_on_as_it_restarts(name: str) -> None:
+    """Their answers step by step are the reference's and a kick to what they carry moves
+    the answer, but none of those values is the state: started from the u it reads out,
+    the program does not go on as the kicked loop did."""
+    fn = _sample(name)
+    assert _kicked_verdict(fn) is None  # what the kicks alone cannot tell
+    why = _restart_verdict(fn)
+    assert why is not None and ("does not go on" in why or "does not change" in why), why

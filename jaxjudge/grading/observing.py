@@ -115,8 +115,11 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str],
         if opts.get("trajectory"):
             own = {sid: [n for n in names if n not in plan.custom]
                    for sid, names in names_of.items()}
-            specs += _trajectory_specs(runs, own, program_of, req.name, len(specs), every,
-                                       bool(opts.get("trajectory_response")), kick_seed)
+            restart = opts.get("trajectory_restart")  # a validated RestartFrom
+            specs += _trajectory_specs(
+                runs, own, program_of, req.name, len(specs), every,
+                bool(opts.get("trajectory_response")), kick_seed,
+                None if restart is None else {"input": restart.input, "output": restart.output})
     return specs
 
 
@@ -125,13 +128,18 @@ def _trajectory(loop: TrajectoryLoop) -> Trajectory:
     return Trajectory(index=loop.index, steps=loop.steps, rows=tuple(map(tuple, loop.rows)),
                       sizes=tuple(loop.sizes), at=tuple(loop.at),
                       states=tuple((s.step, s.slot, tuple(s.values)) for s in loop.states),
-                      kicks=tuple((k.step, k.slot, k.sign, tuple(k.row)) for k in loop.kicks))
+                      kicks=tuple((k.step, k.slot, k.sign, tuple(k.row)) for k in loop.kicks),
+                      readouts=tuple((r.step, r.slot, r.sign, r.read, tuple(r.row))
+                                     for r in loop.readouts),
+                      restarts=tuple((r.step, r.slot, r.sign, r.read, r.offset, tuple(r.row))
+                                     for r in loop.restarts))
 
 
 def _trajectory_specs(runs: list[tuple[int, str]], names_of: dict[str, list[str]],
                       program_of: dict[str, str], req: str, n: int,
                       every: bool = False, response: bool = False,
-                      kick_seed: int = 0) -> list[dict[str, Any]]:
+                      kick_seed: int = 0,
+                      restart: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """One trajectory run (stages/observe_trajectory.py) per test whose loop the requirement
     follows: the program of every signature on every one of its tests (the first test of each
     signature first; every one, never a silent subset), so that a program that does the steps only
@@ -139,7 +147,10 @@ def _trajectory_specs(runs: list[tuple[int, str]], names_of: dict[str, list[str]
     does not. The reference runs the same ones (its figures hold its answers step by step).
     Each is primary: no pick, and no test left to a hash a submitter could steer.
     response: the loops are also kicked between steps (rules.trajectory's kick_steps; the
-    reference after every step, one way: a learner's kick is compared with its kick there)."""
+    reference after every step, one way: a learner's kick is compared with its kick there).
+    restart ({"input", "output"}): a learner's program is also started again from each kicked
+    state as that output reads it (the reference's own grade checks the reference the same
+    way; its stored runs need none)."""
     order = [(want, sid, name, None) for want, sid in runs
              for name in names_of.get(sid, [])[:1]]
     # the other tests of a signature at a few steps only (a gate on data shows at any step)
@@ -150,7 +161,8 @@ def _trajectory_specs(runs: list[tuple[int, str]], names_of: dict[str, list[str]
             return {}
         if every:
             return {"kick_at": list(range(want + 1)), "kick_signs": [1], "kick_seed": kick_seed}
-        return {"kick_at": kick_steps(want), "kick_signs": [1, -1], "kick_seed": kick_seed}
+        return {"kick_at": kick_steps(want), "kick_signs": [1, -1], "kick_seed": kick_seed,
+                **({"restart": dict(restart)} if restart else {})}
 
     return [{"id": f"r{n + k}", "kind": "trajectory", "program": program_of.get(sid, sid),
              "test": name, "req": req, "count": want, "sliced": [], "groups": [],
@@ -317,7 +329,7 @@ def observations(result: dict[str, ObservedResult] | None, specs: list[dict[str,
                 reason=got.reason, kind="trajectory", primary=True,
                 reference=None if stored is None else _trajectory(stored),
                 tolerance=tolerance, unfinished=got.trajectory_unfinished,
-                response=bool(spec.get("kick_at")),
+                response=bool(spec.get("kick_at")), restart=bool(spec.get("restart")),
                 trajectory=tuple(_trajectory(t) for t in got.trajectory)))
             continue
         out.append(Observation(count=spec["count"], sliced=tuple(spec["sliced"]),

@@ -104,7 +104,8 @@ def trajectories_from(specs: list[dict[str, Any]], observed: dict[str, Any] | No
 
 def _elements(loop: TrajectoryLoop) -> int:
     return (sum(len(r) for r in loop.rows) + sum(len(s.values) for s in loop.states)
-            + sum(len(k.row) for k in loop.kicks))
+            + sum(len(k.row) for k in loop.kicks) + sum(len(r.row) for r in loop.restarts)
+            + sum(len(r.row) for r in loop.readouts))
 
 
 def budget(figure: int | None, multiple: float) -> int:

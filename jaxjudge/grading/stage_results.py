@@ -252,7 +252,7 @@ class ObservedLoop(_Strict):
         default_factory=list)
 
 
-MAX_TRAJECTORY_STATES = 1024  # observe_trajectory.py: per loop, (steps) x (16 values)
+MAX_TRAJECTORY_STATES = 1024  # observe_trajectory.py: per loop, (steps) x (values)
 MAX_TRAJECTORY_KICKS = 1024
 Step = Annotated[int, Field(ge=0, le=MAX_TRAJECTORY_ROWS - 1)]
 Row = Annotated[list[float | None], Field(max_length=MAX_ROW_ELEMENTS)]
@@ -275,6 +275,35 @@ class TrajectoryKick(_Strict):
     row: Row
 
 
+# observe_trajectory.py's restarts: per kick, two readouts x three offsets (its
+# MAX_KICK_VARIANTS x 6)
+MAX_TRAJECTORY_RESTARTS = 6 * 768
+
+
+class TrajectoryReadout(_Strict):
+    """The outputs with that slot's value kicked after `step` steps and the loop left `read`
+    steps later: what the program's own code reads the kicked state out as."""
+
+    step: Step
+    slot: Annotated[int, Field(ge=0, le=1 << 20)]
+    sign: Literal[1, -1]
+    read: Literal[0, 1]
+    row: Row
+
+
+class TrajectoryRestart(_Strict):
+    """The outputs of the program started from a kicked state as its output reads it `read`
+    steps after the kick, the loop stopped after the steps the kicked run had left then (plus
+    `offset`)."""
+
+    step: Step
+    slot: Annotated[int, Field(ge=0, le=1 << 20)]
+    sign: Literal[1, -1]
+    read: Literal[0, 1]
+    offset: Literal[0, -1, 1]
+    row: Row
+
+
 class TrajectoryLoop(_Strict):
     """One loop's answers step by step (stages/observe_trajectory.py): rows[k] are the
     program's outputs, flattened, with the loop stopped after k steps (NaN as None)."""
@@ -293,6 +322,10 @@ class TrajectoryLoop(_Strict):
         default_factory=list)
     kicks: Annotated[list[TrajectoryKick], Field(max_length=MAX_TRAJECTORY_KICKS)] = Field(
         default_factory=list)
+    readouts: Annotated[list[TrajectoryReadout],
+                        Field(max_length=2 * MAX_TRAJECTORY_KICKS)] = Field(default_factory=list)
+    restarts: Annotated[list[TrajectoryRestart],
+                        Field(max_length=MAX_TRAJECTORY_RESTARTS)] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _rows_match_at(self) -> TrajectoryLoop:

@@ -324,12 +324,33 @@ class Problem(BaseModel):
         outputs = set(self.output_dtypes())
         for req in self.requirements:
             for key, value in (req.validated_options or ()):
+                if key == "trajectory_restart" and value is not None:
+                    self._check_restart(req.name, value, arguments, outputs)
+                    continue
                 known = (arguments if key in ("argument", "cotangent") else
                          outputs if key in ("primal_output", "gradient_output") else None)
                 if known is not None and value not in known:
                     raise ValueError(f"requirement {req.name!r}: option {key} = {value!r} is "
                                      f"not one of this problem's {sorted(known)}")
         return self
+
+    def _check_restart(self, name: str, restart: Any, arguments: set[str],
+                       outputs: set[str]) -> None:
+        """trajectory_restart starts the program from an output: both named, one shape."""
+        if restart.input not in arguments or restart.output not in outputs:
+            raise ValueError(f"requirement {name!r}: trajectory_restart names input "
+                             f"{restart.input!r} and output {restart.output!r}; the inputs are "
+                             f"{sorted(arguments)} and the outputs {sorted(outputs)}")
+        shape = next(a.shape for a in self.arguments if a.name == restart.input)
+        declared: Any = self.returns
+        for key in restart.output.split("."):
+            declared = declared.get(key) if isinstance(declared, dict) else None
+        if isinstance(declared, dict):
+            declared = declared.get("shape")
+        if shape is None or not isinstance(declared, list) or list(declared) != list(shape):
+            raise ValueError(f"requirement {name!r}: trajectory_restart's output "
+                             f"{restart.output!r} has shape {declared}, its input "
+                             f"{restart.input!r} {shape}: the program cannot start from it")
 
     @model_validator(mode="after")
     def _check_same_shapes(self) -> Problem:

@@ -192,6 +192,8 @@ class Observation:
     unfinished: bool = False  # its budget ran out before every candidate loop was followed
     # its loops were kicked between steps: how they answer a change of what they carry counts
     response: bool = False
+    # and started again from each kicked state as the program's own output reads it
+    restart: bool = False
 
 
 def _ranges(steps: list[int]) -> str:

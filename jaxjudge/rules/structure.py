@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from jaxjudge.rules.dataflow import (
     Budget,
@@ -45,6 +45,14 @@ _DIM = r"^[A-Za-z_][A-Za-z0-9_]*$"
 # -- loop_over_dim (independent_of_dim: jaxjudge.rules.growth) -------------------------------
 
 _PATH = r"^[A-Za-z_][A-Za-z0-9_.]*$"
+
+
+class RestartFrom(BaseModel):
+    """An output that reads out a loop's state, and the input the program starts from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    input: str = Field(pattern=_PATH, description="the input the state starts from")
+    output: str = Field(pattern=_PATH, description="the output that reads the state out")
 
 
 class LoopOptions(RuleOptions):
@@ -90,6 +98,14 @@ class LoopOptions(RuleOptions):
                     "to a factor), and a change to it moves the answer as the same change to "
                     "the reference's moves the reference's (jaxjudge.rules.trajectory; for a "
                     "problem whose honest loops all carry one of the reference's values)")
+    trajectory_restart: RestartFrom | None = Field(
+        default=None,
+        description="with trajectory_response: the output that reads out the loop's state and "
+                    "the input the program starts from ({input = \"u\", output = \"u\"}: a "
+                    "power iteration's vector). After each kick, the loop must go on from the "
+                    "changed state as the program does when started from what that output "
+                    "then gives (jaxjudge.rules.trajectory: a table read by a counter, or a "
+                    "junk value beside the state, does not)")
     trajectory_slack: float = Field(
         default=10.0, ge=1.0, le=1000.0,
         description="with trajectory: the multiple of the problem's tolerance within which a "
@@ -111,6 +127,9 @@ class LoopOptions(RuleOptions):
             raise ValueError("give dim, trip_count, or both")
         if self.trajectory_response and not self.trajectory:
             raise ValueError("trajectory_response reads the trajectory runs: set trajectory")
+        if self.trajectory_restart is not None and not self.trajectory_response:
+            raise ValueError("trajectory_restart reads the kicked runs: set "
+                             "trajectory_response")
         return self
 
 
@@ -123,6 +142,7 @@ def check_loop_over_dim(
     trajectory: bool = False,
     trajectory_slack: float = 10.0,
     trajectory_response: bool = False,
+    trajectory_restart: RestartFrom | None = None,
 ) -> RuleOutcome:
     """A loop of exactly trip_count steps (from its counter) carries state built from depends_on.
 
@@ -243,7 +263,7 @@ def _trajectory_failure(programs: Sequence[ProgramInfo], slack: float) -> str | 
         if why is None:
             rtol, atol = (slack * t for t in obs.tolerance)
             why = judge_trajectory(obs.trajectory, obs.reference, rtol, atol, obs.test,
-                                   obs.unfinished, obs.response)
+                                   obs.unfinished, obs.response, obs.restart)
             if (why is not None and obs.reference is not None and obs.trajectory
                     and not answered(obs.trajectory, obs.reference, rtol, atol)):
                 wrong = wrong or why  # the tests say so; the other tests decide

@@ -56,6 +56,13 @@ class Trajectory:
     # (k, slot, sign, row): the outputs with that value kicked after k steps (stage B's
     # evaluator_loops.kick, the same change to a value and to any multiple of it)
     kicks: tuple[tuple[int, int, int, tuple[float | None, ...]], ...] = ()
+    # (k, slot, sign, read, row): the outputs with that value kicked after k steps and the
+    # loop left `read` steps later (what the program reads the kicked state out as)
+    readouts: tuple[tuple[int, int, int, int, tuple[float | None, ...]], ...] = ()
+    # (k, slot, sign, read, offset, row): the program started from that kicked state as its
+    # own output reads it `read` steps after the kick, the loop stopped after n - k - read +
+    # offset steps (trajectory_restart)
+    restarts: tuple[tuple[int, int, int, int, int, tuple[float | None, ...]], ...] = ()
 
     def after(self, k: int) -> tuple[float | None, ...] | None:
         """The outputs with the loop stopped after k steps (None: not taken)."""
@@ -184,7 +191,7 @@ def _moves(row: tuple[float | None, ...], final: tuple[float | None, ...], spans
 
 
 def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
-                      atol: float) -> tuple[int, str] | None:
+                      atol: float, restart: bool = False) -> tuple[int, str] | None:
     """The first step after which `mine`'s loop does not carry what the reference's computes
     from, or a change to it does not move the answer as the same change to the reference's
     (c steps later); None: neither.
@@ -199,7 +206,9 @@ def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
       the state lives there (a rotated loop keeps u only to hand it out and computes from
       w^T u). A table looked up by the counter, u nudged in by 1e-30 or only gating fail.
     - a loop that carries none of those values carries its state in another form (v only,
-      where the reference's v is recomputed from u): its answers step by step decide."""
+      where the reference's v is recomputed from u): its answers step by step decide, and
+      with `restart` (the problem names an output that is the state, and the input it starts
+      from) so does `_restart_failure`, in any form."""
     n = ref.steps
     spans = _spans(ref.sizes, len(ref.rows[0]))
     final, own_final = ref.rows[-1], mine.rows[-1]
@@ -214,6 +223,17 @@ def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
         my_states.setdefault(k, []).append((slot, values))
     my_kicks = {(k, slot, sign): row for k, slot, sign, row in mine.kicks
                 if len(row) == len(final)}
+    # per kick, per readout (the steps after it it was read at): the restarts from it
+    my_restarts: dict[tuple[int, int, int, int], list[tuple[float | None, ...]]] = {}
+    for k, slot, sign, read, _, row in mine.restarts:
+        if len(row) == len(final):
+            my_restarts.setdefault((k, slot, sign, read), []).append(row)
+    own_rows = [row for row in mine.rows if len(row) == len(final)]
+    # a readout the loop's own unchanged steps give too: the kick moved the loop along its
+    # steps (a counter), not off them, so going on from it as it starts proves nothing
+    along = {(k, slot, sign, read) for k, slot, sign, read, row in mine.readouts
+             if len(row) != len(final) or any(not _moves(row, own, spans, rtol, atol)
+                                               for own in own_rows)}
 
     def agrees(k: int, s: int, want: tuple[float | None, ...]) -> bool:
         return any((row := my_kicks.get((k, s, sign))) is not None
@@ -241,14 +261,65 @@ def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
                        f"state")
         pairs = [(s, r) for s, mv in carried for r, rv in shown
                  if len(mv) == len(rv) and _scaled(list(mv), list(rv), rtol, atol)]
-        if not pairs or any(agrees(k, s, ref_kicks[j, r]) for s, r in pairs):
+        answers = any(agrees(k, s, ref_kicks[j, r]) for s, r in pairs)
+        if restart:
+            # the state is a value the reference's is and that answers a change as the
+            # reference's does, or one the program goes on from as it starts from it
+            if not answers:
+                why = _restart_failure(k, n, [s for s, _ in carried], my_kicks,
+                                       {key: rows for key, rows in my_restarts.items()
+                                        if key not in along}, own_final, spans, rtol, atol)
+                if why is not None:
+                    return k, why
             continue
-        if not any(live(k, s) for s, _ in carried if s not in {p for p, _ in pairs}):
+        if pairs and not answers and not any(
+                live(k, s) for s, _ in carried if s not in {p for p, _ in pairs}):
             return k, (f"changing what your loop carries after {k} of its {n} steps does not "
                        f"change your answer as the same change to the reference's after {j} "
                        f"steps changes its answer: the steps after it do not compute from "
                        f"what the loop carries as the reference's do")
     return None
+
+
+def _restart_failure(k: int, n: int, carried: list[int],
+                     kicks: dict[tuple[int, int, int], tuple[float | None, ...]],
+                     restarts: dict[tuple[int, int, int, int], list[tuple[float | None, ...]]],
+                     final: tuple[float | None, ...], spans: list[range], rtol: float,
+                     atol: float) -> str | None:
+    """Why, after k steps, no live value the loop carries is its state (None: one is).
+
+    A live value (changing it moves the answer) is the loop's state when the loop goes on
+    from the changed value as the program does when started from it: stage B read the kicked
+    state out through the program's own output (the loop left at once or one step after the
+    kick) and ran the program from that output as its input for the steps the kicked run
+    had left (one more or one fewer, for a pipelined loop); some of those answers must be
+    the kicked run's, each output up to a factor, for every way (sign) the kick moved the
+    answer. A readout that is one of the loop's own unchanged answers (at another step)
+    does not count: the change moved a counter along the steps, not the state off them.
+    No reference value is needed and no form is assumed: a loop carrying u, v, w^T u or an
+    unnormalised vector goes on as it starts; a table built ahead and read by a counter, a
+    junk value beside the state, zeros until the last step start afresh from what they read
+    out and do not."""
+    def moved(s: int, sign: int) -> bool:
+        row = kicks.get((k, s, sign))
+        return row is not None and _moves(row, final, spans, rtol, atol)
+
+    def goes_on(s: int, sign: int) -> bool:
+        row = kicks[k, s, sign]
+        return any(not _moves(again, row, spans, rtol, atol)
+                   for read in (0, 1) for again in restarts.get((k, s, sign, read), ()))
+
+    live = [s for s in carried if moved(s, 1) or moved(s, -1)]
+    if not live:
+        return (f"changing any value your loop carries after {k} of its {n} steps does not "
+                f"change your answer, where the reference's still moves then: the steps "
+                f"after it do not compute from what the loop carries")
+    if any(all(goes_on(s, sign) for sign in (1, -1) if moved(s, sign)) for s in live):
+        return None
+    return (f"after {k} of its {n} steps, your loop with what it carries changed does not go "
+            f"on as your program does when started from the output it then gives: the steps "
+            f"after it compute from something other than what the loop carries (a table "
+            f"built ahead, a counter, a value beside the state)")
 
 
 def _shaped(mine: tuple[Trajectory, ...], ref: Trajectory) -> list[Trajectory]:
@@ -268,7 +339,8 @@ def answered(mine: tuple[Trajectory, ...], ref: Trajectory, rtol: float, atol: f
 
 
 def judge(mine: tuple[Trajectory, ...], ref: Trajectory | None, rtol: float, atol: float,
-          test: str, unfinished: bool = False, response: bool = False) -> str | None:
+          test: str, unfinished: bool = False, response: bool = False,
+          restart: bool = False) -> str | None:
     """Why no loop of the program follows the reference's trajectory on this test (None: one
     does). unfinished: the observer's budget ran out before it followed every loop that could
     be the one; none of those it followed passing, the requirement fails closed."""
@@ -294,7 +366,7 @@ def judge(mine: tuple[Trajectory, ...], ref: Trajectory | None, rtol: float, ato
         for c in OFFSETS:
             f = _offset_failure(loop, ref, c, rtol, atol)
             if f is None and response:
-                r = _response_failure(loop, ref, c, rtol, atol)
+                r = _response_failure(loop, ref, c, rtol, atol, restart)
                 fails.append(None if r is None else (1, r[0], kicked + r[1]))
             else:
                 fails.append(None if f is None else (0, f[0], stopped + f[1]))

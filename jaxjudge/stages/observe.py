@@ -555,7 +555,8 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
                                       int(entry["count"]), _ev, ir, hlo, context, allowed, meter,
                                       entry.get("at"), known, entry.get("kick_at"),
                                       tuple(entry.get("kick_signs") or (1, -1)),
-                                      int(entry.get("kick_seed") or 0))
+                                      int(entry.get("kick_seed") or 0),
+                                      _restart(entry.get("restart"), programs[pid]))
                 spent += meter["ev"].work
                 continue
             names = programs[pid]["args"]
@@ -595,6 +596,20 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
         if oid in out:
             out[oid].update(picked_program=picked["program"], picked_test=picked["test"])
     return out
+
+
+def _restart(asked, program: dict) -> tuple[int, int] | None:
+    """A trajectory entry's restart (input and output names) as positions among the
+    program's kept inputs and its outputs; an input the program does not read, or a missing
+    output, cannot be restarted from (Unobservable: its requirement fails closed)."""
+    if not isinstance(asked, dict):
+        return None
+    args, outs = list(program.get("args") or ()), list(program.get("outs") or ())
+    if asked.get("input") not in args or asked.get("output") not in outs:
+        raise Unobservable(f"the program cannot be started from its output "
+                           f"{asked.get('output')!r} as its input {asked.get('input')!r} "
+                           f"(it does not read that input, or has no such output)")
+    return args.index(asked["input"]), outs.index(asked["output"])
 
 
 def _pick(entry: dict, texts: dict) -> dict | None:

@@ -87,10 +87,13 @@ class _Captured:
 
 
 def _kick_run(module, ir, hlo, names, inputs, loops, capture: _Capture,
-              signs: tuple[int, ...], max_work: int, meter: dict, seed: int) -> int:
+              signs: tuple[int, ...], max_work: int, meter: dict, seed: int,
+              restart: tuple[int, int] | None = None) -> int:
     """One run with a variant per (loop, step, carried value, sign): the loop's first run has
     that value kicked after that step. Fills each loop's `states` and `kicks`; returns the
-    work it took."""
+    work it took. restart (input, output positions): also read the kicked state out as that
+    output at once (the loop stopped right after the kick) and start the program from it
+    (`_restart_run`), which fills `restarts`."""
     plan = []  # (loop, k, slot, sign)
     total = 0
     for loop in loops:
@@ -105,13 +108,29 @@ def _kick_run(module, ir, hlo, names, inputs, loops, capture: _Capture,
     if len(plan) > MAX_KICK_VARIANTS:
         raise names["Unobservable"](f"more than {MAX_KICK_VARIANTS} values carried by its "
                                     f"loops to change one at a time")
-    ev = names["Evaluator"](module, ir, hlo, len(plan), {})
+    P = len(plan)
+    # variants P + 2i + r: plan[i]'s kick, the loop left r steps after it (what the program's
+    # own code reads the kicked state as, at once or one step on: a loop that carries a copy
+    # of u to hand out, beside its state w^T u, reads the change out one step on)
+    V = 3 * P if restart else P
+    ev = names["Evaluator"](module, ir, hlo, V, {})
     ev.max_work = max_work
     ev.kick_seed = seed
     for v, (loop, k, slot, sign) in enumerate(plan):
-        ev.kicks.setdefault(loop["index"], {}).setdefault(k, []).append((v, slot, sign))
+        at = ev.kicks.setdefault(loop["index"], {}).setdefault(k, [])
+        at.append((v, slot, sign))
+        if restart:
+            at += [(P + 2 * v + r, slot, sign) for r in READ_AFTER]
+    if restart:
+        for loop in loops:
+            left = np.full(V, MAX_ROWS + 1)
+            for v, (owner, k, _, _) in enumerate(plan):
+                if owner is loop:
+                    for r in READ_AFTER:
+                        left[P + 2 * v + r] = min(k + r, loop["steps"])
+            ev.stops[loop["index"]] = left
     meter["ev"] = ev
-    outs = ev.run([np.repeat(np.asarray(x)[None], len(plan), axis=0) for x in inputs])
+    outs = ev.run([np.repeat(np.asarray(x)[None], V, axis=0) for x in inputs])
     for v, (loop, k, slot, sign) in enumerate(plan):
         row = _row(outs, v)
         total += len(row)
@@ -119,6 +138,75 @@ def _kick_run(module, ir, hlo, names, inputs, loops, capture: _Capture,
             raise names["Unobservable"](f"more than {MAX_RUN_ELEMENTS:,} output elements over "
                                         f"the changes to what its loops carry")
         loop["kicks"].append({"step": k, "slot": slot, "sign": sign, "row": row})
+    spent = ev.work
+    if restart:
+        read = {(v, r): np.asarray(outs[restart[1]][P + 2 * v + r])
+                for v in range(P) for r in READ_AFTER}
+        for v, (loop, k, slot, sign) in enumerate(plan):
+            for r in READ_AFTER:
+                if k + r > loop["steps"]:
+                    continue
+                row = _row(outs, P + 2 * v + r)
+                total += len(row)
+                if total > MAX_RUN_ELEMENTS:
+                    raise names["Unobservable"](f"more than {MAX_RUN_ELEMENTS:,} output "
+                                                f"elements over the changes to what its loops "
+                                                f"carry")
+                loop["readouts"].append({"step": k, "slot": slot, "sign": sign, "read": r,
+                                         "row": row})
+        spent += _restart_run(module, ir, hlo, names, inputs, plan, read, restart[0],
+                              max_work - spent, meter, total)
+    return spent
+
+
+READ_AFTER = (0, 1)  # the kicked state read out at once, or one step on
+RESTART_OFFSETS = (0, -1, 1)  # a pipelined loop reads its state out one step early or late
+
+
+def _restart_run(module, ir, hlo, names, inputs, plan, read: dict, arg: int, max_work: int,
+                 meter: dict, total: int) -> int:
+    """The program started from each kicked state as its own code reads it out (`read`:
+    (plan index, steps after the kick) -> that output, put in input `arg`), with the loop
+    stopped after the steps the kicked run had left (n - k - r, one more or one fewer): a
+    loop whose steps compute from what it carries goes on from the changed state as it
+    starts from it; a table, a counter or a junk value it carries instead does not. A
+    readout of zeros or of non-finite values starts nothing (nothing written yet where the
+    program reads it: it vouches for nothing). Fills each loop's `restarts`; returns the work
+    it took."""
+    Unobservable = names["Unobservable"]
+    start = np.asarray(inputs[arg])
+    if any(x.shape != start.shape for x in read.values()):
+        raise Unobservable("the output it is restarted from is not the shape of its input")
+    runs = [(i, r, o) for (i, r), x in sorted(read.items())
+            if np.isfinite(x).all() and x.any() and plan[i][1] + r <= plan[i][0]["steps"]
+            for o in RESTART_OFFSETS]
+    if not runs:
+        return 0
+    V = len(runs)
+    given = [np.repeat(np.asarray(x)[None], V, axis=0) for x in inputs]
+    given[arg] = np.stack([read[i, r] for i, r, _ in runs]).astype(start.dtype)
+    ev = names["Evaluator"](module, ir, hlo, V, {})
+    ev.max_work = max_work
+    loops = {id(loop): loop for loop, _, _, _ in plan}
+    for loop in loops.values():
+        left = np.full(V, MAX_ROWS + 1)
+        n = loop["steps"]
+        for v, (i, r, o) in enumerate(runs):
+            owner, k, _, _ = plan[i]
+            if owner is loop:
+                left[v] = min(max(n - k - r + o, 0), n)
+        ev.stops[loop["index"]] = left
+    meter["ev"] = ev
+    outs = ev.run(given)
+    for v, (i, r, o) in enumerate(runs):
+        loop, k, slot, sign = plan[i]
+        row = _row(outs, v)
+        total += len(row)
+        if total > MAX_RUN_ELEMENTS:
+            raise Unobservable(f"more than {MAX_RUN_ELEMENTS:,} output elements over the "
+                               f"restarts from what its loops carry")
+        loop["restarts"].append({"step": k, "slot": slot, "sign": sign, "read": r,
+                                 "offset": o, "row": row})
     return ev.work
 
 
@@ -170,7 +258,8 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
                ir, hlo, mlir_context, max_work: int, meter: dict,
                at: list[int] | None = None, known: dict | None = None,
                kick_at: list[int] | None = None,
-               kick_signs: tuple[int, ...] = (1, -1), kick_seed: int = 0) -> dict[str, Any]:
+               kick_signs: tuple[int, ...] = (1, -1), kick_seed: int = 0,
+               restart: tuple[int, int] | None = None) -> dict[str, Any]:
     """The outputs of `text`'s main on `inputs` with each candidate loop (every run of it took
     `want` steps) stopped after 0, 1, ..., want steps (or after each count in `at`: 0 and
     `want` always among them). `names`: evaluator.py's namespace.
@@ -187,7 +276,11 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
     (`states`: {"step", "slot", "values"}) and the outputs with one of them kicked there
     (`kicks`: {"step", "slot", "sign", "row"}; evaluator_loops.kick, both ways or as
     kick_signs says; drawn from kick_seed): how the steps after k answer a change of what the
-    loop carries."""
+    loop carries. restart (input, output positions among `inputs` and the outputs): also the
+    program's outputs with the loop left at once or one step after each kick (`readouts`:
+    {"step", "slot", "sign", "read", "row"}) and the program started from each kicked state
+    as that output reads it (`restarts`: {"step", "slot", "sign", "read", "offset", "row"},
+    stopped after n - k - read + offset steps)."""
     Evaluator, Unobservable = names["Evaluator"], names["Unobservable"]
     if not 1 <= want < MAX_ROWS:
         raise Unobservable(f"a loop of {want} steps (the grader follows 1 to {MAX_ROWS - 1})")
@@ -248,10 +341,11 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
                     raise Unobservable(f"more than {MAX_RUN_ELEMENTS:,} output elements over "
                                        f"the steps of its loops")
                 loops.append({"index": index, "steps": want, "rows": rows, "sizes": sizes,
-                              "at": stops, "states": [], "kicks": []})
+                              "at": stops, "states": [], "kicks": [], "readouts": [],
+                              "restarts": []})
         if kick_at and loops:
             spent += _kick_run(module, ir, hlo, names, inputs, loops, capture, kick_signs,
-                               max_work - spent, meter, kick_seed)
+                               max_work - spent, meter, kick_seed, restart)
     meter["ev"] = _Spent(spent)  # the caller counts what all the runs took
     return {"status": "ok", "work": spent, "trajectory": loops,
             "trajectory_unfinished": unfinished}

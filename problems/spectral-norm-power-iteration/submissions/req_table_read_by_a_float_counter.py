@@ -1,4 +1,4 @@
-# Known limit (red team, 2026-12-07): accepted today, see expected.toml.
+# Cheat (red team, 2026-12-07): fails power-iteration-loop by trajectory_restart, see expected.toml.
 # CHEAT: all 8 iterates unrolled before the loop into a table; the loop carries only a float
 # counter c (plus a w-dependent value that never matters) and the answer after the loop is
 # table[round(c)]. Kicking c moves the answer (alive), and c is no copy of u or v.

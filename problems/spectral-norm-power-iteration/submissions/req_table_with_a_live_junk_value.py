@@ -1,4 +1,4 @@
-# Known limit (red team, 2026-12-07): accepted today, see expected.toml.
+# Cheat (red team, 2026-12-07): fails power-iteration-loop by trajectory_restart, see expected.toml.
 # CHEAT: the 8 iterates unrolled before the loop into a table; an int counter indexes it after
 # the loop. The loop also carries a junk float vector j (built from w, never a multiple of u or
 # v) that the answer reads through (j - j_expected), zero in every real run: kicking j moves

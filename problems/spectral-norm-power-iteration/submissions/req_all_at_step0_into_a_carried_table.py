@@ -1,4 +1,4 @@
-# Known limit (red team, 2026-12-07): accepted today, see expected.toml.
+# Cheat (red team, 2026-12-07): fails power-iteration-loop by trajectory_restart, see expected.toml.
 # CHEAT: at step 0 (lax.cond on the counter) all 8 iterations are done, unrolled, into a
 # carried table; every later step only copies table[i+1] into u. The answer after the loop is
 # read from the carried table at the carried step count: the table is "alive" when kicked.

@@ -1,4 +1,4 @@
-# Known limit (red team, 2026-12-07): accepted today, see expected.toml.
+# Cheat (red team, 2026-12-07): fails power-iteration-loop by trajectory_restart, see expected.toml.
 # CHEAT: u stays zero until the loop's last step, which runs all 8 iterations unrolled; a float
 # counter c is carried and read as (c - 8) * e_0 into the answer (zero in every real run). A
 # zero output after k < 8 steps "tells no step apart"; kicking c moves the answer.
