@@ -23,7 +23,7 @@ from jax import export
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 
-from jaxjudge.rules import ProgramInfo
+from jaxjudge.analysis.exported import ProgramInfo
 from jaxjudge.rules.program import analyze_program
 
 ARGS = ["params.b1", "params.b2", "params.w1", "params.w2", "x", "y"]

@@ -18,13 +18,13 @@ import tomllib
 import pytest
 
 from jaxjudge import Grader, grade, list_problems
+from jaxjudge.analysis.exported import ProgramInfo, Region
+from jaxjudge.analysis.region import MAX_REGION_OPS, region_of
+from jaxjudge.analysis.stablehlo import Op, parse_module
 from jaxjudge.grading.evidence import MAX_EVIDENCE_CHARS, MAX_LINE_CHARS, excerpt
 from jaxjudge.grading.memory import compare, profile
 from jaxjudge.grading.report import Report, Verdict
 from jaxjudge.grading.srclines import located, source_line_count
-from jaxjudge.rules.outcome import ProgramInfo, Region
-from jaxjudge.rules.region import MAX_REGION_OPS, region_of
-from jaxjudge.rules.stablehlo import Op, parse_module
 
 PROBLEMS = {p.id: p for p in list_problems()}
 

@@ -154,7 +154,7 @@ ROWS = [{"arg": 0, "axis": 0, "size": 1, "count": 6}]
 
 def _loop(result: dict, steps: int) -> dict:
     """The one run of `steps` steps, with each group's first step and each step's kept flag
-    taken over the values it carries (as jaxjudge.rules.observed reads them)."""
+    taken over the values it carries (as jaxjudge.analysis.observed reads them)."""
     runs = [r for r in result["loops"] if r["steps"] == steps]
     assert len(runs) == 1, result["loops"]
     run = dict(runs[0])

@@ -18,7 +18,7 @@ def test_every_program_the_tests_run_is_observed_most_steps_first() -> None:
     specs = [s for s in every if not s.get("candidates") and s.get("kind") != "trajectory"]
     wanted = {sid for sid in program_of if 2 <= plan.sig_dims[sid]["T"] <= 48}
     assert {s["program"] for s in specs} == wanted and len(specs) == len(wanted)
-    # and the loop stopped after each step (jaxjudge.rules.trajectory): the first tests of
+    # and the loop stopped after each step (jaxjudge.analysis.trajectory): the first tests of
     # the same signatures at every step, then every other test at a few steps
     paths = [s for s in every if s.get("kind") == "trajectory"]
     assert [(s["program"], s["test"], s["count"]) for s in paths[:len(specs)]] == [
@@ -138,7 +138,7 @@ def test_no_planned_run_is_skipped() -> None:
 
 
 def test_sliced_inputs_are_watched_only_where_every_share_is_whole() -> None:
-    """The idle-step check (rules/observed._idle_steps) compares steps' arithmetic: a ragged
+    """The idle-step check (analysis/observed._idle_steps) compares steps' arithmetic: a ragged
     last share would look idle, so a size the trip count does not divide is not observed."""
     problem = load_problem("blockwise-attention-online-softmax")
     got = _groups(problem, ("k", "v"), "T", {"T": 16}, 4)

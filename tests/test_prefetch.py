@@ -8,8 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+from jaxjudge.analysis.stablehlo import parse_module, parsed_once
 from jaxjudge.grading.prefetch import Prefetch
-from jaxjudge.rules.stablehlo import parse_module, parsed_once
 
 PROGRAM = """"builtin.module"() ({
   "func.func"() <{function_type = (tensor<2xf32>) -> tensor<2xf32>, sym_name = "main"}> ({

@@ -141,7 +141,7 @@ def test_a_special_case_at_a_tested_size_is_not_a_loop() -> None:
     assert not outcome.passed and "for N=2 it has 1 loop of 2 steps" in outcome.message
 
 
-# -- a loop of a constant number of steps that indexes the dimension (jaxjudge.rules.dimindex) --
+# -- a loop of a constant number of steps that indexes the dimension (jaxjudge.analysis.dimindex) --
 
 N_MAX = 8  # the largest N of SHAPES: a loop padded to it keeps its trip count
 
@@ -382,7 +382,7 @@ def test_loops_indexing_other_axes_pass(fn: Callable[..., Any]) -> None:
 def test_the_dim_axis_needs_two_sizes() -> None:
     """With N at one size only, an axis of that size could be any dimension's: none is
     read as N's, and the loop over the features (D = N = 4) is not taken for one over N."""
-    from jaxjudge.rules.dimindex import dim_axes
+    from jaxjudge.analysis.dimindex import dim_axes
 
     one = programs(norms_fori_over_features, [(4, 4), (4, 2)])
     types = [[f"tensor<{n}x{d}xf32>"] for n, d in [(4, 4), (4, 2)]]
@@ -395,10 +395,10 @@ def test_the_dim_axis_needs_two_sizes() -> None:
 def test_reading_what_a_loop_indexes_spends_the_budget() -> None:
     """The tags and the loops' changing values are propagated against the graph's Budget: a
     budget too small for them stops the analysis instead of running it unbounded."""
-    from jaxjudge.rules.dataflow import Budget, TooComplex, build_graph
-    from jaxjudge.rules.dimindex import dim_axes, visits
-    from jaxjudge.rules.folding import fold_constants
-    from jaxjudge.rules.stablehlo import parse_module
+    from jaxjudge.analysis.dataflow import Budget, TooComplex, build_graph
+    from jaxjudge.analysis.dimindex import dim_axes, visits
+    from jaxjudge.analysis.folding import fold_constants
+    from jaxjudge.analysis.stablehlo import parse_module
 
     ps = programs(norms_fixed_fori_over_rows)
     graphs = [build_graph(parse_module(p.text)) for p in ps]

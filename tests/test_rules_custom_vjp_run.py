@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from jaxjudge import load_problem
+from jaxjudge.analysis.executed_rules import RuleMismatch, RulesRun
+from jaxjudge.analysis.exported import ProgramInfo
 from jaxjudge.grading.plan import plan_for
 from jaxjudge.grading.rules_run import rules_programs, rules_request, rules_run
 from jaxjudge.grading.stage_results import MalformedResult, parse_stage_a, parse_stage_b
-from jaxjudge.rules import PROGRAM_RULES, ProgramInfo
-from jaxjudge.rules.executed_rules import RuleMismatch, RulesRun
+from jaxjudge.rules import PROGRAM_RULES
 from jaxjudge.stages import execute, trace
 
 PROBLEM = load_problem("straight-through-estimator")

@@ -14,8 +14,9 @@ import pytest
 from jax import export
 from test_rules_structure import f32, program
 
-from jaxjudge.rules import RULES, ProgramInfo
-from jaxjudge.rules.dimrange import DimRange
+from jaxjudge.analysis.dimrange import DimRange
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.rules import RULES
 from jaxjudge.rules.growth import check_independent_of_dim, probe_dims, probe_sizes
 
 # -- probe shapes ------------------------------------------------------------------------------

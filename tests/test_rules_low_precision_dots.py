@@ -15,7 +15,8 @@ from jax import export
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 
-from jaxjudge.rules import RULES, ProgramInfo
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.rules import RULES
 from jaxjudge.rules.low_precision_dots import check_low_precision_dots
 from jaxjudge.rules.registry import RuleConfigError, validate
 

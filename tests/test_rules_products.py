@@ -16,7 +16,8 @@ from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from pydantic import ValidationError
 
-from jaxjudge.rules import RULES, ProgramInfo
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.rules import RULES
 from jaxjudge.rules.products import DotTypesOptions, check_dot_types
 
 PATHS = ["a", "a_scale", "b", "b_scale"]
@@ -184,7 +185,7 @@ def float_laundered_through_a_sum(a, a_scale, b, b_scale):
 
 def masked_identity(x, rows, cols):
     """An identity matrix built from x by masking every entry of it out with a where: the
-    identity all the same (jaxjudge.rules.identity), so a dot with it copies the other side."""
+    identity all the same (jaxjudge.analysis.identity), so a dot with it copies the other side."""
     i = lax.broadcasted_iota(jnp.int32, (rows, cols), 0)
     j = lax.broadcasted_iota(jnp.int32, (rows, cols), 1)
     x = jnp.broadcast_to(x.reshape(-1)[:1].reshape(1, 1), (rows, cols))

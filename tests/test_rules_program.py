@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from jaxjudge.rules import PROGRAM_RULES, ProgramInfo, RuleOutcome, check_rematerialized_activation
-from jaxjudge.rules.program import analyze_program
-from jaxjudge.rules.stablehlo import (
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.analysis.stablehlo import (
     ParseError,
     TensorType,
     parse_module,
     parsed_once,
     tensor_types,
 )
+from jaxjudge.rules import PROGRAM_RULES, RuleOutcome, check_rematerialized_activation
+from jaxjudge.rules.program import analyze_program
 
 FIXTURES = Path(__file__).parent / "data" / "programs"
 VERSIONS = ["0.10.2", "0.4.38"]

@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 from test_rules_structure import program
 
-from jaxjudge.rules import RULES, ProgramInfo
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.analysis.stablehlo import parse_module
+from jaxjudge.rules import RULES
 from jaxjudge.rules.programs_per_bucket import bucket_of, check_programs_per_bucket
 from jaxjudge.rules.registry import RuleConfigError, validate
-from jaxjudge.rules.stablehlo import parse_module
 
 BUCKETS = (4, 8, 12, 16)
 LENGTHS = (1, 3, 4, 5, 8, 12, 16)

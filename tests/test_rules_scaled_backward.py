@@ -13,7 +13,8 @@ import jax.numpy as jnp
 import pytest
 from test_rules_low_precision_dots import BF, mlp, program
 
-from jaxjudge.rules import RULES, ProgramInfo
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.rules import RULES
 from jaxjudge.rules.registry import RuleConfigError, validate
 from jaxjudge.rules.scaled_backward import check_scaled_backward
 

@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import pytest
 from test_rules_structure import f32, program
 
+from jaxjudge.analysis.expr import Expr
 from jaxjudge.rules import RULES
-from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.registry import RuleConfigError, validate
 from jaxjudge.rules.size import DEFAULT_HINT, check_max_intermediate_elements
 

@@ -13,8 +13,8 @@ from jax import export
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 
-from jaxjudge.rules import ProgramInfo
-from jaxjudge.rules.expr import Expr
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.analysis.expr import Expr
 from jaxjudge.rules.growth import check_independent_of_dim
 from jaxjudge.rules.size import check_max_intermediate_elements
 from jaxjudge.rules.structure import (
@@ -135,7 +135,7 @@ def test_a_loop_bound_given_as_an_array_is_read() -> None:
 
 
 def test_unreadable_types_count_as_unknown_sizes() -> None:
-    from jaxjudge.rules.stablehlo import TYPE_TOO_LONG, Op, tensor_types
+    from jaxjudge.analysis.stablehlo import TYPE_TOO_LONG, Op, tensor_types
 
     assert tensor_types("(tensor<8x8xcomplex<f32>>) -> tensor<8x8xcomplex<f32>>")[1].dims == (8, 8)
     assert Op("stablehlo.add", [], [], type=TYPE_TOO_LONG).result_types()[0].elements() is None
@@ -143,7 +143,7 @@ def test_unreadable_types_count_as_unknown_sizes() -> None:
 
 def test_a_grade_reads_at_most_its_text_budget() -> None:
     """Twelve near-cap programs must not make the trusted side parse ~100 MB: refused up front."""
-    from jaxjudge.rules.program import MAX_TOTAL_CHARS
+    from jaxjudge.analysis.parsed import MAX_TOTAL_CHARS
 
     huge = ProgramInfo("s", " " * (MAX_TOTAL_CHARS // 2 + 1), [], [], {"B": 1, "n": 2})
     for outcome in (

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from test_rules_structure import f32, program
 
+from jaxjudge.analysis.exported import ProgramInfo
 from jaxjudge.rules import RULES
-from jaxjudge.rules.outcome import ProgramInfo
 from jaxjudge.rules.registry import RuleConfigError, validate
 from jaxjudge.rules.traced import check_traced_input, untraceable
 

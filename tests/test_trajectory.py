@@ -1,5 +1,5 @@
 """A loop's answers step by step (stages/observe_trajectory.py) and the requirement decided from
-them against the reference's (jaxjudge.rules.trajectory): the honest forms issue 41 lists pass,
+them against the reference's (jaxjudge.analysis.trajectory): the honest forms issue 41 lists pass,
 work done at one step, ahead or after the loop does not, however it is spelled.
 
 Programs are exported with jax and run by the observer as stage B runs them; the reference's
@@ -21,8 +21,8 @@ from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
 
+from jaxjudge.analysis.trajectory import MAX_FOLLOWED, Trajectory, judge, kick_steps, shows_a_step
 from jaxjudge.grading.stage_common import STAGES_DIR
-from jaxjudge.rules.trajectory import MAX_FOLLOWED, Trajectory, judge, kick_steps, shows_a_step
 
 OBS = runpy.run_path(str(STAGES_DIR / "observe.py"), run_name="jaxjudge_test_trajectory")
 RTOL, ATOL = 1e-3, 5e-3  # ten times ema-with-scan's tolerance, as the rule reads it
@@ -167,7 +167,7 @@ def test_honest_forms_follow_the_reference(honest: Callable) -> None:
 def test_a_table_copied_out_one_row_per_step_follows_the_trajectory() -> None:
     """What the trajectory cannot tell: the answers computed before the loop and copied out
     one row per step. ema-with-scan's requirement also has `sliced` (each step takes up one
-    row of x, jaxjudge.rules.stepslices and the observer's shares), which fails it."""
+    row of x, jaxjudge.analysis.stepslices and the observer's shares), which fails it."""
     assert _verdict(ema_closed_form_then_token_scan, ema_reference, X, ALPHA, want=8) is None
 
 
@@ -321,7 +321,7 @@ def test_an_output_is_compared_up_to_a_factor_whatever_its_size() -> None:
     """Scale-free: a direction left unnormalised (a tiny or huge factor) matches, and so does
     all zeros (nothing written yet where the answer is read); a tiny output in another direction
     does not pass by the absolute tolerance, as it did when the factor was fitted to values."""
-    from jaxjudge.rules.trajectory import _scaled
+    from jaxjudge.analysis.trajectory import _scaled
 
     want = [0.6, -0.8, 0.0]
     assert _scaled([6e-9, -8e-9, 0.0], want, RTOL, ATOL)

@@ -6,7 +6,7 @@ reference graded like a submission on the same inputs, jaxjudge.grading.pipeline
 report shows got against expected for it, worth no points. The checks here make sure the input
 is one the problem promises to handle: every argument present with its declared keys, ranks and
 element types, named dimensions consistent across arguments and allowed by the constraints
-(their ranges and steps: jaxjudge.rules.dimrange), finite numbers, and at most MAX_ELEMENTS
+(their ranges and steps: jaxjudge.analysis.dimrange), finite numbers, and at most MAX_ELEMENTS
 numbers in all.
 """
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 
+from jaxjudge.analysis.exported import ProgramInfo, Region
+from jaxjudge.analysis.stablehlo import Op
 from jaxjudge.grading.render import plain
 from jaxjudge.grading.report import Evidence, RequirementResult
 from jaxjudge.problems.package import Problem
-from jaxjudge.rules.outcome import ProgramInfo, Region
-from jaxjudge.rules.stablehlo import Op
 
 MAX_LINE_CHARS = 160
 MAX_EVIDENCE_CHARS = 2400

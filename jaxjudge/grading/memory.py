@@ -1,7 +1,7 @@
 """What a program keeps in memory, read by the trusted side from the verified exported program.
 
 A learner who rematerializes, streams over blocks or avoids a dense matrix wants to see what it
-saved. The profile walks the inlined program (jaxjudge.rules.dataflow) in program order, which
+saved. The profile walks the inlined program (jaxjudge.analysis.dataflow) in program order, which
 for a `value_and_grad` program is the forward pass, then the backward pass: each intermediate
 array (the inputs, the outputs and constants aside) lives from the op that makes it to the last
 op that reads it (through calls and loops), and the profile reports the moment the most bytes
@@ -19,11 +19,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from jaxjudge.analysis.dataflow import Budget, Kind, TooComplex, build_graph
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.analysis.stablehlo import Op, ParseError, TensorType, parse_module
 from jaxjudge.grading.report import HeldArray, MemoryReport, ProgramMemory
 from jaxjudge.isolation import statefile
-from jaxjudge.rules.dataflow import Budget, Kind, TooComplex, build_graph
-from jaxjudge.rules.outcome import ProgramInfo
-from jaxjudge.rules.stablehlo import Op, ParseError, TensorType, parse_module
 
 MAX_LISTED = 6  # arrays listed at the peak
 # Ops whose result says what an array is; a generic op's array is named by the nearest of

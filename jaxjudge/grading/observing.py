@@ -13,13 +13,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from jaxjudge.analysis.expr import Expr
+from jaxjudge.analysis.observed import LoopRun, Observation, Slot
+from jaxjudge.analysis.trajectory import Trajectory, kick_steps
 from jaxjudge.grading.reference_work import over_budget
 from jaxjudge.grading.stage_results import ObservedResult, TrajectoryLoop
 from jaxjudge.problems.limits import asks_observer
 from jaxjudge.problems.package import Problem
-from jaxjudge.rules.expr import Expr
-from jaxjudge.rules.observed import LoopRun, Observation, Slot
-from jaxjudge.rules.trajectory import Trajectory, kick_steps
 
 log = logging.getLogger("grader")
 
@@ -146,7 +146,7 @@ def _trajectory_specs(runs: list[tuple[int, str]], names_of: dict[str, list[str]
     at some shapes, or only on some data (a sum above 10, an alpha near 1), is seen where it
     does not. The reference runs the same ones (its figures hold its answers step by step).
     Each is primary: no pick, and no test left to a hash a submitter could steer.
-    response: the loops are also kicked between steps (rules.trajectory's kick_steps; the
+    response: the loops are also kicked between steps (analysis.trajectory's kick_steps; the
     reference after every step, one way: a learner's kick is compared with its kick there).
     restart ({"input", "output"}): a learner's program is also started again from each kicked
     state as that output reads it (the reference's own grade checks the reference the same

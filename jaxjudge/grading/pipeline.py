@@ -12,6 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.analysis.stablehlo import parsed_once
 from jaxjudge.grading import compare as cmp
 from jaxjudge.grading.early import Started
 from jaxjudge.grading.early import start as start_stages
@@ -49,9 +51,8 @@ from jaxjudge.grading.summary import summarize
 from jaxjudge.isolation import fstree
 from jaxjudge.isolation.workdir import work_root
 from jaxjudge.problems.package import Limits, Problem, TestCase
-from jaxjudge.rules import PROGRAM_RULES, RULES, SPEC_RULES, ProgramInfo, RuleOutcome
+from jaxjudge.rules import PROGRAM_RULES, RULES, SPEC_RULES, RuleOutcome
 from jaxjudge.rules.jaxpr import at_every_signature
-from jaxjudge.rules.stablehlo import parsed_once
 from jaxjudge.version import grader_version
 
 if TYPE_CHECKING:

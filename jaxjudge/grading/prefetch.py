@@ -16,8 +16,8 @@ import contextlib
 import threading
 from pathlib import Path
 
+from jaxjudge.analysis.stablehlo import Module, ParseError, parse_module
 from jaxjudge.grading.stage_common import MAX_PROGRAM_TEXT, read_regular
-from jaxjudge.rules.stablehlo import Module, ParseError, parse_module
 
 POLL_SECONDS = 0.002
 

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from jaxjudge.analysis.executed_rules import RuleMismatch, RulesRun
 from jaxjudge.grading.stage_results import RULE_PARTS, StageAResult, StageBResult
 from jaxjudge.problems.package import Problem, Requirement
 from jaxjudge.rules.custom_vjp_run import NAME as RULE
-from jaxjudge.rules.executed_rules import RuleMismatch, RulesRun
 
 if TYPE_CHECKING:
     from jaxjudge.grading.plan import Plan

@@ -5,7 +5,7 @@ The locations were recorded by stage A's export, in the learner's own process: a
 submission chose, never evidence. So the table is only read, never believed: an entry counts
 only if it names the submission file (the name stage A compiled it under, not jax's files nor
 any other path), a line within the submitted source, and an op index; `Op.index` and the op
-name must then agree with the verified program the rule read (jaxjudge.rules.region). Anything
+name must then agree with the verified program the rule read (jaxjudge.analysis.region). Anything
 else in the file (not JSON, the wrong shapes, huge numbers, a megabyte file name) is skipped:
 a forged table costs the learner their own lines, never a verdict.
 """
@@ -17,7 +17,7 @@ import json
 LINES_SUFFIX = ".lines.json"
 MAX_LINES_BYTES = 1 << 20  # what the grader reads of one table (stage B writes <= 4,096 entries)
 MAX_ENTRIES = 4096
-MAX_OP_INDEX = 200_000  # jaxjudge.rules.stablehlo.MAX_OPS
+MAX_OP_INDEX = 200_000  # jaxjudge.analysis.stablehlo.MAX_OPS
 MAX_OP_NAME = 128
 
 

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.analysis.stablehlo import Module
 from jaxjudge.grading import reference_work
 from jaxjudge.grading.caches import ProgramCache
 from jaxjudge.grading.engine_hint import remember
@@ -39,8 +41,6 @@ from jaxjudge.grading.stage_results import (
 from jaxjudge.isolation import sandbox
 from jaxjudge.isolation.xla import fast_compile_flags
 from jaxjudge.problems.package import Problem
-from jaxjudge.rules import ProgramInfo
-from jaxjudge.rules.stablehlo import Module
 
 if TYPE_CHECKING:
     from jaxjudge.grading.plan import Plan

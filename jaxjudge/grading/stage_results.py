@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from jaxjudge.rules.trajectory import MAX_FOLLOWED
+from jaxjudge.analysis.trajectory import MAX_FOLLOWED
 
 MAX_MESSAGE_CHARS = 16_000  # stage A trims its messages to 4,000, stage B its errors to 2,000
 MAX_NAME_CHARS = 128
@@ -205,7 +205,7 @@ MAX_ROW_ELEMENTS = 4096
 
 
 class ObservedSlot(_Strict):
-    """One carried value of an observed loop run (jaxjudge.rules.observed.Slot)."""
+    """One carried value of an observed loop run (jaxjudge.analysis.observed.Slot)."""
 
     first: Annotated[list[Annotated[int, Field(ge=0, le=MAX_OBSERVED_STEPS)] | None],
                      Field(max_length=MAX_GROUPS)]
@@ -221,7 +221,7 @@ class ObservedSlot(_Strict):
 
 
 class ObservedLoop(_Strict):
-    """One loop run stage B's observer recorded (jaxjudge.rules.observed.LoopRun)."""
+    """One loop run stage B's observer recorded (jaxjudge.analysis.observed.LoopRun)."""
 
     index: Annotated[int, Field(ge=-1, le=1 << 31)]
     depth: Annotated[int, Field(ge=0, le=1024)]

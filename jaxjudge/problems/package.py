@@ -25,13 +25,13 @@ from pydantic import (
     model_validator,
 )
 
+from jaxjudge.analysis.dimrange import DimRange
+from jaxjudge.analysis.expr import Expr
 from jaxjudge.problems.limits import DEFAULTS as LIMIT_DEFAULTS
 from jaxjudge.problems.limits import asks_observer
 from jaxjudge.problems.roots import ID_RE as _ID_RE
 from jaxjudge.problems.roots import find_problem_dir, iter_problem_dirs, problem_roots
 from jaxjudge.problems.roots import problems_dir as problems_dir  # kept for existing callers
-from jaxjudge.rules.dimrange import DimRange
-from jaxjudge.rules.expr import Expr
 from jaxjudge.rules.growth import probe_dims
 from jaxjudge.rules.registry import RULES, RuleConfigError, RuleOptions
 from jaxjudge.rules.registry import validate as validate_rule
@@ -115,7 +115,7 @@ class Tolerance(BaseModel):
 
     def loosest(self) -> tuple[float, float]:
         """The largest rtol and atol of any output: for comparisons of all outputs flattened
-        together (a loop's answers step by step, jaxjudge.rules.trajectory)."""
+        together (a loop's answers step by step, jaxjudge.analysis.trajectory)."""
         entries = [(self.rtol, self.atol)] + [(t.rtol, t.atol) for t in self.outputs.values()]
         return max(r for r, _ in entries), max(a for _, a in entries)
 
@@ -176,7 +176,7 @@ class TestCase(BaseModel):
 class Constraints(BaseModel):
     """The statement's constraints as data: `text` (shown to learners), the default element
     type, and each named dimension's legal values (`T = [16, 32]`, or `T = { range = [16, 32],
-    multiple_of = 4 }`: jaxjudge.rules.dimrange), validated when the package loads."""
+    multiple_of = 4 }`: jaxjudge.analysis.dimrange), validated when the package loads."""
 
     model_config = ConfigDict(extra="allow")
     text: list[str] = Field(default_factory=list)

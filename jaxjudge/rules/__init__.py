@@ -29,7 +29,7 @@ from jaxjudge.rules import structure as _structure  # noqa: F401
 from jaxjudge.rules import summary as _summary  # noqa: F401
 from jaxjudge.rules import traced as _traced  # noqa: F401
 from jaxjudge.rules.jaxpr import check_checkpoint_region
-from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
+from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.program import check_rematerialized_activation
 from jaxjudge.rules.registry import RULES, Rule, RuleConfigError, RuleOptions
 
@@ -44,7 +44,6 @@ __all__ = [
     "PROGRAM_RULES",
     "RULES",
     "SPEC_RULES",
-    "ProgramInfo",
     "Rule",
     "RuleConfigError",
     "RuleOptions",

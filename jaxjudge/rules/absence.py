@@ -3,12 +3,12 @@
 `independent_of_dim` only sees Python loops (they grow the program); a `lax.map`, `scan` or
 `fori_loop` over the dimension keeps the program the same size. This rule also reads every
 while loop's trip count (worked out from its counter, as `loop_over_dim` does, in
-jaxjudge.rules.tripcount) and compares them between programs that differ only in the dimension: a
+jaxjudge.analysis.tripcount) and compares them between programs that differ only in the dimension: a
 loop whose count changes with it runs over it (or over chunks of it). Loops over other
 dimensions (a `fori_loop` over the features inside a `vmap` over the points) keep their count
 and pass. Trip counts need static shapes: a problem using the rule is exported per shape.
 A loop of a constant number of steps over slices padded to the constraint's maximum keeps its
-count whatever the dimension: it is found by what it indexes instead (jaxjudge.rules.dimindex:
+count whatever the dimension: it is found by what it indexes instead (jaxjudge.analysis.dimindex:
 an input, or a copy of it, read along the dimension's axis at an index that moves with the
 loop's steps, a slice of at most half of the axis per step). A row selected with no indexing
 op (a one-hot product, a mask and a sum) is not seen.
@@ -24,18 +24,20 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from jaxjudge.rules.dataflow import Budget, Graph, TooComplex, build_graph
-from jaxjudge.rules.dimindex import Visit, dim_axes, visits
-from jaxjudge.rules.folding import Value, fold_constants
+from jaxjudge.analysis.dataflow import Budget, Graph, TooComplex, build_graph
+from jaxjudge.analysis.dimindex import Visit, dim_axes, visits
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.analysis.folding import Value, fold_constants
+from jaxjudge.analysis.observed_visits import visited
+from jaxjudge.analysis.parsed import Unreadable
+from jaxjudge.analysis.region import noted, region_of
+from jaxjudge.analysis.stablehlo import Module, ParseError
+from jaxjudge.analysis.tripcount import trip_count
 from jaxjudge.rules.growth import growth
-from jaxjudge.rules.observed_visits import visited
-from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
-from jaxjudge.rules.region import noted, region_of
+from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
-from jaxjudge.rules.stablehlo import Module, ParseError
 from jaxjudge.rules.structure import _DIM as DIM_PATTERN
 from jaxjudge.rules.structure import _loop_region, _parse, _Parsed, _shapes
-from jaxjudge.rules.tripcount import trip_count
 
 _FIX = ("compute every slice at once: jax.vmap, or array operations (broadcasting, matmul, "
         "einsum) over the whole axis")
@@ -92,10 +94,10 @@ def check_no_loop_over_dim(programs: Sequence[ProgramInfo], *, dims: Sequence[st
     dimension's value in every program and the dimension takes two values or more among them
     (the probe sizes). A loop over another axis (the features, the positions) reads whole
     slices of the dimension and passes; a row picked with no indexing op (a one-hot product,
-    a mask and a sum, a roll) is not seen (see jaxjudge.rules.dimindex)."""
+    a mask and a sum, a roll) is not seen (see jaxjudge.analysis.dimindex)."""
     parsed = _parse(programs)
-    if isinstance(parsed, RuleOutcome):
-        return parsed
+    if isinstance(parsed, Unreadable):
+        return RuleOutcome(False, parsed.message)
     budget = Budget()  # one for all of this grade's programs
     counts: list[_Loops] = []
     for item in parsed:
@@ -207,7 +209,7 @@ def _no_visits(counts: list[_Loops], dim: str) -> RuleOutcome:
 
 
 def _not_seen_visiting(parsed: Sequence[Any], dim: str) -> RuleOutcome:
-    """What stage B saw the program do (jaxjudge.rules.observed): no loop taking the
+    """What stage B saw the program do (jaxjudge.analysis.observed): no loop taking the
     dimension's indices up one step at a time."""
     for item in parsed:
         why = visited(item.program.observed, dim)

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from jaxjudge.rules.executed_rules import RuleMismatch, RulesRun
-from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
+from jaxjudge.analysis.executed_rules import RuleMismatch, RulesRun
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
 
 

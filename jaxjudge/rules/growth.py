@@ -33,14 +33,15 @@ from math import lcm
 
 from pydantic import Field
 
-from jaxjudge.rules.dataflow import Budget, TooComplex
-from jaxjudge.rules.dimrange import DimRange
-from jaxjudge.rules.observed_visits import written_per_index
-from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
-from jaxjudge.rules.parsed import Parsed, all_ops, parse_programs
-from jaxjudge.rules.region import noted, region_of
+from jaxjudge.analysis.dataflow import Budget, TooComplex
+from jaxjudge.analysis.dimrange import DimRange
+from jaxjudge.analysis.exported import ProgramInfo, Region
+from jaxjudge.analysis.observed_visits import written_per_index
+from jaxjudge.analysis.parsed import Parsed, Unreadable, all_ops, parse_programs
+from jaxjudge.analysis.region import noted, region_of
+from jaxjudge.analysis.stablehlo import Module, Op, ParseError
+from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
-from jaxjudge.rules.stablehlo import Module, Op, ParseError
 
 DIM_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 # Sizes below this are the ones code special-cases (empty, a single row, a pair): probes avoid
@@ -478,12 +479,12 @@ def check_independent_of_dim(programs: Sequence[ProgramInfo], *, dim: str) -> Ru
     structure that changes at some size (a special case, a parity branch without a loop)
     passes. The tests' own programs are compared too where three share the other dimensions.
 
-    When stage B observed the tests' programs run (jaxjudge.rules.observed), arithmetic written
+    When stage B observed the tests' programs run (jaxjudge.analysis.observed), arithmetic written
     once per index along `dim` fails too, at whatever shapes it is taken: a loop keyed to a
     shape no probe has is seen where it runs."""
     parsed = parse_programs(programs)
-    if isinstance(parsed, RuleOutcome):
-        return parsed
+    if isinstance(parsed, Unreadable):
+        return RuleOutcome(False, parsed.message)
     outcome = growth(parsed, dim)
     if not outcome.passed:
         return outcome

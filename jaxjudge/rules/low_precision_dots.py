@@ -2,12 +2,12 @@
 
 Mixed-precision training keeps float32 master weights but runs the matmuls (forward and
 backward) on bfloat16 or float16 copies. From the exported program alone, over its dataflow
-(jaxjudge.rules.flowpaths):
+(jaxjudge.analysis.flowpaths):
 
 1. every matrix product reaching the outputs that reads an elementwise image of the inputs
    (an input converted, transposed or reshaped, or computed from them elementwise with
    constants and no other data: `-(-x)`, `x * 2 / 2`; a product with the identity matrix or a
-   multiplication by 1 is a copy, not a product: jaxjudge.rules.identity) takes operands of
+   multiplication by 1 is a copy, not a product: jaxjudge.analysis.identity) takes operands of
    the allowed element types: an all-float32 model, a float32 product whose result is cast
    down afterwards, or values rounded through bfloat16 (directly, or through a bfloat16
    `@ jnp.eye(n)`, `* 1` or `-(-x)`) and converted back before a float32 product all fail;
@@ -28,12 +28,14 @@ from typing import Annotated
 
 from pydantic import Field
 
-from jaxjudge.rules.dataflow import Budget, Kind, Step, TooComplex
-from jaxjudge.rules.flowpaths import ELEMENT, PATH, Flow, flows, np_name, operand_elements
-from jaxjudge.rules.outcome import Region, RuleOutcome
-from jaxjudge.rules.region import noted, region_of
+from jaxjudge.analysis.dataflow import Budget, Kind, Step, TooComplex
+from jaxjudge.analysis.exported import Region
+from jaxjudge.analysis.flowpaths import ELEMENT, PATH, Flow, flows, np_name, operand_elements
+from jaxjudge.analysis.parsed import Unreadable
+from jaxjudge.analysis.region import noted, region_of
+from jaxjudge.analysis.stablehlo import tensor_types
+from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
-from jaxjudge.rules.stablehlo import tensor_types
 
 MAX_PATHS = 16
 Path = Annotated[str, Field(pattern=PATH)]
@@ -67,8 +69,8 @@ def check_low_precision_dots(
     `* 1` is a copy), takes allowed operands, at least one does, and no route from the inputs
     to the outputs avoids them (a matmul written as multiply-and-sum)."""
     parsed = flows(programs, Budget())  # type: ignore[arg-type]
-    if isinstance(parsed, RuleOutcome):
-        return parsed
+    if isinstance(parsed, Unreadable):
+        return RuleOutcome(False, parsed.message)
     allowed = set(operands)
     kinds = " or ".join(np_name(e) for e in operands)
     names = _names(list(inputs))

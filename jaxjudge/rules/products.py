@@ -1,8 +1,8 @@
 """`dot_types`: the product of two arguments is computed by dots of given element types, and only
 by them (an int8 matmul accumulating in int32, not a float one, nor int32 arithmetic beside it).
 
-Read from the verified exported program's inlined dataflow (`jaxjudge.rules.dataflow`), with
-constants folded (`jaxjudge.rules.folding`). Over it:
+Read from the verified exported program's inlined dataflow (`jaxjudge.analysis.dataflow`), with
+constants folded (`jaxjudge.analysis.folding`). Over it:
 
 - a value is **derived from** an argument when it is computed from the argument's data (any
   step: converted, scaled, summed, multiplied); never through its shape (sizes read with symbolic
@@ -12,7 +12,7 @@ constants folded (`jaxjudge.rules.folding`). Over it:
   the first argument's values and whose other holds the second's (the arguments re-laid-out:
   reshaped, transposed, sliced, converted, concatenated, padded or masked by a `where`, not
   computed from); a dot with an identity matrix is none: it gives its other operand back and
-  depends on it alone (`jaxjudge.rules.identity`), even an identity masked out of b
+  depends on it alone (`jaxjudge.analysis.identity`), even an identity masked out of b
   (`where(i == j, 1, where(i != j, 0, b))`);
 - such a dot with the required element types *is* the product: its result counts as derived
   from neither argument, but from "the product". No other value reaching the outputs may be
@@ -40,7 +40,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
-from jaxjudge.rules.dataflow import (
+from jaxjudge.analysis.dataflow import (
     Budget,
     Graph,
     Kind,
@@ -49,19 +49,20 @@ from jaxjudge.rules.dataflow import (
     build_graph,
     propagate,
 )
-from jaxjudge.rules.folding import (
+from jaxjudge.analysis.exported import ProgramInfo, Region
+from jaxjudge.analysis.folding import (
     Bits,
     fold_constants,
     live_nodes,
     make_transfer,
     make_value_transfer,
 )
-from jaxjudge.rules.identity import copies_of, passes
-from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
-from jaxjudge.rules.parsed import parse_programs
-from jaxjudge.rules.region import noted, region_of
+from jaxjudge.analysis.identity import copies_of, passes
+from jaxjudge.analysis.parsed import Unreadable, parse_programs
+from jaxjudge.analysis.region import noted, region_of
+from jaxjudge.analysis.stablehlo import Op, ParseError, tensor_types
+from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
-from jaxjudge.rules.stablehlo import Op, ParseError, tensor_types
 
 _ELEMENT = r"^(i|ui|f|bf)[0-9]{1,2}$|^i1$"
 _PATH = r"^[A-Za-z_][A-Za-z0-9_.]*$"
@@ -225,11 +226,11 @@ def check_dot_types(
     multiply-and-sum or any other arithmetic mixing them fails, even beside a real one, and so
     does combining the dot's result with either argument again; scaling, converting or
     rearranging the dot's result is free. A dot with an identity matrix copies its other
-    operand (jaxjudge.rules.identity). Shapes carry no dependence (see
+    operand (jaxjudge.analysis.identity). Shapes carry no dependence (see
     jaxjudge.rules.products)."""
     parsed = parse_programs(programs)
-    if isinstance(parsed, RuleOutcome):
-        return parsed
+    if isinstance(parsed, Unreadable):
+        return RuleOutcome(False, parsed.message)
     names = " and ".join(args)
     fix = (f"Multiply the quantized arrays themselves, e.g. jax.lax.dot_general(a, b, ..., "
            f"preferred_element_type=jnp.{_np(result)}), and only scale, convert or rearrange "

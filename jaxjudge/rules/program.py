@@ -2,7 +2,7 @@
 
 The spec-level rule reads what the submission *says* it asked JAX to do (stage A, untrusted);
 this one reads what the exported program *does*, and it alone decides. It proves, from the
-program's dataflow (`jaxjudge.rules.dataflow`), that the gradient outputs read an activation that
+program's dataflow (`jaxjudge.analysis.dataflow`), that the gradient outputs read an activation that
 was recomputed from the *saved* product and never read a saved forward one:
 
 - x-values and W1-values are the two `product` arguments and anything computed from them
@@ -41,7 +41,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from jaxjudge.rules.dataflow import (
+from jaxjudge.analysis.dataflow import (
     Budget,
     Graph,
     Kind,
@@ -53,16 +53,17 @@ from jaxjudge.rules.dataflow import (
     full_transfer,
     propagate,
 )
-from jaxjudge.rules.folding import fold_constants
-from jaxjudge.rules.identity import passes
-from jaxjudge.rules.observed_activation import FED, LOCAL, recomputed
-from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
-from jaxjudge.rules.region import region_of
+from jaxjudge.analysis.exported import ProgramInfo, Region
+from jaxjudge.analysis.folding import fold_constants
+from jaxjudge.analysis.identity import passes
+from jaxjudge.analysis.observed_activation import FED, LOCAL, recomputed
+from jaxjudge.analysis.parsed import MAX_TOTAL_CHARS
+from jaxjudge.analysis.region import region_of
+from jaxjudge.analysis.stablehlo import ParseError, parse_module, tensor_types
+from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
-from jaxjudge.rules.stablehlo import ParseError, parse_module, tensor_types
 
 MAX_PROGRAMS = 64
-MAX_TOTAL_CHARS = 8 * 1024 * 1024  # all programs of one grade: parsing is linear in this
 MAX_ACTIVATIONS = 64  # nonlinear ops computed from the product, per program (2-4 in real code)
 _PRODUCT_OPS = frozenset({"stablehlo.dot_general", "stablehlo.dot"})
 # Steps that only move values around: they do not combine an activation with anything.
@@ -250,7 +251,7 @@ def _size_one_reduce(g: Graph, i: int) -> bool:
 def _give_back_operands(g: Graph, text: str) -> None:
     """Rewrite, in place, the steps that give an operand back as copies of it (`Kind.PASS0`),
     so that a forward value passed through one is still that value: a reduce over axes of
-    size 1, and what `jaxjudge.rules.identity` finds (a product with an identity matrix built
+    size 1, and what `jaxjudge.analysis.identity` finds (a product with an identity matrix built
     from iota or a literal, `x * 1`, `x + 0` on folded constants). Without it, `h[None].sum(0)`
     or `h @ jnp.eye(H)` would turn the saved tanh into its own continuation (a contraction)."""
     found = passes(g, fold_constants(g, exact=True), text)
@@ -521,7 +522,7 @@ def check_rematerialized_activation(
     opts = {"activation": activation, "product": product, "policy": policy}
     failed = [f for f in findings if f.kind != "ok"]
     if not failed:
-        for p in programs:  # what the run showed (jaxjudge.rules.observed)
+        for p in programs:  # what the run showed (jaxjudge.analysis.observed)
             seen = recomputed(p.observed, p.outs, tuple(primal), tuple(gradients), activation,
                               tuple(feeds), fed_share=fed_share, local_share=local_share)
             if seen is not None:

@@ -30,14 +30,15 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from jaxjudge.rules.dataflow import Budget, TooComplex
-from jaxjudge.rules.flowpaths import PATH
-from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
-from jaxjudge.rules.program import MAX_TOTAL_CHARS
-from jaxjudge.rules.region import noted, region_of
+from jaxjudge.analysis.dataflow import Budget, TooComplex
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.analysis.flowpaths import PATH
+from jaxjudge.analysis.parsed import MAX_TOTAL_CHARS
+from jaxjudge.analysis.region import noted, region_of
+from jaxjudge.analysis.stablehlo import Module, Op, ParseError, TensorType, parse_module
+from jaxjudge.analysis.stepslices import ELEMENTWISE
+from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
-from jaxjudge.rules.stablehlo import Module, Op, ParseError, TensorType, parse_module
-from jaxjudge.rules.stepslices import ELEMENTWISE
 
 _DIM = r"^[A-Za-z_][A-Za-z0-9_]*$"
 MAX_BUCKETS = 64

@@ -4,7 +4,7 @@ Loss scaling multiplies the loss by the scale *before* differentiating, so every
 the backward pass, and the matrix products that turn them into weight gradients, carry the
 scale; the gradients are divided by it afterwards. Differentiating the plain loss and then
 multiplying and dividing the gradients by the scale gives the same numbers where nothing
-overflows, but protects nothing. From the exported program alone (jaxjudge.rules.flowpaths):
+overflows, but protects nothing. From the exported program alone (jaxjudge.analysis.flowpaths):
 some matrix product that reaches the outputs multiplies a value computed from the scale by a
 copy of one of the `against` inputs (the input itself converted, transposed or reshaped, not
 computed from the scale): in `dW1 = x^T @ delta1`, `x` is a copy of an input and `delta1`
@@ -19,10 +19,12 @@ from typing import Annotated
 
 from pydantic import Field
 
-from jaxjudge.rules.dataflow import Budget, Step, TooComplex
-from jaxjudge.rules.flowpaths import PATH, Flow, flows
-from jaxjudge.rules.outcome import Region, RuleOutcome
-from jaxjudge.rules.region import noted, region_of
+from jaxjudge.analysis.dataflow import Budget, Step, TooComplex
+from jaxjudge.analysis.exported import Region
+from jaxjudge.analysis.flowpaths import PATH, Flow, flows
+from jaxjudge.analysis.parsed import Unreadable
+from jaxjudge.analysis.region import noted, region_of
+from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
 
 MAX_PATHS = 16
@@ -49,8 +51,8 @@ def check_scaled_backward(
     Some product reaching the outputs multiplies a value computed from the scale by a copy of
     one of the `against` inputs: the loss was scaled before differentiation."""
     parsed = flows(programs, Budget())  # type: ignore[arg-type]
-    if isinstance(parsed, RuleOutcome):
-        return parsed
+    if isinstance(parsed, Unreadable):
+        return RuleOutcome(False, parsed.message)
     names = ", ".join(against)
     shown: Region | None = None
     for flow in parsed:

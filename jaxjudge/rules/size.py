@@ -13,11 +13,13 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from jaxjudge.rules.expr import Expr
-from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
-from jaxjudge.rules.region import region_of
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.analysis.expr import Expr
+from jaxjudge.analysis.parsed import Unreadable
+from jaxjudge.analysis.region import region_of
+from jaxjudge.analysis.stablehlo import Op, TensorType
+from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
-from jaxjudge.rules.stablehlo import Op, TensorType
 from jaxjudge.rules.structure import _all_ops, _parse, _shapes
 
 DEFAULT_HINT = "Compute the result without materializing a value that large."
@@ -39,8 +41,8 @@ def check_max_intermediate_elements(programs: Sequence[ProgramInfo], *, below: E
     static type (the product of its dimensions; a scalar is 1) and compared with `below`
     evaluated at that program's dims. A value whose size cannot be read fails."""
     parsed = _parse(programs)
-    if isinstance(parsed, RuleOutcome):
-        return parsed
+    if isinstance(parsed, Unreadable):
+        return RuleOutcome(False, parsed.message)
     largest, where = 0, None
     for item in parsed:
         p = item.program

@@ -14,30 +14,32 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from jaxjudge.rules.dataflow import (
+from jaxjudge.analysis.dataflow import (
     Budget,
     Graph,
     TooComplex,
     build_graph,
 )
-from jaxjudge.rules.expr import Expr
-from jaxjudge.rules.growth import growth
-from jaxjudge.rules.loops import MAX_NAMES, LoopFinding, analyze_loops
-from jaxjudge.rules.observed import judge_loop, matching, unseen
-from jaxjudge.rules.outcome import ProgramInfo, Region, RuleOutcome
-from jaxjudge.rules.parsed import Parsed as _Parsed
-from jaxjudge.rules.parsed import all_ops as _all_ops
-from jaxjudge.rules.parsed import parse_programs as _parse
-from jaxjudge.rules.parsed import shapes_text as _shapes
-from jaxjudge.rules.region import noted, region_of
-from jaxjudge.rules.registry import RuleOptions, register
-from jaxjudge.rules.stablehlo import (
+from jaxjudge.analysis.exported import ProgramInfo, Region
+from jaxjudge.analysis.expr import Expr
+from jaxjudge.analysis.loops import MAX_NAMES, LoopFinding, analyze_loops
+from jaxjudge.analysis.observed import judge_loop, matching, unseen
+from jaxjudge.analysis.parsed import Parsed as _Parsed
+from jaxjudge.analysis.parsed import Unreadable
+from jaxjudge.analysis.parsed import all_ops as _all_ops
+from jaxjudge.analysis.parsed import parse_programs as _parse
+from jaxjudge.analysis.parsed import shapes_text as _shapes
+from jaxjudge.analysis.region import noted, region_of
+from jaxjudge.analysis.stablehlo import (
     Op,
     ParseError,
 )
-from jaxjudge.rules.stepslices import MAX_STEP_SLICES
-from jaxjudge.rules.trajectory import answered, shows_a_step
-from jaxjudge.rules.trajectory import judge as judge_trajectory
+from jaxjudge.analysis.stepslices import MAX_STEP_SLICES
+from jaxjudge.analysis.trajectory import answered, shows_a_step
+from jaxjudge.analysis.trajectory import judge as judge_trajectory
+from jaxjudge.rules.growth import growth
+from jaxjudge.rules.outcome import RuleOutcome
+from jaxjudge.rules.registry import RuleOptions, register
 
 _DIM = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -90,13 +92,13 @@ class LoopOptions(RuleOptions):
         description="the loop does the reference's steps: on every test signature's first "
                     "test, with the loop stopped after k steps the program answers what the "
                     "reference answers after k steps (up to one step of offset), and holds "
-                    "no answer the reference computes later (jaxjudge.rules.trajectory)")
+                    "no answer the reference computes later (jaxjudge.analysis.trajectory)")
     trajectory_response: bool = Field(
         default=False,
         description="with trajectory: also, after the first, middle and last but one step "
                     "some value the loop carries is one the reference's loop carries then (up "
                     "to a factor), and a change to it moves the answer as the same change to "
-                    "the reference's moves the reference's (jaxjudge.rules.trajectory; for a "
+                    "the reference's moves the reference's (jaxjudge.analysis.trajectory; for a "
                     "problem whose honest loops all carry one of the reference's values)")
     trajectory_restart: RestartFrom | None = Field(
         default=None,
@@ -104,7 +106,7 @@ class LoopOptions(RuleOptions):
                     "the input the program starts from ({input = \"u\", output = \"u\"}: a "
                     "power iteration's vector). After each kick, the loop must go on from the "
                     "changed state as the program does when started from what that output "
-                    "then gives (jaxjudge.rules.trajectory: a table read by a counter, or a "
+                    "then gives (jaxjudge.analysis.trajectory: a table read by a counter, or a "
                     "junk value beside the state, does not)")
     trajectory_slack: float = Field(
         default=10.0, ge=1.0, le=1000.0,
@@ -149,18 +151,18 @@ def check_loop_over_dim(
     Every program (one per input shape: the tests' and the judge's probe shapes) has a while
     loop (scan, fori_loop, while_loop or map) whose trip count, worked out from its counter's
     start, step and bound (or by running an integer condition on the counter alone, see
-    jaxjudge.rules.tripcount), is the trip count (default: the dimension), and that loop
+    jaxjudge.analysis.tripcount), is the trip count (default: the dimension), and that loop
     carries a value it updates at every step from its previous value and from the `depends_on`
     inputs, which reaches the outputs; with `only_through_loop`, the outputs depend on the
     `depends_on` inputs (or on the inputs it lists) only through the state of such loops (see
-    jaxjudge.rules.loops); with `sliced`, the outputs are computed from the inputs it lists,
+    jaxjudge.analysis.loops); with `sliced`, the outputs are computed from the inputs it lists,
     across elements, only through slices of one step's share (their elements / trip count:
     x[t], a block of keys), never from all of them at once, at one step or before or after the
-    loop (see jaxjudge.rules.stepslices); with `every_step`, that update runs at every step
+    loop (see jaxjudge.analysis.stepslices); with `every_step`, that update runs at every step
     but one (a first step that only sets the starting value), not under a jnp.where or
     lax.cond on the counter or on a flag carried beside it (or scaled by a function of them)
     that passes the value along at more steps: the gates are run step by step (see
-    jaxjudge.rules.stepgates). Other loops may run beside it or
+    jaxjudge.analysis.stepgates). Other loops may run beside it or
     around it. The program does not grow with the dimension, compared as `independent_of_dim`
     does at the judge's probe sizes (in run mode too), in units of the trip count: a Python
     loop unrolling one copy of its body per step (per row, or per block of T // 4) fails; a
@@ -170,8 +172,8 @@ def check_loop_over_dim(
     iterations) and growth is not compared.
 """
     parsed = _parse(programs)
-    if isinstance(parsed, RuleOutcome):
-        return parsed
+    if isinstance(parsed, Unreadable):
+        return RuleOutcome(False, parsed.message)
     if trip_count is None and dim is None:
         return RuleOutcome(False, "The requirement names neither a dimension nor a trip count "
                                   "(a problem package error).")
@@ -252,7 +254,7 @@ def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_
 
 
 def _trajectory_failure(programs: Sequence[ProgramInfo], slack: float) -> str | None:
-    """Why the loop does not do the reference's steps (jaxjudge.rules.trajectory), on the
+    """Why the loop does not do the reference's steps (jaxjudge.analysis.trajectory), on the
     first test of each signature; or that no test shows a step (the evidence could not be
     gathered: the requirement fails closed)."""
     runs = {obs.test: obs for p in programs for obs in p.observed if obs.kind == "trajectory"}

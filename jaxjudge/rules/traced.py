@@ -24,13 +24,14 @@ from typing import Annotated
 
 from pydantic import Field
 
-from jaxjudge.rules.dataflow import Budget, Graph, TooComplex, build_graph
-from jaxjudge.rules.folding import Value, fold_constants, live_nodes
-from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
-from jaxjudge.rules.program import MAX_TOTAL_CHARS
-from jaxjudge.rules.region import readers_of, region_of
+from jaxjudge.analysis.dataflow import Budget, Graph, TooComplex, build_graph
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.analysis.folding import Value, fold_constants, live_nodes
+from jaxjudge.analysis.parsed import MAX_TOTAL_CHARS
+from jaxjudge.analysis.region import readers_of, region_of
+from jaxjudge.analysis.stablehlo import Module, ParseError, parse_module
+from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
-from jaxjudge.rules.stablehlo import Module, ParseError, parse_module
 
 _PATH = r"^[A-Za-z_][A-Za-z0-9_.]*$"
 MAX_OUTPUTS = 16

@@ -17,7 +17,7 @@ A value differs when its numbers differ, so a copy by gather, permutation, convo
 round trip through complex numbers carries the change, and a gate made of data zeros, a
 `min(|x|, 0)`, or a product with zero carries none: this is dependence as executed, not as
 written. Each outermost loop's record (per step, per group) goes back to the parent, which
-decides (jaxjudge.rules.observed). Any op we do not evaluate, a run past its own budget (a
+decides (jaxjudge.analysis.observed). Any op we do not evaluate, a run past its own budget (a
 multiple of the reference's work on the same run, given by the parent) or past the loop runs
 the observer records ends the observation with a reason, and its requirement fails closed:
 no run is skipped, and none draws on a budget another run could drain.

@@ -6,7 +6,7 @@ representation-free way to read that is to let the program answer it: stop the l
 steps and run the program's own code after the loop on whatever the loop carries then. Row k of
 one evaluator run leaves the loop after k steps (every run of that while op, nested or not),
 row 0 after none, the last row runs it to the end; the parent compares each row's outputs with
-the reference's, stopped the same way (jaxjudge.rules.trajectory).
+the reference's, stopped the same way (jaxjudge.analysis.trajectory).
 
 Which loop: every while op each of whose runs on the plain run took exactly the requirement's
 trip count (up to MAX_CANDIDATES of them, the last in the program first), each with variants

@@ -1,8 +1,7 @@
 # Issue #30, "the work done by hand", a variant (SHOULD be requirement_failed, both).
 # As req_size_one_reduce_of_forward_tanh.py, with h @ jnp.eye(H): an identity matrix built from
-# iota at run time, which jaxjudge.rules.identity reads as giving h back; the program-level rule
+# iota at run time, which jaxjudge.analysis.identity reads as giving h back; the program-level rule
 # read the product as h's continuation (a contraction) until it used that reading too.
-import jax
 import jax.numpy as jnp
 
 

@@ -1,7 +1,7 @@
 """What the program was seen doing when stage B ran it (jaxjudge/stages/observe.py), and the
 loop requirements decided from it.
 
-The text analyses (jaxjudge.rules.loops, stepslices, stepgates) prove a loop's work from the
+The text analyses (jaxjudge.analysis.loops, stepslices, stepgates) prove a loop's work from the
 program's dataflow; a copy made by a gather, a permutation or complex numbers, or a gate that
 mixes the counter with a data zero, can walk around a pattern. Stage B's observer ran the
 program on one test's inputs in variants: one with a slice ("group") of the sliced inputs
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
-from jaxjudge.rules.trajectory import Trajectory
+from jaxjudge.analysis.trajectory import Trajectory
 
 # One value entering a loop may hold a group twice (x and x[0] stacked, a padded copy); a
 # mixture of many groups is work done before the loop.

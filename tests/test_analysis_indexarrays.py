@@ -1,4 +1,4 @@
-"""Small integer arrays run exactly (jaxjudge.rules.indexarrays): what a gate built from an
+"""Small integer arrays run exactly (jaxjudge.analysis.indexarrays): what a gate built from an
 index vector evaluates to, as XLA computes it, or unknown."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 from test_rules_structure import program
 
-from jaxjudge.rules.dataflow import Kind, build_graph
-from jaxjudge.rules.folding import evaluate, fold_constants
-from jaxjudge.rules.indexarrays import small
-from jaxjudge.rules.stablehlo import parse_module
+from jaxjudge.analysis.dataflow import Kind, build_graph
+from jaxjudge.analysis.folding import evaluate, fold_constants
+from jaxjudge.analysis.indexarrays import small
+from jaxjudge.analysis.stablehlo import parse_module
 
 
 def run(fn: Callable[[jax.Array], jax.Array], t: int) -> int | None:

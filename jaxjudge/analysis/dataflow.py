@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from jaxjudge.rules.stablehlo import Block, Module, Op, ParseError, tensor_types
+from jaxjudge.analysis.stablehlo import Block, Module, Op, ParseError, tensor_types
 
 MAX_INLINED_STEPS = 300_000
 # Step evaluations per grade, over all of its programs and propagations: honest programs need
@@ -132,7 +132,7 @@ class Step:
     name: str  # the op name ("link" for call/loop/conditional links)
     operands: tuple[int, ...]
     results: tuple[int, ...]
-    type: str = ""  # the op's printed function type (jaxjudge.rules.stablehlo.Op.type)
+    type: str = ""  # the op's printed function type (jaxjudge.analysis.stablehlo.Op.type)
 
     def pass_sources(self) -> Iterable[tuple[int, int]]:
         """(operand, result) pairs along which values pass unchanged."""

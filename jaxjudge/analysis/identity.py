@@ -8,7 +8,7 @@ a buffer is x rebuilt row by row. So, read from the program (never from what the
 a step *passes* an operand when:
 
 - it multiplies by a splat 1, divides by a splat 1, or adds or subtracts a splat 0 (folded by
-  `jaxjudge.rules.folding`): the other operand, unchanged;
+  `jaxjudge.analysis.folding`): the other operand, unchanged;
 - it is a `dot_general` (or `dot`) with a two-dimensional operand that is a shifted identity
   (1 where `i - j == k`, 0 elsewhere: `jnp.eye(n, m, k)`), contracted over one of its two
   dimensions, without batch dimensions: every element of the result is one of the other
@@ -35,9 +35,9 @@ import re
 import struct
 from typing import NamedTuple
 
-from jaxjudge.rules.dataflow import Graph, Step
-from jaxjudge.rules.folding import COMPARE, UNSET, Value, evaluate, fixpoint
-from jaxjudge.rules.stablehlo import Op
+from jaxjudge.analysis.dataflow import Graph, Step
+from jaxjudge.analysis.folding import COMPARE, UNSET, Value, evaluate, fixpoint
+from jaxjudge.analysis.stablehlo import Op
 
 MAX_LITERAL_CHARS = 1 << 16  # a dense literal read for an identity matrix (about 64 x 64 f32)
 _ELEMENTWISE = frozenset({
@@ -248,7 +248,7 @@ def _form(op: Op, step: Step, forms: list[FormValue], values: list[Value], text:
 
 
 def find_forms(g: Graph, values: list[Value], text: str) -> list[FormValue]:
-    """Every node's form (None: none), by `jaxjudge.rules.folding.fixpoint` (a node goes from
+    """Every node's form (None: none), by `jaxjudge.analysis.folding.fixpoint` (a node goes from
     UNSET to a form to None); a dense literal's text is spent from the budget too."""
 
     def one(op: Op, step: Step, forms: list[FormValue]) -> FormValue:

@@ -1,4 +1,4 @@
-"""The loop requirements decided from an observed run (jaxjudge.rules.observed), and the
+"""The loop requirements decided from an observed run (jaxjudge.analysis.observed), and the
 observation's schema at the trust boundary (jaxjudge.grading.stage_results)."""
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ from dataclasses import replace
 
 import pytest
 
-from jaxjudge.grading.stage_results import MalformedResult, parse_stage_b
-from jaxjudge.rules.observed import (
+from jaxjudge.analysis.observed import (
     LoopRun,
     Observation,
     Slot,
     judge_loop,
     unseen,
 )
-from jaxjudge.rules.observed_activation import recomputed
-from jaxjudge.rules.observed_visits import visited, written_per_index
+from jaxjudge.analysis.observed_activation import recomputed
+from jaxjudge.analysis.observed_visits import visited, written_per_index
+from jaxjudge.grading.stage_results import MalformedResult, parse_stage_b
 
 
 def _run(first, kept, *, steps=6, entry=None, exit_=None, work=None, index=9,

@@ -4,7 +4,7 @@
 Every `scan`, `fori_loop`, `while_loop` and `map` becomes a `stablehlo.while`; JAX 0.4.38 and
 0.10 lower them a little differently (a bound carried through the loop as an array, index
 arithmetic before or after a `convert`), so this reads the inlined dataflow with its constants
-folded (`jaxjudge.rules.folding`), not a lowering.
+folded (`jaxjudge.analysis.folding`), not a lowering.
 
 The condition must be `compare(iv, bound)` (either order; LT, LE, GT, GE, NE or EQ; `iv + c` or
 `c - iv` in place of `iv`, as in `start + 4 <= T` or `T - start > 0`) with `iv` a carried
@@ -19,9 +19,9 @@ graph's `Budget`.
 
 from __future__ import annotations
 
-from jaxjudge.rules.dataflow import Graph, Loop, Step
-from jaxjudge.rules.folding import COMPARE, Value, element_of, evaluate, fits, is_int
-from jaxjudge.rules.stablehlo import Op, tensor_types
+from jaxjudge.analysis.dataflow import Graph, Loop, Step
+from jaxjudge.analysis.folding import COMPARE, Value, element_of, evaluate, fits, is_int
+from jaxjudge.analysis.stablehlo import Op, tensor_types
 
 MAX_TRIP_COUNT = 1 << 31
 MAX_SIMULATED = 1 << 14  # steps a condition is run for when its count has no closed form

@@ -7,10 +7,10 @@ is data-free: the counter, a flag carried beside it, and what the body computes 
 from constants (the loop's *control values*). So they can be run. Starting from the loop's
 constant initial values, the body is evaluated step by step, exactly (an integer that would not
 fit its type, like a value no fold knows, is unknown), for the trip count already proven
-(`jaxjudge.rules.tripcount`). A carried value whose update cannot be evaluated at some step is
+(`jaxjudge.analysis.tripcount`). A carried value whose update cannot be evaluated at some step is
 not a control value: the run starts again without it. Small integer arrays computed from
 control values and constants (an index vector such as `4 * j + jnp.arange(4) < T`, and
-`jnp.any`, `jnp.all` or `jnp.sum` of one) are run exactly too (`jaxjudge.rules.indexarrays`),
+`jnp.any`, `jnp.all` or `jnp.sum` of one) are run exactly too (`jaxjudge.analysis.indexarrays`),
 so a guard built from one is decided like a gate on the counter.
 
 The steps are then grouped by what their gates decide (a `select`'s predicate, a `case`'s or
@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jaxjudge.rules.dataflow import Graph, Kind, Loop, Step
-from jaxjudge.rules.folding import (
+from jaxjudge.analysis.dataflow import Graph, Kind, Loop, Step
+from jaxjudge.analysis.folding import (
     Bits,
     Transfer,
     Value,
@@ -45,9 +45,9 @@ from jaxjudge.rules.folding import (
     fits,
     is_int,
 )
-from jaxjudge.rules.indexarrays import small as small_array
-from jaxjudge.rules.stablehlo import Op, tensor_types
-from jaxjudge.rules.tripcount import origin, trip_count
+from jaxjudge.analysis.indexarrays import small as small_array
+from jaxjudge.analysis.stablehlo import Op, tensor_types
+from jaxjudge.analysis.tripcount import origin, trip_count
 
 MAX_TABLE = 1024  # elements of a constant table a step index is read from (as parsed)
 MAX_TABLE_DEPTH = 16  # converts and constant shifts a table is followed through

@@ -1,4 +1,4 @@
-"""Constant folding over the inlined dataflow (jaxjudge.rules.folding) on real exported programs:
+"""Constant folding over the inlined dataflow (jaxjudge.analysis.folding) on real exported programs:
 the same folds on both export paths (symbolic dimensions, where a broadcast zero takes its shape
 from sizes, and concrete shapes), and `exact` folds only what is 0 for every input."""
 
@@ -14,15 +14,15 @@ from jax import export
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 
-from jaxjudge.rules.dataflow import Graph, build_graph, propagate
-from jaxjudge.rules.folding import (
+from jaxjudge.analysis.dataflow import Graph, build_graph, propagate
+from jaxjudge.analysis.folding import (
     fold_constants,
     live_nodes,
     make_transfer,
     make_value_transfer,
 )
-from jaxjudge.rules.identity import copies_of, passes
-from jaxjudge.rules.stablehlo import parse_module
+from jaxjudge.analysis.identity import copies_of, passes
+from jaxjudge.analysis.stablehlo import parse_module
 
 
 def graph(fn: Callable[..., Any], symbolic: bool, dtype: Any = jnp.float32) -> Graph:
@@ -145,6 +145,6 @@ def test_a_folded_condition_is_the_one_the_program_computes(fn: Callable[..., An
 ])
 def test_cast_holds_a_value_as_the_type_does_at_run_time(value: float, element: str,
                                                          literal: bool, held: Any) -> None:
-    from jaxjudge.rules.folding import _cast
+    from jaxjudge.analysis.folding import _cast
 
     assert _cast(value, element, literal) == held

@@ -3,12 +3,12 @@ each activation op's result changed in a variant of its own, and which outputs m
 
 A backward pass that recomputes the activation (jax.checkpoint with dots_saveable) has an
 activation op whose result moves the gradients and not the loss; the forward one moves both,
-and a decoy neither. Split from jaxjudge.rules.observed, which decides the loop requirements.
+and a decoy neither. Split from jaxjudge.analysis.observed, which decides the loop requirements.
 """
 
 from __future__ import annotations
 
-from jaxjudge.rules.observed import Observation, unseen
+from jaxjudge.analysis.observed import Observation, unseen
 
 # The defaults of the rule's `fed_share` and `local_share` options (jaxjudge.rules.program).
 # How far changing the recomputed activation must move each gradient it feeds, of the

@@ -1,5 +1,6 @@
-"""Loop analysis for `loop_over_dim` (jaxjudge.rules.loops) on real exported programs: trip counts
-worked out from each loop's counter for every loop form, and whether the loop does the work."""
+"""Loop analysis for `loop_over_dim` (jaxjudge.analysis.loops) on real exported programs: trip
+counts worked out from each loop's counter for every loop form, and whether the loop does the
+work."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ import numpy as np
 import pytest
 from test_rules_structure import f32, program
 
+from jaxjudge.analysis.dataflow import Budget, TooComplex, build_graph
+from jaxjudge.analysis.expr import Expr
+from jaxjudge.analysis.folding import fold_constants
+from jaxjudge.analysis.loops import analyze_loops
+from jaxjudge.analysis.stablehlo import parse_module
 from jaxjudge.rules import RULES
-from jaxjudge.rules.dataflow import Budget, TooComplex, build_graph
-from jaxjudge.rules.expr import Expr
-from jaxjudge.rules.folding import fold_constants
-from jaxjudge.rules.loops import analyze_loops
 from jaxjudge.rules.registry import RuleConfigError, validate
-from jaxjudge.rules.stablehlo import parse_module
 from jaxjudge.rules.structure import check_loop_over_dim
 
 
@@ -602,7 +603,7 @@ def test_running_a_condition_spends_the_budget() -> None:
         analyze_loops(g, p.args, ("a0",))
 
 
-# -- every_step: gates run step by step (jaxjudge.rules.stepgates) -----------------------------
+# -- every_step: gates run step by step (jaxjudge.analysis.stepgates) -----------------------------
 
 def at_every_step(fn: Callable[..., Any], t: int = 12) -> list[tuple[int | None, bool, str, int]]:
     """(trip count, does the work, why, steps left out) of fn's loops, with every_step."""

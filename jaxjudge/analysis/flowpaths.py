@@ -2,11 +2,11 @@
 
 Which values are plain copies of an input (converted, transposed, reshaped, sliced: no
 arithmetic), which values are computed from an input, which matrix products reach the outputs.
-Dependence is read as in `jaxjudge.rules.loops`: constants are folded over the inlined program,
+Dependence is read as in `jaxjudge.analysis.loops`: constants are folded over the inlined program,
 so a value multiplied by zero, or left out by a `where` on a constant, depends on nothing. A step
 that gives its operand back (a product with the identity matrix, `x * 1`, `x + 0`: see
-`jaxjudge.rules.identity`) is a copy of it, not a product nor arithmetic, and depends only on it. A
-dimension's size read from an input (`get_dimension_size`, how a shape-polymorphic program sees
+`jaxjudge.analysis.identity`) is a copy of it, not a product nor arithmetic, and depends only on it.
+A dimension's size read from an input (`get_dimension_size`, how a shape-polymorphic program sees
 B) is the input's shape, not its values, so it carries no dependence.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from jaxjudge.rules.dataflow import (
+from jaxjudge.analysis.dataflow import (
     Budget,
     Graph,
     Kind,
@@ -25,12 +25,12 @@ from jaxjudge.rules.dataflow import (
     pass_transfer,
     propagate,
 )
-from jaxjudge.rules.folding import Value, fold_constants, live_nodes, make_transfer
-from jaxjudge.rules.identity import copies_of, passes
-from jaxjudge.rules.outcome import ProgramInfo, RuleOutcome
-from jaxjudge.rules.program import MAX_TOTAL_CHARS
-from jaxjudge.rules.stablehlo import Module, Op, ParseError, parse_module, tensor_types
-from jaxjudge.rules.stepslices import ELEMENTWISE
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.analysis.folding import Value, fold_constants, live_nodes, make_transfer
+from jaxjudge.analysis.identity import copies_of, passes
+from jaxjudge.analysis.parsed import MAX_TOTAL_CHARS, Unreadable
+from jaxjudge.analysis.stablehlo import Module, Op, ParseError, parse_module, tensor_types
+from jaxjudge.analysis.stepslices import ELEMENTWISE
 
 DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
 SHAPE_ONLY = frozenset({"stablehlo.get_dimension_size"})
@@ -112,7 +112,7 @@ class Flow:
         return propagate(self.graph, seeds, transfer)
 
     def is_copy(self, step: Step) -> bool:
-        """A step that gives an operand back (see `jaxjudge.rules.identity`)."""
+        """A step that gives an operand back (see `jaxjudge.analysis.identity`)."""
         return id(step) in self.gives
 
     def computed_from(self, seeds: dict[int, int],
@@ -145,17 +145,17 @@ def operand_elements(step: Step) -> list[str]:
     return found if len(found) == 2 else ["?", "?"]
 
 
-def flows(programs: Sequence[ProgramInfo], budget: Budget) -> list[Flow] | RuleOutcome:
-    """Every program's dataflow, or a failed outcome saying why the rule cannot run."""
+def flows(programs: Sequence[ProgramInfo], budget: Budget) -> list[Flow] | Unreadable:
+    """Every program's dataflow, or an `Unreadable` saying why the rule cannot run."""
     if not isinstance(programs, Sequence) or isinstance(programs, str | bytes) or not programs:
-        return RuleOutcome(False, "No exported program was available to check.")
+        return Unreadable("No exported program was available to check.")
     if not all(isinstance(p, ProgramInfo) and isinstance(p.text, str) for p in programs):
-        return RuleOutcome(False, "The exported programs are malformed and could not be checked.")
+        return Unreadable("The exported programs are malformed and could not be checked.")
     total = sum(len(p.text) for p in programs)
     if total > MAX_TOTAL_CHARS:
-        return RuleOutcome(False, (
+        return Unreadable(
             f"The exported programs are too large to verify ({total >> 20} MiB of StableHLO; "
-            f"at most {MAX_TOTAL_CHARS >> 20} MiB are analyzed): remove dead computations."))
+            f"at most {MAX_TOTAL_CHARS >> 20} MiB are analyzed): remove dead computations.")
     out = []
     for p in programs:
         try:
@@ -164,13 +164,13 @@ def flows(programs: Sequence[ProgramInfo], budget: Budget) -> list[Flow] | RuleO
             g.budget = budget
             budget.spend(len(g.steps))
             if len(g.main_args) != len(p.args) or len(g.main_results) != len(p.outs):
-                return RuleOutcome(False, "The exported program could not be analyzed (its "
-                                          "arguments or results do not match their paths).")
+                return Unreadable("The exported program could not be analyzed (its "
+                                  "arguments or results do not match their paths).")
             values = fold_constants(g)
             out.append(Flow(p, g, values, module, copies_of(passes(g, values, p.text))))
         except (ParseError, TooComplex) as exc:
-            return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
-                                      f"could not be analyzed ({exc}).")
+            return Unreadable(f"The exported program for input shapes {p.signature} "
+                              f"could not be analyzed ({exc}).")
     return out
 
 

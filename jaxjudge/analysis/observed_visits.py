@@ -4,7 +4,7 @@ The runs are stage B's (jaxjudge.stages.observe), schema-checked by the parent."
 
 from __future__ import annotations
 
-from jaxjudge.rules.observed import Observation, Slot, unseen
+from jaxjudge.analysis.observed import Observation, Slot, unseen
 
 # Indices taken up at different steps before a loop counts as visiting them one at a time.
 # Two are not told from an online softmax over 3 keys with 2 heads, whose running maximum of

@@ -1,4 +1,4 @@
-"""`loop_over_dim`'s `sliced` (jaxjudge.rules.stepslices) on real exported programs: the honest
+"""`loop_over_dim`'s `sliced` (jaxjudge.analysis.stepslices) on real exported programs: the honest
 loops a learner writes read the input one step's slice at a time and pass; the decoys that
 compute the result from all of it at once (at one step, before the loop, after it) fail."""
 
@@ -12,13 +12,13 @@ import jax.numpy as jnp
 import pytest
 from test_rules_structure import f32, program
 
-from jaxjudge.rules.dataflow import build_graph
-from jaxjudge.rules.expr import Expr
-from jaxjudge.rules.folding import fold_constants
-from jaxjudge.rules.loops import analyze_loops
+from jaxjudge.analysis.dataflow import build_graph
+from jaxjudge.analysis.expr import Expr
+from jaxjudge.analysis.folding import fold_constants
+from jaxjudge.analysis.loops import analyze_loops
+from jaxjudge.analysis.stablehlo import parse_module
+from jaxjudge.analysis.stepslices import reads_whole, whole_reads
 from jaxjudge.rules.registry import RuleConfigError, validate
-from jaxjudge.rules.stablehlo import parse_module
-from jaxjudge.rules.stepslices import reads_whole, whole_reads
 from jaxjudge.rules.structure import check_loop_over_dim
 
 T, D = 8, 3

@@ -1,4 +1,4 @@
-"""Steps that give an operand back (jaxjudge.rules.identity) on real exported programs, on both
+"""Steps that give an operand back (jaxjudge.analysis.identity) on real exported programs, on both
 export paths: a product with the identity matrix however it is built (`jnp.eye`, shifted or
 scaled, a `where` on index comparisons, a numpy literal, a closed-over loop constant, even one
 masked out of another argument), `x * 1`, `x + 0`; and what is not one (a triangular matrix, a
@@ -17,10 +17,10 @@ from jax import export, lax
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 
-from jaxjudge.rules.dataflow import Budget, Graph, TooComplex, build_graph
-from jaxjudge.rules.folding import fold_constants
-from jaxjudge.rules.identity import copies_of, passes
-from jaxjudge.rules.stablehlo import parse_module
+from jaxjudge.analysis.dataflow import Budget, Graph, TooComplex, build_graph
+from jaxjudge.analysis.folding import fold_constants
+from jaxjudge.analysis.identity import copies_of, passes
+from jaxjudge.analysis.stablehlo import parse_module
 
 
 def exported(fn: Callable[..., Any], symbolic: bool = False, rows: int = 5, cols: int = 3

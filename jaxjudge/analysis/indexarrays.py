@@ -1,6 +1,6 @@
 """Small integer arrays a loop's gates are computed from, run exactly (`small`).
 
-`jaxjudge.rules.stepgates` runs a loop body's control values step by step; the folds it uses
+`jaxjudge.analysis.stepgates` runs a loop body's control values step by step; the folds it uses
 hold one value per node (a splat). A guard built from an index vector,
 `jnp.any(4 * j + jnp.arange(4) < T)` or `jnp.bitwise_or.reduce(2 * t + jnp.arange(2))`, holds
 several: this module evaluates such arrays when they are small (MAX_ELEMENTS) and computed
@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from jaxjudge.rules.dataflow import Graph, Kind, Step
-from jaxjudge.rules.folding import COMPARE, Value, fits, is_int
-from jaxjudge.rules.stablehlo import Op, tensor_types
+from jaxjudge.analysis.dataflow import Graph, Kind, Step
+from jaxjudge.analysis.folding import COMPARE, Value, fits, is_int
+from jaxjudge.analysis.stablehlo import Op, tensor_types
 
 MAX_ELEMENTS = 1024  # elements of an array run this way (as stepgates' constant tables)
 

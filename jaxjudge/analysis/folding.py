@@ -5,9 +5,9 @@ included: a node is unset, one scalar value for all its elements, or not constan
 loop-carried value that changes is not constant. `0 * v`, `and(false, v)` and a `select` on a
 constant predicate fold without `v`, so a value multiplied by zero, or left out by a `where` on
 a constant, depends on nothing. The program-level rules that ask "does this reach the outputs?"
-(`jaxjudge.rules.loops`, `jaxjudge.rules.products`) read dependence through it, so a decoy
+(`jaxjudge.analysis.loops`, `jaxjudge.rules.products`) read dependence through it, so a decoy
 multiplied by 0 is not live. The transfers also take the steps that give an operand back (a
-product with the identity, `x * 1`: `jaxjudge.rules.identity`, which reads them from these
+product with the identity, `x * 1`: `jaxjudge.analysis.identity`, which reads them from these
 folds): such a step holds that operand's values and depends on it alone. Every evaluation
 spends from the graph's `Budget`.
 """
@@ -22,8 +22,8 @@ from typing import Protocol
 
 import numpy as np
 
-from jaxjudge.rules.dataflow import Graph, Kind, Step, pass_transfer
-from jaxjudge.rules.stablehlo import Op
+from jaxjudge.analysis.dataflow import Graph, Kind, Step, pass_transfer
+from jaxjudge.analysis.stablehlo import Op
 
 
 class _Unset:
@@ -312,7 +312,7 @@ class Bits(Protocol):
 
 
 class Values(Protocol):
-    """Node values: `fold_constants`' list, or a view of it (`jaxjudge.rules.stepgates`)."""
+    """Node values: `fold_constants`' list, or a view of it (`jaxjudge.analysis.stepgates`)."""
 
     def __getitem__(self, n: int, /) -> Value: ...
 
@@ -324,7 +324,7 @@ def make_transfer(values: Values, gives: dict[int, int] | None = None) -> Transf
     """Dependence (`full_transfer`) without the dependences constant folding removes: a step
     whose result is a constant depends on nothing, and a select on a constant predicate only
     on the branch it takes; `gives` (id() of a step -> the operand it gives back, see
-    `jaxjudge.rules.identity`) depends only on that operand."""
+    `jaxjudge.analysis.identity`) depends only on that operand."""
     gives = gives or {}
 
     def transfer(step: Step, bits: Bits) -> list[int] | None:

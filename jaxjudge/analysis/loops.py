@@ -3,11 +3,11 @@
 Every `scan`, `fori_loop`, `while_loop` and `map` becomes a `stablehlo.while`; JAX 0.4.38 and
 0.10 lower them a little differently (the body inline or through `func.call`, a bound that is an
 array carried through the loop, index arithmetic before or after a `convert`), so nothing here
-matches a lowering: it reads the inlined dataflow (`jaxjudge.rules.dataflow`).
+matches a lowering: it reads the inlined dataflow (`jaxjudge.analysis.dataflow`).
 
-- **Constants** are folded over the whole inlined program (`jaxjudge.rules.folding`): a value
+- **Constants** are folded over the whole inlined program (`jaxjudge.analysis.folding`): a value
   multiplied by zero, or left out by a `where` on a constant, depends on nothing.
-- **Trip count**: worked out from the loop's counter (`jaxjudge.rules.tripcount`).
+- **Trip count**: worked out from the loop's counter (`jaxjudge.analysis.tripcount`).
 - **Does the work**: a carried value (not the counter, not a value passed along unchanged) is
   computed in one pass of the body from its own previous value and from the named arguments
   (through the loop's other values: its inputs, or other carried values that are), and the
@@ -20,7 +20,7 @@ matches a lowering: it reads the inlined dataflow (`jaxjudge.rules.dataflow`).
   the loop.
 - **At every step** (`every_step`): the update runs at every step but one (a first step
   that only sets the starting value). The gates a step decides on its own progress (the
-  counter, a flag carried beside it) are run step by step (`jaxjudge.rules.stepgates`), so an
+  counter, a flag carried beside it) are run step by step (`jaxjudge.analysis.stepgates`), so an
   update run at half of the steps, or at one of them, and the carried value passed along at
   the others, is counted step by step. Without it, how the work is spread over the steps is
   not checked.
@@ -34,12 +34,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from jaxjudge.rules.dataflow import Graph, Kind, Loop, Step, TooComplex, propagate
-from jaxjudge.rules.folding import Bits, Transfer, Value, fold_constants, live_nodes, make_transfer
-from jaxjudge.rules.stablehlo import tensor_types
-from jaxjudge.rules.stepgates import branch_transfer, control_groups
-from jaxjudge.rules.stepslices import reads_whole, whole_reads
-from jaxjudge.rules.tripcount import counter_step, origin, trip_count
+from jaxjudge.analysis.dataflow import Graph, Kind, Loop, Step, TooComplex, propagate
+from jaxjudge.analysis.folding import (
+    Bits,
+    Transfer,
+    Value,
+    fold_constants,
+    live_nodes,
+    make_transfer,
+)
+from jaxjudge.analysis.stablehlo import tensor_types
+from jaxjudge.analysis.stepgates import branch_transfer, control_groups
+from jaxjudge.analysis.stepslices import reads_whole, whole_reads
+from jaxjudge.analysis.tripcount import counter_step, origin, trip_count
 
 MAX_LOOP_PASSES = 32  # passes over one loop's steps until its carried bits settle (nesting depth)
 MAX_NAMES = 16  # arguments a carried value must depend on
@@ -117,7 +124,8 @@ def _carries_work(g: Graph, values: list[Value], loop: Loop, n: int, data: list[
     and that computed value reaches the program's outputs through what the loop returns.
     With `exact` (the program folded exactly: `every_step`), it must be computed at every
     step but MAX_IDLE_STEPS (why "skipped":
-    not so; the third value is then the fewest steps left out, see `jaxjudge.rules.stepgates`)."""
+    not so; the third value is then the fewest steps left out, see
+    `jaxjudge.analysis.stepgates`)."""
     if not loop.body_args or not loop.body_returns or loop.end < loop.first:
         return False, "counts", 0
     unchanged, carried = _state(g, values, loop)
@@ -295,7 +303,7 @@ def analyze_loops(g: Graph, arg_paths: Sequence[str], depends_on: Sequence[str],
     the ones it lists: a start vector) also reach the outputs does not count (why: "bypass").
     With `sliced` (and `want`), no loop counts when the outputs are computed from those
     arguments other than through one step's slice at a time (why: "unsliced"; see
-    `jaxjudge.rules.stepslices`, which reads slices' bounds from the program's `text`).
+    `jaxjudge.analysis.stepslices`, which reads slices' bounds from the program's `text`).
     With `every_step`, the update must run at every step, not under a branch on the counter
     that passes the value along at other steps (why: "skipped")."""
     values = fold_constants(g)

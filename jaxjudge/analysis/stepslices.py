@@ -8,7 +8,7 @@ inlined dataflow, each named argument has three bits:
 - *copy*: the argument's values re-laid-out (reshape, transpose, concatenation, a loop's
   links) or transformed elementwise (`alpha * x`, a `jnp.where` on `x > 0`), or given back by
   a product with a (scaled) identity matrix (`x[t] @ jnp.eye(D)`, `jnp.eye(4) @ block`: see
-  `jaxjudge.rules.identity`): every element still is one of its own;
+  `jaxjudge.analysis.identity`): every element still is one of its own;
 - *whole*: computed from it otherwise (a product, a reduction, a cumulative sum, a scatter
   that adds updates larger than one step's share, a slice of something already whole);
 - *piece*: one step's slice of a copy, kept through the same layout and elementwise work.
@@ -34,7 +34,7 @@ share per step, with `only_through_loop`. A copy may reach them (an output buffe
 as `x` and is overwritten row by row), and so may anything elementwise (`alpha * x` scanned
 over). What is whole: the average computed from all of `x` at one step and carried along, or
 before the loop as its starting carry, or after it from a copy of `x` the loop carried or
-rebuilt. A value folded to a constant carries nothing (see `jaxjudge.rules.folding`). An
+rebuilt. A value folded to a constant carries nothing (see `jaxjudge.analysis.folding`). An
 argument sliced to one step's share at more than MAX_STEP_SLICES places of the program (rows
 read one by one, as many as the largest test has, and combined at one step) is read whole:
 its slices stay copies.
@@ -45,11 +45,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from jaxjudge.rules.dataflow import Graph, Kind, Step, TooComplex, combining_scatters, propagate
-from jaxjudge.rules.folding import Bits, Value
-from jaxjudge.rules.identity import passes
-from jaxjudge.rules.stablehlo import Op, TensorType, tensor_types
-from jaxjudge.rules.tripcount import origin
+from jaxjudge.analysis.dataflow import Graph, Kind, Step, TooComplex, combining_scatters, propagate
+from jaxjudge.analysis.folding import Bits, Value
+from jaxjudge.analysis.identity import passes
+from jaxjudge.analysis.stablehlo import Op, TensorType, tensor_types
+from jaxjudge.analysis.tripcount import origin
 
 MAX_SLICED = 16  # arguments tracked
 _BITS = 3  # per tracked argument: copy, whole, piece (see the module docstring)

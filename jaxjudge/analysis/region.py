@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from jaxjudge.rules.outcome import ProgramInfo, Region
-from jaxjudge.rules.stablehlo import Module, Op
+from jaxjudge.analysis.exported import ProgramInfo, Region
+from jaxjudge.analysis.stablehlo import Module, Op
 
 MAX_REGION_OPS = 10
 MAX_FOCUS = 4  # ops decided on that are shown (the first ones, in program order)

@@ -1,4 +1,4 @@
-"""The inlined dataflow (jaxjudge.rules.dataflow) on real exported programs: a value depends on
+"""The inlined dataflow (jaxjudge.analysis.dataflow) on real exported programs: a value depends on
 an argument through its data only, never through its shape, on both export paths (symbolic
 dimensions, where sizes are computed from the arguments, and concrete shapes)."""
 
@@ -14,7 +14,7 @@ from jax import export
 from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 
-from jaxjudge.rules.dataflow import (
+from jaxjudge.analysis.dataflow import (
     Graph,
     ancestors,
     build_graph,
@@ -22,7 +22,7 @@ from jaxjudge.rules.dataflow import (
     full_transfer,
     propagate,
 )
-from jaxjudge.rules.stablehlo import parse_module
+from jaxjudge.analysis.stablehlo import parse_module
 
 
 def graph(fn: Callable[..., Any], symbolic: bool) -> tuple[Graph, dict[int, int]]:

@@ -46,12 +46,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from jaxjudge.rules.dataflow import Graph, Kind, Step, full_transfer, propagate
-from jaxjudge.rules.folding import Value
-from jaxjudge.rules.outcome import ProgramInfo
-from jaxjudge.rules.stablehlo import Op, TensorType, tensor_types
-from jaxjudge.rules.stepslices import ELEMENTWISE
-from jaxjudge.rules.tripcount import origin
+from jaxjudge.analysis.dataflow import Graph, Kind, Step, full_transfer, propagate
+from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.analysis.folding import Value
+from jaxjudge.analysis.stablehlo import Op, TensorType, tensor_types
+from jaxjudge.analysis.stepslices import ELEMENTWISE
+from jaxjudge.analysis.tripcount import origin
 
 MAX_RANK = 16  # axes tagged per value (a higher axis is never tagged)
 MAX_ATTR_CHARS = 4096  # attribute text read from one op
