@@ -128,6 +128,31 @@ while_wraps = counter_loop(lambda i, t: i * 1073741824 >= 0)  # 2 steps in int32
 while_forever = counter_loop(lambda i, t: i * 2 >= 0)  # ~2**30 steps: too many to run
 
 
+def counter_loop_of(start: Any, advance: Callable[[Any], Any],
+                    cond: Callable[[Any, int], Any]) -> Callable[[jax.Array], jax.Array]:
+    """A while_loop whose counter starts at `start` and becomes `advance(counter)`."""
+    def fn(x: jax.Array) -> jax.Array:
+        def body(s: tuple[jax.Array, jax.Array, jax.Array]) -> tuple[Any, ...]:
+            i, k, c = s
+            return advance(i), k + 1, step(c, x[k % x.shape[0]])
+
+        return jax.lax.while_loop(lambda s: cond(s[0], x.shape[0]), body,
+                                  (start, 0, x[0]))[2]
+
+    return fn
+
+
+# Counters a learner writes that are not `i + constant` in an integer: run exactly as the
+# program runs them (a float rounded as float32 rounds it).
+while_float_counter = counter_loop_of(jnp.float32(0.0), lambda c: c + 1.0,
+                                      lambda c, t: c < t)
+while_float_halves = counter_loop_of(jnp.float32(0.0), lambda c: c + 0.5,
+                                     lambda c, t: c < t / 2)
+while_doubling = counter_loop_of(1, lambda i: i * 2, lambda i, t: i < 2 ** t)
+while_float_stuck = counter_loop_of(jnp.float32(2.0 ** 24), lambda c: c + 1.0,
+                                    lambda c, t: c < 2.0 ** 24 + t)  # c + 1 rounds to c
+
+
 def fori_negated_ceil(x: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, -(-x.shape[0] // 4), lambda i, c: step(c, x[4 * i]), x[0])
 
@@ -165,6 +190,10 @@ def map_over_inner_scan(x: jax.Array) -> jax.Array:
     (while_times_four, lambda t: [(t + 3) // 4]),
     (fori_negated_ceil, lambda t: [(t + 3) // 4]),
     (countdown_quarter, lambda t: [t // 4]),
+    (while_float_counter, lambda t: [t]),
+    (while_float_halves, lambda t: [t]),
+    (while_doubling, lambda t: [t]),
+    (while_float_stuck, lambda t: [None]),  # float32 never gets there: too many to run
     (while_wraps, lambda t: [2]),  # the counter wraps at its third value, as it runs
     (while_forever, lambda t: [None]),
     (map_rows, lambda t: [t]),

@@ -11,13 +11,18 @@ The condition must be `compare(iv, bound)` (either order; LT, LE, GT, GE, NE or 
 integer whose body update is `iv + step` (or `iv - step`), the step, the bound and `iv`'s
 initial value folding to constants. The count is then worked out (`ceil((bound - start) /
 step)` for `<`). Any other condition computed from one such counter and constants with
-integer ops (`(t < T) & True`, `t // 4 < T // 4`, `t * 4 < T`) is run on the counter's
-successive values, exactly (a value that would wrap around gives no count), for at most
-MAX_SIMULATED steps; anything else has no known count. Every evaluation spends from the
+integer or real ops (`(t < T) & True`, `t // 4 < T // 4`, `t * 4 < T`, `c < 8.0`), with a
+body that computes the counter's next value from it and constants alone (`i * 2`, `c + 1.0`),
+is run on the counter's successive values, exactly (a value that would wrap around or stop
+being finite gives no count), for at most MAX_SIMULATED steps; anything else has no known
+count. Every evaluation spends from the
 graph's `Budget`.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Callable
 
 from jaxjudge.analysis.dataflow import Graph, Loop, Step
 from jaxjudge.analysis.folding import COMPARE, Value, element_of, evaluate, fits, is_int
@@ -134,19 +139,19 @@ def _closed_form(g: Graph, values: list[Value], loop: Loop) -> tuple[int, int] |
     return None
 
 
-def _condition(g: Graph, values: list[Value], loop: Loop
-               ) -> tuple[list[tuple[int, Op, tuple[int, ...]]], dict[int, int], int] | None:
-    """The integer ops that compute the loop's condition from one counter and constants: (the
-    ops in evaluation order as (node, op, operands), aliases from links, the counter's
-    position), or None when the condition reads anything else (another carried value, a
-    float, an array constant, a region)."""
-    heads = {n: p for p, n in enumerate(loop.cond_args)}
+def _computed_from(g: Graph, values: list[Value], root: int, heads: dict[int, int]
+                   ) -> tuple[list[tuple[int, Op, tuple[int, ...]]], dict[int, int],
+                              set[int]] | None:
+    """The ops that compute `root` from the loop's carried values `heads` (node -> position)
+    and constants: (the ops in evaluation order as (node, op, operands), aliases from links,
+    the positions read), or None when it reads anything else (an input, an array constant,
+    a region) or computes in another than an integer or real element type."""
     producers = g.producers()
     order: list[tuple[int, Op, tuple[int, ...]]] = []
     alias: dict[int, int] = {}
-    counters: set[int] = set()
+    read: set[int] = set()
     seen: set[int] = set()
-    stack: list[tuple[int, bool]] = [(loop.cond_returns[0][0], False)]
+    stack: list[tuple[int, bool]] = [(root, False)]
     while stack:
         n, expanded = stack.pop()
         g.budget.spend()
@@ -155,13 +160,13 @@ def _condition(g: Graph, values: list[Value], loop: Loop
             assert found is not None
             order.append((n, found[1], found[0].operands))
             continue
-        if n in seen or isinstance(values[n], int):
+        if n in seen or isinstance(values[n], (int, float)):
             continue
         seen.add(n)
         if len(seen) > MAX_CONDITION_NODES:
             return None
         if n in heads:
-            counters.add(heads[n])
+            read.add(heads[n])
             continue
         if len(producers[n]) != 1:
             return None
@@ -174,80 +179,85 @@ def _condition(g: Graph, values: list[Value], loop: Loop
             stack.append((step.operands[pos], False))
             continue
         if op is None or op.regions or not all(
-                is_int(t.element) for t in tensor_types(op.type.rpartition("->")[2])):
+                is_int(t.element) or _is_real(t.element)
+                for t in tensor_types(op.type.rpartition("->")[2])):
             return None
         stack.append((n, True))
         stack.extend((o, False) for o in step.operands)
-    if len(counters) != 1:
-        return None
-    return order, alias, counters.pop()
+    return order, alias, read
 
 
-def _simulated(g: Graph, values: list[Value], loop: Loop) -> tuple[int, int] | None:
-    """The count found by running the condition, for a counter advanced by a constant and a
-    condition computed from it and constants alone (`(t < T) & True`, `t // 4 < T // 4`,
-    `t * 4 < T`): exact integer arithmetic, and no count at all if a value would wrap around
-    or the loop would run more than MAX_SIMULATED steps."""
-    found = _condition(g, values, loop)
-    if found is None:
-        return None
-    order, alias, p = found
-    if p >= len(loop.operands) or p >= len(loop.body_args):
-        return None
-    start = _int_value(values, loop.operands[p])
-    steps = {counter_step(g, values, loop, ret, p) for ret in loop.body_returns}
-    element = _counter_element(g, loop, p)
-    if start is None or len(steps) != 1 or element is None:
-        return None
-    delta = steps.pop()
-    if not delta:
-        return None
-    head = loop.cond_args[p]
+def _is_real(element: str) -> bool:
+    """A float type, which the folding rounds as the program does (16-bit ones only where
+    exact)."""
+    return element.startswith(("f", "bf"))
 
+
+def _runner(g: Graph, values: list[Value], order: list[tuple[int, Op, tuple[int, ...]]],
+            alias: dict[int, int], head: int,
+            root: int) -> Callable[[int | float], int | float | None]:
+    """`root`'s value as a function of the counter's (`head`), computed by `order`'s ops
+    exactly (each rounded to its element type); None where a value wraps around, is not
+    finite or cannot be computed exactly."""
     def resolve(o: int) -> int:
         while o in alias:
             o = alias[o]
         return o
 
-    # Each op with its operands (a node computed this step, or a constant) and element type.
     plan = [(n, op, [(resolve(o), values[resolve(o)]) for o in operands], element_of(op))
             for n, op, operands in order]
-    result = resolve(loop.cond_returns[0][0])
+    result = resolve(root)
 
-    def holds(iv: int) -> bool | None:
-        env: dict[int, int] = {head: iv}
-        g.budget.spend(SIMULATED_COST * len(plan))
+    def run(iv: int | float) -> int | float | None:
+        env: dict[int, int | float] = {head: iv}
+        g.budget.spend(SIMULATED_COST * max(1, len(plan)))
         for n, op, operands, elem in plan:
             v = evaluate(op, [env.get(o, c) for o, c in operands], True, elem)
-            if not isinstance(v, int) or not fits(v, elem):
+            if isinstance(v, int):
+                if is_int(elem) and not fits(v, elem):
+                    return None
+            elif not isinstance(v, float) or not math.isfinite(v):
                 return None
             env[n] = v
         out = env.get(result, values[result])
-        return bool(out) if isinstance(out, int) else None
+        return out if isinstance(out, (int, float)) else None
 
-    iv = start
+    return run
+
+
+def _simulated(g: Graph, values: list[Value], loop: Loop) -> tuple[int, int] | None:
+    """The count found by running the loop on its counter alone, for a condition computed
+    from one carried counter and constants (`(t < T) & True`, `t // 4 < T // 4`, `t * 4 <
+    T`, `c < 8.0`) and a body that computes the counter's next value from it and constants
+    alone (`t + 1`, `i * 2`, `c + 1.0`): exact arithmetic in the counter's own types (a float
+    rounded as the program rounds it), and no count at all if a value would wrap around or
+    not be finite, or the loop would run more than MAX_SIMULATED steps."""
+    if len(loop.body_returns) != 1:
+        return None
+    cond = _computed_from(g, values, loop.cond_returns[0][0],
+                          {n: p for p, n in enumerate(loop.cond_args)})
+    if cond is None or len(cond[2]) != 1:
+        return None
+    order, alias, read = cond
+    p = next(iter(read))
+    if p >= len(loop.operands) or p >= len(loop.body_args) or p >= len(loop.body_returns[0]):
+        return None
+    start = values[loop.operands[p]]
+    update = _computed_from(g, values, loop.body_returns[0][p], {loop.body_args[p]: p})
+    if not isinstance(start, (int, float)) or update is None or update[2] != {p}:
+        return None  # the next value reads something besides the counter (data), or nothing
+    holds = _runner(g, values, order, alias, loop.cond_args[p], loop.cond_returns[0][0])
+    advance = _runner(g, values, update[0], update[1], loop.body_args[p],
+                      loop.body_returns[0][p])
+    iv: int | float | None = start
     for n in range(MAX_SIMULATED + 1):
-        if not fits(iv, element):
-            return None
-        test = holds(iv)
+        test = None if iv is None else holds(iv)
         if test is None:
             return None
         if not test:
             return n, p
-        iv += delta
+        iv = advance(iv)  # type: ignore[arg-type]
     return None
-
-
-def _counter_element(g: Graph, loop: Loop, p: int) -> str | None:
-    """The integer element type the body advances carried value p in."""
-    types = set()
-    for ret in loop.body_returns:
-        found = _producer(g, origin(g, ret[p])) if p < len(ret) else None
-        if found is None:
-            return None
-        types.add(element_of(found[1]))
-    element = types.pop() if len(types) == 1 else ""
-    return element if is_int(element) and element != "i1" else None
 
 
 def _affine(g: Graph, values: list[Value], n: int,
