@@ -114,7 +114,7 @@ def observe(text: str, inputs: list[np.ndarray], groups: list[dict[str, int]],
         if max_work is not None:
             ev.max_work = max_work
         if meter is not None:  # the caller reads the work done, however the run ends
-            meter["ev"] = ev
+            meter.setdefault("runs", []).append(ev)
         owners = Owners(ev) if own and count else None
         ev.owner = owners
         outs = ev.run(args)
@@ -464,7 +464,7 @@ def observe_activations(text: str, inputs: list[np.ndarray], op_name: str, ir, h
         if max_work is not None:
             ev.max_work = max_work
         if meter is not None:
-            meter["ev"] = ev
+            meter.setdefault("runs", []).append(ev)
         # the elements changed alone, from one the program text picks (past ONE_ELEMENTS, a
         # factor recomputed from all but a few would go unseen only if they are those)
         seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
@@ -484,6 +484,12 @@ def observe_activations(text: str, inputs: list[np.ndarray], op_name: str, ir, h
     spread = [[widest(o, i) for o in outs] for i in range(n)]
     return {"status": "ok", "activations": moved, "activation_sizes": sizes,
             "activation_spread": spread, "work": ev.work}
+
+
+def _charged(meter: dict) -> int:
+    """What an entry's evaluator runs took together (`meter["runs"]`: each one, appended as
+    it starts, so a run that ended in an exception is counted too)."""
+    return sum(ev.work for ev in meter.get("runs", ()))
 
 
 def _budget(entry: dict) -> int:
@@ -548,7 +554,7 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
                 out[oid] = observe_activations(
                     texts[pid], [leaves[i] for i in kept], f"stablehlo.{entry['op']}", ir, hlo,
                     context, max_work=allowed, meter=meter)
-                spent += meter["ev"].work
+                spent += _charged(meter)
                 continue
             if entry.get("kind") == "trajectory":  # the loop stopped after each step
                 out[oid] = trajectory(texts[pid], [leaves[i] for i in kept],
@@ -557,7 +563,7 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
                                       tuple(entry.get("kick_signs") or (1, -1)),
                                       int(entry.get("kick_seed") or 0),
                                       _restart(entry.get("restart"), programs[pid]))
-                spent += meter["ev"].work
+                spent += _charged(meter)
                 continue
             names = programs[pid]["args"]
             index = {name: i for i, name in enumerate(names)}
@@ -591,7 +597,7 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
             # fails as unobserved (no input may make the grader fail instead)
             out[oid] = {"status": "error", "reason": f"{type(exc).__name__}: {exc}"[:500]}
         # what the run did, however it ended (an activation run counted above)
-        spent += meter["ev"].work if "ev" in meter else 0
+        spent += _charged(meter)
     for oid, picked in picks.items():  # every path above, `continue` included
         if oid in out:
             out[oid].update(picked_program=picked["program"], picked_test=picked["test"])

@@ -31,16 +31,25 @@ MAX_ROWS = 49  # a loop of at most 48 steps: rows for 0 .. 48 steps
 MAX_RUN_ELEMENTS = 120_000
 
 
-class _Spent:
-    """What the runs took together, where the caller reads an evaluator's count."""
-
-    def __init__(self, work: int) -> None:
-        self.work = work
-
-
 # Every carried value is kicked: more variants than this fail the requirement closed (a
 # carried value left out could be the one a cheat reads its answers from).
 MAX_KICK_VARIANTS = 768
+
+
+class _LoopRun:
+    """One run of a loop, as the evaluator's recorder interface wants it (observe.LoopRecord's:
+    `work` per step, `skips`, `step` after each step, `finish` at the end); a trajectory
+    run's recorders only override what they read."""
+
+    def __init__(self) -> None:
+        self.work: list[int] = []
+        self.skips: list[int | None] = []
+
+    def step(self, s: int, old, new, clean, injected) -> None:
+        pass
+
+    def finish(self, carry):
+        return carry
 
 
 class _Capture:
@@ -59,11 +68,12 @@ class _Capture:
         return _Captured(self, index if first else None, carry, set(passing))
 
 
-class _Captured:
+class _Captured(_LoopRun):
+    """A candidate's first run: keeps what it carries after each kick step."""
+
     def __init__(self, capture: _Capture, index: int | None, carry, passing: set[int]) -> None:
+        super().__init__()
         self.capture, self.index, self.passing = capture, index, passing
-        self.work: list[int] = []
-        self.skips: list[int | None] = []
         self._keep(0, carry)
 
     def _keep(self, k: int, carry) -> None:
@@ -81,9 +91,6 @@ class _Captured:
 
     def step(self, s: int, old, new, clean, injected) -> None:
         self._keep(s + 1, new)
-
-    def finish(self, carry):
-        return carry
 
 
 def _kick_run(module, ir, hlo, names, inputs, loops, capture: _Capture,
@@ -129,7 +136,7 @@ def _kick_run(module, ir, hlo, names, inputs, loops, capture: _Capture,
                     for r in READ_AFTER:
                         left[P + 2 * v + r] = min(k + r, loop["steps"])
             ev.stops[loop["index"]] = left
-    meter["ev"] = ev
+    meter.setdefault("runs", []).append(ev)
     outs = ev.run([np.repeat(np.asarray(x)[None], V, axis=0) for x in inputs])
     for v, (loop, k, slot, sign) in enumerate(plan):
         row = _row(outs, v)
@@ -196,7 +203,7 @@ def _restart_run(module, ir, hlo, names, inputs, plan, read: dict, arg: int, max
             if owner is loop:
                 left[v] = min(max(n - k - r + o, 0), n)
         ev.stops[loop["index"]] = left
-    meter["ev"] = ev
+    meter.setdefault("runs", []).append(ev)
     outs = ev.run(given)
     for v, (i, r, o) in enumerate(runs):
         loop, k, slot, sign = plan[i]
@@ -220,14 +227,13 @@ class _Runs:
         return _Run(self, int(index))
 
 
-class _Run:
-    """One loop run, as the evaluator's recorder interface wants it (observe.LoopRecord's)."""
+class _Run(_LoopRun):
+    """One loop run of the plain run: counts its steps."""
 
     def __init__(self, runs: _Runs, index: int) -> None:
+        super().__init__()
         self.runs, self.index = runs, index
         self.steps = 0
-        self.work: list[int] = []
-        self.skips: list[int | None] = []
 
     def step(self, s: int, old, new, clean, injected) -> None:
         self.steps = s + 1
@@ -266,8 +272,8 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
 
     Returns {"status": "ok", "work", "trajectory": [{"index", "steps", "rows", "sizes", "at"}],
     "trajectory_unfinished"}; rows[i] are the outputs after at[i] steps, `sizes` each output's
-    share of a row. The runs share `max_work` (the meter's evaluator holds the last one, for
-    the caller's count). known: the candidates found by an earlier run of the same `text`
+    share of a row. The runs share `max_work` (each is added to `meter["runs"]`, for the
+    caller's count). known: the candidates found by an earlier run of the same `text`
     and trip count (the grade's runs share it): a run stopped after a few steps takes them
     rather than running the program once more to find them (a loop that runs other steps on
     this test's data is then stopped where it does not answer the reference's: it fails).
@@ -296,7 +302,7 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
             runs = _Runs()
             ev = Evaluator(module, ir, hlo, 1, {}, recorder=runs)
             ev.max_work = max_work
-            meter["ev"] = ev
+            meter.setdefault("runs", []).append(ev)
             ev.run([np.asarray(x)[None] for x in inputs])
             spent = ev.work
             # the last loops first: a program's main loop usually comes after what it
@@ -324,7 +330,7 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
                 left = never.copy()
                 left[c * S:(c + 1) * S] = stops
                 ev.stops[index] = left
-            meter["ev"] = ev
+            meter.setdefault("runs", []).append(ev)
             outs = ev.run([np.repeat(np.asarray(x)[None], V, axis=0) for x in inputs])
             spent += ev.work
             sizes = [int(np.asarray(o[0]).size) * (2 if o.dtype.kind == "c" else 1)
@@ -346,6 +352,5 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
         if kick_at and loops:
             spent += _kick_run(module, ir, hlo, names, inputs, loops, capture, kick_signs,
                                max_work - spent, meter, kick_seed, restart)
-    meter["ev"] = _Spent(spent)  # the caller counts what all the runs took
     return {"status": "ok", "work": spent, "trajectory": loops,
             "trajectory_unfinished": unfinished}
