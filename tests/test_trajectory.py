@@ -31,7 +31,7 @@ RTOL, ATOL = 1e-3, 5e-3  # ten times ema-with-scan's tolerance, as the rule read
 def _run(fn: Callable, *args, want: int, max_work: int = 60_000_000,
          at: list[int] | None = None, kick_at: list[int] | None = None,
          kick_signs: tuple[int, ...] = (1, -1),
-         restart: tuple[int, int] | None = None) -> dict:
+         restart: tuple[int, int, bool] | None = None) -> dict:
     exp = export.export(jax.jit(fn))(*args)
     with mlir.make_ir_context():
         text = ir.Module.parse(exp.mlir_module()).operation.get_asm(
@@ -528,7 +528,7 @@ SPECTRAL = Path(__file__).resolve().parent.parent / "problems" / "spectral-norm-
 def _restart_verdict(fn: Callable) -> str | None:
     ref = _loops(_run(power_reference, W, U, want=8, kick_at=list(range(9)),
                       kick_signs=(1,)))[0]
-    mine = _loops(_run(fn, W, U, want=8, kick_at=kick_steps(8), restart=(1, 1)))
+    mine = _loops(_run(fn, W, U, want=8, kick_at=kick_steps(8), restart=(1, 1, True)))
     assert all(loop.restarts for loop in mine if loop.kicks)
     return judge(mine, ref, RTOL, ATOL, "t", response=True, restart=True)
 

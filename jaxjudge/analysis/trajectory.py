@@ -266,9 +266,12 @@ def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
             # the state is a value the reference's is and that answers a change as the
             # reference's does, or one the program goes on from as it starts from it
             if not answers:
+                telling = [span for span in spans if any(
+                    _informative(ref, i, span, rtol, atol) for i in range(1, n))] or spans
                 why = _restart_failure(k, n, [s for s, _ in carried], my_kicks,
                                        {key: rows for key, rows in my_restarts.items()
-                                        if key not in along}, own_final, spans, rtol, atol)
+                                        if key not in along}, own_final, spans, rtol, atol,
+                                       telling)
                 if why is not None:
                     return k, why
             continue
@@ -281,11 +284,20 @@ def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
     return None
 
 
+def _fills(got: tuple[float | None, ...], want: tuple[float | None, ...],
+           spans: list[range]) -> bool:
+    """Whether `got` holds something in every output (of `spans`: those in which the
+    reference's answers tell a step apart) where `want` does: an output of zeros "tells no
+    step apart" when the trajectory is compared, but as a restart's answer it vouches for
+    nothing (a program that answers zeros when started afresh)."""
+    return all(any(got[e] for e in span) for span in spans if any(want[e] for e in span))
+
+
 def _restart_failure(k: int, n: int, carried: list[int],
                      kicks: dict[tuple[int, int, int], tuple[float | None, ...]],
                      restarts: dict[tuple[int, int, int, int], list[tuple[float | None, ...]]],
                      final: tuple[float | None, ...], spans: list[range], rtol: float,
-                     atol: float) -> str | None:
+                     atol: float, telling: list[range] | None = None) -> str | None:
     """Why, after k steps, no live value the loop carries is its state (None: one is).
 
     A live value (changing it moves the answer) is the loop's state when the loop goes on
@@ -306,9 +318,14 @@ def _restart_failure(k: int, n: int, carried: list[int],
 
     def goes_on(s: int, sign: int) -> bool:
         row = kicks[k, s, sign]
-        return any(not _moves(again, row, spans, rtol, atol)
+        return any(_fills(again, row, telling or spans)
+                   and not _moves(again, row, spans, rtol, atol)
                    for read in (0, 1) for again in restarts.get((k, s, sign, read), ()))
 
+    if n - k < 2:
+        # a kick one step before the end leaves a loop that reads its state out one step on
+        # (v carried, u computed after the loop) no restart of a whole step to go on with
+        return None
     live = [s for s in carried if moved(s, 1) or moved(s, -1)]
     if not live:
         return (f"changing any value your loop carries after {k} of its {n} steps does not "

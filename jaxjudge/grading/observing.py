@@ -119,7 +119,8 @@ def observe_specs(problem: Problem, plan: Any, program_of: dict[str, str],
             specs += _trajectory_specs(
                 runs, own, program_of, req.name, len(specs), every,
                 bool(opts.get("trajectory_response")), kick_seed,
-                None if restart is None else {"input": restart.input, "output": restart.output})
+                None if restart is None else {"input": restart.input, "output": restart.output,
+                                              "any_scale": restart.any_scale})
     return specs
 
 

@@ -55,6 +55,12 @@ class RestartFrom(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     input: str = Field(pattern=_PATH, description="the input the state starts from")
     output: str = Field(pattern=_PATH, description="the output that reads the state out")
+    any_scale: bool = Field(
+        default=False,
+        description="the answer does not depend on the input's scale (a power iteration's "
+                    "start vector): the restart starts from the readout brought to the test "
+                    "input's norm times a secret factor in [1/2, 2], so a program cannot tell "
+                    "it from a test by its norm")
 
 
 class LoopOptions(RuleOptions):

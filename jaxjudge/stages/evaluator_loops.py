@@ -145,8 +145,14 @@ def _kicked(self, carry: list[np.ndarray], kicks: list[tuple[int, int, int]]):
     out = list(carry)
     for v, slot, sign in kicks:
         x = np.array(out[slot])
-        old = np.asarray(x[v], dtype=np.float64)
-        x[v] = (old + sign * (kick(old, self.kick_seed) - old)).astype(x.dtype)
+        if x.dtype.kind == "c":  # a complex value: its real and imaginary parts, one vector
+            old = np.concatenate([x[v].real.ravel(), x[v].imag.ravel()]).astype(np.float64)
+            new = old + sign * (kick(old, self.kick_seed) - old)
+            half = new.size // 2
+            x[v] = (new[:half] + 1j * new[half:]).reshape(x[v].shape).astype(x.dtype)
+        else:
+            old = np.asarray(x[v], dtype=np.float64)
+            x[v] = (old + sign * (kick(old, self.kick_seed) - old)).astype(x.dtype)
         out[slot] = x
     return out
 

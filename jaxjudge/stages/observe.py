@@ -604,10 +604,11 @@ def observe_all(job: dict, specs: dict, programs: dict, texts: dict, exported: d
     return out
 
 
-def _restart(asked, program: dict) -> tuple[int, int] | None:
+def _restart(asked, program: dict) -> tuple[int, int, bool] | None:
     """A trajectory entry's restart (input and output names) as positions among the
-    program's kept inputs and its outputs; an input the program does not read, or a missing
-    output, cannot be restarted from (Unobservable: its requirement fails closed)."""
+    program's kept inputs and its outputs, and whether the input's scale is free; an input
+    the program does not read, or a missing output, cannot be restarted from (Unobservable:
+    its requirement fails closed)."""
     if not isinstance(asked, dict):
         return None
     args, outs = list(program.get("args") or ()), list(program.get("outs") or ())
@@ -615,7 +616,8 @@ def _restart(asked, program: dict) -> tuple[int, int] | None:
         raise Unobservable(f"the program cannot be started from its output "
                            f"{asked.get('output')!r} as its input {asked.get('input')!r} "
                            f"(it does not read that input, or has no such output)")
-    return args.index(asked["input"]), outs.index(asked["output"])
+    return (args.index(asked["input"]), outs.index(asked["output"]),
+            bool(asked.get("any_scale")))
 
 
 def _pick(entry: dict, texts: dict) -> dict | None:

@@ -83,8 +83,9 @@ class _Captured(_LoopRun):
         kept = {}
         for slot, x in enumerate(carry):
             value = np.asarray(x[v] if len(x) > v else x[0])
-            if (slot in self.passing or value.dtype.kind != "f" or not 0 < value.size
-                    <= MAX_ROW_ELEMENTS or not np.isfinite(value).all() or not value.any()):
+            if (slot in self.passing or value.dtype.kind not in "fc" or not 0 < value.size
+                    <= MAX_ROW_ELEMENTS // 2 or not np.isfinite(value).all()
+                    or not value.any()):
                 continue  # an input passed along, a counter, too large, or nothing to kick
             kept[slot] = np.array(value)
         self.capture.states[self.index][k] = kept
@@ -95,7 +96,7 @@ class _Captured(_LoopRun):
 
 def _kick_run(module, ir, hlo, names, inputs, loops, capture: _Capture,
               signs: tuple[int, ...], max_work: int, meter: dict, seed: int,
-              restart: tuple[int, int] | None = None) -> int:
+              restart: tuple[int, int, bool] | None = None) -> int:
     """One run with a variant per (loop, step, carried value, sign): the loop's first run has
     that value kicked after that step. Fills each loop's `states` and `kicks`; returns the
     work it took. restart (input, output positions): also read the kicked state out as that
@@ -106,9 +107,11 @@ def _kick_run(module, ir, hlo, names, inputs, loops, capture: _Capture,
     for loop in loops:
         for k, kept in sorted(capture.states.get(loop["index"], {}).items()):
             for slot, value in kept.items():
+                flat = (np.concatenate([value.real.ravel(), value.imag.ravel()])
+                        if value.dtype.kind == "c" else value.ravel())
                 loop["states"].append({"step": k, "slot": slot,
-                                       "values": [float(f) for f in value.ravel().tolist()]})
-                total += value.size
+                                       "values": [float(f) for f in flat.tolist()]})
+                total += flat.size
                 plan += [(loop, k, slot, sign) for sign in signs]
     if not plan:
         return 0
@@ -161,8 +164,9 @@ def _kick_run(module, ir, hlo, names, inputs, loops, capture: _Capture,
                                                 f"carry")
                 loop["readouts"].append({"step": k, "slot": slot, "sign": sign, "read": r,
                                          "row": row})
+        scale = _restart_scale(seed, np.asarray(inputs[restart[0]])) if restart[2] else None
         spent += _restart_run(module, ir, hlo, names, inputs, plan, read, restart[0],
-                              max_work - spent, meter, total)
+                              max_work - spent, meter, total, scale)
     return spent
 
 
@@ -170,16 +174,26 @@ READ_AFTER = (0, 1)  # the kicked state read out at once, or one step on
 RESTART_OFFSETS = (0, -1, 1)  # a pipelined loop reads its state out one step early or late
 
 
+def _restart_scale(seed: int, start: np.ndarray) -> float | None:
+    """The norm a scale-free restart input is brought to: the test input's, times a factor in
+    [1/2, 2] drawn from the installation's secret seed (a restart input is then no unit
+    vector a program could tell from a test's input by its norm). None: the input is zero."""
+    norm = float(np.linalg.norm(np.asarray(start, dtype=np.float64)))
+    if not np.isfinite(norm) or norm == 0:
+        return None
+    return norm * float(2.0 ** np.random.default_rng([int(seed), 7]).uniform(-1.0, 1.0))
+
+
 def _restart_run(module, ir, hlo, names, inputs, plan, read: dict, arg: int, max_work: int,
-                 meter: dict, total: int) -> int:
+                 meter: dict, total: int, scale: float | None = None) -> int:
     """The program started from each kicked state as its own code reads it out (`read`:
     (plan index, steps after the kick) -> that output, put in input `arg`), with the loop
     stopped after the steps the kicked run had left (n - k - r, one more or one fewer): a
     loop whose steps compute from what it carries goes on from the changed state as it
     starts from it; a table, a counter or a junk value it carries instead does not. A
     readout of zeros or of non-finite values starts nothing (nothing written yet where the
-    program reads it: it vouches for nothing). Fills each loop's `restarts`; returns the work
-    it took."""
+    program reads it: it vouches for nothing). `scale`: a readout is brought to that norm
+    first (a scale-free input). Fills each loop's `restarts`; returns the work it took."""
     Unobservable = names["Unobservable"]
     start = np.asarray(inputs[arg])
     if any(x.shape != start.shape for x in read.values()):
@@ -191,7 +205,10 @@ def _restart_run(module, ir, hlo, names, inputs, plan, read: dict, arg: int, max
         return 0
     V = len(runs)
     given = [np.repeat(np.asarray(x)[None], V, axis=0) for x in inputs]
-    given[arg] = np.stack([read[i, r] for i, r, _ in runs]).astype(start.dtype)
+    starts = [np.asarray(read[i, r]) for i, r, _ in runs]
+    if scale is not None:
+        starts = [x * (scale / float(np.linalg.norm(x.astype(np.complex128)))) for x in starts]
+    given[arg] = np.stack(starts).astype(start.dtype)
     ev = names["Evaluator"](module, ir, hlo, V, {})
     ev.max_work = max_work
     loops = {id(loop): loop for loop, _, _, _ in plan}
@@ -265,7 +282,7 @@ def trajectory(text: str, inputs: list[np.ndarray], want: int, names: dict[str, 
                at: list[int] | None = None, known: dict | None = None,
                kick_at: list[int] | None = None,
                kick_signs: tuple[int, ...] = (1, -1), kick_seed: int = 0,
-               restart: tuple[int, int] | None = None) -> dict[str, Any]:
+               restart: tuple[int, int, bool] | None = None) -> dict[str, Any]:
     """The outputs of `text`'s main on `inputs` with each candidate loop (every run of it took
     `want` steps) stopped after 0, 1, ..., want steps (or after each count in `at`: 0 and
     `want` always among them). `names`: evaluator.py's namespace.
