@@ -151,3 +151,21 @@ def test_a_grade_reads_at_most_its_text_budget() -> None:
         check_independent_of_dim([huge, huge], dim="B"),
     ):
         assert not outcome.passed and "too large to verify" in outcome.message
+
+
+def test_the_text_decides_sliced_only_where_no_step_was_watched() -> None:
+    """Where stage B watched the loop's steps take up their shares on a test, that decides
+    `sliced` (a one-hot product that picks one block reads every block in the text); at a
+    probe shape no test runs, nothing does; at a tested shape the observer does not follow,
+    the text decides (evidence that could not be gathered fails closed)."""
+    from jaxjudge.analysis.observed import Observation
+    from jaxjudge.rules.structure import _read_sliced
+
+    base = ProgramInfo(signature="T=16", text="", args=["x"], outs=["y"], dims={"T": 16})
+    watched = Observation(count=16, sliced=("x",), test="t1")
+    assert _read_sliced(base, ("x",), 16) == ("x",)
+    assert _read_sliced(ProgramInfo(**{**vars(base), "observed": (watched,)}), ("x",), 16) == ()
+    assert _read_sliced(ProgramInfo(**{**vars(base), "observed": (watched,)}), ("x",), 8) == (
+        "x",)  # watched for another trip count
+    assert _read_sliced(ProgramInfo(**{**vars(base), "tested": False}), ("x",), 16) == ()
+    assert _read_sliced(base, (), 16) == ()

@@ -207,8 +207,8 @@ def check_loop_over_dim(
             if len(g.main_args) != len(p.args):
                 return RuleOutcome(False, "The exported program could not be analyzed (its "
                                           "arguments do not match their paths).")
-            loops = analyze_loops(g, p.args, depends_on, want, only_through_loop, sliced,
-                                  p.text, every_step)
+            loops = analyze_loops(g, p.args, depends_on, want, only_through_loop,
+                                  _read_sliced(p, tuple(sliced), want), p.text, every_step)
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
@@ -241,6 +241,20 @@ def check_loop_over_dim(
     if not grown.passed:
         return grown
     return RuleOutcome(True, f"{done}. {grown.message}", region=shown)
+
+
+def _read_sliced(p: ProgramInfo, sliced: tuple[str, ...], want: int) -> tuple[str, ...]:
+    """The `sliced` inputs the program text decides for (`analysis.stepslices`): none where
+    stage B ran the program and watched each step take up its share (the executed evidence
+    decides there: a one-hot product that picks one block reads every block in the text, and
+    only one as it runs), none at a probe shape no test runs (nothing runs there to hide a
+    step's work in), all of them where a test runs a loop the observer does not follow
+    (evidence that could not be gathered: the text decides, closed)."""
+    if not sliced or not p.tested:
+        return ()
+    watched = any(obs.kind == "loop" and obs.sliced and obs.count == want
+                  for obs in p.observed)
+    return () if watched else sliced
 
 
 def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_step: bool,
