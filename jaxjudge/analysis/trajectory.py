@@ -262,25 +262,23 @@ def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
         pairs = [(s, r) for s, mv in carried for r, rv in shown
                  if len(mv) == len(rv) and _scaled(list(mv), list(rv), rtol, atol)]
         answers = any(agrees(k, s, ref_kicks[j, r]) for s, r in pairs)
-        if restart:
-            # the state is a value the reference's is and that answers a change as the
-            # reference's does, or one the program goes on from as it starts from it
-            if not answers:
-                telling = [span for span in spans if any(
-                    _informative(ref, i, span, rtol, atol) for i in range(1, n))] or spans
-                why = _restart_failure(k, n, [s for s, _ in carried], my_kicks,
-                                       {key: rows for key, rows in my_restarts.items()
-                                        if key not in along}, own_final, spans, rtol, atol,
-                                       telling)
-                if why is not None:
-                    return k, why
-            continue
         if pairs and not answers and not any(
                 live(k, s) for s, _ in carried if s not in {p for p, _ in pairs}):
             return k, (f"changing what your loop carries after {k} of its {n} steps does not "
                        f"change your answer as the same change to the reference's after {j} "
                        f"steps changes its answer: the steps after it do not compute from "
                        f"what the loop carries as the reference's do")
+        if restart and not answers:
+            # the state is a value the reference's is and that answers a change as the
+            # reference's does, or one the program goes on from as it starts from it
+            telling = [span for span in spans if any(
+                _informative(ref, i, span, rtol, atol) for i in range(1, n))] or spans
+            why = _restart_failure(k, n, [s for s, _ in carried], my_kicks,
+                                   {key: rows for key, rows in my_restarts.items()
+                                    if key not in along}, own_final, spans, rtol, atol,
+                                   telling)
+            if why is not None:
+                return k, why
     return None
 
 
@@ -328,9 +326,11 @@ def _restart_failure(k: int, n: int, carried: list[int],
         return None
     live = [s for s in carried if moved(s, 1) or moved(s, -1)]
     if not live:
-        return (f"changing any value your loop carries after {k} of its {n} steps does not "
-                f"change your answer, where the reference's still moves then: the steps "
-                f"after it do not compute from what the loop carries")
+        # how far a kick shows depends on its direction's share in the modes the steps after
+        # it keep, and a value in another form (v for u, a complex u) is kicked along another
+        # direction than the reference's: an honest loop's kick may fade below the tolerance
+        # where the reference's did not. Nothing to judge, rather than a rejection by chance.
+        return None
     if any(all(goes_on(s, sign) for sign in (1, -1) if moved(s, sign)) for s in live):
         return None
     return (f"after {k} of its {n} steps, your loop with what it carries changed does not go "
