@@ -223,17 +223,23 @@ def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
         my_states.setdefault(k, []).append((slot, values))
     my_kicks = {(k, slot, sign): row for k, slot, sign, row in mine.kicks
                 if len(row) == len(final)}
-    # per kick, per readout (the steps after it it was read at): the restarts from it
+    # per kick, per readout (the steps after it it was read at): the restarts from it, but
+    # for a readout the loop's own unchanged steps give too (the kick moved the loop along
+    # its steps, a counter, not off them: going on from it as it starts proves nothing)
     my_restarts: dict[tuple[int, int, int, int], list[tuple[float | None, ...]]] = {}
-    for k, slot, sign, read, _, row in mine.restarts:
-        if len(row) == len(final):
-            my_restarts.setdefault((k, slot, sign, read), []).append(row)
-    own_rows = [row for row in mine.rows if len(row) == len(final)]
-    # a readout the loop's own unchanged steps give too: the kick moved the loop along its
-    # steps (a counter), not off them, so going on from it as it starts proves nothing
-    along = {(k, slot, sign, read) for k, slot, sign, read, row in mine.readouts
-             if len(row) != len(final) or any(not _moves(row, own, spans, rtol, atol)
-                                               for own in own_rows)}
+    telling = spans
+    if restart:
+        own_rows = [row for row in mine.rows if len(row) == len(final)]
+        along = {(k, slot, sign, read) for k, slot, sign, read, row in mine.readouts
+                 if len(row) != len(final) or any(not _moves(row, own, spans, rtol, atol)
+                                                   for own in own_rows)}
+        for k, slot, sign, read, _, row in mine.restarts:
+            if len(row) == len(final) and (k, slot, sign, read) not in along:
+                my_restarts.setdefault((k, slot, sign, read), []).append(row)
+        # the outputs whose reference answers tell a step apart: where a restart's zeros
+        # vouch for nothing
+        telling = [span for span in spans if any(
+            _informative(ref, i, span, rtol, atol) for i in range(1, n))] or spans
 
     def agrees(k: int, s: int, want: tuple[float | None, ...]) -> bool:
         return any((row := my_kicks.get((k, s, sign))) is not None
@@ -271,12 +277,8 @@ def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
         if restart and not answers:
             # the state is a value the reference's is and that answers a change as the
             # reference's does, or one the program goes on from as it starts from it
-            telling = [span for span in spans if any(
-                _informative(ref, i, span, rtol, atol) for i in range(1, n))] or spans
-            why = _restart_failure(k, n, [s for s, _ in carried], my_kicks,
-                                   {key: rows for key, rows in my_restarts.items()
-                                    if key not in along}, own_final, spans, rtol, atol,
-                                   telling)
+            why = _restart_failure(k, n, [s for s, _ in carried], my_kicks, my_restarts,
+                                   own_final, spans, telling, rtol, atol)
             if why is not None:
                 return k, why
     return None
@@ -294,8 +296,8 @@ def _fills(got: tuple[float | None, ...], want: tuple[float | None, ...],
 def _restart_failure(k: int, n: int, carried: list[int],
                      kicks: dict[tuple[int, int, int], tuple[float | None, ...]],
                      restarts: dict[tuple[int, int, int, int], list[tuple[float | None, ...]]],
-                     final: tuple[float | None, ...], spans: list[range], rtol: float,
-                     atol: float, telling: list[range] | None = None) -> str | None:
+                     final: tuple[float | None, ...], spans: list[range],
+                     telling: list[range], rtol: float, atol: float) -> str | None:
     """Why, after k steps, no live value the loop carries is its state (None: one is).
 
     A live value (changing it moves the answer) is the loop's state when the loop goes on
@@ -316,7 +318,7 @@ def _restart_failure(k: int, n: int, carried: list[int],
 
     def goes_on(s: int, sign: int) -> bool:
         row = kicks[k, s, sign]
-        return any(_fills(again, row, telling or spans)
+        return any(_fills(again, row, telling)
                    and not _moves(again, row, spans, rtol, atol)
                    for read in (0, 1) for again in restarts.get((k, s, sign, read), ()))
 

@@ -275,9 +275,8 @@ class TrajectoryKick(_Strict):
     row: Row
 
 
-# observe_trajectory.py's restarts: per kick, two readouts x three offsets (its
-# MAX_KICK_VARIANTS x 6)
-MAX_TRAJECTORY_RESTARTS = 6 * 768
+# observe_trajectory.py's restarts: per kick, two readouts x three offsets
+MAX_TRAJECTORY_RESTARTS = 6 * MAX_TRAJECTORY_KICKS
 
 
 class TrajectoryReadout(_Strict):
