@@ -463,3 +463,30 @@ def test_the_rules_runs_arguments_share_a_declared_shape(tmp_path: Path, old: st
     assert "needs argument and cotangent to be array arguments of one declared shape" in str(
         info.value)
     assert said in str(info.value)
+
+
+@pytest.mark.parametrize(("restart", "error"), [
+    ('{ input = "v", output = "u" }', "trajectory_restart names input 'v'"),
+    ('{ input = "u", output = "sigma" }', "trajectory_restart's output 'sigma' has shape []"),
+    ('{ input = "w", output = "w_sn", any_scale = true }', None),
+])
+def test_a_restart_names_an_input_and_an_output_of_one_shape(
+        tmp_path: Path, restart: str, error: str | None) -> None:
+    """trajectory_restart starts the program from one of its outputs: an input or output the
+    problem lacks, or two shapes, stop the package at load time; w and w_sn share one."""
+    import shutil
+
+    src = load_problem("spectral-norm-power-iteration").root
+    dst = tmp_path / src.name
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("submissions"))
+    toml = dst / "problem.toml"
+    text = toml.read_text(encoding="utf-8")
+    old = 'trajectory_restart = { input = "u", output = "u", any_scale = true }'
+    assert old in text
+    toml.write_text(text.replace(old, f"trajectory_restart = {restart}"), encoding="utf-8")
+    if error is None:
+        assert load_problem(dst).requirements
+        return
+    with pytest.raises(ProblemError) as info:
+        load_problem(dst)
+    assert error in str(info.value)

@@ -342,12 +342,8 @@ class Problem(BaseModel):
                              f"{restart.input!r} and output {restart.output!r}; the inputs are "
                              f"{sorted(arguments)} and the outputs {sorted(outputs)}")
         shape = next(a.shape for a in self.arguments if a.name == restart.input)
-        declared: Any = self.returns
-        for key in restart.output.split("."):
-            declared = declared.get(key) if isinstance(declared, dict) else None
-        if isinstance(declared, dict):
-            declared = declared.get("shape")
-        if shape is None or not isinstance(declared, list) or list(declared) != list(shape):
+        declared = self.output_leaves()[restart.output][0]
+        if shape is None or list(declared) != list(shape):
             raise ValueError(f"requirement {name!r}: trajectory_restart's output "
                              f"{restart.output!r} has shape {declared}, its input "
                              f"{restart.input!r} {shape}: the program cannot start from it")
@@ -410,18 +406,22 @@ class Problem(BaseModel):
     def output_dtypes(self) -> dict[str, str]:
         """Output path ("grads.w1") -> element type, from `returns`, whose leaves are a shape
         list or a table {shape = [...], dtype = "..."}."""
-        out: dict[str, str] = {}
+        return {path: dtype for path, (_, dtype) in self.output_leaves().items()}
+
+    def output_leaves(self) -> dict[str, tuple[list[Any], str]]:
+        """Output path -> (declared shape, element type), from `returns`."""
+        out: dict[str, tuple[list[Any], str]] = {}
         stack: list[tuple[str, Any]] = [(k, v) for k, v in self.returns.items()]
         while stack:
             path, node = stack.pop()
             if isinstance(node, list):
-                out[path] = self.constraints.dtype
+                out[path] = (node, self.constraints.dtype)
             elif isinstance(node, dict) and "shape" in node:
                 dtype = node.get("dtype", self.constraints.dtype)
                 if dtype not in DTYPES or set(node) - {"shape", "dtype"}:
                     raise ValueError(f"returns.{path}: a leaf is {{shape, dtype}} with dtype one "
                                      f"of {sorted(DTYPES)}")
-                out[path] = dtype
+                out[path] = (node["shape"], dtype)
             elif isinstance(node, dict):
                 stack.extend((f"{path}.{k}", v) for k, v in node.items())
             else:
