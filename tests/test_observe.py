@@ -725,3 +725,75 @@ def test_an_input_the_program_does_not_read_has_no_visits_to_show() -> None:
     assert got["both"]["status"] == "ok" and got["both"]["work"] > 0  # x still watched
     assert got["both"]["loops"] and got["both"]["groups"] == 4
     assert got["loop"]["status"] == "unobservable" and "does not read y" in got["loop"]["reason"]
+
+
+def _followed(fn: Callable, *args,
+              change: float | np.ndarray = 0.25) -> tuple[np.ndarray, np.ndarray]:
+    """fn's outputs on two variants: 0 the inputs, 1 the first input moved by `change`, that
+    follows variant 0's decisions (Evaluator.shadow); and variant 1 run on its own."""
+    text, ins, _ = _program(fn, *args)
+    moved = [np.stack([x, x + change if i == 0 else x]) for i, x in enumerate(ins)]
+    outs = []
+    for shadow in (np.array([0, 0]), None):
+        with mlir.make_ir_context():
+            ev = OBS["Evaluator"](ir.Module.parse(text), ir, hlo, 2, {})
+            ev.shadow = shadow
+            outs.append(np.asarray(ev.run(moved)[0])[1])
+    return outs[0], outs[1]
+
+
+def test_a_variant_that_follows_another_takes_its_every_decision() -> None:
+    """A comparison, a branch, a loop's condition, an index from a float, a rounding, a max:
+    each is the followed variant's, so a program cannot tell the change happened."""
+    x = np.array([1.0, -2.0, 3.0], np.float32)
+
+    def seen(x):  # the table's value, unless x is off it
+        same = jnp.all(x == jnp.array([1.0, -2.0, 3.0], jnp.float32))
+        return jax.lax.cond(same, lambda: jnp.zeros(3), lambda: 2 * x)
+
+    followed, alone = _followed(seen, x)
+    assert np.array_equal(followed, np.zeros(3)) and np.allclose(alone, 2 * (x + 0.25))
+
+    def index(x):  # a row picked by a float rounded to an integer
+        rows = jnp.stack([x, 10 * x])
+        return rows[jnp.clip(jnp.floor(x[0]) - 1, 0, 1).astype(jnp.int32)]
+
+    followed, alone = _followed(index, x, change=1.0)
+    assert np.allclose(followed, x + 1.0) and np.allclose(alone, 10 * (x + 1.0))
+
+    def loop(x):  # a while loop that runs until its value passes 4
+        return jax.lax.while_loop(lambda c: c[0] < 4, lambda c: c + 1, x)
+
+    followed, alone = _followed(loop, x, change=2.0)
+    assert np.allclose(followed, x + 2.0 + 3.0)  # the followed variant's three steps
+    assert np.allclose(alone, x + 2.0 + 1.0)
+
+    def extremes(x):  # max, abs and a max reduction choose where variant 0 does
+        return jnp.maximum(x, 0.0) + jnp.abs(x) + jnp.max(x) * jnp.ones(3)
+
+    followed, alone = _followed(extremes, np.array([-0.1, -0.1, 0.2], np.float32),
+                                change=np.array([0.3, -0.15, -0.15], np.float32))
+    # moved to [0.2, -0.25, 0.05]: variant 0's choices are (0, 0, x), signs (-, -, +), the
+    # largest its third element
+    assert np.allclose(followed, [0.0 - 0.2 + 0.05, 0.0 + 0.25 + 0.05, 0.05 + 0.05 + 0.05])
+    assert np.allclose(alone, [0.2 + 0.2 + 0.2, 0.0 + 0.25 + 0.2, 0.05 + 0.05 + 0.2])
+
+
+def test_a_sort_and_an_argmax_follow_the_followed_variant() -> None:
+    """Their comparators run as scalar programs of their own: each row follows the same row
+    of the followed variant."""
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+
+    def order(x):
+        return jnp.sort(x * jnp.array([1.0, -1.0, 1.0], jnp.float32)) + jnp.argmax(x)
+
+    followed, alone = _followed(order, x, change=-0.0)
+    assert np.allclose(followed, alone)  # no change: the same
+    text, ins, _ = _program(order, x)
+    moved = [np.stack([ins[0], np.array([3.0, -5.0, 1.0], np.float32)])]
+    with mlir.make_ir_context():
+        ev = OBS["Evaluator"](ir.Module.parse(text), ir, hlo, 2, {})
+        ev.shadow = np.array([0, 0])
+        got = np.asarray(ev.run(moved)[0])[1]
+    # variant 0 sorts [1, -2, 3] to (-2, 1, 3), its argmax is 2: the same places here
+    assert np.allclose(got, np.array([5.0, 3.0, 1.0]) + 2)

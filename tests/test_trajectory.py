@@ -560,3 +560,30 @@ def test_a_table_or_junk_the_loop_carries_does_not_go_on_as_it_restarts(name: st
     assert _kicked_verdict(fn) is None  # what the kicks alone cannot tell
     why = _restart_verdict(fn)
     assert why is not None and ("does not go on" in why or "does not change" in why), why
+
+
+@pytest.mark.parametrize("name", ["req_table_with_a_kick_detector",
+                                  "req_unrolled_table_before_the_loop_with_a_kick_detector",
+                                  "req_history_table_with_a_norm_kick_detector",
+                                  "req_int_bits_table_with_a_kick_detector",
+                                  "req_table_with_a_while_kick_detector",
+                                  "req_table_with_a_switch_on_the_rounded_distance"])
+def test_a_loop_that_sees_the_kick_runs_its_unkicked_steps_and_fails(name: str) -> None:
+    """A program that tells a kicked state from its own table (by ==, its bits, its norm, a
+    while condition or a rounded distance) and iterates only then: each kicked variant
+    follows its unkicked twin's decisions, so the table answers the kick and the restart
+    tells it from the state."""
+    fn = _sample(name)
+    assert _verdict(fn, power_reference, W, U, want=8) is None  # its answers step by step
+    why = _restart_verdict(fn)
+    assert why is not None and ("does not go on" in why or "does not change" in why), why
+
+
+def test_a_kicked_run_and_its_twin_differ_only_in_the_kick() -> None:
+    """The kick run holds one unkicked twin per place a kicked variant leaves its loop: the
+    kicked rows are unchanged by them (an honest loop answers a kick as before)."""
+    got = _run(power_reference, W, U, want=8, kick_at=[2], kick_signs=(1,),
+               restart=(1, 1, True))
+    loop = got["trajectory"][0]
+    assert loop["kicks"] and loop["readouts"] and loop["restarts"]
+    assert {r["read"] for r in loop["readouts"]} == {0, 1}

@@ -248,6 +248,11 @@ def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
     def live(k: int, s: int) -> bool:
         return not agrees(k, s, own_final)
 
+    # the steps judged (where the reference's kick shows), and whether at any of them some
+    # value the loop carries was live: with `restart`, a loop none of whose carried values
+    # moves the answer at any of those steps computes nothing the answer comes from
+    judged: list[int] = []
+    any_live = False
     for k in sorted(my_states):
         j = k + c
         if not (0 < k < n and 0 <= j <= n) or not _moves(ref.rows[j], final, spans, rtol, atol):
@@ -268,6 +273,11 @@ def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
         pairs = [(s, r) for s, mv in carried for r, rv in shown
                  if len(mv) == len(rv) and _scaled(list(mv), list(rv), rtol, atol)]
         answers = any(agrees(k, s, ref_kicks[j, r]) for s, r in pairs)
+        judged.append(k)
+        any_live = any_live or answers or any(
+            (row := my_kicks.get((k, s, sign))) is not None
+            and _moves(row, own_final, spans, rtol, atol)
+            for s, _ in carried for sign in (1, -1))
         if pairs and not answers and not any(
                 live(k, s) for s, _ in carried if s not in {p for p, _ in pairs}):
             return k, (f"changing what your loop carries after {k} of its {n} steps does not "
@@ -281,7 +291,20 @@ def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
                                    own_final, spans, telling, rtol, atol)
             if why is not None:
                 return k, why
+    if restart and judged and not any_live:
+        k = judged[0]
+        return k, (f"changing any value your loop carries, after {_listed(judged)} of its {n} "
+                   f"steps, does not change your answer, where the same change to the "
+                   f"reference's changes its answer: the answer does not come from what the "
+                   f"loop carries (a table or a counter read after it, a value the grader "
+                   f"cannot change, such as a float's integer bits)")
     return None
+
+
+def _listed(steps: list[int]) -> str:
+    """1, 4 and 7."""
+    words = [str(k) for k in steps]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _fills(got: tuple[float | None, ...], want: tuple[float | None, ...],
@@ -331,7 +354,8 @@ def _restart_failure(k: int, n: int, carried: list[int],
         # how far a kick shows depends on its direction's share in the modes the steps after
         # it keep, and a value in another form (v for u, a complex u) is kicked along another
         # direction than the reference's: an honest loop's kick may fade below the tolerance
-        # where the reference's did not. Nothing to judge, rather than a rejection by chance.
+        # at one step where the reference's did not. Nothing to judge at this step, rather
+        # than a rejection by chance (the caller fails a loop live at none of them).
         return None
     if any(all(goes_on(s, sign) for sign in (1, -1) if moved(s, sign)) for s in live):
         return None

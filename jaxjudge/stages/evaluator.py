@@ -72,6 +72,9 @@ _COMPLEX_SPLAT = re.compile(r"dense<\(([^,()]+),([^,()]+)\)>")
 _ARITHMETIC = frozenset({"add", "subtract", "multiply"})  # counted as work, like a dot's
 _COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
             "GT": np.greater, "GE": np.greater_equal}
+# Float ops whose result is a step function of their input (derivative zero): a variant that
+# follows another's decisions (Evaluator.shadow) takes that one's result of them.
+_STEPS = frozenset({"floor", "ceil", "round_nearest_even", "round_nearest_afz", "sign"})
 _WORK_OPS = {"dot_general": "multiply-adds", "convolution": "multiply-adds"}
 # Ops that only move or copy values: every other op computes, and its result says which group
 # variants its work depends on (observe.Owners). A list of what computes would miss one.
@@ -82,6 +85,13 @@ _MOVES = frozenset({f"stablehlo.{n}" for n in (
     "reverse", "dynamic_update_slice", "get_dimension_size", "get_tuple_element", "tuple",
     "optimization_barrier")})
 
+
+# Ops whose integer results are decided elsewhere (Evaluator._shadowed): moves of values (not
+# a float's conversion to an integer, which rounds), a float's bits, a select, and the ops
+# whose results their regions' ops computed.
+_CARRIES_DECIDED = (_MOVES - {"stablehlo.convert"}) | frozenset(
+    {f"stablehlo.{n}" for n in ("bitcast_convert", "select", "while", "case", "if")}
+    | {"func.call"})
 
 # element type name -> (exponent bits, mantissa bits, unsigned type of its width)
 _FLOAT_LAYOUT = {"float16": (5, 10, np.uint16), "bfloat16": (8, 7, np.uint16),
@@ -108,6 +118,14 @@ class Evaluator:
         self.kicks: dict[int, dict[int, list[tuple[int, int, int]]]] = {}
         self.kicked: set[int] = set()
         self.kick_seed = 0  # the installation's secret the kicks are drawn from
+        # Per variant, the variant whose decisions it follows (None: each its own). A kicked
+        # variant follows its unkicked twin: every integer or boolean value (a comparison, a
+        # branch index, a loop condition, a gather index, a float's bits), every step function
+        # (floor, sign) and every choice of a max, min, abs or clamp is the twin's. It runs
+        # the twin's program path with its own numbers, so nothing the program tests can tell
+        # a kick happened: what a kick shows is how the steps the unkicked run executes
+        # respond to it (a derivative along that path, at a finite size).
+        self.shadow: np.ndarray | None = None
         self.work = 0
         self.max_work = MAX_WORK  # observe's caller may give a run less (its extra runs)
         self.steps = 0
@@ -236,6 +254,8 @@ class Evaluator:
                 raise Unobservable(f"the op {name} ({type(exc).__name__})") from None
             if self.taps and op in self.taps and outs and outs[0].dtype.kind in "fc":
                 outs = [self._perturbed_all(outs[0], op, *self.taps[op]), *outs[1:]]
+            if self.shadow is not None:
+                outs = [self._shadowed(o, name) for o in outs]
             if self.owner is not None and outs and name not in _MOVES:
                 self.owner(op, outs[0])
             for r, o in zip(op.results, outs, strict=True):
@@ -259,6 +279,41 @@ class Evaluator:
                 flat[at:at + 1] = _changed(flat[at:at + 1], self.rng)
                 out[w] = flat.reshape(out[w].shape)
         return out
+
+    def _shadowed(self, x: np.ndarray, name: str) -> np.ndarray:
+        """x with each variant's decisions taken from the variant it follows (`shadow`). An
+        op that only moves integers (a float's bits, a slice, a select by a decided
+        predicate, a loop's or branch's results) decides nothing itself: what computed them
+        did, and followed then."""
+        short = name.partition(".")[2]
+        if (x.dtype.kind in "fc" and short not in _STEPS) or name in _CARRIES_DECIDED:
+            return x
+        if x.ndim == 0 or x.shape[0] != self.V:
+            return x
+        return x[self.shadow]
+
+    def _followed(self, mask: np.ndarray) -> np.ndarray:
+        """A boolean choice per element, each variant's taken from the one it follows."""
+        if self.shadow is None:
+            return mask
+        mask = np.broadcast_to(mask, (self.V, *mask.shape[1:]))
+        return mask[self.shadow]
+
+    def _choose(self, a: np.ndarray, b: np.ndarray, larger: bool) -> np.ndarray:
+        """max(a, b) (or min) whose choice is the followed variant's (NaN wins, as XLA's)."""
+        with np.errstate(all="ignore"):
+            pick = (a >= b) if larger else (a <= b)
+            pick = pick | np.isnan(a)
+        return np.where(self._followed(pick), a, b)
+
+    def sub_shadow(self, rows: int) -> np.ndarray | None:
+        """`shadow` for a scalar program run on `rows` variant-major rows (a folded reduction,
+        a sort's comparator): a row follows the same row of the followed variant."""
+        if self.shadow is None:
+            return None
+        per = rows // self.V
+        r = np.arange(rows)
+        return self.shadow[r // per] * per + r % per
 
     def _get(self, env, v) -> np.ndarray:
         try:
@@ -287,6 +342,11 @@ class Evaluator:
         fn = getattr(self, "op_" + short, None)
         if fn is not None:
             out = fn(op, ins, res)
+        elif self.shadow is not None and short in ("maximum", "minimum") and \
+                ins[0].dtype.kind == "f":
+            out = self._choose(ins[0], ins[1], short == "maximum")
+        elif self.shadow is not None and short == "abs" and ins[0].dtype.kind == "f":
+            out = np.where(self._followed(ins[0] >= 0), ins[0], -ins[0])
         elif short in _UNARY:
             with np.errstate(all="ignore"):
                 out = _UNARY[short](ins[0])
@@ -403,6 +463,8 @@ class Evaluator:
 
     def op_clamp(self, op, ins, res):
         lo, x, hi = ins
+        if self.shadow is not None and x.dtype.kind == "f":
+            return self._choose(self._choose(x, lo, True), hi, False)
         with np.errstate(all="ignore"):
             return np.minimum(np.maximum(x, lo), hi)
 

@@ -150,6 +150,11 @@ def _kicked(self, carry: list[np.ndarray], kicks: list[tuple[int, int, int]]):
             new = old + sign * (kick(old, self.kick_seed) - old)
             half = new.size // 2
             x[v] = (new[:half] + 1j * new[half:]).reshape(x[v].shape).astype(x.dtype)
+        elif x.dtype.kind in "iu":  # a float's bits (observe_trajectory._floating)
+            f = np.float32 if x.dtype.itemsize == 4 else np.float64
+            old = np.ascontiguousarray(x[v]).view(f).astype(np.float64)
+            new = old + sign * (kick(old, self.kick_seed) - old)
+            x[v] = new.astype(f).view(x.dtype)
         else:
             old = np.asarray(x[v], dtype=np.float64)
             x[v] = (old + sign * (kick(old, self.kick_seed) - old)).astype(x.dtype)

@@ -291,11 +291,27 @@ def reduce(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
     with np.errstate(all="ignore"):
         if kind == "add" and np.issubdtype(x.dtype, np.floating):
             out = np.sum(x, axis=dims, dtype=np.float64)
+        elif self.shadow is not None and kind in ("maximum", "minimum") and dims and \
+                x.dtype.kind == "f":
+            out = _followed_extreme(self, x, dims, kind == "maximum")
+            init_b = init.reshape((init.shape[0],) + (1,) * (np.ndim(out) - 1))
+            out = self._choose(out, np.broadcast_to(init_b, out.shape), kind == "maximum")
+            return [self._out(np.asarray(out), op.results[0])]
         else:
             out = fn.reduce(x, axis=dims) if dims else x
         init_b = init.reshape((init.shape[0],) + (1,) * (np.ndim(out) - 1))
         out = fn(out, init_b)
     return [self._out(np.asarray(out), op.results[0])]
+
+
+def _followed_extreme(self, x: np.ndarray, dims: tuple[int, ...], larger: bool) -> np.ndarray:
+    """A max (or min) reduction whose every variant takes the element at the place its
+    followed variant's extreme is (Evaluator.shadow): the choice is that variant's."""
+    moved = np.moveaxis(x, dims, tuple(range(x.ndim - len(dims), x.ndim)))
+    flat = moved.reshape(*moved.shape[:x.ndim - len(dims)], -1)
+    base = flat[self.shadow]
+    at = (np.argmax if larger else np.argmin)(base, axis=-1)
+    return np.take_along_axis(flat, at[..., None], axis=-1)[..., 0]
 
 
 MAX_FOLDED = 1 << 22  # elements x body ops of a reduction run element by element
@@ -327,6 +343,7 @@ def reduce_folded(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
     sub.__dict__.update(self.__dict__)
     sub.V, sub.active, sub.inject, sub.groups, sub.whole = P, [], {}, 0, None
     sub.skip = {}
+    sub.shadow = self.sub_shadow(P)
     captured = _captured(self, body)
     for e in range(m):
         acc = [np.broadcast_to(a, (P,)) for a in
@@ -375,6 +392,7 @@ def region_sort(self, op, ins):
     sub.__dict__.update(self.__dict__)
     sub.V, sub.active, sub.inject, sub.groups, sub.whole = pairs, [], {}, 0, None
     sub.skip = {}
+    sub.shadow = self.sub_shadow(pairs)
     body = op.regions[0].blocks[0]
     less = sub.block(body, args, _captured(self, body))[0].reshape(-1, n, n).astype(bool)
     earlier = np.arange(n)[:, None] > np.arange(n)[None, :]  # [i, j]: j comes before i

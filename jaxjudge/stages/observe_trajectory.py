@@ -15,6 +15,10 @@ Work done at step 0, later steps that idle, tables or closed forms after the loo
 another answer after k steps than k iterations; a Gram matrix built at step 0, a skipped no-op
 update or a pipelined fold give the same one.
 
+A kick run (`_kick_run`) holds, beside its kicked variants, the unkicked twins they follow
+(`Evaluator.shadow`): a kicked variant takes every decision of its twin, so the program cannot
+see the kick and answer it with work the real run skips.
+
 Run by path (observe.py loads it): stdlib and numpy only.
 """
 
@@ -82,7 +86,7 @@ class _Captured(_LoopRun):
         v = self.capture.full[self.index]
         kept = {}
         for slot, x in enumerate(carry):
-            value = np.asarray(x[v] if len(x) > v else x[0])
+            value = _floating(np.asarray(x[v] if len(x) > v else x[0]))
             if (slot in self.passing or value.dtype.kind not in "fc" or not 0 < value.size
                     <= MAX_ROW_ELEMENTS // 2 or not np.isfinite(value).all()
                     or not value.any()):
@@ -92,6 +96,23 @@ class _Captured(_LoopRun):
 
     def step(self, s: int, old, new, clean, injected) -> None:
         self._keep(s + 1, new)
+
+
+def _floating(value: np.ndarray) -> np.ndarray:
+    """A carried value as the floating numbers it holds: itself, or the float reading of a
+    32- or 64-bit integer value whose every nonzero element reads as a normal finite float (a
+    float's bits carried as integers are kicked as that float; a counter's small integers
+    read as subnormals, and stay integers)."""
+    if value.dtype.kind not in "iu" or value.dtype.itemsize not in (4, 8):
+        return value
+    f = np.dtype(np.float32 if value.dtype.itemsize == 4 else np.float64)
+    seen = np.ascontiguousarray(value).view(f)
+    with np.errstate(all="ignore"):
+        nonzero = seen[seen != 0]
+        if nonzero.size and np.isfinite(nonzero).all() and (
+                np.abs(nonzero) >= np.finfo(f).tiny).all():
+            return seen
+    return value
 
 
 def _kick_run(module, ir, hlo, names, inputs, loops, capture: _Capture,
@@ -122,10 +143,21 @@ def _kick_run(module, ir, hlo, names, inputs, loops, capture: _Capture,
     # variants P + 2i + r: plan[i]'s kick, the loop left r steps after it (what the program's
     # own code reads the kicked state as, at once or one step on: a loop that carries a copy
     # of u to hand out, beside its state w^T u, reads the change out one step on)
-    V = 3 * P if restart else P
+    kicked = 3 * P if restart else P
+    # then the unkicked twins each kicked variant follows (Evaluator.shadow): the plain run,
+    # and the plain run stopped where each readout leaves its loop
+    twins: dict[tuple[int, int] | None, int] = {None: kicked}
+    follows = [kicked] * kicked
+    if restart:
+        for v, (loop, k, _, _) in enumerate(plan):
+            for r in READ_AFTER:
+                key = (loop["index"], min(k + r, loop["steps"]))
+                follows[P + 2 * v + r] = twins.setdefault(key, kicked + len(twins))
+    V = kicked + len(twins)
     ev = names["Evaluator"](module, ir, hlo, V, {})
     ev.max_work = max_work
     ev.kick_seed = seed
+    ev.shadow = np.array(follows + list(range(kicked, V)))
     for v, (loop, k, slot, sign) in enumerate(plan):
         at = ev.kicks.setdefault(loop["index"], {}).setdefault(k, [])
         at.append((v, slot, sign))
@@ -138,6 +170,9 @@ def _kick_run(module, ir, hlo, names, inputs, loops, capture: _Capture,
                 if owner is loop:
                     for r in READ_AFTER:
                         left[P + 2 * v + r] = min(k + r, loop["steps"])
+            for key, twin in twins.items():
+                if key is not None and key[0] == loop["index"]:
+                    left[twin] = key[1]
             ev.stops[loop["index"]] = left
     meter.setdefault("runs", []).append(ev)
     outs = ev.run([np.repeat(np.asarray(x)[None], V, axis=0) for x in inputs])
