@@ -3,7 +3,8 @@ numpy, every value with a leading variant axis, every loop's steps seen.
 
 Used by the observer (observe.py beside this file, which says why). Ops it does not know, or a
 run past its budget, raise `Unobservable`; gather, scatter, convolution and FFT live in
-evaluator_regions.py, loops and cases in evaluator_loops.py. Run by path (runpy) with numpy
+evaluator_regions.py, loops and cases in evaluator_loops.py, a variant that follows another's
+decisions (`Evaluator.shadow`) in evaluator_follow.py. Run by path (runpy) with numpy
 and jaxlib's MLIR bindings only.
 """
 
@@ -72,9 +73,6 @@ _COMPLEX_SPLAT = re.compile(r"dense<\(([^,()]+),([^,()]+)\)>")
 _ARITHMETIC = frozenset({"add", "subtract", "multiply"})  # counted as work, like a dot's
 _COMPARE = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal,
             "GT": np.greater, "GE": np.greater_equal}
-# Float ops whose result is a step function of their input (derivative zero): a variant that
-# follows another's decisions (Evaluator.shadow) takes that one's result of them.
-_STEPS = frozenset({"floor", "ceil", "round_nearest_even", "round_nearest_afz", "sign"})
 _WORK_OPS = {"dot_general": "multiply-adds", "convolution": "multiply-adds"}
 # Ops that only move or copy values: every other op computes, and its result says which group
 # variants its work depends on (observe.Owners). A list of what computes would miss one.
@@ -85,13 +83,6 @@ _MOVES = frozenset({f"stablehlo.{n}" for n in (
     "reverse", "dynamic_update_slice", "get_dimension_size", "get_tuple_element", "tuple",
     "optimization_barrier")})
 
-
-# Ops whose integer results are decided elsewhere (Evaluator._shadowed): moves of values (not
-# a float's conversion to an integer, which rounds), a float's bits, a select, and the ops
-# whose results their regions' ops computed.
-_CARRIES_DECIDED = (_MOVES - {"stablehlo.convert"}) | frozenset(
-    {f"stablehlo.{n}" for n in ("bitcast_convert", "select", "while", "case", "if")}
-    | {"func.call"})
 
 # element type name -> (exponent bits, mantissa bits, unsigned type of its width)
 _FLOAT_LAYOUT = {"float16": (5, 10, np.uint16), "bfloat16": (8, 7, np.uint16),
@@ -279,41 +270,6 @@ class Evaluator:
                 flat[at:at + 1] = _changed(flat[at:at + 1], self.rng)
                 out[w] = flat.reshape(out[w].shape)
         return out
-
-    def _shadowed(self, x: np.ndarray, name: str) -> np.ndarray:
-        """x with each variant's decisions taken from the variant it follows (`shadow`). An
-        op that only moves integers (a float's bits, a slice, a select by a decided
-        predicate, a loop's or branch's results) decides nothing itself: what computed them
-        did, and followed then."""
-        short = name.partition(".")[2]
-        if (x.dtype.kind in "fc" and short not in _STEPS) or name in _CARRIES_DECIDED:
-            return x
-        if x.ndim == 0 or x.shape[0] != self.V:
-            return x
-        return x[self.shadow]
-
-    def _followed(self, mask: np.ndarray) -> np.ndarray:
-        """A boolean choice per element, each variant's taken from the one it follows."""
-        if self.shadow is None:
-            return mask
-        mask = np.broadcast_to(mask, (self.V, *mask.shape[1:]))
-        return mask[self.shadow]
-
-    def _choose(self, a: np.ndarray, b: np.ndarray, larger: bool) -> np.ndarray:
-        """max(a, b) (or min) whose choice is the followed variant's (NaN wins, as XLA's)."""
-        with np.errstate(all="ignore"):
-            pick = (a >= b) if larger else (a <= b)
-            pick = pick | np.isnan(a)
-        return np.where(self._followed(pick), a, b)
-
-    def sub_shadow(self, rows: int) -> np.ndarray | None:
-        """`shadow` for a scalar program run on `rows` variant-major rows (a folded reduction,
-        a sort's comparator): a row follows the same row of the followed variant."""
-        if self.shadow is None:
-            return None
-        per = rows // self.V
-        r = np.arange(rows)
-        return self.shadow[r // per] * per + r % per
 
     def _get(self, env, v) -> np.ndarray:
         try:

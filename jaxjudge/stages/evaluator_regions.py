@@ -293,7 +293,7 @@ def reduce(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
             out = np.sum(x, axis=dims, dtype=np.float64)
         elif self.shadow is not None and kind in ("maximum", "minimum") and dims and \
                 x.dtype.kind == "f":
-            out = _followed_extreme(self, x, dims, kind == "maximum")
+            out = self._followed_extreme(x, dims, kind == "maximum")
             init_b = init.reshape((init.shape[0],) + (1,) * (np.ndim(out) - 1))
             out = self._choose(out, np.broadcast_to(init_b, out.shape), kind == "maximum")
             return [self._out(np.asarray(out), op.results[0])]
@@ -302,16 +302,6 @@ def reduce(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
         init_b = init.reshape((init.shape[0],) + (1,) * (np.ndim(out) - 1))
         out = fn(out, init_b)
     return [self._out(np.asarray(out), op.results[0])]
-
-
-def _followed_extreme(self, x: np.ndarray, dims: tuple[int, ...], larger: bool) -> np.ndarray:
-    """A max (or min) reduction whose every variant takes the element at the place its
-    followed variant's extreme is (Evaluator.shadow): the choice is that variant's."""
-    moved = np.moveaxis(x, dims, tuple(range(x.ndim - len(dims), x.ndim)))
-    flat = moved.reshape(*moved.shape[:x.ndim - len(dims)], -1)
-    base = flat[self.shadow]
-    at = (np.argmax if larger else np.argmin)(base, axis=-1)
-    return np.take_along_axis(flat, at[..., None], axis=-1)[..., 0]
 
 
 MAX_FOLDED = 1 << 22  # elements x body ops of a reduction run element by element

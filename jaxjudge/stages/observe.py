@@ -58,6 +58,7 @@ _changed = _ev["_changed"]
 _moved = _ev["_moved"]
 _load("evaluator_regions").install(Evaluator, Unobservable)
 _load("evaluator_loops").install(Evaluator, _ev)
+_load("evaluator_follow").install(Evaluator, _ev)
 _kn = vars(_load("observe_knockouts"))
 Knockouts = _kn["Knockouts"]
 KNOCK_LOOPS, KNOCK_PARTS, KNOCK_ROWS = _kn["KNOCK_LOOPS"], _kn["KNOCK_PARTS"], _kn["KNOCK_ROWS"]
