@@ -132,6 +132,38 @@ def ema_two_rows_per_step(x, alpha):
     return {"ema": jax.lax.fori_loop(0, n, body, (x[0], jnp.zeros_like(x)))[1]}
 
 
+def ema_forward_fill(x, alpha):
+    rows = jnp.arange(x.shape[0])[:, None]
+
+    def body(t, c):
+        m, out = c
+        m = alpha * x[t] + (1 - alpha) * m
+        return m, jnp.where(rows >= t, m[None, :], out)
+    return {"ema": jax.lax.fori_loop(0, x.shape[0], body, (x[0], jnp.zeros_like(x)))[1]}
+
+
+def _settling() -> jax.Array:
+    """Eight rows whose last three are the average after the first five: the averages stop
+    moving there, so the later rows' final values are one the first five rows give."""
+    x = np.array(X)
+    m = x[0].copy()
+    for t in range(5):
+        m = ALPHA * x[t] + (1 - ALPHA) * m
+    x[5:] = m
+    return jnp.asarray(x)
+
+
+def test_a_forward_fill_holds_what_the_rows_so_far_give_not_work_ahead() -> None:
+    """Its later rows hold the latest average; where the averages stop moving, those are
+    their final values, which are values the reference has computed by then too: not
+    counted as work ahead. Two rows per step on the same data still fails (rows 2k and
+    2k+1 hold averages no step so far gave)."""
+    x = _settling()
+    assert _verdict(ema_forward_fill, ema_reference, x, ALPHA, want=8) is None
+    why = _verdict(ema_two_rows_per_step, ema_reference, x, ALPHA, want=8)
+    assert why is not None and "already hold" in why, why
+
+
 def test_the_reference_answers_row_by_row_and_its_loop_is_the_one_candidate() -> None:
     got = _run(ema_reference, X, ALPHA, want=8)
     (loop,) = got["trajectory"]
