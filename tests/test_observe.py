@@ -743,8 +743,8 @@ def _followed(fn: Callable, *args,
 
 
 def test_a_variant_that_follows_another_takes_its_every_decision() -> None:
-    """A comparison, a branch, a loop's condition, an index from a float, a rounding, a max:
-    each is the followed variant's, so a program cannot tell the change happened."""
+    """A comparison, a branch, a loop's condition, an index computed from a float: each is the
+    followed variant's, so a program cannot tell the change happened."""
     x = np.array([1.0, -2.0, 3.0], np.float32)
 
     def seen(x):  # the table's value, unless x is off it
@@ -761,6 +761,13 @@ def test_a_variant_that_follows_another_takes_its_every_decision() -> None:
     followed, alone = _followed(index, x, change=1.0)
     assert np.allclose(followed, x + 1.0) and np.allclose(alone, 10 * (x + 1.0))
 
+    def branch(x):  # a switch on an integer computed from a float
+        which = jnp.clip(jnp.ceil(jnp.sum(jnp.abs(x - 1.0)) - 5.0), 0, 1).astype(jnp.int32)
+        return jax.lax.switch(which, [lambda: x, lambda: -x])
+
+    followed, alone = _followed(branch, x, change=1.0)
+    assert np.allclose(followed, x + 1.0) and np.allclose(alone, -(x + 1.0))
+
     def loop(x):  # a while loop that runs until its value passes 4
         return jax.lax.while_loop(lambda c: c[0] < 4, lambda c: c + 1, x)
 
@@ -768,15 +775,31 @@ def test_a_variant_that_follows_another_takes_its_every_decision() -> None:
     assert np.allclose(followed, x + 2.0 + 3.0)  # the followed variant's three steps
     assert np.allclose(alone, x + 2.0 + 1.0)
 
-    def extremes(x):  # max, abs and a max reduction choose where variant 0 does
-        return jnp.maximum(x, 0.0) + jnp.abs(x) + jnp.max(x) * jnp.ones(3)
 
-    followed, alone = _followed(extremes, np.array([-0.1, -0.1, 0.2], np.float32),
-                                change=np.array([0.3, -0.15, -0.15], np.float32))
-    # moved to [0.2, -0.25, 0.05]: variant 0's choices are (0, 0, x), signs (-, -, +), the
-    # largest its third element
-    assert np.allclose(followed, [0.0 - 0.2 + 0.05, 0.0 + 0.25 + 0.05, 0.05 + 0.05 + 0.05])
-    assert np.allclose(alone, [0.2 + 0.2 + 0.2, 0.0 + 0.25 + 0.2, 0.05 + 0.05 + 0.2])
+def test_a_following_variant_keeps_its_own_numbers() -> None:
+    """Floats are never decisions (a rounding, a max, an abs, a max-reduction give the
+    variant's own numbers), nor are integers it computes and does not steer by: a state kept
+    in fixed point or as a float's bits follows the change."""
+    def numbers(x):
+        return (jnp.round(x, 1) + jnp.maximum(x, 0.0) + jnp.abs(x)
+                + jnp.max(x) * jnp.ones(3))
+
+    x = np.array([-0.1, -0.1, 0.2], np.float32)
+    change = np.array([0.3, -0.15, -0.15], np.float32)
+    followed, alone = _followed(numbers, x, change=change)
+    assert np.allclose(followed, alone)
+    moved = x + change
+    assert np.allclose(alone, np.round(moved, 1) + np.maximum(moved, 0) + np.abs(moved)
+                       + moved.max(), atol=1e-6)
+
+    def fixed_point(x):  # through int32 and back, and through its bits
+        q = jnp.round(x * 2.0 ** 20).astype(jnp.int32)
+        bits = jax.lax.bitcast_convert_type(x, jnp.int32)
+        return (q.astype(jnp.float32) / 2.0 ** 20
+                + jax.lax.bitcast_convert_type(bits, jnp.float32))
+
+    followed, alone = _followed(fixed_point, x)
+    assert np.allclose(followed, alone) and np.allclose(followed, 2 * (x + 0.25), atol=1e-5)
 
 
 def test_a_sort_and_an_argmax_follow_the_followed_variant() -> None:

@@ -110,12 +110,11 @@ class Evaluator:
         self.kicked: set[int] = set()
         self.kick_seed = 0  # the installation's secret the kicks are drawn from
         # Per variant, the variant whose decisions it follows (None: each its own). A kicked
-        # variant follows its unkicked twin: every integer or boolean value (a comparison, a
-        # branch index, a loop condition, a gather index, a float's bits), every step function
-        # (floor, sign) and every choice of a max, min, abs or clamp is the twin's. It runs
-        # the twin's program path with its own numbers, so nothing the program tests can tell
-        # a kick happened: what a kick shows is how the steps the unkicked run executes
-        # respond to it (a derivative along that path, at a finite size).
+        # variant follows its unkicked twin: every boolean (a comparison, a loop condition, a
+        # predicate) and every integer that steers (a branch index, a slice's or a gather's
+        # start) is the twin's (evaluator_follow.py). It runs the twin's program path with its
+        # own numbers, so no test in the program can tell a kick happened: what a kick shows
+        # is how the steps the unkicked run executes respond to it.
         self.shadow: np.ndarray | None = None
         self.work = 0
         self.max_work = MAX_WORK  # observe's caller may give a run less (its extra runs)
@@ -235,6 +234,8 @@ class Evaluator:
             if name in ("func.return", "stablehlo.return", "mhlo.return"):
                 return [self._get(env, v) for v in op.operands]
             ins = [self._get(env, v) for v in op.operands]
+            if self.shadow is not None:
+                ins = self._control(name, ins)
             self._spend(OP_COST)
             self.env = env
             try:
@@ -298,11 +299,6 @@ class Evaluator:
         fn = getattr(self, "op_" + short, None)
         if fn is not None:
             out = fn(op, ins, res)
-        elif self.shadow is not None and short in ("maximum", "minimum") and \
-                ins[0].dtype.kind == "f":
-            out = self._choose(ins[0], ins[1], short == "maximum")
-        elif self.shadow is not None and short == "abs" and ins[0].dtype.kind == "f":
-            out = np.where(self._followed(ins[0] >= 0), ins[0], -ins[0])
         elif short in _UNARY:
             with np.errstate(all="ignore"):
                 out = _UNARY[short](ins[0])
@@ -419,8 +415,6 @@ class Evaluator:
 
     def op_clamp(self, op, ins, res):
         lo, x, hi = ins
-        if self.shadow is not None and x.dtype.kind == "f":
-            return self._choose(self._choose(x, lo, True), hi, False)
         with np.errstate(all="ignore"):
             return np.minimum(np.maximum(x, lo), hi)
 

@@ -291,12 +291,6 @@ def reduce(self, op, ins: list[np.ndarray]) -> list[np.ndarray]:
     with np.errstate(all="ignore"):
         if kind == "add" and np.issubdtype(x.dtype, np.floating):
             out = np.sum(x, axis=dims, dtype=np.float64)
-        elif self.shadow is not None and kind in ("maximum", "minimum") and dims and \
-                x.dtype.kind == "f":
-            out = self._followed_extreme(x, dims, kind == "maximum")
-            init_b = init.reshape((init.shape[0],) + (1,) * (np.ndim(out) - 1))
-            out = self._choose(out, np.broadcast_to(init_b, out.shape), kind == "maximum")
-            return [self._out(np.asarray(out), op.results[0])]
         else:
             out = fn.reduce(x, axis=dims) if dims else x
         init_b = init.reshape((init.shape[0],) + (1,) * (np.ndim(out) - 1))
