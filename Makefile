@@ -24,20 +24,13 @@ serve: install
 lint: install
 	$(VENV)/bin/ruff check .
 
-# The whole suite on the newest supported JAX and, beside it, the sample-submission suite on the
-# oldest: its venv installs first (log in .venv-jax-oldest.log), then its suite runs at the
-# lowest CPU priority (nice 19, its own state directory; log in .venv-jax-oldest-test.log,
-# printed at the end). The first suite waits on servers, databases and sandboxes for most of
-# its 32 minutes, leaving a core idle; the second used to run after it (14 minutes more).
+# The whole suite on the newest supported JAX, then the sample-submission suite on the oldest.
+# The oldest JAX's venv installs beside the first suite (its log in .venv-jax-oldest.log).
 test: lint
-	@{ $(MAKE) --no-print-directory $(OLDEST)/.installed > $(OLDEST).log 2>&1 \
-		|| { cat $(OLDEST).log; exit 1; }; \
-	  JAXJUDGE_STATE_DIR=$(CURDIR)/$(OLDEST)/state nice -n 19 \
-		$(MAKE) --no-print-directory test-oldest > $(OLDEST)-test.log 2>&1; } & pid=$$!; \
+	@$(MAKE) --no-print-directory $(OLDEST)/.installed > $(OLDEST).log 2>&1 & pid=$$!; \
 	$(VENV)/bin/python -m pytest; rc=$$?; \
-	wait $$pid; orc=$$?; \
-	echo "== the sample suite on the oldest JAX ($(JAX_OLDEST)):"; cat $(OLDEST)-test.log; \
-	[ $$rc -ne 0 ] && exit $$rc; exit $$orc
+	wait $$pid || { cat $(OLDEST).log; exit 1; }; exit $$rc
+	$(MAKE) test-oldest
 
 $(OLDEST)/.installed: pyproject.toml
 	$(PY) -m venv $(OLDEST)
