@@ -820,3 +820,23 @@ def test_a_sort_and_an_argmax_follow_the_followed_variant() -> None:
         got = np.asarray(ev.run(moved)[0])[1]
     # variant 0 sorts [1, -2, 3] to (-2, 1, 3), its argmax is 2: the same places here
     assert np.allclose(got, np.array([5.0, 3.0, 1.0]) + 2)
+
+
+def test_a_float_converted_to_a_boolean_is_a_decision_followed() -> None:
+    """Stage A is untrusted: the program need not be what JAX lowers (`x != 0` is a compare
+    there), and a float converted straight to i1 decides as a comparison does."""
+    text, ins, _ = _program(lambda x: jnp.where(x[0] != 0, -x, x),
+                            np.array([0.0, 2.0, 3.0], np.float32))
+    compare = next(line for line in text.splitlines() if '"stablehlo.compare"' in line)
+    result, operands = compare.split(" = ")[0], compare.split("(")[1].split(")")[0]
+    text = text.replace(compare, f'{result} = "stablehlo.convert"({operands.split(",")[0]}) '
+                                 f': (tensor<f32>) -> tensor<i1>')
+    moved = [np.stack([ins[0], ins[0] + 0.25])]
+    outs = []
+    for shadow in (np.array([0, 0]), None):
+        with mlir.make_ir_context():
+            ev = OBS["Evaluator"](ir.Module.parse(text), ir, hlo, 2, {})
+            ev.shadow = shadow
+            outs.append(np.asarray(ev.run(moved)[0])[1])
+    assert np.allclose(outs[0], ins[0] + 0.25)  # variant 0's x[0] is 0: no negation
+    assert np.allclose(outs[1], -(ins[0] + 0.25))  # on its own, 0.25 converts to True

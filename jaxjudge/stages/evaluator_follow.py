@@ -39,10 +39,11 @@ _MOVES_BOOLS: frozenset[str] = frozenset()  # set by install() from evaluator.py
 
 def install(evaluator_cls, names: dict) -> None:
     """Attach the following methods; `names` is evaluator.py's namespace. Ops whose boolean
-    results are decided elsewhere need no following of their own: moves of values, a select,
-    and the ops whose results their regions' ops computed."""
+    results are decided elsewhere need no following of their own: moves of values (not a
+    conversion, which decides `x != 0`), a select, and the ops whose results their regions'
+    ops computed."""
     global _MOVES_BOOLS
-    _MOVES_BOOLS = names["_MOVES"] | frozenset(
+    _MOVES_BOOLS = (names["_MOVES"] - {"stablehlo.convert"}) | frozenset(
         {f"stablehlo.{n}" for n in ("select", "while", "case", "if")} | {"func.call"})
     for name in ("_shadowed", "_control", "sub_shadow"):
         setattr(evaluator_cls, name, globals()[name])
