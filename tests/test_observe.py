@@ -810,8 +810,6 @@ def test_a_sort_and_an_argmax_follow_the_followed_variant() -> None:
     def order(x):
         return jnp.sort(x * jnp.array([1.0, -1.0, 1.0], jnp.float32)) + jnp.argmax(x)
 
-    followed, alone = _followed(order, x, change=-0.0)
-    assert np.allclose(followed, alone)  # no change: the same
     text, ins, _ = _program(order, x)
     moved = [np.stack([ins[0], np.array([3.0, -5.0, 1.0], np.float32)])]
     with mlir.make_ir_context():
