@@ -141,25 +141,39 @@ def kick(x: np.ndarray, seed: int) -> np.ndarray:
 
 
 def _kicked(self, carry: list[np.ndarray], kicks: list[tuple[int, int, int]]):
-    """The carry with each (variant, slot, sign) kicked (`kick`, or its mirror for sign -1)."""
+    """The carry with each (variant, slot, sign) kicked (`kick`, or its mirror for sign -1):
+    a complex value as one vector of its real and imaginary parts, an integer one as the
+    floats its bits hold (observe_trajectory._floating)."""
     out = list(carry)
     for v, slot, sign in kicks:
         x = np.array(out[slot])
-        if x.dtype.kind == "c":  # a complex value: its real and imaginary parts, one vector
-            old = np.concatenate([x[v].real.ravel(), x[v].imag.ravel()]).astype(np.float64)
-            new = old + sign * (kick(old, self.kick_seed) - old)
-            half = new.size // 2
-            x[v] = (new[:half] + 1j * new[half:]).reshape(x[v].shape).astype(x.dtype)
-        elif x.dtype.kind in "iu":  # a float's bits (observe_trajectory._floating)
-            f = np.float32 if x.dtype.itemsize == 4 else np.float64
-            old = np.ascontiguousarray(x[v]).view(f).astype(np.float64)
-            new = old + sign * (kick(old, self.kick_seed) - old)
-            x[v] = new.astype(f).view(x.dtype)
-        else:
-            old = np.asarray(x[v], dtype=np.float64)
-            x[v] = (old + sign * (kick(old, self.kick_seed) - old)).astype(x.dtype)
+        old = _as_floats(x[v])
+        x[v] = _from_floats(old + sign * (kick(old, self.kick_seed) - old), x[v])
         out[slot] = x
     return out
+
+
+def _as_floats(x: np.ndarray) -> np.ndarray:
+    """A carried value as float64 numbers: itself, a complex one's real then imaginary parts,
+    an integer one's bits read as the float of their width."""
+    if x.dtype.kind == "c":
+        return np.concatenate([x.real.ravel(), x.imag.ravel()]).astype(np.float64)
+    if x.dtype.kind in "iu":
+        return np.ascontiguousarray(x).view(_FLOAT_OF[x.dtype.itemsize]).astype(np.float64)
+    return np.asarray(x, dtype=np.float64)
+
+
+def _from_floats(new: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """`_as_floats` undone: numbers back in `like`'s type and shape."""
+    if like.dtype.kind == "c":
+        half = new.size // 2
+        return (new[:half] + 1j * new[half:]).reshape(like.shape).astype(like.dtype)
+    if like.dtype.kind in "iu":
+        return new.astype(_FLOAT_OF[like.dtype.itemsize]).view(like.dtype).reshape(like.shape)
+    return new.astype(like.dtype)
+
+
+_FLOAT_OF = {4: np.float32, 8: np.float64}  # the float an integer's bits are read as
 
 
 def case(self, op, short: str, ins):
