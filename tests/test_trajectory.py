@@ -612,10 +612,16 @@ def test_a_loop_that_sees_the_kick_runs_its_unkicked_steps_and_fails(name: str) 
 
 
 def test_a_kicked_run_and_its_twin_differ_only_in_the_kick() -> None:
-    """The kick run holds one unkicked twin per place a kicked variant leaves its loop: the
-    kicked rows are unchanged by them (an honest loop answers a kick as before)."""
-    got = _run(power_reference, W, U, want=8, kick_at=[2], kick_signs=(1,),
+    """The kick run holds one unkicked twin per place a kicked variant leaves its loop: an
+    honest loop's kicked rows are the same whether the run holds the readouts' twins or not,
+    and a readout left at once after a kick at the last step is that kick's own answer."""
+    alone = _run(power_reference, W, U, want=8, kick_at=[2, 7], kick_signs=(1,))
+    got = _run(power_reference, W, U, want=8, kick_at=[2, 7], kick_signs=(1,),
                restart=(1, 1, True))
-    loop = got["trajectory"][0]
+    loop, plain = got["trajectory"][0], alone["trajectory"][0]
     assert loop["kicks"] and loop["readouts"] and loop["restarts"]
-    assert {r["read"] for r in loop["readouts"]} == {0, 1}
+    assert [k["row"] for k in loop["kicks"]] == [k["row"] for k in plain["kicks"]]
+    last = {(r["slot"], r["read"]): r["row"] for r in loop["readouts"] if r["step"] == 7}
+    for k in loop["kicks"]:
+        if k["step"] == 7:
+            assert np.allclose(last[k["slot"], 1], k["row"])  # left after its last step
