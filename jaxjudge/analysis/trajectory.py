@@ -37,6 +37,8 @@ import bisect
 import math
 from dataclasses import dataclass
 
+from jaxjudge.analysis.words import listed
+
 OFFSETS = (0, -1, 1)
 # How many loops of the trip count stage B follows (stages/observe_trajectory.py's
 # MAX_CANDIDATES; a sandboxed stage imports nothing of ours, tests/test_trajectory.py checks).
@@ -314,18 +316,12 @@ def _response_failure(mine: Trajectory, ref: Trajectory, c: int, rtol: float,
                 return k, why
     if restart and judged and not any_live:
         k = judged[0]
-        return k, (f"changing any value your loop carries, after {_listed(judged)} of its {n} "
+        return k, (f"changing any value your loop carries, after {listed(judged)} of its {n} "
                    f"steps, does not change your answer, where the same change to the "
                    f"reference's changes its answer: the answer does not come from what the "
                    f"loop carries (a table or a counter read after it, a value the grader "
                    f"cannot change, such as a float's integer bits)")
     return None
-
-
-def _listed(steps: list[int]) -> str:
-    """1, 4 and 7."""
-    words = [str(k) for k in steps]
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _fills(got: tuple[float | None, ...], want: tuple[float | None, ...],

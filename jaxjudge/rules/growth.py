@@ -40,6 +40,7 @@ from jaxjudge.analysis.observed_visits import written_per_index
 from jaxjudge.analysis.parsed import Parsed, Unreadable, all_ops, parse_programs
 from jaxjudge.analysis.region import noted, region_of
 from jaxjudge.analysis.stablehlo import Module, Op, ParseError
+from jaxjudge.analysis.words import listed
 from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
 
@@ -357,8 +358,8 @@ def _compare(dim: str, rest: tuple[tuple[str, int], ...],
     runs = [count(sizes[v][1].program.dims) for v in values]
     others = ", ".join(f"{k}={v}" for k, v in rest)
     where = f" ({others})" if others else ""
-    counts = _and([str(fp.ops) for fp in fps])
-    at = f"{dim}={_and([str(v) for v in values])}"
+    counts = listed([str(fp.ops) for fp in fps])
+    at = f"{dim}={listed([str(v) for v in values])}"
     note = "; ".join(f"{dim}={v}: {fp.ops} ops" for v, fp in zip(values, fps, strict=True))
     note += " once inlined (constants aside)"
     # An unrolled loop adds at least one op per step, at every size: growing by fewer ops
@@ -376,8 +377,8 @@ def _compare(dim: str, rest: tuple[tuple[str, int], ...],
         f"at some sizes of {dim} (a branch on its parity, on its size, or over its "
         f"first elements) is still per-element code.")
     return RuleOutcome(False, (
-        f"Your program grows with {dim}: {_and([str(fp.ops) for fp in fs])} operations for "
-        f"{dim}={_and([str(v) for v in vs])}{where}. "
+        f"Your program grows with {dim}: {listed([str(fp.ops) for fp in fs])} operations for "
+        f"{dim}={listed([str(v) for v in vs])}{where}. "
         + _cause(dim, vs[0], vs[-1], max(1, rs[-1] - rs[0]), fs[0], fs[-1],
                  each or f"element of {dim}") + only),
         region=_grown(sizes[vs[0]][1], sizes[vs[-1]][1], note))
@@ -456,10 +457,6 @@ def _grown(lo: Parsed, hi: Parsed, note: str) -> Region | None:
         return noted(hi.program, note)
     note += f"; {name}: {len(small.get(name, []))} -> {len(large[name])}"
     return region_of(hi.module, large[name], hi.program, depth=0, note=note)
-
-
-def _and(items: list[str]) -> str:
-    return " and ".join(items) if len(items) < 3 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 @register("independent_of_dim", "program", DimOptions, probe="dim")

@@ -37,6 +37,7 @@ from jaxjudge.analysis.stablehlo import (
 from jaxjudge.analysis.stepslices import MAX_STEP_SLICES
 from jaxjudge.analysis.trajectory import answered, shows_a_step
 from jaxjudge.analysis.trajectory import judge as judge_trajectory
+from jaxjudge.analysis.words import listed
 from jaxjudge.rules.growth import growth
 from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
@@ -184,8 +185,8 @@ def check_loop_over_dim(
         return RuleOutcome(False, "The requirement names neither a dimension nor a trip count "
                                   "(a problem package error).")
     count = trip_count if trip_count is not None else Expr(str(dim))
-    names = _and(list(depends_on)) if depends_on else "the inputs"
-    through = names if isinstance(only_through_loop, bool) else _and(list(only_through_loop))
+    names = listed(list(depends_on)) if depends_on else "the inputs"
+    through = names if isinstance(only_through_loop, bool) else listed(list(only_through_loop))
     budget = Budget()  # one for all of this grade's programs
     # (the program has a loop, want, message, where)
     failures: list[tuple[bool, int, str, Region | None]] = []
@@ -218,7 +219,7 @@ def check_loop_over_dim(
         if not working:
             failures.append((bool(loops), want,
                              _loop_failure(p, loops, count, want, dim, names, through,
-                                           _and(list(sliced)), hint),
+                                           listed(list(sliced)), hint),
                              where))
         elif (seen := _observed_failure(p, want, tuple(sliced), every_step,
                                         hint)) is not None:
@@ -267,7 +268,7 @@ def _observed_failure(p: ProgramInfo, want: int, sliced: tuple[str, ...], every_
         why = unseen(obs)
         if why is None:
             why = judge_loop(obs, every_step=every_step, sliced=bool(sliced),
-                             names=_and(list(sliced)))
+                             names=listed(list(sliced)))
         if why is not None:
             return f"{why}. {hint}".strip()
     return None
@@ -325,10 +326,6 @@ def _holds(op: Op, inner: Op) -> bool:
             return True
         stack.extend(x for region in o.regions for block in region for x in block.ops)
     return False
-
-
-def _and(items: list[str]) -> str:
-    return " and ".join(items) if len(items) < 3 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def _plural(n: int) -> str:
