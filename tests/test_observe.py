@@ -639,7 +639,7 @@ def test_an_output_no_variant_reaches_is_read_as_unmoved() -> None:
 
 def test_each_run_has_its_own_budget_and_none_is_skipped() -> None:
     """Each observe entry runs on the budget the parent gave it (a multiple of the
-    reference's work on that run), capped by MAX_WORK: a run over it reports over_budget, and
+    reference's work on that run), capped only by TOTAL_WORK: a run over it reports over_budget, and
     what it spent is no matter to the next run (no shared pool a junk loop can drain)."""
     def fn(x):
         return jax.lax.scan(lambda c, row: (c + row, c), jnp.zeros(3), x)[1]
@@ -671,7 +671,8 @@ def test_each_run_has_its_own_budget_and_none_is_skipped() -> None:
         OBS["observe_all"].__globals__["TOTAL_WORK"] = total
     assert [got[f"r{i}"]["status"] for i in range(6)] == ["ok"] * 2 + ["over_budget"] * 4
     assert got["r2"]["work"] < OBS["MAX_WORK"] and got["r3"]["work"] == 0
-    assert OBS["_budget"]({"max_work": 10**15}) == OBS["MAX_WORK"]
+    assert OBS["_budget"]({"max_work": 10**15}) == OBS["TOTAL_WORK"]
+    assert OBS["_budget"]({"max_work": 2 * OBS["MAX_WORK"]}) == 2 * OBS["MAX_WORK"]
     assert OBS["_budget"]({"max_work": True}) == OBS["_budget"]({}) == OBS["MAX_WORK"]
     assert OBS["_budget"]({"max_work": -5}) == OBS["MAX_WORK"]
 

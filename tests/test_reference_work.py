@@ -18,12 +18,14 @@ OBSERVED = [p.id for p in list_problems() if any(
                "rematerialized_activation") for r in load_problem(p.id).requirements)]
 
 
-def test_a_budget_is_a_multiple_of_the_figure_within_floor_and_ceiling() -> None:
-    assert rw.budget(None, 20) == rw.CEILING  # no figure: the ceiling, never a shared pool
+def test_a_budget_is_a_multiple_of_the_figure_within_floor_and_total() -> None:
+    assert rw.budget(None, 20) == rw.UNPRICED  # no figure: a fixed budget, never a shared pool
     assert rw.budget(100_000, 20) == 2_000_000
     assert rw.budget(100_000, 20.5) == 2_050_000
     assert rw.budget(10, 20) == rw.FLOOR  # a tiny reference run leaves an honest one room
-    assert rw.budget(10**9, 20) == rw.CEILING  # the trusted side stays bounded in time
+    # no constant per run: only the whole grade's total bounds one (the trusted side's time)
+    assert rw.budget(rw.UNPRICED, 10) == 10 * rw.UNPRICED
+    assert rw.budget(10**9, 20) == rw.TOTAL
 
 
 @pytest.mark.parametrize("problem_id", OBSERVED)

@@ -40,9 +40,9 @@ from jaxjudge.version import grader_version
 
 # What makes two runs the same run for the budget (jaxjudge.grading.observing's entry fields).
 KEY_FIELDS = ("req", "kind", "op", "count", "sliced", "dim", "groups", "inject", "watch", "own")
-# stages/evaluator.py's MAX_WORK: the most any run is given (the trusted side's time bound); a
-# run the reference has no figure for (the reference itself could not be watched there) gets it.
-CEILING = 60_000_000
+# stages/evaluator.py's MAX_WORK: what a run the reference has no figure for gets (the reference
+# itself could not be watched there), and the most the reference's own runs are given.
+UNPRICED = 60_000_000
 # The least a run is given: about 500 ops at the evaluator's fixed cost per op. A tiny reference
 # run (a few ops on a few elements) would otherwise leave an honest program, which may spell the
 # same step in more ops, no room; a junk loop gains nothing from it (no run is skipped).
@@ -109,10 +109,11 @@ def _elements(loop: TrajectoryLoop) -> int:
 
 
 def budget(figure: int | None, multiple: float) -> int:
-    """A run's budget: `multiple` times the reference's figure, within [FLOOR, CEILING]."""
+    """A run's budget: `multiple` times the reference's figure, within [FLOOR, TOTAL] (no run
+    is given more than the whole grade's runs together, the trusted side's time bound)."""
     if figure is None:
-        return CEILING
-    return max(FLOOR, min(CEILING, math.ceil(multiple * figure)))
+        return UNPRICED
+    return max(FLOOR, min(TOTAL, math.ceil(multiple * figure)))
 
 
 def with_budgets(specs: list[dict[str, Any]], figures: dict[str, int], multiple: float,
@@ -136,7 +137,7 @@ def with_budgets(specs: list[dict[str, Any]], figures: dict[str, int], multiple:
 
 
 # stages/observe.py's TOTAL_WORK: all of one grade's runs together
-TOTAL = 12 * CEILING
+TOTAL = 12 * UNPRICED
 
 
 def over_budget(spec: dict[str, Any], given: int) -> str:
@@ -149,12 +150,14 @@ def over_budget(spec: dict[str, Any], given: int) -> str:
                 f"took the rest)")
     if isinstance(allowed, int) and isinstance(figure, int) and figure > 0:
         times, multiple = allowed / figure, spec.get("multiple", allowed / figure)
-        capped = f", and at most {CEILING:,} in one run" if allowed >= CEILING else ""
+        capped = (f", and at most {TOTAL:,} for all of a grade's runs" if allowed >= TOTAL
+                  else "")
         return (f"it did more than {times:.0f}x the observed work of the reference on the "
                 f"same run ({allowed:,} element operations against {figure:,}; the judge "
                 f"allows {multiple:g}x{capped})")
-    return (f"it did more than {CEILING:,} element operations, the most the grader "
-            f"gives any observed run")
+    return (f"it did more than {allowed if isinstance(allowed, int) else UNPRICED:,} element "
+            f"operations, the most the grader gives an observed run the reference has no "
+            f"figure for")
 
 
 def state_key(problem_id: str, fingerprint: str, mode: str, kick_seed: int = 0) -> str:
@@ -188,7 +191,7 @@ def load(key: str) -> Reference | None:
     figures = data.get("figures") if isinstance(data, dict) else None
     if not isinstance(figures, dict) or len(figures) > MAX_FIGURES:
         return None
-    if not all(isinstance(k, str) and type(v) is int and 0 < v <= CEILING
+    if not all(isinstance(k, str) and type(v) is int and 0 < v <= UNPRICED
                for k, v in figures.items()):
         return None
     runs = data.get("trajectories", {})

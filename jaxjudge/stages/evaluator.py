@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 MAX_VARIANTS = 168
-MAX_WORK = 60_000_000  # element operations, all variants counted, plus OP_COST per op run
+# Element operations, all variants counted, plus OP_COST per op run: what a run is given when
+# no budget comes with it (observe.py gives each run its own, priced from the reference).
+MAX_WORK = 60_000_000
 OP_COST = 2_000  # an op's fixed cost in element operations (numpy's per-call overhead)
 MAX_STEPS = 100_000  # loop iterations, all loops
 MAX_ELEMENTS = 1 << 20  # elements of one value, all variants counted

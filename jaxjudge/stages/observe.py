@@ -495,11 +495,13 @@ def _charged(meter: dict) -> int:
 
 def _budget(entry: dict) -> int:
     """The run's own budget: what the parent gave it (a multiple of what the problem's
-    reference took on the same run, jaxjudge.grading.reference_work), never above MAX_WORK,
-    which bounds the trusted side's time. No run shares a pool another run can drain."""
+    reference took on the same run, jaxjudge.grading.reference_work), never above TOTAL_WORK,
+    which bounds the trusted side's time; MAX_WORK when none came. No constant per run: an
+    honest program that spells the step in many small ops (a loop over channels inside the
+    loop over time) may need more than any fixed figure on a large test."""
     given = entry.get("max_work")
     if isinstance(given, int) and not isinstance(given, bool) and given > 0:
-        return min(given, MAX_WORK)
+        return min(given, TOTAL_WORK)
     return MAX_WORK
 
 
