@@ -1,8 +1,8 @@
 """`programs_per_bucket` on real exported programs (one per length, as stage A exports them
 for a static-shape rule): padding to the bucket and masking from the data passes, however the
-padding is spelled; computing per length, a mask from the static length, slicing the padded
-array back, padding to the largest bucket, or a bucket computation beside a per-length one
-fail."""
+padding is spelled (a loop that copies rows included); computing per length, a mask from the
+static length, slicing the padded array back, padding to the largest bucket, a loop that
+computes on the rows it copies, or a bucket computation beside a per-length one fail."""
 
 from __future__ import annotations
 
@@ -81,6 +81,33 @@ def unpadded_at_boundary(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict
     return core(xp, lengths, q)
 
 
+def fori_rows(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """A fori_loop over the L positions copying each into a zero bucket buffer (its trip count
+    and index clamps hold L: arithmetic on counters, none on x's values)."""
+    b, length, d = x.shape
+
+    def row(t: jax.Array, buf: jax.Array) -> jax.Array:
+        return jax.lax.dynamic_update_slice_in_dim(
+            buf, jax.lax.dynamic_slice_in_dim(x, t, 1, axis=1), t, axis=1)
+
+    return core(jax.lax.fori_loop(0, length, row, jnp.zeros((b, bucket(length), d))), lengths, q)
+
+
+def while_rows_reversed(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """A while_loop counting down, each row transposed twice on its way into the buffer."""
+    b, length, d = x.shape
+
+    def body(c: tuple) -> tuple:
+        t, buf = c
+        row = jax.lax.dynamic_slice_in_dim(x, t - 1, 1, axis=1).transpose(0, 2, 1)
+        return t - 1, jax.lax.dynamic_update_slice_in_dim(buf, row.transpose(0, 2, 1), t - 1,
+                                                           axis=1)
+
+    _, xp = jax.lax.while_loop(lambda c: c[0] > 0, body,
+                               (jnp.int32(length), jnp.zeros((b, bucket(length), d))))
+    return core(xp, lengths, q)
+
+
 def programs(fn: Callable[..., dict], lengths: Sequence[int] = LENGTHS) -> list[ProgramInfo]:
     f32 = np.float32
     return [program(fn, {"B": 2, "L": n, "D": 2}, np.ones((2, n, 2), f32),
@@ -92,9 +119,10 @@ def check(progs: list[ProgramInfo]) -> Any:
 
 
 @pytest.mark.parametrize("fn", [padded, concatenated, at_set_nested_jit, vmapped, edge_padded,
-                                taken, unpadded_at_boundary],
+                                taken, unpadded_at_boundary, fori_rows, while_rows_reversed],
                          ids=["pad", "concatenate", "at-set-nested-jit", "vmap-lax-pad",
-                              "edge-mode", "take-clipped", "dynamic-update-slice"])
+                              "edge-mode", "take-clipped", "dynamic-update-slice",
+                              "fori-rows-into-bucket", "while-rows-counting-down"])
 def test_padding_to_the_bucket_passes(fn: Callable) -> None:
     outcome = check(programs(fn))
     assert outcome.passed, outcome.message
@@ -126,11 +154,37 @@ def divides_by_length(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
     return {**out, "mean": out["mean"] * lengths[:, None] / x.shape[1]}
 
 
+def fori_rows_scaled(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """The copying loop also scales each row: arithmetic on x, L times (not a copy)."""
+    b, length, d = x.shape
+
+    def row(t: jax.Array, buf: jax.Array) -> jax.Array:
+        return jax.lax.dynamic_update_slice_in_dim(
+            buf, jax.lax.dynamic_slice_in_dim(x, t, 1, axis=1) * 1.0001, t, axis=1)
+
+    return core(jax.lax.fori_loop(0, length, row, jnp.zeros((b, bucket(length), d))), lengths, q)
+
+
+def fori_rows_until_data(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """The copying loop stops where x's data says (its condition reads x: not a copy)."""
+    b, length, d = x.shape
+
+    def body(c: tuple) -> tuple:
+        t, buf = c
+        return t + 1, jax.lax.dynamic_update_slice_in_dim(
+            buf, jax.lax.dynamic_slice_in_dim(x, t, 1, axis=1), t, axis=1)
+
+    _, xp = jax.lax.while_loop(lambda c: (c[0] < length) & (x[0, 0, 0] < 1e30), body,
+                               (jnp.int32(0), jnp.zeros((b, bucket(length), d))))
+    return core(xp, lengths, q)
+
+
 @pytest.mark.parametrize("fn, found", [
     (unpadded, "iota"), (mask_from_static_length, "constant"), (sliced_back, "iota"),
-    (bucket_beside, ""), (divides_by_length, "constant"),
+    (bucket_beside, ""), (divides_by_length, "constant"), (fori_rows_scaled, "constant"),
+    (fori_rows_until_data, "constant"),
 ], ids=["unpadded", "mask-from-static-length", "sliced-back", "bucket-beside",
-        "divides-by-static-length"])
+        "divides-by-static-length", "fori-rows-scaled", "fori-rows-until-data"])
 def test_per_length_programs_fail(fn: Callable, found: str) -> None:
     outcome = check(programs(fn))
     assert not outcome.passed
@@ -160,8 +214,21 @@ def computed_then_largest(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dic
     return core(jnp.pad(kept, ((0, 0), (0, 16 - n), (0, 0))), lengths, q)
 
 
-@pytest.mark.parametrize("fn", [largest_bucket, next_but_one, computed_then_largest],
-                         ids=["largest", "next-but-one", "computed-then-largest"])
+def fori_rows_largest(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """The copying loop fills a buffer of the largest bucket: a copy of x, too long."""
+    b, length, d = x.shape
+
+    def row(t: jax.Array, buf: jax.Array) -> jax.Array:
+        return jax.lax.dynamic_update_slice_in_dim(
+            buf, jax.lax.dynamic_slice_in_dim(x, t, 1, axis=1), t, axis=1)
+
+    return core(jax.lax.fori_loop(0, length, row, jnp.zeros((b, 16, d))), lengths, q)
+
+
+@pytest.mark.parametrize("fn", [largest_bucket, next_but_one, computed_then_largest,
+                                fori_rows_largest],
+                         ids=["largest", "next-but-one", "computed-then-largest",
+                              "fori-rows-largest"])
 def test_padding_past_the_bucket_fails(fn: Callable) -> None:
     outcome = check(programs(fn))
     assert not outcome.passed

@@ -10,8 +10,9 @@ padded input may be longer than its bucket.
 value is named by a digest of its op, the op's attributes and types, and its operands' digests
 (regions by what they return, calls inlined), so the order and names of ops do not matter. A
 *copy* of an input (the input itself, padded, sliced, concatenated with constants, reshaped,
-transposed, converted, broadcast, or selected by a constant predicate: values moved, no
-arithmetic) is named by the input and its type only:
+transposed, converted, broadcast, selected by a constant predicate, or built by a loop that
+only moves its values (analysis/moves.py): values moved, no arithmetic) is named by the input and
+its type only:
 how the input was padded is not compared, what is computed from the padded copy is. So the
 programs for lengths 5 and 7 of bucket 8 are the same when both compute on an 8-long copy of x
 with a mask made from the data (`lengths`), and differ when a program computes on the 5-long
@@ -33,6 +34,7 @@ from pydantic import Field, field_validator
 from jaxjudge.analysis.dataflow import Budget, TooComplex
 from jaxjudge.analysis.exported import ProgramInfo
 from jaxjudge.analysis.flowpaths import PATH
+from jaxjudge.analysis.moves import CONST, OTHER, loop_copies
 from jaxjudge.analysis.parsed import MAX_TOTAL_CHARS
 from jaxjudge.analysis.region import noted, region_of
 from jaxjudge.analysis.stablehlo import Module, Op, ParseError, TensorType, parse_module
@@ -186,6 +188,12 @@ def canonical(module: Module, text: str, budget: Budget) -> Canon:
             if base.source is not None and len(op.results) == 1:
                 _bind(env, op, [base])  # a scatter into a constant buffer: a copy
                 continue
+            moved = _moved(op, operands, env, functions, budget)
+            if moved is not None:
+                _bind(env, op, [_copy(source, t, canon, False) if source is not None
+                                else _Val(_h(base.digest, i), None, True)
+                                for i, (source, t) in enumerate(moved)])
+                continue
             # A reduction of constants is a constant (its region only combines its operands).
             const = base.const and op.name in _REDUCTIONS
             outs = [_Val(_h(base.digest, i), None, const) for i in range(len(op.results))]
@@ -246,6 +254,38 @@ def _operand(env: dict[str, _Val], name: str, op: Op, k: int, canon: Canon) -> _
     return v
 
 
+def _moved(op: Op, operands: list[_Val], env: dict[str, _Val], functions: dict[str, Op],
+           budget: Budget) -> list[tuple[int | None, TensorType]] | None:
+    """A loop that only moves one argument's values (a fori_loop copying x row by row into a
+    bucket buffer): per result, the argument it is a copy of (None: computed from constants
+    alone) and its type; None for any other op (analysis/moves.py)."""
+    if op.name != "stablehlo.while":
+        return None
+
+    def kind(v: _Val) -> int:
+        return v.source if v.source is not None else CONST if v.const else OTHER
+
+    def around(name: str) -> int | None:
+        v = env.get(name)
+        return None if v is None else kind(v)
+
+    got = loop_copies(op, [kind(v) for v in operands], functions, _COPIES, budget.spend,
+                      around)
+    if got is None or all(g is None for g in got):
+        return None
+    types = op.result_types()
+    if len(types) != len(got):
+        return None
+    return list(zip(got, types, strict=True))
+
+
+def _copy(source: int, t: TensorType, canon: Canon, expanded: bool) -> _Val:
+    """A copy of main's argument `source` of type t: named by both alone."""
+    digest = _h("copy", source, t)
+    canon.copies[digest] = (source, t, expanded)
+    return _Val(digest, source, expanded=expanded)
+
+
 def _value(op: Op, operands: list[_Val], regions: list[bytes], text: str, canon: Canon) -> _Val:
     """One op's result: a copy of an argument, a constant, or a computed value."""
     sources = {v.source for v in operands if not v.const}
@@ -255,10 +295,7 @@ def _value(op: Op, operands: list[_Val], regions: list[bytes], text: str, canon:
         (source,) = sources
         types = op.result_types()
         t = types[0] if types else TensorType((None,), "?")
-        digest = _h("copy", source, t)
-        expanded = op.name in _EXPANDS or any(v.expanded for v in operands)
-        canon.copies[digest] = (source, t, expanded)
-        return _Val(digest, source, expanded=expanded)
+        return _copy(source, t, canon, op.name in _EXPANDS or any(v.expanded for v in operands))
     digest = _h(op.name, _attrs(op, text), op.type, tuple(v.digest for v in operands),
                 tuple(regions))
     canon.children[digest] = tuple(v.digest for v in operands) + tuple(regions)
