@@ -25,7 +25,8 @@ ARGS = ["params.b1", "params.w1", "params.w2", "scale", "x", "y"]
 OUTS = ["grads.b1", "grads.w1", "grads.w2", "loss"]
 
 
-def program(fn: Callable[..., Any], symbolic: bool = False) -> ProgramInfo:
+def program(fn: Callable[..., Any], symbolic: bool = False, outs: list[str] = OUTS
+            ) -> ProgramInfo:
     """Export `fn(params, scale, x, y)` as stage B describes it (generic form, no debug info)."""
     s = jax.ShapeDtypeStruct
     if symbolic:
@@ -39,7 +40,7 @@ def program(fn: Callable[..., Any], symbolic: bool = False) -> ProgramInfo:
     with mlir.make_ir_context():
         module = ir.Module.parse(exp.mlir_module())
         text = module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
-    return ProgramInfo("B=4,D=3,H=5", text, ARGS, OUTS, {} if symbolic else
+    return ProgramInfo("B=4,D=3,H=5", text, ARGS, outs, {} if symbolic else
                        {"B": 4, "D": 3, "H": 5}, ("B", "D", "H") if symbolic else ())
 
 
@@ -240,3 +241,29 @@ def raveled(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
 def test_other_honest_styles_pass(fn: Callable) -> None:
     outcome = check(fn)
     assert outcome.passed, outcome.message
+
+
+def params_from_float32_step(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array
+                             ) -> dict:
+    """The named gradients come from a bf16 pass; the returned step from a float32 one."""
+    out = step(lambda p, x: mlp(p, x, BF))(params, scale, x, y)
+    g32 = jax.grad(lambda p: jnp.mean((mlp(p, x, jnp.float32) - y) ** 2))(params)
+    return {**out, "params": jax.tree.map(lambda w, g: w - 1e-3 * g, params, g32)}
+
+
+def params_from_bf16_step(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    """The step's update reads the float32 master weights directly: no product."""
+    out = step(lambda p, x: mlp(p, x, BF))(params, scale, x, y)
+    return {**out, "params": jax.tree.map(lambda w, g: w - 1e-3 * g, params, out["grads"])}
+
+
+def test_every_product_is_checked_whichever_output_it_reaches() -> None:
+    """`outputs` names where the inputs may arrive only through low-precision products; a
+    float32 product of them is wrong wherever it goes (here: only the returned step)."""
+    outs = [*OUTS, "params.b1", "params.w1", "params.w2"]
+    for fn, passes in ((params_from_float32_step, False), (params_from_bf16_step, True)):
+        outcome = check_low_precision_dots(
+            [program(fn, outs=outs)], operands=("bf16",), inputs=("x", "params.w1", "params.w2"),
+            outputs=("grads",))
+        assert outcome.passed is passes, outcome.message
+        assert passes or "(float32, float32)" in outcome.message

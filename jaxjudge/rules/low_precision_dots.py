@@ -4,7 +4,7 @@ Mixed-precision training keeps float32 master weights but runs the matmuls (forw
 backward) on bfloat16 or float16 copies. From the exported program alone, over its dataflow
 (jaxjudge.analysis.flowpaths):
 
-1. every matrix product reaching the outputs that reads an elementwise image of the inputs
+1. every matrix product reaching any output that reads an elementwise image of the inputs
    (an input converted, transposed or reshaped, or computed from them elementwise with
    constants and no other data: `-(-x)`, `x * 2 / 2`; a product with the identity matrix or a
    multiplication by 1 is a copy, not a product: jaxjudge.analysis.identity) takes operands of
@@ -12,7 +12,7 @@ backward) on bfloat16 or float16 copies. From the exported program alone, over i
    down afterwards, or values rounded through bfloat16 (directly, or through a bfloat16
    `@ jnp.eye(n)`, `* 1` or `-(-x)`) and converted back before a float32 product all fail;
 2. at least one such product exists;
-3. every way the inputs reach the outputs passes through an allowed product or through
+3. every way the inputs reach the named outputs passes through an allowed product or through
    arithmetic on the allowed types (a hand-written backward pass takes outer products as
    bfloat16 multiplications): a float32 matmul written as a multiply and a sum (no product at
    all), or values rounded through bfloat16 and back before float32 arithmetic, do not slip
@@ -50,7 +50,9 @@ class LowPrecisionDotsOptions(RuleOptions):
         description="input paths whose products must be low precision, e.g. [x, params.w1]")
     outputs: tuple[Path, ...] = Field(
         default=(), max_length=MAX_PATHS,
-        description="output paths (or prefixes) the products reach (default: every output)")
+        description="output paths (or prefixes) the inputs reach only through such products "
+                    "(default: every output); every product of the inputs is checked, "
+                    "whichever output it reaches")
 
 
 def _names(items: Sequence[str]) -> str:
@@ -120,7 +122,12 @@ def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequen
     images = flow.images(seeds)
     live = flow.live(node for _, node in outs)
     reading = [s for s in flow.live_dots(live) if any(images[o] for o in s.operands[:2])]
-    bad = [s for s in reading if not _allowed(s, allowed)]
+    # (1) holds for every product of the inputs, whichever output it reaches: a training
+    # step's returned parameters computed by a float32 pass beside the bf16 one that gives
+    # the named gradients is a float32 product of them all the same
+    every = flow.live(node for _, node in flow.outputs(()))
+    bad = [s for s in flow.live_dots(every)
+           if any(images[o] for o in s.operands[:2]) and not _allowed(s, allowed)]
     if bad:
         wrong = sorted({"(" + ", ".join(np_name(e) for e in operand_elements(s)) + ")"
                         for s in bad})
