@@ -1,7 +1,8 @@
 """`scaled_backward` on real exported programs: the loss multiplied by the scale before
 jax.grad passes (bfloat16 or float32, static or symbolic shapes); the gradients of the plain
 loss multiplied and divided by the scale afterwards, a scale applied through a product with a
-constant matrix, and a scaled product that is multiplied by zero fail."""
+constant matrix, a scaled product that is multiplied by zero, and a backward pass computed
+from the scale that does not grow with it (scale / scale, a capped scale) fail."""
 
 from __future__ import annotations
 
@@ -44,8 +45,26 @@ def scaled_by_vjp(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) ->
     return {"grads": unscale(g, scale), "loss": loss}
 
 
-@pytest.mark.parametrize("fn", [scaled_before, scaled_before_f32, scaled_by_vjp],
-                         ids=["bf16", "f32", "vjp-seeded-with-scale"])
+def scaled_squared_over_scale(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array
+                              ) -> dict:
+    """Honest if roundabout: scale * scale / scale grows as the scale itself."""
+    g = jax.grad(lambda p: loss_of(p, x, y) * (scale * scale / scale))(params)
+    return {"grads": unscale(g, scale), "loss": loss_of(params, x, y)}
+
+
+def scaled_in_a_loop(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    """Scaled gradients accumulated by a fori_loop (two passes, each weighted by a half)."""
+    def body(i: jax.Array, acc: dict) -> dict:
+        g = jax.grad(lambda p: loss_of(p, x * (1.0 + i), y) * scale)(params)
+        return jax.tree.map(lambda a, b: a + 0.5 * b, acc, g)
+    g = jax.lax.fori_loop(0, 2, body, jax.tree.map(jnp.zeros_like, params))
+    return {"grads": unscale(g, scale), "loss": loss_of(params, x, y)}
+
+
+@pytest.mark.parametrize("fn", [scaled_before, scaled_before_f32, scaled_by_vjp,
+                                scaled_squared_over_scale, scaled_in_a_loop],
+                         ids=["bf16", "f32", "vjp-seeded-with-scale", "scale-squared-over-scale",
+                              "micro-batches-in-a-loop"])
 @pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
 def test_scaled_loss_passes(fn: Callable, symbolic: bool) -> None:
     outcome = check_scaled_backward([program(fn, symbolic)], scale="scale",
@@ -89,6 +108,33 @@ def test_unscaled_backward_fails(fn: Callable) -> None:
     assert not outcome.passed
     assert "No matrix product of the backward pass carries scale" in outcome.message
     assert outcome.region is not None and "reads scale" in outcome.region.note
+
+
+def unit_from_scale(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    """The loss times scale / scale (exactly 1): computed from the scale, not grown by it."""
+    g = jax.grad(lambda p: loss_of(p, x, y) * (scale / scale))(params)
+    return {"grads": g, "loss": loss_of(params, x, y)}
+
+
+def capped_scale(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    """The scale capped at 1 before it multiplies the loss: of no known power."""
+    g = jax.grad(lambda p: loss_of(p, x, y) * jnp.minimum(scale, 1.0))(params)
+    return {"grads": unscale(g, jnp.minimum(scale, 1.0)), "loss": loss_of(params, x, y)}
+
+
+def inverse_scale(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    """The loss divided by the scale: it shrinks with it (power -1)."""
+    g = jax.grad(lambda p: loss_of(p, x, y) / scale)(params)
+    return {"grads": jax.tree.map(lambda v: v * scale, g), "loss": loss_of(params, x, y)}
+
+
+@pytest.mark.parametrize("fn", [unit_from_scale, capped_scale, inverse_scale],
+                         ids=["scale-over-scale", "capped-with-min", "divided-by-scale"])
+def test_a_backward_pass_that_does_not_grow_with_the_scale_fails(fn: Callable) -> None:
+    outcome = check_scaled_backward([program(fn)], scale="scale", against=("x", "params"),
+                                    outputs=("grads",))
+    assert not outcome.passed
+    assert "none grows with it" in outcome.message
 
 
 def test_options_and_malformed_programs() -> None:

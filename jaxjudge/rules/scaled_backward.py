@@ -5,11 +5,12 @@ the backward pass, and the matrix products that turn them into weight gradients,
 scale; the gradients are divided by it afterwards. Differentiating the plain loss and then
 multiplying and dividing the gradients by the scale gives the same numbers where nothing
 overflows, but protects nothing. From the exported program alone (jaxjudge.analysis.flowpaths):
-some matrix product that reaches the outputs multiplies a value computed from the scale by a
-copy of one of the `against` inputs (the input itself converted, transposed or reshaped, not
-computed from the scale): in `dW1 = x^T @ delta1`, `x` is a copy of an input and `delta1`
-carries the scale. A product of the scaled gradient with a constant matrix, or a product that
-folding removes (multiplied by zero), does not count.
+some matrix product that reaches the outputs multiplies a value that grows with the scale (as
+the scale to the power 1, jaxjudge.analysis.scaledegree: `loss_scale / loss_scale` is computed
+from it but does not grow) by a copy of one of the `against` inputs (the input itself
+converted, transposed or reshaped, not computed from the scale): in `dW1 = x^T @ delta1`, `x`
+is a copy of an input and `delta1` carries the scale. A product of the scaled gradient with a
+constant matrix, or a product that folding removes (multiplied by zero), does not count.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from jaxjudge.analysis.exported import Region
 from jaxjudge.analysis.flowpaths import PATH, Flow, flows
 from jaxjudge.analysis.parsed import Unreadable
 from jaxjudge.analysis.region import noted, region_of
+from jaxjudge.analysis.scaledegree import degree, scale_degrees
 from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
 
@@ -86,12 +88,21 @@ def _scaled_products(flow: Flow, scale: str, against: Sequence[str],
     if not scale_seeds:
         return f"The program does not read {scale}."
     scaled = flow.computed_from(scale_seeds)
+    grows = scale_degrees(flow, list(scale_seeds))
     copies = flow.copies(flow.seeds([against]))
     live = flow.live(node for _, node in outs)
-    found = []
+    found, flat = [], []
     for step in flow.live_dots(live):
         a, b = step.operands[:2]
-        if (scaled[a] and copies[b] and not scaled[b]) or (
-                scaled[b] and copies[a] and not scaled[a]):
-            found.append(step)
+        for mine, other in ((a, b), (b, a)):
+            if scaled[mine] and copies[other] and not scaled[other]:
+                (found if grows[mine] == degree(1) else flat).append(step)
+                break
+    if flat and not found:
+        return (f"The backward pass's matrix products read values computed from {scale}, "
+                f"but none grows with it: each is {scale} to another power, or of no known "
+                f"power ({scale} / {scale} is 1, a cap with min does not grow, exp(log(...)) "
+                f"is not followed), so the backward pass runs unscaled. Multiply the loss by "
+                f"{scale} itself inside the function you differentiate "
+                f"(jax.grad(lambda p: loss(p) * {scale})), then divide the gradients by it.")
     return found
