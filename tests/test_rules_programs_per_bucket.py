@@ -225,10 +225,37 @@ def fori_rows_largest(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
     return core(jax.lax.fori_loop(0, length, row, jnp.zeros((b, 16, d))), lengths, q)
 
 
+def largest_folded(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """Padded to 16 and folded to 4 x 4 positions: no axis as long as the next bucket, but
+    the pad it was made from is (red team round 7)."""
+    b, length, d = x.shape
+    xp = jnp.pad(x, ((0, 0), (0, 16 - length), (0, 0))).reshape(b, 4, 4, d)
+    return {"mean": xp.sum((1, 2)), "pooled": (xp * q).sum((1, 2))}
+
+
+def largest_in_slices(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """Padded to 16, then computed on as four slices of 4 positions (red team round 7)."""
+    xp = jnp.pad(x, ((0, 0), (0, 16 - x.shape[1]), (0, 0)))
+    parts = [xp[:, i:i + 4].sum(1) for i in range(0, 16, 4)]
+    return {"mean": sum(parts), "pooled": sum(p * q for p in parts)}
+
+
+def bitcast_then_largest(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """Padded to its bucket, bitcast to int32 and back (not a copy by op name), then padded
+    to 16: a bitcast keeps the shape, so the value keeps its extent (red team round 7)."""
+    n = bucket(x.shape[1])
+    xp = jnp.pad(x, ((0, 0), (0, n - x.shape[1]), (0, 0)))
+    back = jax.lax.bitcast_convert_type(jax.lax.bitcast_convert_type(xp, jnp.int32),
+                                        jnp.float32)
+    return core(jnp.pad(back, ((0, 0), (0, 16 - n), (0, 0))), lengths, q)
+
+
 @pytest.mark.parametrize("fn", [largest_bucket, next_but_one, computed_then_largest,
-                                fori_rows_largest],
+                                fori_rows_largest, largest_folded, largest_in_slices,
+                                bitcast_then_largest],
                          ids=["largest", "next-but-one", "computed-then-largest",
-                              "fori-rows-largest"])
+                              "fori-rows-largest", "largest-folded-4x4",
+                              "largest-in-four-slices", "bitcast-then-largest"])
 def test_padding_past_the_bucket_fails(fn: Callable) -> None:
     outcome = check(programs(fn))
     assert not outcome.passed

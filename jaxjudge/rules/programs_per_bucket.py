@@ -111,6 +111,8 @@ class Canon:
     # values computed elementwise from a copy (digest -> argument index, type): their length
     # is checked as a copy's, their digest is not a copy's
     aligned: dict[bytes, tuple[int, TensorType, bool]] = field(default_factory=dict)
+    # the copies each copy was made from (a pad to 16 folded to 4 x 4 is still a pad to 16)
+    made_from: dict[bytes, set[bytes]] = field(default_factory=dict)
     ops: list[tuple[bytes, Op]] = field(default_factory=list)
     arg_types: dict[int, TensorType] = field(default_factory=dict)
 
@@ -124,7 +126,7 @@ class Canon:
                 found.append(self.copies[d])
             elif d in self.aligned:
                 found.append(self.aligned[d])
-            for c in self.children.get(d, ()):
+            for c in (*self.children.get(d, ()), *self.made_from.get(d, ())):
                 if c not in seen:
                     seen.add(c)
                     stack.append(c)
@@ -295,7 +297,11 @@ def _value(op: Op, operands: list[_Val], regions: list[bytes], text: str, canon:
         (source,) = sources
         types = op.result_types()
         t = types[0] if types else TensorType((None,), "?")
-        return _copy(source, t, canon, op.name in _EXPANDS or any(v.expanded for v in operands))
+        made = _copy(source, t, canon,
+                     op.name in _EXPANDS or any(v.expanded for v in operands))
+        canon.made_from.setdefault(made.digest, set()).update(
+            v.digest for v in operands if v.source is not None and v.digest)
+        return made
     digest = _h(op.name, _attrs(op, text), op.type, tuple(v.digest for v in operands),
                 tuple(regions))
     canon.children[digest] = tuple(v.digest for v in operands) + tuple(regions)
@@ -309,9 +315,10 @@ def _value(op: Op, operands: list[_Val], regions: list[bytes], text: str, canon:
 
 
 def _aligned(op: Op, operands: list[_Val], regions: list[bytes]) -> int | None:
-    """The argument a computed value stays aligned with, element for element: an elementwise
-    op whose result has the type of an operand that is a copy of it (not a broadcast) or
-    aligned with it, or an op that moves values (a pad, a slice) of such a value alone."""
+    """The argument a computed value stays as long as: an op without regions whose result has
+    the shape of an operand that is a copy of it (not a broadcast) or aligned with it (an
+    elementwise op, a bitcast there and back, a product over the features), or an op that
+    moves values (a pad, a slice) of such a value alone."""
     if regions:
         return None
     mine = [v.source if v.source is not None and v.digest else v.aligned for v in operands
@@ -324,8 +331,8 @@ def _aligned(op: Op, operands: list[_Val], regions: list[bytes]) -> int | None:
         computed = [v for v in operands if not v.const]
         return source if all(v.source == source or v.aligned == source
                              for v in computed) else None
-    if op.name not in _ELEMENTWISE:
-        return None
+    # Any other op (elementwise, a bitcast, a product over the features) whose result has the
+    # shape of an aligned operand keeps that operand's extent along every axis.
     result = op.result_types()
     kinds = op.operand_types()
     same = [t for v, t in zip(operands, kinds, strict=False)

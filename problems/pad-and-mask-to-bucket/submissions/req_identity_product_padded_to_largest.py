@@ -1,5 +1,6 @@
-# Known limit, accepted today (red-team round 6 of 2026-12-06, issue #30): x padded to its bucket,
-# multiplied by an identity matrix (a product: not followed as x's values), then padded to 16.
+# Red-team round 6 of 2026-12-06 (a known limit, accepted until 2026-12-07): x padded to its
+# bucket, multiplied by an identity matrix, then padded to 16. The product keeps the padded
+# shape, so its result keeps the extent of the bucket pad, and the pad to 16 is too long.
 import jax
 import jax.numpy as jnp
 
