@@ -228,6 +228,35 @@ def quarter_squares(a, a_scale, b, b_scale):
     return acc * jnp.outer(a_scale, b_scale)
 
 
+def bordered_b(a, a_scale, b, b_scale):
+    """Red team round 7: a @ [b | I] and [a ; I] @ b are real int8 dots of a and b whose extra
+    columns (rows) are copies of a (b); those copies multiplied by a reduce (`jnp.prod` over a
+    stacked axis, no multiply op) and summed in float32."""
+    m, k = a.shape
+    n = b.shape[1]
+    eye = jnp.eye(k, dtype=jnp.int8)
+    af = int8_dot(a, jnp.concatenate([b, eye], axis=1))[:, n:].astype(jnp.float32)
+    bf = int8_dot(jnp.concatenate([a, eye], axis=0), b)[m:, :].astype(jnp.float32)
+    pair = jnp.stack([jnp.broadcast_to(af[:, :, None], (m, k, n)),
+                      jnp.broadcast_to(bf[None, :, :], (m, k, n))])
+    return jnp.prod(pair, axis=0).sum(axis=1) * jnp.outer(a_scale, b_scale)
+
+
+def both_bordered_shift_and_add(a, a_scale, b, b_scale):
+    """Red team round 7: one dot of [a ; I] and [b | I]; a * b rebuilt from its copies with
+    shifts and selects (no multiply op)."""
+    m, k = a.shape
+    n = b.shape[1]
+    eye = jnp.eye(k, dtype=jnp.int8)
+    r = int8_dot(jnp.concatenate([a, eye], axis=0), jnp.concatenate([b, eye], axis=1))
+    big_a, u = r[:m, n:][:, :, None], r[m:, :n][None, :, :] + 128
+    total = jnp.zeros((m, k, n), jnp.int32)
+    for t in range(8):
+        total = total + jnp.where((jnp.right_shift(u, t) & 1) == 1, jnp.left_shift(big_a, t), 0)
+    acc = total.sum(axis=1) - jnp.left_shift(big_a[:, :, 0], 7).sum(axis=1)[:, None]
+    return acc.astype(jnp.float32) * jnp.outer(a_scale, b_scale)
+
+
 def product_plus_a(a, a_scale, b, b_scale):
     return (int8_dot(a, b) + a.sum(1, keepdims=True)).astype(jnp.float32) * a_scale[:, None]
 
@@ -278,10 +307,12 @@ def scales_only(a, a_scale, b, b_scale):
                    "(not the matrices themselves"),
     (masked_identity_dot, "A multiply ((i32, i32) -> i32) combines values computed from a and "
                           "from b"),
-    (two_masked_identity_dots, "multiplies the product (the result of the i8 x i8 -> i32 dot) "
-                               "by itself or by another such result"),
+    (two_masked_identity_dots, "also returns copies of a or b (one operand holds an identity "
+                               "matrix beside the matrix"),
     (product_plus_a, "combines the product"),
-    (quarter_squares, "(or raises it to a power)"),
+    (bordered_b, "also returns copies of a or b"),
+    (both_bordered_shift_and_add, "also returns copies of a or b"),
+    (quarter_squares, "also returns copies of a or b"),
     (float_product_times_zero, "(f32, f32) -> f32"),
     (nan_bits, "(f32, f32) -> f32"),
     (scales_only, "No matrix product of a and b with i8 x i8 operands accumulating in i32 "

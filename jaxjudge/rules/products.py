@@ -23,14 +23,18 @@ constants folded (`jaxjudge.analysis.folding`). Over it:
 - and one such dot must reach the outputs, other than through a multiplication by 0.
 
 So an honest program computes `a @ b` in the required types and then only scales, converts or
-rearranges its result. Known limits: the analysis follows which values are computed from which,
-not what they equal. A dot operand that is an identity the forms do not evaluate (assembled
-from constant rows and masked-out entries of b by concatenation) still holds "b's values", so
-such a dot turns a copy of a into "the product"; combining it with a or b again fails, and so
-does multiplying two values of the product together (a multiply, divide or dot with the
-product on two operands, or a power of it), but such copies added and passed through exp or
-log are not caught (and not exact either). A value a `while_loop` condition reads only
-through its trip count is not followed.
+rearranges its result. A required dot whose operand holds an identity block beside the argument
+(`a @ [b | I]`, found up through concatenations, updates and re-layouts) also returns copies
+of the other operand: its result is derived from the product and from that argument, so
+combining such copies again fails however it is done (a `prod` over a stacked axis, shifts and
+selects, a table lookup, exp and log). Known limits: the analysis follows which values are
+computed from which, not what they equal. A dot operand that is an identity the forms do not
+evaluate and that holds no identity block they do (built row by row from one-hot rows at
+computed positions) still holds "b's values", so such a dot turns a copy of a into "the
+product"; combining it with a or b again fails, and so does multiplying two values of the
+product together (a multiply, divide or dot with the product on two operands, or a power of
+it), but such copies added and passed through exp or log are not caught. A value a
+`while_loop` condition reads only through its trip count is not followed.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ from jaxjudge.analysis.folding import (
     make_transfer,
     make_value_transfer,
 )
-from jaxjudge.analysis.identity import copies_of, passes
+from jaxjudge.analysis.identity import FormValue, copies_of, find_forms, passes
 from jaxjudge.analysis.parsed import Unreadable, parse_programs
 from jaxjudge.analysis.region import noted, region_of
 from jaxjudge.analysis.stablehlo import Op, ParseError, tensor_types
@@ -115,6 +119,7 @@ class _Found:
         self.mixing_op: Op | None = None
         self.again = False  # the meeting step combines the product with a or b again
         self.squared = False  # the meeting step multiplies the product by the product
+        self.bordered = False  # a dot of the product also returns copies of a or b
 
 
 def _mixes(bits: int) -> bool:
@@ -128,6 +133,27 @@ def _squares(step: Step, derived: list[int]) -> bool:
     if step.name == "stablehlo.power":
         return bool(ops) and bool(derived[ops[0]] & _P)
     return len(ops) >= 2 and bool(derived[ops[0]] & _P) and bool(derived[ops[1]] & _P)
+
+
+MAX_BORDER_STEPS = 64  # re-layouts followed up from a dot's operand to an identity block
+
+
+def _holds_identity(g: Graph, node: int, forms: list[FormValue]) -> bool:
+    """Whether the value at `node` holds a (scaled, shifted) identity matrix among its values:
+    found up through the steps that move values (a concatenation, an update, a re-layout)."""
+    seen, stack = {node}, [node]
+    producers = g.producers()
+    while stack and len(seen) <= MAX_BORDER_STEPS:
+        n = stack.pop()
+        f = forms[n] if n < len(forms) else None
+        if isinstance(f, tuple) and f[0] == "diag" and f[5] == 0 and f[4] not in (None, 0):
+            return True
+        for i, _pos in producers[n]:
+            for o, r in g.steps[i].pass_sources():
+                if r == n and o not in seen:
+                    seen.add(o)
+                    stack.append(o)
+    return False
 
 
 def _analyze(g: Graph, arg_paths: Sequence[str], args: tuple[str, str],
@@ -157,9 +183,17 @@ def _analyze(g: Graph, arg_paths: Sequence[str], args: tuple[str, str],
         if _has_types(s, operands, result):
             required.add(id(s))
     base = make_transfer(exact, gives)
+    # A product whose operand holds an identity block beside the argument (`[b | I]`) also
+    # returns the other operand's values: those columns of `a @ [b | I]` are a itself.
+    forms = find_forms(g, exact, text) if required else []
+    copied: dict[int, int] = {}
+    for s in g.steps:
+        if id(s) in required:
+            copied[id(s)] = sum(held[s.operands[1 - side]] & _AB for side in (0, 1)
+                                if _holds_identity(g, s.operands[side], forms)) & _AB
 
     def transfer(step: Step, bits: Bits) -> list[int] | None:
-        return [_P] if id(step) in required else base(step, bits)
+        return [_P | copied[id(step)]] if id(step) in required else base(step, bits)
 
     derived = propagate(g, seeds, transfer)
     reached = live_nodes(g, values, g.main_results, gives)
@@ -169,6 +203,7 @@ def _analyze(g: Graph, arg_paths: Sequence[str], args: tuple[str, str],
         if id(s) in required:
             if s.results[0] in reached:
                 found.dots.append(op)
+            found.bordered |= bool(copied[id(s)]) and s.results[0] in live
             continue
         if not any(_mixes(derived[r]) and r in live for r in s.results):
             continue
@@ -191,6 +226,12 @@ def _mixing(found: _Found, args: tuple[str, str], operands: tuple[str, str],
             result: str) -> str:
     """What the first meeting step does, for the failure message."""
     names, step = " and ".join(args), found.mixing
+    if found.bordered:
+        return (f"A dot of {names} with {operands[0]} x {operands[1]} operands also returns "
+                f"copies of {args[0]} or {args[1]} (one operand holds an identity matrix "
+                f"beside the matrix, as in {args[1]} joined with jnp.eye: those columns of the "
+                f"result are the other matrix itself), and values computed from those copies "
+                f"meet again outside the dot")
     if step is None:
         return (f"A value computed from both {args[0]} and {args[1]} reaches your outputs "
                 f"other than through the product")
