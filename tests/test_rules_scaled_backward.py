@@ -1,8 +1,10 @@
 """`scaled_backward` on real exported programs: the loss multiplied by the scale before
 jax.grad passes (bfloat16 or float32, static or symbolic shapes); the gradients of the plain
 loss multiplied and divided by the scale afterwards, a scale applied through a product with a
-constant matrix, a scaled product that is multiplied by zero, and a backward pass computed
-from the scale that does not grow with it (scale / scale, a capped scale) fail."""
+constant matrix, a scaled product that is multiplied by zero, a backward pass computed from
+the scale that does not grow with it (scale / scale), and gradients that sum an unscaled
+backward pass with a scaled one fail; a scale of no known power (a clip, a square root) is
+not rejected."""
 
 from __future__ import annotations
 
@@ -116,25 +118,73 @@ def unit_from_scale(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) 
     return {"grads": g, "loss": loss_of(params, x, y)}
 
 
-def capped_scale(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
-    """The scale capped at 1 before it multiplies the loss: of no known power."""
-    g = jax.grad(lambda p: loss_of(p, x, y) * jnp.minimum(scale, 1.0))(params)
-    return {"grads": unscale(g, jnp.minimum(scale, 1.0)), "loss": loss_of(params, x, y)}
-
-
 def inverse_scale(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
     """The loss divided by the scale: it shrinks with it (power -1)."""
     g = jax.grad(lambda p: loss_of(p, x, y) / scale)(params)
     return {"grads": jax.tree.map(lambda v: v * scale, g), "loss": loss_of(params, x, y)}
 
 
-@pytest.mark.parametrize("fn", [unit_from_scale, capped_scale, inverse_scale],
-                         ids=["scale-over-scale", "capped-with-min", "divided-by-scale"])
+def negligible_scaled_term(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    """The plain loss plus a scaled copy at weight 1e-30: the backward pass carries 1 plus a
+    negligible multiple of the scale (two powers, 0 and 1), not the scale."""
+    g = jax.grad(lambda p: loss_of(p, x, y) + 1e-30 * loss_of(p, x, y) * scale)(params)
+    return {"grads": g, "loss": loss_of(params, x, y)}
+
+
+def scale_plus_one(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    """The loss times (scale + 1): does not grow as the scale does."""
+    g = jax.grad(lambda p: loss_of(p, x, y) * (scale + 1.0))(params)
+    return {"grads": unscale(g, scale + 1.0), "loss": loss_of(params, x, y)}
+
+
+def unit_by_select(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    """The loss times where(scale > 0, 1, scale): 1 on every legal scale (red team round 8)."""
+    g = jax.grad(lambda p: loss_of(p, x, y) * jnp.where(scale > 0, 1.0, scale))(params)
+    return {"grads": g, "loss": loss_of(params, x, y)}
+
+
+def clipped_to_its_range(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    """Honest: the scale clipped to a range it never leaves (the clip is of no known power,
+    which proves nothing either way)."""
+    s = jnp.clip(scale, 1.0, 2.0 ** 100)
+    g = jax.grad(lambda p: loss_of(p, x, y) * s)(params)
+    return {"grads": unscale(g, s), "loss": loss_of(params, x, y)}
+
+
+def square_root_squared(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array) -> dict:
+    """Honest: the residuals times sqrt(scale), squared: the loss times the scale."""
+    def loss(p: dict) -> jax.Array:
+        r = (mlp(p, x, BF).astype(jnp.float32) - y) * jnp.sqrt(scale)
+        return jnp.mean(r * r)
+    return {"grads": unscale(jax.grad(loss)(params), scale), "loss": loss_of(params, x, y)}
+
+
+@pytest.mark.parametrize("fn", [clipped_to_its_range, square_root_squared],
+                         ids=["clipped-to-its-range", "square-root-squared"])
+def test_a_scale_of_no_known_power_is_not_rejected(fn: Callable) -> None:
+    outcome = check_scaled_backward([program(fn)], scale="scale", against=("x", "params"),
+                                    outputs=("grads",))
+    assert outcome.passed, outcome.message
+
+
+@pytest.mark.parametrize("fn", [unit_from_scale, inverse_scale, scale_plus_one, unit_by_select],
+                         ids=["scale-over-scale", "divided-by-scale", "scale-plus-one",
+                              "unit-by-select"])
 def test_a_backward_pass_that_does_not_grow_with_the_scale_fails(fn: Callable) -> None:
     outcome = check_scaled_backward([program(fn)], scale="scale", against=("x", "params"),
                                     outputs=("grads",))
     assert not outcome.passed
     assert "none grows with it" in outcome.message
+
+
+@pytest.mark.parametrize("fn", [negligible_scaled_term], ids=["negligible-scaled-term"])
+def test_gradients_of_two_powers_of_the_scale_fail(fn: Callable) -> None:
+    """An unscaled backward pass beside a scaled one: some product carries the scale, but
+    the gradients are a sum of the scale's powers 0 and 1 (before any unscaling)."""
+    outcome = check_scaled_backward([program(fn)], scale="scale", against=("x", "params"),
+                                    outputs=("grads",))
+    assert not outcome.passed
+    assert "does not come from one backward pass scaled by scale" in outcome.message
 
 
 def test_options_and_malformed_programs() -> None:

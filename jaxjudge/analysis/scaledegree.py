@@ -6,8 +6,10 @@ is). So each value gets the set of degrees d with which it may scale as s**d, fo
 the program's dataflow as a monotone fixpoint (loops may give a value several): a product or a
 matrix product adds its operands' degrees, a quotient subtracts them, a sum, a negation, a
 reduction, a selection or a re-layout keeps them, and any other function of a scaled value
-(`exp`, `min` with a cap, a comparison) is of no known degree. A value that does not depend on
-the input has degree 0; a constant (folded) has none.
+(`exp`, `min` with a cap, a square root, a comparison) is of no known degree, which proves
+nothing either way (`exactly`). A value that does not depend on
+the input has degree 0, so a sum of it and a scaled value has two degrees (`loss + 1e-30 * loss
+* s` does not grow with s); a folded constant 0 added, or a reduction's initial value, has none.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from jaxjudge.analysis.flowpaths import SHAPE_ONLY, Flow
 
 LOW, HIGH = -3, 3  # degrees followed; any other is UNKNOWN
 UNKNOWN = 1 << (HIGH - LOW + 1)
-_KEEP = frozenset({Kind.ADD, Kind.NEGATE, Kind.REDUCE})
+_SUMS = frozenset({Kind.ADD, Kind.REDUCE})
 _PASSING = frozenset({Kind.PASS0, Kind.PASS_ALL, Kind.PASS_01, Kind.PASS_12})
 
 
@@ -41,9 +43,40 @@ def _combine(a: int, b: int, sign: int) -> int:
     return out
 
 
+def _sum(ops: tuple[int, ...] | list[int], bits: list[int], depends: list[int],
+         values: list, kind: Kind, n: int) -> list[int] | None:
+    """A sum's (or a data-chosen branch's) degrees: each term's, and 0 for a term free of the
+    input (a folded 0 added, or a reduction's initial value, is no term)."""
+    acc = 0
+    for o in ops:
+        if bits[o]:
+            acc |= bits[o]
+        elif not depends[o] and values[o] is None:
+            acc |= degree(0)  # an input-free term beside a scaled one
+        elif not depends[o] and kind is Kind.ADD and values[o] != 0:
+            acc |= degree(0)  # a constant added
+    return [acc] * n if acc else None
+
+
+def several(bits: int) -> bool:
+    """Whether the value is a sum of terms of two or more known degrees."""
+    return len(_degrees(bits)) > 1
+
+
+def exactly(bits: int, d: int) -> bool | None:
+    """Whether the degrees are d alone (None: some degree is not known, which proves
+    nothing either way: a clip to the input's legal range, a square root)."""
+    if bits & UNKNOWN:
+        return None if not bits & ~UNKNOWN & ~degree(d) else False
+    return bits == degree(d)
+
+
 def scale_degrees(flow: Flow, seeds: list[int]) -> list[int]:
     """Per node, the degree bits of the input at the `seeds` nodes (each of degree 1)."""
     values, gives = flow.values, flow.gives
+    # what depends on the input at all: an operand that does not is of degree 0 in a sum (one
+    # that does but has no degree yet waits for it: a loop's accumulator, before its back edge)
+    depends = flow.computed_from({s: 1 for s in seeds})
 
     def transfer(step: Step, bits: list[int]) -> list[int] | None:
         ops, n = step.operands, len(step.results)
@@ -55,17 +88,19 @@ def scale_degrees(flow: Flow, seeds: list[int]) -> list[int]:
         given = gives.get(id(step))
         if given is not None:  # `x * 1`, a product with the identity: x itself
             return [bits[given]] * n
+        select = step.name == "stablehlo.select" and len(ops) == 3
+        if select and values[ops[0]] is not None:
+            return [bits[ops[1] if values[ops[0]] else ops[2]]] * n
+        if select:  # either branch, by data: a branch free of the input is of degree 0
+            return _sum(ops[1:], bits, depends, values, Kind.ADD, n)
         if step.kind in _PASSING:
-            if step.name == "stablehlo.select" and len(ops) == 3 and values[ops[0]] is not None:
-                return [bits[ops[1] if values[ops[0]] else ops[2]]] * n
             return pass_transfer(step, bits)
         if not any(bits[o] for o in ops):
             return None
-        if step.kind in _KEEP:
-            acc = 0
-            for o in ops:
-                acc |= bits[o]
-            return [acc] * n
+        if step.kind is Kind.NEGATE:
+            return [bits[ops[0]]] * n
+        if step.kind in _SUMS:
+            return _sum(ops, bits, depends, values, step.kind, n)
         if step.kind in (Kind.MULTIPLY, Kind.CONTRACT) and len(ops) >= 2:
             return [_combine(bits[ops[0]], bits[ops[1]], 1)] * n
         if step.kind is Kind.DIVIDE and len(ops) >= 2:

@@ -25,7 +25,7 @@ from jaxjudge.analysis.exported import Region
 from jaxjudge.analysis.flowpaths import PATH, Flow, flows
 from jaxjudge.analysis.parsed import Unreadable
 from jaxjudge.analysis.region import noted, region_of
-from jaxjudge.analysis.scaledegree import degree, scale_degrees
+from jaxjudge.analysis.scaledegree import exactly, scale_degrees, several
 from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
 
@@ -96,13 +96,24 @@ def _scaled_products(flow: Flow, scale: str, against: Sequence[str],
         a, b = step.operands[:2]
         for mine, other in ((a, b), (b, a)):
             if scaled[mine] and copies[other] and not scaled[other]:
-                (found if grows[mine] == degree(1) else flat).append(step)
+                # an unknown power (a clip, a square root) proves nothing: not rejected
+                (flat if exactly(grows[mine], 1) is False else found).append(step)
                 break
+    if found:
+        for path, node in outs:
+            # one backward pass gives each gradient one power of the scale (1, or 0 once
+            # divided by it): a sum of an unscaled pass and a scaled one holds two
+            if several(grows[node]):
+                return (f"{path} does not come from one backward pass scaled by {scale}: it "
+                        f"is a sum of terms that grow with different powers of {scale} (an "
+                        f"unscaled backward pass beside a scaled one, or {scale} added to a "
+                        f"constant), so the scale does not protect it. Multiply the whole "
+                        f"loss by {scale} inside the function you differentiate, then divide "
+                        f"the gradients by it.")
     if flat and not found:
         return (f"The backward pass's matrix products read values computed from {scale}, "
-                f"but none grows with it: each is {scale} to another power, or of no known "
-                f"power ({scale} / {scale} is 1, a cap with min does not grow, exp(log(...)) "
-                f"is not followed), so the backward pass runs unscaled. Multiply the loss by "
-                f"{scale} itself inside the function you differentiate "
+                f"but none grows with it: each holds another power of {scale} ({scale} / {scale} "
+                f"is 1, 1 / {scale} shrinks), so the backward pass runs unscaled. Multiply the "
+                f"loss by {scale} itself inside the function you differentiate "
                 f"(jax.grad(lambda p: loss(p) * {scale})), then divide the gradients by it.")
     return found
