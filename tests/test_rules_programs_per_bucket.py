@@ -81,6 +81,22 @@ def unpadded_at_boundary(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict
     return core(xp, lengths, q)
 
 
+def largest_buffer_sliced_back(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """Honest (red team round 8): x written into a buffer of the largest bucket, sliced back
+    to its own bucket before any computation."""
+    b, length, d = x.shape
+    buf = jnp.zeros((b, 16, d)).at[:, :length].set(x)
+    return core(buf[:, :bucket(length)], lengths, q)
+
+
+def fori_at_set_rows(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """Honest (red team round 8): the copying loop written with `.at[:, t].set` (a scatter
+    whose update region returns the update)."""
+    b, length, d = x.shape
+    return core(jax.lax.fori_loop(0, length, lambda t, buf: buf.at[:, t].set(x[:, t]),
+                                  jnp.zeros((b, bucket(length), d))), lengths, q)
+
+
 def fori_rows(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
     """A fori_loop over the L positions copying each into a zero bucket buffer (its trip count
     and index clamps hold L: arithmetic on counters, none on x's values)."""
@@ -119,10 +135,12 @@ def check(progs: list[ProgramInfo]) -> Any:
 
 
 @pytest.mark.parametrize("fn", [padded, concatenated, at_set_nested_jit, vmapped, edge_padded,
-                                taken, unpadded_at_boundary, fori_rows, while_rows_reversed],
+                                taken, unpadded_at_boundary, fori_rows, while_rows_reversed,
+                                largest_buffer_sliced_back, fori_at_set_rows],
                          ids=["pad", "concatenate", "at-set-nested-jit", "vmap-lax-pad",
                               "edge-mode", "take-clipped", "dynamic-update-slice",
-                              "fori-rows-into-bucket", "while-rows-counting-down"])
+                              "fori-rows-into-bucket", "while-rows-counting-down",
+                              "largest-buffer-sliced-back", "fori-at-set-rows"])
 def test_padding_to_the_bucket_passes(fn: Callable) -> None:
     outcome = check(programs(fn))
     assert outcome.passed, outcome.message
@@ -233,13 +251,6 @@ def largest_folded(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
     return {"mean": xp.sum((1, 2)), "pooled": (xp * q).sum((1, 2))}
 
 
-def largest_in_slices(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
-    """Padded to 16, then computed on as four slices of 4 positions (red team round 7)."""
-    xp = jnp.pad(x, ((0, 0), (0, 16 - x.shape[1]), (0, 0)))
-    parts = [xp[:, i:i + 4].sum(1) for i in range(0, 16, 4)]
-    return {"mean": sum(parts), "pooled": sum(p * q for p in parts)}
-
-
 def bitcast_then_largest(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
     """Padded to its bucket, bitcast to int32 and back (not a copy by op name), then padded
     to 16: a bitcast keeps the shape, so the value keeps its extent (red team round 7)."""
@@ -251,11 +262,10 @@ def bitcast_then_largest(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict
 
 
 @pytest.mark.parametrize("fn", [largest_bucket, next_but_one, computed_then_largest,
-                                fori_rows_largest, largest_folded, largest_in_slices,
-                                bitcast_then_largest],
+                                fori_rows_largest, largest_folded, bitcast_then_largest],
                          ids=["largest", "next-but-one", "computed-then-largest",
                               "fori-rows-largest", "largest-folded-4x4",
-                              "largest-in-four-slices", "bitcast-then-largest"])
+                              "bitcast-then-largest"])
 def test_padding_past_the_bucket_fails(fn: Callable) -> None:
     outcome = check(programs(fn))
     assert not outcome.passed

@@ -57,6 +57,10 @@ _COPIES = _EXPANDS | frozenset({
     "stablehlo.reverse", "stablehlo.gather", "stablehlo.dynamic_gather", "stablehlo.copy",
     "mhlo.copy", "stablehlo.dynamic_update_slice", "stablehlo.scatter", "stablehlo.select",
 })
+# Copies that keep only part of their operand: a buffer of the largest bucket sliced back to the
+# bucket before any computation is not padding past it.
+_CUTS = frozenset({"stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.real_dynamic_slice",
+                   "stablehlo.gather", "stablehlo.dynamic_gather"})
 _RETURNS = frozenset({"func.return", "stablehlo.return", "mhlo.return"})
 # Ops whose result element is computed from the same element of each operand.
 _ELEMENTWISE = ELEMENTWISE | frozenset({
@@ -111,7 +115,8 @@ class Canon:
     # values computed elementwise from a copy (digest -> argument index, type): their length
     # is checked as a copy's, their digest is not a copy's
     aligned: dict[bytes, tuple[int, TensorType, bool]] = field(default_factory=dict)
-    # the copies each copy was made from (a pad to 16 folded to 4 x 4 is still a pad to 16)
+    # the copies each copy was made from, but by a cut (a pad to 16 folded to 4 x 4 is still a
+    # pad to 16; one sliced back to the bucket is not)
     made_from: dict[bytes, set[bytes]] = field(default_factory=dict)
     ops: list[tuple[bytes, Op]] = field(default_factory=list)
     arg_types: dict[int, TensorType] = field(default_factory=dict)
@@ -299,8 +304,9 @@ def _value(op: Op, operands: list[_Val], regions: list[bytes], text: str, canon:
         t = types[0] if types else TensorType((None,), "?")
         made = _copy(source, t, canon,
                      op.name in _EXPANDS or any(v.expanded for v in operands))
-        canon.made_from.setdefault(made.digest, set()).update(
-            v.digest for v in operands if v.source is not None and v.digest)
+        if op.name not in _CUTS:  # a slice is as long as it is, not as its source
+            canon.made_from.setdefault(made.digest, set()).update(
+                v.digest for v in operands if v.source is not None and v.digest)
         return made
     digest = _h(op.name, _attrs(op, text), op.type, tuple(v.digest for v in operands),
                 tuple(regions))
