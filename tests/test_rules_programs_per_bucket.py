@@ -261,11 +261,34 @@ def bitcast_then_largest(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict
     return core(jnp.pad(back, ((0, 0), (0, 16 - n), (0, 0))), lengths, q)
 
 
+def masked(x: jax.Array, lengths: jax.Array) -> jax.Array:
+    """x padded to its bucket and masked by the data (computed: no longer a copy)."""
+    n = bucket(x.shape[1])
+    xp = jnp.pad(x, ((0, 0), (0, n - x.shape[1]), (0, 0)))
+    return jnp.where((jnp.arange(n)[None, :] < lengths[:, None])[..., None], xp, 0.0)
+
+
+def widened_by_a_constant_matrix(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """The masked bucket copy times a constant (N, 16) 0/1 matrix: 16 positions (round 8)."""
+    kept = masked(x, lengths)
+    return core(jnp.einsum("bnd,nm->bmd", kept, jnp.eye(kept.shape[1], 16)), lengths, q)
+
+
+def widened_by_zeros_from_data(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """The masked bucket copy joined to zeros computed from the data, up to 16 (round 8)."""
+    kept = masked(x, lengths)
+    b, n, d = kept.shape
+    fill = jnp.zeros((b, 16 - n + 1, d)) * lengths[:, None, None].astype(jnp.float32)
+    return core(jnp.concatenate([kept, fill], axis=1)[:, :16], lengths, q)
+
+
 @pytest.mark.parametrize("fn", [largest_bucket, next_but_one, computed_then_largest,
-                                fori_rows_largest, largest_folded, bitcast_then_largest],
+                                fori_rows_largest, largest_folded, bitcast_then_largest,
+                                widened_by_a_constant_matrix, widened_by_zeros_from_data],
                          ids=["largest", "next-but-one", "computed-then-largest",
                               "fori-rows-largest", "largest-folded-4x4",
-                              "bitcast-then-largest"])
+                              "bitcast-then-largest", "widened-by-a-constant-matrix",
+                              "widened-by-zeros-from-data"])
 def test_padding_past_the_bucket_fails(fn: Callable) -> None:
     outcome = check(programs(fn))
     assert not outcome.passed

@@ -38,7 +38,6 @@ from jaxjudge.analysis.moves import CONST, OTHER, loop_copies
 from jaxjudge.analysis.parsed import MAX_TOTAL_CHARS
 from jaxjudge.analysis.region import noted, region_of
 from jaxjudge.analysis.stablehlo import Module, Op, ParseError, TensorType, parse_module
-from jaxjudge.analysis.stepslices import ELEMENTWISE
 from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
 
@@ -62,11 +61,6 @@ _COPIES = _EXPANDS | frozenset({
 _CUTS = frozenset({"stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.real_dynamic_slice",
                    "stablehlo.gather", "stablehlo.dynamic_gather"})
 _RETURNS = frozenset({"func.return", "stablehlo.return", "mhlo.return"})
-# Ops whose result element is computed from the same element of each operand.
-_ELEMENTWISE = ELEMENTWISE | frozenset({
-    "stablehlo.add", "stablehlo.subtract", "stablehlo.multiply", "stablehlo.divide",
-    "stablehlo.negate", "stablehlo.select", "stablehlo.real", "stablehlo.imag",
-    "stablehlo.complex"})
 _REDUCTIONS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
 
 
@@ -321,29 +315,18 @@ def _value(op: Op, operands: list[_Val], regions: list[bytes], text: str, canon:
 
 
 def _aligned(op: Op, operands: list[_Val], regions: list[bytes]) -> int | None:
-    """The argument a computed value stays as long as: an op without regions whose result has
-    the shape of an operand that is a copy of it (not a broadcast) or aligned with it (an
-    elementwise op, a bitcast there and back, a product over the features), or an op that
-    moves values (a pad, a slice) of such a value alone."""
+    """The argument a computed value is sized against: any op without regions that reads a
+    copy of it (not a broadcast) or a value aligned with it, and no other argument's. Its
+    result holds that argument's padded positions, moved or computed on (an elementwise op, a
+    bitcast, a product over the features or with a constant 0/1 matrix that widens it, a
+    concatenation with values from other data), so a result longer than the bucket is
+    padding past it, whatever the op."""
     if regions:
         return None
     mine = [v.source if v.source is not None and v.digest else v.aligned for v in operands
             if not v.expanded]
     found = {a for a in mine if a is not None}
-    if len(found) != 1:
-        return None
-    (source,) = found
-    if op.name in _COPIES and op.name not in _ELEMENTWISE:
-        computed = [v for v in operands if not v.const]
-        return source if all(v.source == source or v.aligned == source
-                             for v in computed) else None
-    # Any other op (elementwise, a bitcast, a product over the features) whose result has the
-    # shape of an aligned operand keeps that operand's extent along every axis.
-    result = op.result_types()
-    kinds = op.operand_types()
-    same = [t for v, t in zip(operands, kinds, strict=False)
-            if (v.source == source or v.aligned == source) and not v.expanded]
-    return source if result and any(t.dims == result[0].dims for t in same) else None
+    return next(iter(found)) if len(found) == 1 else None
 
 
 def _bind(env: dict[str, _Val], op: Op, values: list[_Val]) -> None:
