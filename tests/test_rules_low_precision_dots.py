@@ -267,3 +267,27 @@ def test_every_product_is_checked_whichever_output_it_reaches() -> None:
             outputs=("grads",))
         assert outcome.passed is passes, outcome.message
         assert passes or "(float32, float32)" in outcome.message
+
+
+def params_from_float32_multiply_and_sum(params: dict, scale: jax.Array, x: jax.Array,
+                                         y: jax.Array) -> dict:
+    """Red team round 8: the returned step from a float32 backward pass written as multiply
+    and sum (no product op at all), beside bf16 grads."""
+    out = step(lambda p, x: mlp(p, x, BF))(params, scale, x, y)
+    h = jnp.tanh((x[:, :, None] * params["w1"][None]).sum(1) + params["b1"])
+    r = (h * params["w2"]).sum(1) - y
+    dh = (2 * r / r.shape[0])[:, None] * params["w2"] * (1 - h * h)
+    g32 = {"b1": dh.sum(0), "w1": (x[:, :, None] * dh[:, None, :]).sum(0),
+           "w2": ((2 * r / r.shape[0])[:, None] * h).sum(0)}
+    return {**out, "params": jax.tree.map(lambda w, g: w - 1e-3 * g, params, g32)}
+
+
+def test_a_step_summed_over_the_inputs_in_float32_fails() -> None:
+    """Outputs `outputs` does not name take the inputs elementwise (the update), never summed
+    over them outside the low-precision products."""
+    outs = [*OUTS, "params.b1", "params.w1", "params.w2"]
+    outcome = check_low_precision_dots(
+        [program(params_from_float32_multiply_and_sum, outs=outs)], operands=("bf16",),
+        inputs=("x", "params.w1", "params.w2"), outputs=("grads",))
+    assert not outcome.passed
+    assert "by float32 arithmetic that sums over them" in outcome.message

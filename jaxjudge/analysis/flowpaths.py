@@ -127,6 +127,25 @@ class Flow:
 
         return propagate(self.graph, seeds, transfer)
 
+    def summed_from(self, seeds: Iterable[int],
+                    cut: Callable[[Step], bool] = lambda _s: False) -> list[bool]:
+        """Per node, whether it is computed from the seeded inputs through a step that sums
+        over them (a reduction or a contraction), not through the `cut` steps: a product by
+        any spelling, as opposed to elementwise work (an update `w - lr * g`)."""
+        folded = make_transfer(self.values, self.gives)
+        summing = (Kind.REDUCE, Kind.CONTRACT)
+
+        def transfer(step: Step, bits: list[int]) -> list[int] | None:
+            if step.name in SHAPE_ONLY or cut(step):
+                return None
+            out = folded(step, bits)
+            if out is not None and step.kind in summing:
+                out = [b | 2 if b & 1 else b for b in out]
+            return out
+
+        bits = propagate(self.graph, dict.fromkeys(seeds, 1), transfer)
+        return [bool(b & 2) for b in bits]
+
     def live(self, nodes: Iterable[int]) -> set[int]:
         return live_nodes(self.graph, self.values, list(nodes), self.gives)
 

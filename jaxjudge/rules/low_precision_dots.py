@@ -16,7 +16,9 @@ backward) on bfloat16 or float16 copies. From the exported program alone, over i
    arithmetic on the allowed types (a hand-written backward pass takes outer products as
    bfloat16 multiplications): a float32 matmul written as a multiply and a sum (no product at
    all), or values rounded through bfloat16 and back before float32 arithmetic, do not slip
-   past (1).
+   past (1); and no way they reach any other output (a training step's new parameters) sums
+   over them in float32 outside those (a reduction or a contraction; the update `w - lr * g`
+   takes them elementwise, which is free).
 
 Products of other values (a float32 loss written as `r @ r`) are not constrained.
 """
@@ -147,4 +149,17 @@ def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequen
                 f"any {kinds} arithmetic on the way (a matmul written as a multiply and a "
                 f"sum in float32 does not count)."), noted(
                     p, f"{leaks[0]} is computed from {names} in float32 only")
+    # Any other output (a training step's parameters) may take the inputs elementwise (the
+    # update w - lr * g), but not summed over them outside such products: that is a product
+    # of them by another spelling (a float32 backward pass written as multiply and sum).
+    summed = flow.summed_from(seeds, lambda s: id(s) in cut or (
+        _low_arithmetic(s, allowed) and not flow.is_copy(s)))
+    named = {node for _, node in outs}
+    sums = [path for path, node in flow.outputs(()) if node not in named and summed[node]]
+    if sums:
+        return (f"{sums[0]} is computed from {names} by float32 arithmetic that sums over "
+                f"them (a matmul written as a multiply and a sum, or a product of values "
+                f"computed from them), outside the {kinds} matrix products: every product of "
+                f"{names} must be {kinds}, whichever output it reaches."), noted(
+                    p, f"{sums[0]} sums over {names} in float32")
     return None, region_of(flow.module, flow.ops_of(reading), p)
