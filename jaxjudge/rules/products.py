@@ -189,8 +189,11 @@ def _analyze(g: Graph, arg_paths: Sequence[str], args: tuple[str, str],
     copied: dict[int, int] = {}
     for s in g.steps:
         if id(s) in required:
-            copied[id(s)] = sum(held[s.operands[1 - side]] & _AB for side in (0, 1)
-                                if _holds_identity(g, s.operands[side], forms)) & _AB
+            bits = 0
+            for side in (0, 1):
+                if _holds_identity(g, s.operands[side], forms):
+                    bits |= held[s.operands[1 - side]] & _AB
+            copied[id(s)] = bits
 
     def transfer(step: Step, bits: Bits) -> list[int] | None:
         return [_P | copied[id(step)]] if id(step) in required else base(step, bits)
