@@ -36,6 +36,7 @@ from jaxjudge.analysis.flowpaths import ELEMENT, PATH, Flow, flows, np_name, ope
 from jaxjudge.analysis.parsed import Unreadable
 from jaxjudge.analysis.region import noted, region_of
 from jaxjudge.analysis.stablehlo import tensor_types
+from jaxjudge.analysis.words import listed
 from jaxjudge.rules.outcome import RuleOutcome
 from jaxjudge.rules.registry import RuleOptions, register
 
@@ -57,10 +58,6 @@ class LowPrecisionDotsOptions(RuleOptions):
                     "whichever output it reaches")
 
 
-def _names(items: Sequence[str]) -> str:
-    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else items[0]
-
-
 @register("low_precision_dots", "program", LowPrecisionDotsOptions)
 def check_low_precision_dots(
     programs: Sequence[object], *, operands: Sequence[str], inputs: Sequence[str],
@@ -77,7 +74,7 @@ def check_low_precision_dots(
         return RuleOutcome(False, parsed.message)
     allowed = set(operands)
     kinds = " or ".join(np_name(e) for e in operands)
-    names = _names(list(inputs))
+    names = listed(list(inputs))
     fix = (f"Cast the parameters and the inputs to {np_name(operands[0])} before the matmuls "
            f"(x.astype(jnp.{np_name(operands[0])})), so that jax.grad's backward products run "
            f"on {np_name(operands[0])} too; keep only the loss, the gradients' unscaling and "
