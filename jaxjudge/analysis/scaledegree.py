@@ -71,12 +71,15 @@ def exactly(bits: int, d: int) -> bool | None:
     return bits == degree(d)
 
 
-def scale_degrees(flow: Flow, seeds: list[int]) -> list[int]:
-    """Per node, the degree bits of the input at the `seeds` nodes (each of degree 1)."""
+def scale_degrees(flow: Flow, seeds: list[int], depends: list[int] | None = None) -> list[int]:
+    """Per node, the degree bits of the input at the `seeds` nodes (each of degree 1).
+    depends: per node, nonzero where it is computed from them (`Flow.computed_from`; found
+    here when the caller has not already)."""
     values, gives = flow.values, flow.gives
     # what depends on the input at all: an operand that does not is of degree 0 in a sum (one
     # that does but has no degree yet waits for it: a loop's accumulator, before its back edge)
-    depends = flow.computed_from({s: 1 for s in seeds})
+    if depends is None:
+        depends = flow.computed_from(dict.fromkeys(seeds, 1))
 
     def transfer(step: Step, bits: list[int]) -> list[int] | None:
         ops, n = step.operands, len(step.results)

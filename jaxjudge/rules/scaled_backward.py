@@ -88,7 +88,7 @@ def _scaled_products(flow: Flow, scale: str, against: Sequence[str],
     if not scale_seeds:
         return f"The program does not read {scale}."
     scaled = flow.computed_from(scale_seeds)
-    grows = scale_degrees(flow, list(scale_seeds))
+    grows = scale_degrees(flow, list(scale_seeds), scaled)
     copies = flow.copies(flow.seeds([against]))
     live = flow.live(node for _, node in outs)
     found, flat = [], []
