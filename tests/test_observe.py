@@ -733,6 +733,12 @@ def _followed(fn: Callable, *args,
     """fn's outputs on two variants: 0 the inputs, 1 the first input moved by `change`, that
     follows variant 0's decisions (Evaluator.shadow); and variant 1 run on its own."""
     text, ins, _ = _program(fn, *args)
+    return _followed_text(text, ins, change)
+
+
+def _followed_text(text: str, ins: list[np.ndarray],
+                   change: float | np.ndarray = 0.25) -> tuple[np.ndarray, np.ndarray]:
+    """`_followed` on a program's text as given (one hand-edited, say)."""
     moved = [np.stack([x, x + change if i == 0 else x]) for i, x in enumerate(ins)]
     outs = []
     for shadow in (np.array([0, 0]), None):
@@ -830,12 +836,6 @@ def test_a_float_converted_to_a_boolean_is_a_decision_followed() -> None:
     result, operands = compare.split(" = ")[0], compare.split("(")[1].split(")")[0]
     text = text.replace(compare, f'{result} = "stablehlo.convert"({operands.split(",")[0]}) '
                                  f': (tensor<f32>) -> tensor<i1>')
-    moved = [np.stack([ins[0], ins[0] + 0.25])]
-    outs = []
-    for shadow in (np.array([0, 0]), None):
-        with mlir.make_ir_context():
-            ev = OBS["Evaluator"](ir.Module.parse(text), ir, hlo, 2, {})
-            ev.shadow = shadow
-            outs.append(np.asarray(ev.run(moved)[0])[1])
+    outs = _followed_text(text, ins)
     assert np.allclose(outs[0], ins[0] + 0.25)  # variant 0's x[0] is 0: no negation
     assert np.allclose(outs[1], -(ins[0] + 0.25))  # on its own, 0.25 converts to True
