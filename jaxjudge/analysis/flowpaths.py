@@ -34,6 +34,7 @@ from jaxjudge.analysis.stepslices import ELEMENTWISE
 
 DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
 SHAPE_ONLY = frozenset({"stablehlo.get_dimension_size"})
+_SUMMING = frozenset({Kind.REDUCE, Kind.CONTRACT})  # steps that sum over their operands
 _ARITHMETIC = frozenset({Kind.ADD, Kind.NEGATE, Kind.MULTIPLY, Kind.DIVIDE})
 PATH = r"^[A-Za-z_][A-Za-z0-9_.]*$"
 ELEMENT = r"^(i|ui|f|bf)[0-9]{1,2}$|^i1$"
@@ -116,14 +117,20 @@ class Flow:
         return id(step) in self.gives
 
     def computed_from(self, seeds: dict[int, int],
-                      cut: Callable[[Step], bool] = lambda _s: False) -> list[int]:
-        """Bits of the values computed from the seeded inputs, not through the `cut` steps."""
+                      cut: Callable[[Step], bool] = lambda _s: False,
+                      summing: int | None = None) -> list[int]:
+        """Bits of the values computed from the seeded inputs, not through the `cut` steps.
+        summing: a bit no seed has, that a value takes on when a reduction or a contraction
+        computes it from them (see `summed_from`)."""
         folded = make_transfer(self.values, self.gives)
 
         def transfer(step: Step, bits: list[int]) -> list[int] | None:
             if step.name in SHAPE_ONLY or cut(step):
                 return None
-            return folded(step, bits)
+            out = folded(step, bits)
+            if summing is not None and out is not None and step.kind in _SUMMING:
+                out = [b | summing if b else b for b in out]
+            return out
 
         return propagate(self.graph, seeds, transfer)
 
@@ -132,18 +139,7 @@ class Flow:
         """Per node, whether it is computed from the seeded inputs through a step that sums
         over them (a reduction or a contraction), not through the `cut` steps: a product by
         any spelling, as opposed to elementwise work (an update `w - lr * g`)."""
-        folded = make_transfer(self.values, self.gives)
-        summing = (Kind.REDUCE, Kind.CONTRACT)
-
-        def transfer(step: Step, bits: list[int]) -> list[int] | None:
-            if step.name in SHAPE_ONLY or cut(step):
-                return None
-            out = folded(step, bits)
-            if out is not None and step.kind in summing:
-                out = [b | 2 if b & 1 else b for b in out]
-            return out
-
-        bits = propagate(self.graph, dict.fromkeys(seeds, 1), transfer)
+        bits = self.computed_from(dict.fromkeys(seeds, 1), cut, summing=2)
         return [bool(b & 2) for b in bits]
 
     def live(self, nodes: Iterable[int]) -> set[int]:
