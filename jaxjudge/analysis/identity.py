@@ -287,10 +287,11 @@ def _identity_dot(op: Op, step: Step, forms: list[FormValue], text: str) -> Pass
     return None
 
 
-def passes(g: Graph, values: list[Value], text: str) -> dict[int, Passed]:
+def passes(g: Graph, values: list[Value], text: str,
+           forms: list[FormValue] | None = None) -> dict[int, Passed]:
     """id() of every step that gives an operand back (see the module docstring) -> what it
-    gives; `values` are the folded constants, `text` the program's (its ops' attributes)."""
-    forms: list[FormValue] | None = None
+    gives; `values` are the folded constants, `text` the program's (its ops' attributes);
+    `forms`: `find_forms` of the same, when the caller has them (found here otherwise)."""
     out: dict[int, Passed] = {}
     for step, op in zip(g.steps, g.ops, strict=True):
         if op is None or len(step.operands) != 2 or len(step.results) != 1:

@@ -167,7 +167,10 @@ def _analyze(g: Graph, arg_paths: Sequence[str], args: tuple[str, str],
     exact = fold_constants(g, exact=True)  # for what must not: `0.0 * x` may still be NaN
     # A product with the identity matrix (even one masked out of b) gives its other operand
     # back: a copy of it, that depends on nothing else (read from the exact folds).
-    found_passes = passes(g, exact, text)
+    # the forms of the program's constant matrices, for the identity products and the
+    # identity blocks below (found once, only for a program with a product)
+    forms = find_forms(g, exact, text) if any(s.name in _DOTS for s in g.steps) else []
+    found_passes = passes(g, exact, text, forms or None)
     gives = {k: p.node for k, p in found_passes.items()}
     # Holding an argument's values makes a dot the product: read with every fold, so that a
     # branch a folded predicate leaves out never makes one.
@@ -185,7 +188,6 @@ def _analyze(g: Graph, arg_paths: Sequence[str], args: tuple[str, str],
     base = make_transfer(exact, gives)
     # A product whose operand holds an identity block beside the argument (`[b | I]`) also
     # returns the other operand's values: those columns of `a @ [b | I]` are a itself.
-    forms = find_forms(g, exact, text) if required else []
     copied: dict[int, int] = {}
     for s in g.steps:
         if id(s) in required:
