@@ -16,9 +16,11 @@ from jax._src.interpreters import mlir
 from jax._src.lib.mlir import ir
 from pydantic import ValidationError
 
+from jaxjudge.analysis.dataflow import Budget, TooComplex, build_graph
 from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.analysis.stablehlo import parse_module
 from jaxjudge.rules import RULES
-from jaxjudge.rules.products import DotTypesOptions, check_dot_types
+from jaxjudge.rules.products import DotTypesOptions, _holds_identity, check_dot_types
 
 PATHS = ["a", "a_scale", "b", "b_scale"]
 OPTS: dict[str, Any] = {"args": ("a", "b"), "operands": ("i8", "i8"), "result": "i32"}
@@ -387,3 +389,14 @@ def test_numbers_of_the_samples_agree() -> None:
                quarter_squares,
                masked_identity_dot, two_masked_identity_dots):
         np.testing.assert_allclose(np.asarray(fn(a, sa, b, sb)), want, rtol=1e-6)
+
+
+def test_the_walk_to_an_identity_block_spends_the_grades_budget() -> None:
+    """Each product's walk up its operand (to find an identity block) is paid from the
+    grade's analysis budget: a program of many products with long chains ends as too complex
+    (a requirement that fails closed), never as unbounded trusted-side time."""
+    g = build_graph(parse_module(program(bordered_b, False).text))
+    dot = next(s for s in g.steps if s.name == "stablehlo.dot_general")
+    g.budget = Budget(2)
+    with pytest.raises(TooComplex):
+        _holds_identity(g, dot.operands[1], [])

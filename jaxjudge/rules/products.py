@@ -144,6 +144,7 @@ def _holds_identity(g: Graph, node: int, forms: list[FormValue]) -> bool:
     seen, stack = {node}, [node]
     producers = g.producers()
     while stack and len(seen) <= MAX_BORDER_STEPS:
+        g.budget.spend()  # many products, each with a long chain: the grade's budget bounds it
         n = stack.pop()
         f = forms[n] if n < len(forms) else None
         if isinstance(f, tuple) and f[0] == "diag" and f[5] == 0 and f[4] not in (None, 0):
