@@ -20,6 +20,7 @@ from jaxjudge.analysis.dataflow import (
     build_graph,
     elementwise_transfer,
     full_transfer,
+    pass_transfer,
     propagate,
 )
 from jaxjudge.analysis.stablehlo import parse_module
@@ -103,3 +104,35 @@ def test_size_steps_have_no_operands() -> None:
     sizes = [s for s in g.steps if s.name == "stablehlo.get_dimension_size"]
     assert len(sizes) >= 3 and all(s.operands == () and len(s.results) == 1 for s in sizes)
     assert not ancestors(g, [s.results[0] for s in sizes]) & {arg[0], arg[2]}
+
+
+def scatter_set(a, a_scale, b, b_scale, x):
+    """x written by `.at[rows].set` into a zero buffer at rows chosen by a's values."""
+    rows = jnp.argsort(a[:, 0].astype(jnp.float32))
+    return jnp.zeros_like(x).at[rows].set(x)
+
+
+def scatter_add(a, a_scale, b, b_scale, x):
+    """x added by `.at[rows].add` into a zero buffer: sums, not x's values."""
+    rows = jnp.argsort(a[:, 0].astype(jnp.float32))
+    return jnp.zeros_like(x).at[rows].add(x)
+
+
+def _bits_with_x(g: Graph, arg: dict[int, int], transfer: Callable[..., Any]) -> int:
+    seeds = {arg[i]: bit for i, bit in ((0, A), (2, B), (4, X)) if i in arg}
+    return propagate(g, seeds, transfer)[g.main_results[0]]
+
+
+X = 4  # x's bit
+
+
+@pytest.mark.parametrize("symbolic", [True, False], ids=["symbolic", "per_shape"])
+def test_a_scatter_holds_what_it_sets_never_its_indices(symbolic: bool) -> None:
+    """Same values (`pass_transfer`): a scatter that sets its updates holds them; one that
+    adds them computes; neither holds its indices' values (they only say where)."""
+    g, arg = graph(scatter_set, symbolic)
+    assert _bits_with_x(g, arg, pass_transfer) == X
+    assert _bits_with_x(g, arg, full_transfer) == A | X  # where it wrote depends on a
+    g, arg = graph(scatter_add, symbolic)
+    assert _bits_with_x(g, arg, pass_transfer) == 0
+    assert _bits_with_x(g, arg, full_transfer) == A | X

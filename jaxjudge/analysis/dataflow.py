@@ -68,7 +68,7 @@ _PASS_OPERAND0 = frozenset(
 # Every result holds values of every operand (concatenation, stacking, padding values).
 _PASS_ALL = frozenset({"stablehlo.concatenate"})
 # Result holds operands 0 and 1 (stacking a loop's values into a buffer).
-_PASS_01 = frozenset({"stablehlo.dynamic_update_slice", "stablehlo.scatter"})
+_PASS_01 = frozenset({"stablehlo.dynamic_update_slice"})
 # Result holds operands 1 and 2 (select's two branches; operand 0 is the predicate).
 _PASS_12 = frozenset({"stablehlo.select"})
 # Result i is operand i.
@@ -106,7 +106,9 @@ class Kind(IntEnum):
 
 _KIND_BY_NAME: dict[str, Kind] = {}
 for _names, _kind in (
-    (_PASS_OPERAND0, Kind.PASS0),
+    # a scatter holds its input's values; its updates' only where its region sets them
+    # (`scatter_update`, linked apart), never its indices'
+    (_PASS_OPERAND0 | {_SCATTER}, Kind.PASS0),
     (_PASS_ALL, Kind.PASS_ALL),
     (_PASS_01, Kind.PASS_01),
     (_PASS_12, Kind.PASS_12),
@@ -230,6 +232,25 @@ class Graph:
         return self._producers
 
 
+
+
+def scatter_update(op: Op) -> str:
+    """What a scatter's update region makes of an element: "set" (it returns the update,
+    `.at[i].set`), "add" (the element plus the update, `.at[i].add`, a gather's transpose)
+    or "other"."""
+    if not op.regions or not op.regions[0]:
+        return "other"
+    block = op.regions[0][0]
+    body = [x for b in op.regions[0] for x in b.ops]
+    if len(block.args) != 2 or not body or body[-1].name not in _RETURNS:
+        return "other"
+    if len(body) == 1 and body[0].operands == [block.args[1]]:
+        return "set"
+    if (len(body) == 2 and body[0].name == "stablehlo.add"
+            and sorted(body[0].operands) == sorted(block.args)
+            and body[1].operands == body[0].results):
+        return "add"
+    return "other"
 
 
 def _region_returns(region: list[Block]) -> list[Op]:
@@ -394,6 +415,8 @@ def build_graph(module: Module) -> Graph:
                               op: Op = op) -> None:
                 g.region_ops[len(g.steps)] = op
                 emit(kind, name, opd, res)
+                if name == _SCATTER and scatter_update(op) == "set":
+                    emit(Kind.TUPLE, "scatter.update", opd[len(res) + 1:], res)
                 for r in rets:
                     if name in _CONDITIONALS:
                         link(r, res)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
 
+from jaxjudge.analysis.dataflow import scatter_update
 from jaxjudge.analysis.stablehlo import Op, ParseError
 
 CONST = -1  # an operand computed from no argument
@@ -119,16 +120,6 @@ def _read(env: dict[str, Taint], name: str, walk: _Walk, scoped: bool) -> Taint:
     return frozenset() if kind == CONST else frozenset({kind})
 
 
-def _sets(o: Op) -> bool:
-    """A one-buffer scatter whose update region returns its update argument unchanged."""
-    if len(o.operands) != 3 or len(o.regions) != 1 or not o.regions[0]:
-        return False
-    block = o.regions[0][0]
-    ops = [x for b in o.regions[0] for x in b.ops]
-    return (len(block.args) == 2 and len(ops) == 1 and ops[0].name in _RETURNS
-            and ops[0].operands == [block.args[1]])
-
-
 def _op(o: Op, env: dict[str, Taint], walk: _Walk, depth: int, scoped: bool,
         clean: bool) -> Iterable[Taint]:
     ins = [_read(env, name, walk, scoped) for name in o.operands]
@@ -140,7 +131,7 @@ def _op(o: Op, env: dict[str, Taint], walk: _Walk, depth: int, scoped: bool,
         if callee is None or not callee.regions or depth >= MAX_CALL_DEPTH:
             raise _Mixes
         return _region(callee.regions[0], ins, walk, depth + 1, clean=clean)
-    if o.name == "stablehlo.scatter" and _sets(o):
+    if o.name == "stablehlo.scatter" and len(o.operands) == 3 and scatter_update(o) == "set":
         # `.at[t].set(row)` (and vmap's dynamic_update_slice): the update replaces the
         # buffer's elements, its region returns the update alone; indices at operand 1
         if o.name not in walk.moves or 1 in tainted:

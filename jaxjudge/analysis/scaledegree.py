@@ -14,7 +14,7 @@ the input has degree 0, so a sum of it and a scaled value has two degrees (`loss
 
 from __future__ import annotations
 
-from jaxjudge.analysis.dataflow import Kind, Step, pass_transfer, propagate
+from jaxjudge.analysis.dataflow import Kind, Step, pass_transfer, propagate, scatter_update
 from jaxjudge.analysis.flowpaths import SHAPE_ONLY, Flow
 
 LOW, HIGH = -3, 3  # degrees followed; any other is UNKNOWN
@@ -71,6 +71,14 @@ def exactly(bits: int, d: int) -> bool | None:
     return bits == degree(d)
 
 
+def _adding_scatters(flow: Flow) -> set[int]:
+    """id() of the scatters that add their updates to their input (`.at[i].add`, the
+    transpose of a gather): a sum of the two."""
+    g = flow.graph
+    return {id(g.steps[i]) for i, op in g.region_ops.items()
+            if op.name == "stablehlo.scatter" and scatter_update(op) == "add"}
+
+
 def scale_degrees(flow: Flow, seeds: list[int], depends: list[int] | None = None) -> list[int]:
     """Per node, the degree bits of the input at the `seeds` nodes (each of degree 1).
     depends: per node, nonzero where it is computed from them (`Flow.computed_from`; found
@@ -80,6 +88,7 @@ def scale_degrees(flow: Flow, seeds: list[int], depends: list[int] | None = None
     # that does but has no degree yet waits for it: a loop's accumulator, before its back edge)
     if depends is None:
         depends = flow.computed_from(dict.fromkeys(seeds, 1))
+    adding = _adding_scatters(flow)
 
     def transfer(step: Step, bits: list[int]) -> list[int] | None:
         ops, n = step.operands, len(step.results)
@@ -96,6 +105,8 @@ def scale_degrees(flow: Flow, seeds: list[int], depends: list[int] | None = None
             return [bits[ops[1] if values[ops[0]] else ops[2]]] * n
         if select:  # either branch, by data: a branch free of the input is of degree 0
             return _sum(ops[1:], bits, depends, values, Kind.ADD, n)
+        if id(step) in adding and len(ops) == 3:  # input + updates (operand 1: indices)
+            return _sum((ops[0], ops[2]), bits, depends, values, Kind.ADD, n)
         if step.kind in _PASSING:
             return pass_transfer(step, bits)
         if not any(bits[o] for o in ops):
