@@ -85,9 +85,18 @@ def through_identity_then_bf16(p: dict, x: jax.Array) -> jax.Array:
     return mlp(p, x.astype(BF) @ jnp.eye(x.shape[1], dtype=BF) * BF(1), BF)
 
 
+def permuted_features_bf16(p: dict, x: jax.Array) -> jax.Array:
+    # Honest: x's features and w1's rows permuted alike by a constant matrix in bfloat16,
+    # (x P)(P^T w1) = x w1; no product reads x or w1 as given.
+    perm = jnp.eye(x.shape[1], dtype=BF)[::-1]
+    h = jnp.tanh((x.astype(BF) @ perm) @ (perm.T @ p["w1"].astype(BF)) + p["b1"].astype(BF))
+    return h @ p["w2"].astype(BF)
+
+
 @pytest.mark.parametrize("forward", [lambda p, x: mlp(p, x, BF), f16_forward, f32_loss_dot,
-                                     through_identity_then_bf16],
-                         ids=["bf16", "f16", "f32-product-of-values", "identity-then-bf16"])
+                                     through_identity_then_bf16, permuted_features_bf16],
+                         ids=["bf16", "f16", "f32-product-of-values", "identity-then-bf16",
+                              "permuted-features-bf16"])
 @pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
 def test_low_precision_steps_pass(forward: Callable, symbolic: bool) -> None:
     outcome = check(step(forward), symbolic)
@@ -158,6 +167,29 @@ def doubled_halved_beside_bf16(p: dict, x: jax.Array) -> jax.Array:
     return mlp(jax.tree.map(image, p), image(x), jnp.float32) + decoy
 
 
+def through_a_constant_matrix_then_f32(p: dict, x: jax.Array) -> jax.Array:
+    # A bfloat16 product with a constant matrix (here the reversal, which no identity test
+    # names) is a fixed rearrangement of its operand, undone in float32: the float32 products
+    # read x, w1 and w2 all the same, beside a real bfloat16 product.
+    def moved(a: jax.Array) -> jax.Array:
+        r = jnp.eye(a.shape[-1], dtype=BF)[::-1]
+        return (a.astype(BF) @ r).astype(jnp.float32)[..., ::-1]
+
+    decoy = 1e-30 * mlp(p, x, BF).astype(jnp.float32)
+    return mlp(jax.tree.map(moved, p), moved(x), jnp.float32) + decoy
+
+
+def scattered_then_f32(p: dict, x: jax.Array) -> jax.Array:
+    # `.at[rows].set` of a bfloat16 image into a zero buffer holds its values.
+    def moved(a: jax.Array) -> jax.Array:
+        a16 = a.astype(BF) * BF(2)
+        out = jnp.zeros_like(a16).at[jnp.arange(a.shape[0])].set(a16)
+        return out.astype(jnp.float32) / 2
+
+    decoy = 1e-30 * mlp(p, x, BF).astype(jnp.float32)
+    return mlp(jax.tree.map(moved, p), moved(x), jnp.float32) + decoy
+
+
 def mixed_second_layer(p: dict, x: jax.Array) -> jax.Array:
     h = jnp.tanh(x.astype(BF) @ p["w1"].astype(BF) + p["b1"].astype(BF))
     return h.astype(jnp.float32) @ p["w2"]
@@ -172,6 +204,8 @@ def mixed_second_layer(p: dict, x: jax.Array) -> jax.Array:
     (negated_twice_beside_bf16, "(float32, float32)"),
     (doubled_halved_beside_bf16, "(float32, float32)"),
     (mixed_second_layer, "(float32, float32)"),
+    (through_a_constant_matrix_then_f32, "(float32, float32)"),
+    (scattered_then_f32, "(float32, float32)"),
     # jax.grad transposes a product with preferred_element_type=float32 into float32 products
     (accumulate_f32, "(float32, float32)"),
     (multiply_and_sum, "No matrix product"),
@@ -180,7 +214,7 @@ def mixed_second_layer(p: dict, x: jax.Array) -> jax.Array:
     (multiply_and_sum_beside_live_bf16, "without a bfloat16 or float16 matrix product or"),
 ], ids=["all-f32", "cast-down-after", "rounded-then-f32", "through-identity-then-f32",
         "times-one-then-f32", "negated-twice-beside-bf16", "doubled-halved-beside-bf16",
-        "f32-second-layer",
+        "f32-second-layer", "through-a-constant-matrix-then-f32", "scattered-then-f32",
         "f32-accumulation-backward", "multiply-and-sum", "rounded-then-multiply-and-sum",
         "multiply-and-sum-beside-zeroed-bf16",
         "multiply-and-sum-beside-live-bf16"])

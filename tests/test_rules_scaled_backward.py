@@ -63,10 +63,30 @@ def scaled_in_a_loop(params: dict, scale: jax.Array, x: jax.Array, y: jax.Array)
     return {"grads": unscale(g, scale), "loss": loss_of(params, x, y)}
 
 
+def scaled_through_reversed_features(params: dict, scale: jax.Array, x: jax.Array,
+                                     y: jax.Array) -> dict:
+    """Every input's features reversed by `[..., ::-1]` (a gather at symbolic shapes, whose
+    transpose in the backward pass is a scatter that adds) and a constant reversal matrix:
+    the backward products read those rearrangements of x, w1 and w2, and grow with the scale
+    through the scatter."""
+    def moved(a: jax.Array) -> jax.Array:
+        r = jnp.eye(a.shape[-1], dtype=BF)[::-1]
+        return (a.astype(BF) @ r)[..., ::-1]
+
+    def loss(p: dict) -> jax.Array:
+        h = jnp.tanh(moved(x) @ moved(p["w1"]) + p["b1"].astype(BF))
+        r = (h @ moved(p["w2"][:, None])[:, 0]).astype(jnp.float32) - y
+        return jnp.mean(r * r)
+
+    g = jax.grad(lambda p: loss(p) * scale)(params)
+    return {"grads": unscale(g, scale), "loss": loss(params)}
+
+
 @pytest.mark.parametrize("fn", [scaled_before, scaled_before_f32, scaled_by_vjp,
-                                scaled_squared_over_scale, scaled_in_a_loop],
+                                scaled_squared_over_scale, scaled_in_a_loop,
+                                scaled_through_reversed_features],
                          ids=["bf16", "f32", "vjp-seeded-with-scale", "scale-squared-over-scale",
-                              "micro-batches-in-a-loop"])
+                              "micro-batches-in-a-loop", "through-reversed-features"])
 @pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
 def test_scaled_loss_passes(fn: Callable, symbolic: bool) -> None:
     outcome = check_scaled_backward([program(fn, symbolic)], scale="scale",

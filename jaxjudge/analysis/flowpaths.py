@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from jaxjudge.analysis.dataflow import (
     Budget,
@@ -86,18 +87,39 @@ class Flow:
 
         return propagate(self.graph, seeds, transfer)
 
+    @cached_property
+    def data(self) -> list[int]:
+        """Per node, nonzero where it is computed from any of main's arguments (a value that
+        reads none is a constant of the program, however it is computed: an iota, a
+        permutation matrix built from the shapes)."""
+        return self.computed_from(dict.fromkeys(self.graph.main_args, 1))
+
+    def by_constant(self, step: Step) -> bool:
+        """A product one of whose two operands reads no data: a fixed linear map (a
+        permutation, a reversal, a 1x1 convolution with a constant kernel) applied to the
+        other, not a product of the program's inputs."""
+        data = self.data
+        return (step.name in DOTS and len(step.operands) >= 2
+                and any(not data[o] for o in step.operands[:2]))
+
     def images(self, seeds: dict[int, int]) -> list[int]:
-        """Bits of the values computed from the seeded inputs elementwise, with constants and
-        nothing else (`-(-x)`, `x * 2 / 2`, `tanh(x)`): the copies, and what an elementwise
-        step makes of them when each operand is one or reads no data at all (a value mixed
-        with another input, a loss scale or a product is none)."""
-        data = self.computed_from({a: 1 for a in self.graph.main_args})
+        """Bits of the values computed from the seeded inputs with constants and nothing else
+        (`-(-x)`, `x * 2 / 2`, `tanh(x)`, `x @ P` for a constant P): the copies, what an
+        elementwise step makes of them when each operand is one or reads no data at all, and
+        a product of one with a constant (a value mixed with another input, a loss scale or a
+        product with data is none)."""
+        data = self.data
         gives, values = self.gives, self.values
 
         def transfer(step: Step, bits: list[int]) -> list[int] | None:
             given = gives.get(id(step))
             if given is not None:
                 return [bits[given]]
+            if self.by_constant(step):
+                if not step.results or values[step.results[0]] is not None:
+                    return None
+                acc = bits[step.operands[0]] | bits[step.operands[1]]
+                return [acc] * len(step.results) if acc else None
             if step.kind in _ARITHMETIC or step.name in ELEMENTWISE:
                 if not step.results or values[step.results[0]] is not None:
                     return None

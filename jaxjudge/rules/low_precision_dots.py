@@ -120,7 +120,10 @@ def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequen
     seeds = flow.seeds([inputs])
     images = flow.images(seeds)
     live = flow.live(node for _, node in outs)
-    reading = [s for s in flow.live_dots(live) if any(images[o] for o in s.operands[:2])]
+    # a product with a constant matrix (a permutation, a 1x1 convolution) is a fixed linear
+    # map of its operand, an image of the inputs like a copy: not one of their products
+    reading = [s for s in flow.live_dots(live)
+               if any(images[o] for o in s.operands[:2]) and not flow.by_constant(s)]
     # (1) holds for every product of the inputs, whichever output it reaches: a training
     # step's returned parameters computed by a float32 pass beside the bf16 one that gives
     # the named gradients is a float32 product of them all the same
@@ -137,7 +140,8 @@ def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequen
     if not reading:
         return (f"No matrix product of {names} on {kinds} operands reaches the outputs.",
                 noted(p, f"no {kinds} matrix product of {names} reaches the outputs"))
-    cut = {id(s) for s in flow.live_dots(live) if _allowed(s, allowed)}
+    cut = {id(s) for s in flow.live_dots(live)
+           if _allowed(s, allowed) and not flow.by_constant(s)}
     reached = flow.computed_from(
         seeds, lambda s: id(s) in cut or (_low_arithmetic(s, allowed) and not flow.is_copy(s)))
     leaks = [path for path, node in outs if reached[node]]

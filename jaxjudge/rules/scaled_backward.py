@@ -89,7 +89,9 @@ def _scaled_products(flow: Flow, scale: str, against: Sequence[str],
         return f"The program does not read {scale}."
     scaled = flow.computed_from(scale_seeds)
     grows = scale_degrees(flow, list(scale_seeds), scaled)
-    copies = flow.copies(flow.seeds([against]))
+    # x, w1, w2 as given or under a constant map (a permutation of the features): an honest
+    # model may rearrange them, and its backward products read the rearrangement
+    copies = flow.images(flow.seeds([against]))
     live = flow.live(node for _, node in outs)
     found, flat = [], []
     for step in flow.live_dots(live):

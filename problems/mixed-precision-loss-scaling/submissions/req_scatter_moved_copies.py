@@ -1,0 +1,37 @@
+# Requirement failed: every value, doubled in bfloat16, is written by `.at[arange(n)].set` into
+# a zero buffer and halved again in float32 before float32 matmuls: a scatter that sets its
+# updates holds their values, so the float32 matmuls read x, w1 and w2 rounded.
+import jax
+import jax.numpy as jnp
+
+LEARNING_RATE = 1e-3
+GROWTH_INTERVAL = 4
+BF = jnp.bfloat16
+
+
+def r16(a):
+    a16 = a.astype(BF)
+    if a.ndim == 0:
+        return a16.astype(jnp.float32)
+    n = a.shape[0]
+    moved = jnp.zeros_like(a16).at[jnp.arange(n)].set(a16 * 2)
+    return moved.astype(jnp.float32) / 2
+
+
+def loss_fn(params, x, y):
+    p = jax.tree.map(r16, params)
+    h = r16(jnp.tanh(r16(r16(x) @ p["w1"]) + p["b1"]))
+    pred = r16(h @ p["w2"] + p["b2"])
+    return jnp.mean((pred - y) ** 2)
+
+
+def solve(params, x, y, loss_scale, good_steps):
+    scaled = jax.grad(lambda p: loss_fn(p, x, y) * loss_scale)(params)
+    finite = jnp.all(jnp.array([jnp.isfinite(g).all() for g in jax.tree.leaves(scaled)]))
+    grads = jax.tree.map(lambda g: jnp.where(finite, g / loss_scale, 0.0), scaled)
+    new = jax.tree.map(lambda p, g: p - LEARNING_RATE * g, params, grads)
+    steps = jnp.where(finite, good_steps + 1, 0)
+    grow = steps == GROWTH_INTERVAL
+    scale = jnp.where(finite, jnp.where(grow, 2 * loss_scale, loss_scale), loss_scale / 2)
+    return {"params": new, "grads": grads, "loss_scale": scale,
+            "good_steps": jnp.where(grow, 0, steps)}
