@@ -55,8 +55,8 @@ def test_figures_are_kept_atomically_and_a_torn_file_is_a_miss(
     monkeypatch.setenv("JAXJUDGE_STATE_DIR", str(tmp_path / "state"))
     key = rw.state_key("p", "fingerprint", "submit")
     assert rw.load(key) is None
-    rw.store(key, rw.Reference({"a": 5, "b": 7}, {}))
-    assert rw.load(key) == rw.Reference({"a": 5, "b": 7}, {})
+    rw.store(key, rw.Reference({"a": 5, "b": 7}, {}, {"req": {"B=1": 4}}))
+    assert rw.load(key) == rw.Reference({"a": 5, "b": 7}, {}, {"req": {"B=1": 4}})
     path = statefile.state_dir() / "reference-work" / f"{key}.json"
     path.write_text('{"figures": {"a": 5')  # torn: another process mid-write, by hand
     assert rw.load(key) is None
@@ -79,8 +79,8 @@ def test_trajectories_are_kept_with_the_figures_and_checked_on_load(
         "index": 7, "steps": 2, "rows": [[0.0, 0.0], [1.5, None], [2.5, 3.0]],
         "sizes": [1, 1], "states": [{"step": 1, "slot": 2, "values": [0.5, 1.0]}],
         "kicks": [{"step": 1, "slot": 2, "sign": 1, "row": [2.0, 3.5]}]})
-    rw.store(key, rw.Reference({"a": 5}, {"t": loop}))
-    assert rw.load(key) == rw.Reference({"a": 5}, {"t": loop})
+    rw.store(key, rw.Reference({"a": 5}, {"t": loop}, {}))
+    assert rw.load(key) == rw.Reference({"a": 5}, {"t": loop}, {})
     path = statefile.state_dir() / "reference-work" / f"{key}.json"
     good = loop.model_dump()
     for bad in ({**good, "rows": [[0.0, 0.0], [1.0, "x"], [1.0, 1.0]]},  # a string
@@ -89,3 +89,17 @@ def test_trajectories_are_kept_with_the_figures_and_checked_on_load(
                 [[2.0], [0.0, 0.0], [1.0, 1.0]]):  # the old layout: sizes, then rows
         statefile.write(path, {"figures": {"a": 5}, "trajectories": {"t": bad}})
         assert rw.load(key) is None, bad
+
+
+def test_rule_figures_are_kept_and_checked_on_load(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rule's figures from the reference (`Rule.reference`) travel with its observed work:
+    one a parent could not have measured (negative, not an int, under a bad key) is a miss."""
+    monkeypatch.setenv("JAXJUDGE_STATE_DIR", str(tmp_path / "state"))
+    key = rw.state_key("p", "fingerprint", "submit")
+    path = statefile.state_dir() / "reference-work" / f"{key}.json"
+    for bad in ({"req": {"B=1": -4}}, {"req": {"B=1": 4.5}}, {"req": [4]}, ["req"]):
+        statefile.write(path, {"figures": {"a": 5}, "trajectories": {}, "rules": bad})
+        assert rw.load(key) is None, bad
+    assert rw.needs_reference(load_problem("pad-and-mask-to-bucket"))
+    assert not rw.needs_reference(load_problem("rematerialized-mlp-block"))

@@ -6,6 +6,7 @@ computes on the rows it copies, or a bucket computation beside a per-length one 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,7 +19,11 @@ from test_rules_structure import program
 from jaxjudge.analysis.exported import ProgramInfo
 from jaxjudge.analysis.stablehlo import parse_module
 from jaxjudge.rules import RULES
-from jaxjudge.rules.programs_per_bucket import bucket_of, check_programs_per_bucket
+from jaxjudge.rules.programs_per_bucket import (
+    bucket_of,
+    check_programs_per_bucket,
+    reference_extents,
+)
 from jaxjudge.rules.registry import RuleConfigError, validate
 
 BUCKETS = (4, 8, 12, 16)
@@ -130,8 +135,16 @@ def programs(fn: Callable[..., dict], lengths: Sequence[int] = LENGTHS) -> list[
                     np.ones(2, np.int32), np.ones(2, f32)) for n in lengths]
 
 
+@functools.cache
+def reference(lengths: tuple[int, ...]) -> dict[str, int]:
+    """The reference's figures (padding to the bucket) at the same shapes."""
+    return reference_extents(programs(padded, lengths), args=("a0",))
+
+
 def check(progs: list[ProgramInfo]) -> Any:
-    return check_programs_per_bucket(progs, dim="L", buckets=BUCKETS, args=("a0",))
+    lengths = tuple(n for n in (p.dims.get("L", 0) for p in progs) if 0 < n <= BUCKETS[-1])
+    return check_programs_per_bucket(progs, dim="L", buckets=BUCKETS, args=("a0",),
+                                     extent_multiple=3.0, reference=reference(lengths))
 
 
 @pytest.mark.parametrize("fn", [padded, concatenated, at_set_nested_jit, vmapped, edge_padded,
@@ -290,9 +303,15 @@ def widened_by_zeros_from_data(x: jax.Array, lengths: jax.Array, q: jax.Array) -
                               "bitcast-then-largest", "widened-by-a-constant-matrix",
                               "widened-by-zeros-from-data"])
 def test_padding_past_the_bucket_fails(fn: Callable) -> None:
+    """A plain copy padded past the bucket is too long at once; one folded, bitcast, computed
+    on or built by a loop holds 4x the reference's elements at a length of 4."""
     outcome = check(programs(fn))
     assert not outcome.passed
-    assert "longer than a0 padded to its bucket 4" in outcome.message
+    m = outcome.message
+    assert "longer than a0 padded to its bucket 4" in m or (
+        "For L=1 (bucket 4)" in m and "4.0x the largest the reference computes" in m
+        and "the judge allows 3x" in m), m
+    assert outcome.region is not None
 
 
 def test_boundary_off_by_one_fails() -> None:
@@ -331,3 +350,68 @@ def test_parser_keeps_where_attributes_lie() -> None:
             'tensor<f32>  "func.return"(%0) : (tensor<f32>) -> () }) : () -> () }) : () -> ()')
     op = parse_module(text).functions()["main"].regions[0][0].ops[0]
     assert [text[a:b] for a, b in op.spans] == ["{value = dense<1.0> : tensor<f32>}"]
+
+
+def four_slices_of_the_largest(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """Padded to 16, then cut into four bucket-long slices, each computed on: no value is
+    longer than 4 positions, but the pad is read whole (red team round 8)."""
+    b, length, d = x.shape
+    xp = jnp.pad(x, ((0, 0), (0, 16 - length), (0, 0)))
+    parts = [xp[:, 4 * k:4 * k + 4] for k in range(4)]
+    pos = jnp.arange(16).reshape(4, 4)
+    kept = [jnp.where((pos[k][None, :] < lengths[:, None])[..., None], part, 0.0)
+            for k, part in enumerate(parts)]
+    total = sum(part.sum(1) for part in kept)
+    return {"mean": total / lengths[:, None], "pooled": total}
+
+
+def loop_copy_folded(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """A loop copies x's rows into a buffer of 16, folded to 4 x 4 positions and computed on
+    (red team round 8)."""
+    b, length, d = x.shape
+
+    def row(t: jax.Array, buf: jax.Array) -> jax.Array:
+        return jax.lax.dynamic_update_slice_in_dim(
+            buf, jax.lax.dynamic_slice_in_dim(x, t, 1, axis=1), t, axis=1)
+
+    xp = jax.lax.fori_loop(0, length, row, jnp.zeros((b, 16, d))).reshape(b, 4, 4, d)
+    return {"mean": xp.sum((1, 2)) / lengths[:, None], "pooled": (xp * q).sum((1, 2))}
+
+
+@pytest.mark.parametrize("fn", [four_slices_of_the_largest, loop_copy_folded],
+                         ids=["four-slices-of-the-largest", "loop-copy-folded"])
+def test_a_pad_past_the_bucket_in_pieces_fails(fn: Callable) -> None:
+    outcome = check(programs(fn, (1, 3, 4)))
+    assert not outcome.passed
+    assert "4.0x the largest the reference computes from a0" in outcome.message
+
+
+def ones_column(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """Honest: x padded to its bucket with a column of ones beside it, one product giving the
+    sums and the counts (at D = 1, twice the reference's elements)."""
+    n = bucket(x.shape[1])
+    xp = jnp.pad(x, ((0, 0), (0, n - x.shape[1]), (0, 0)))
+    mask = (jnp.arange(n)[None, :] < lengths[:, None]).astype(x.dtype)
+    both = jnp.concatenate([xp, jnp.ones(xp.shape[:2] + (1,), x.dtype)], axis=2)
+    sums = jnp.einsum("bn,bnd->bd", mask, both)
+    out = core(xp, lengths, q)
+    return {"mean": sums[:, :-1] / sums[:, -1:], "pooled": out["pooled"]}
+
+
+def test_a_column_beside_x_is_not_padding() -> None:
+    """At D = 1 the ones column doubles what is computed from x: within 3x."""
+    f32 = np.float32
+    progs = [program(ones_column, {"B": 2, "L": n, "D": 1}, np.ones((2, n, 1), f32),
+                     np.ones(2, np.int32), np.ones(1, f32)) for n in (1, 3, 4)]
+    refs = [program(padded, {"B": 2, "L": n, "D": 1}, np.ones((2, n, 1), f32),
+                    np.ones(2, np.int32), np.ones(1, f32)) for n in (1, 3, 4)]
+    outcome = check_programs_per_bucket(progs, dim="L", buckets=BUCKETS, args=("a0",),
+                                        reference=reference_extents(refs, args=("a0",)))
+    assert outcome.passed, outcome.message
+
+
+def test_without_the_reference_s_figure_it_fails_closed() -> None:
+    outcome = check_programs_per_bucket(programs(padded, (1, 3)), dim="L", buckets=BUCKETS,
+                                        args=("a0",), reference={})
+    assert not outcome.passed
+    assert "could not be measured" in outcome.message

@@ -157,10 +157,10 @@ class FiguresCache(LRU):
     rows themselves are never changed)."""
 
     def _freeze(self, value: Reference) -> Reference:
-        return Reference(dict(value.figures), dict(value.trajectories))
+        return Reference(dict(value.figures), dict(value.trajectories), dict(value.rules))
 
     def _thaw(self, stored: Reference) -> Reference:
-        return Reference(dict(stored.figures), dict(stored.trajectories))
+        return Reference(dict(stored.figures), dict(stored.trajectories), dict(stored.rules))
 
 
 def report_key(

@@ -233,6 +233,12 @@ class Grading(StageA, StageB):
                 outcome = at_every_signature([
                     (where, self._apply(rules, req.rule, summary, req.options))
                     for where, summary in data])
+            elif req.rule in RULES and RULES[req.rule].reference is not None:
+                # the reference's own figures, measured through the same stages (none: the
+                # rule fails closed)
+                figures = (self.reference_rules or {}).get(req.name, {})
+                outcome = self._apply(rules, req.rule, given,
+                                      {**req.options, "reference": figures})
             else:
                 outcome = self._apply(rules, req.rule, given, req.options)
             self.requirements.append(

@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import math
 from importlib import util
 from pathlib import Path
@@ -34,9 +35,14 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from jaxjudge.analysis.exported import ProgramInfo
 from jaxjudge.grading.stage_results import TrajectoryLoop
 from jaxjudge.isolation import statefile
+from jaxjudge.problems.package import Problem
+from jaxjudge.rules import RULES
 from jaxjudge.version import grader_version
+
+log = logging.getLogger("grader")
 
 # What makes two runs the same run for the budget (jaxjudge.grading.observing's entry fields).
 KEY_FIELDS = ("req", "kind", "op", "count", "sliced", "dim", "groups", "inject", "watch", "own")
@@ -52,14 +58,43 @@ MAX_FIGURES = 512
 # figure key its rows, carried values and kicked answers; all together bounded.
 MAX_TRAJECTORY_ELEMENTS = 1_000_000
 MAX_FILE_BYTES = 32 << 20  # their state file: ~25 bytes per element at most
+MAX_RULE_FIGURE = 1 << 40  # a rule's figure (an element count): beyond, not a figure
 
 
 class Reference(NamedTuple):
     """What the reference did on the observer's runs: its work per run (the budgets), and on
-    each trajectory run its loop's answers after 0, 1, ..., n steps."""
+    each trajectory run its loop's answers after 0, 1, ..., n steps; and per requirement whose
+    rule compares with the reference (`Rule.reference`), its figures per signature."""
 
     figures: dict[str, int]
     trajectories: dict[str, TrajectoryLoop]
+    rules: dict[str, dict[str, int]]
+
+
+def needs_reference(problem: Problem) -> bool:
+    """Whether a program requirement's rule compares with the reference's own figures."""
+    return any(r.level == "program" and r.rule in RULES and RULES[r.rule].reference is not None
+               for r in problem.requirements)
+
+
+def rule_figures(problem: Problem, programs: list[ProgramInfo]) -> dict[str, dict[str, int]]:
+    """Per requirement whose rule compares with the reference, its figures measured on the
+    reference's tested programs (none where the measure failed: the learner's requirement
+    then fails closed, saying so)."""
+    tested = [p for p in programs if p.tested]
+    out: dict[str, dict[str, int]] = {}
+    for req in problem.requirements:
+        rule = RULES.get(req.rule) if req.level == "program" else None
+        if rule is None or rule.reference is None:
+            continue
+        try:
+            found = rule.reference(tested, **req.options)
+        except Exception:  # our analysis on our own reference: the requirement fails closed
+            log.exception("measuring the reference of %s for %s", problem.id, req.name)
+            continue
+        out[req.name] = {str(k): int(v) for k, v in found.items()
+                         if isinstance(v, int) and 0 <= v <= MAX_RULE_FIGURE}
+    return out
 
 
 def entry_key(entry: dict[str, Any], signature: str) -> str:
@@ -204,11 +239,19 @@ def load(key: str) -> Reference | None:
         return None
     if len(loops) != len(runs) or sum(map(_elements, loops.values())) > MAX_TRAJECTORY_ELEMENTS:
         return None
-    return Reference(dict(figures), loops)
+    rules = data.get("rules", {})
+    if not isinstance(rules, dict) or len(rules) > MAX_FIGURES or not all(
+            isinstance(name, str) and isinstance(per, dict) and len(per) <= MAX_FIGURES
+            and all(isinstance(k, str) and type(v) is int and 0 <= v <= MAX_RULE_FIGURE
+                    for k, v in per.items())
+            for name, per in rules.items()):
+        return None
+    return Reference(dict(figures), loops, {k: dict(v) for k, v in rules.items()})
 
 
 def store(key: str, reference: Reference) -> None:
     """Keep the figures for later processes (best effort, atomic)."""
     statefile.write(_path(key), {"figures": reference.figures,
                                  "trajectories": {k: v.model_dump()
-                                                  for k, v in reference.trajectories.items()}})
+                                                  for k, v in reference.trajectories.items()},
+                                 "rules": reference.rules})

@@ -75,6 +75,8 @@ class StageB(StageBase):
     reference_observed: reference_work.Reference | None = None  # its, once stage B ran
     # the reference's answers step by step (trajectory runs), by figure key
     reference_trajectories: dict[str, TrajectoryLoop] | None = None
+    # the reference's figures per requirement whose rule compares with it (Rule.reference)
+    reference_rules: dict[str, dict[str, int]] | None = None
 
     def _stage_b(
         self, a_dir: Path, job: Path, stage_a: StageAResult
@@ -127,9 +129,11 @@ class StageB(StageBase):
         watch = (observe_specs(self.problem, self.plan, program_of, every=self.reference_run,
                                kick_seed=self.grader.kick_seed) if program_of else [])
         sig_of = {t["name"]: t["signature"] for t in self.plan.tests}
-        if watch and not self.reference_run:  # each run its own budget, from the reference
+        if (watch or reference_work.needs_reference(self.problem)) and not self.reference_run:
             reference = self._reference()
             self.reference_trajectories = reference.trajectories
+            self.reference_rules = reference.rules
+            # each run its own budget, from the reference
             watch = reference_work.with_budgets(watch, reference.figures,
                                                 self.problem.observer.work_multiple, sig_of)
         spec = {
@@ -165,11 +169,13 @@ class StageB(StageBase):
                 # Only complete successes: a test that failed may have failed for a reason of
                 # the moment (memory pressure), which must not be replayed to later submissions.
                 self.grader.programs.put(key, (result, texts))
+        outcome = self._stage_b_outcome(result, texts, progs, watch, stage_a)
         if self.reference_run:
             self.reference_observed = reference_work.Reference(
                 reference_work.figures_from(watch, result.observed, sig_of),
-                reference_work.trajectories_from(watch, result.observed, sig_of))
-        return self._stage_b_outcome(result, texts, progs, watch, stage_a)
+                reference_work.trajectories_from(watch, result.observed, sig_of),
+                reference_work.rule_figures(self.problem, outcome[1]))
+        return outcome
 
     def _reference(self) -> reference_work.Reference:
         """The reference's observed work per run and its answers step by step
@@ -188,9 +194,9 @@ class StageB(StageBase):
             t = time.perf_counter()
             figures = self._measure_reference()
             self.timings["reference_work"] = round(time.perf_counter() - t, 4)
-            if figures is not None and figures.figures:
+            if figures is not None and (figures.figures or figures.rules):
                 reference_work.store(key, figures)
-        figures = figures or reference_work.Reference({}, {})
+        figures = figures or reference_work.Reference({}, {}, {})
         self.grader.figures.put(key, figures)
         return figures
 

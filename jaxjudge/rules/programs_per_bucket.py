@@ -3,8 +3,16 @@
 Padding variable-length inputs to the next length from a short list of buckets makes a jitted
 function compile once per bucket. The grader exports one program per test shape (static
 shapes), so the requirement compares them: programs whose lengths fall in the same bucket
-(other dimensions equal) must be the same program once the inputs are padded, and no copy of a
-padded input may be longer than its bucket.
+(other dimensions equal) must be the same program once the inputs are padded, and the inputs
+are padded to their bucket, not further.
+
+"Not further" is decided by size against the reference, whatever the shapes: at each test
+shape, the largest live value the program computes from the padded inputs
+(`jaxjudge.analysis.extent`: a pad to 16 folded to 4 x 4, bitcast, sliced into pieces or built
+by a loop holds as many elements) may hold at most `extent_multiple` times the elements of the
+reference's largest at the same shapes (its program graded through the same stages,
+jaxjudge.grading.reference_work). A column of ones beside x, or a mask of its shape, stays
+within that; a pad to the largest bucket is four times the reference's at a length of 4.
 
 "The same program" is decided on a canonical form of each program (value numbering): every
 value is named by a digest of its op, the op's attributes and types, and its operands' digests
@@ -33,6 +41,7 @@ from pydantic import Field, field_validator
 
 from jaxjudge.analysis.dataflow import Budget, TooComplex
 from jaxjudge.analysis.exported import ProgramInfo
+from jaxjudge.analysis.extent import largest_from
 from jaxjudge.analysis.flowpaths import PATH
 from jaxjudge.analysis.moves import CONST, OTHER, loop_copies
 from jaxjudge.analysis.parsed import MAX_TOTAL_CHARS
@@ -56,10 +65,6 @@ _COPIES = _EXPANDS | frozenset({
     "stablehlo.reverse", "stablehlo.gather", "stablehlo.dynamic_gather", "stablehlo.copy",
     "mhlo.copy", "stablehlo.dynamic_update_slice", "stablehlo.scatter", "stablehlo.select",
 })
-# Copies that keep only part of their operand: a buffer of the largest bucket sliced back to the
-# bucket before any computation is not padding past it.
-_CUTS = frozenset({"stablehlo.slice", "stablehlo.dynamic_slice", "stablehlo.real_dynamic_slice",
-                   "stablehlo.gather", "stablehlo.dynamic_gather"})
 _RETURNS = frozenset({"func.return", "stablehlo.return", "mhlo.return"})
 _REDUCTIONS = frozenset({"stablehlo.reduce", "stablehlo.reduce_window"})
 
@@ -72,6 +77,10 @@ class ProgramsPerBucketOptions(RuleOptions):
     args: tuple[Annotated[str, Field(pattern=PATH)], ...] = Field(
         min_length=1, max_length=16,
         description="input paths padded along dim, e.g. [x]")
+    extent_multiple: float = Field(
+        default=3.0, gt=1.0, le=64.0,
+        description="the most elements the largest value computed from args may hold, as a "
+                    "multiple of the reference's largest at the same shapes")
 
     @field_validator("buckets")
     @classmethod
@@ -92,30 +101,22 @@ class _Val:
     source: int | None = None  # a copy of main's argument `source`
     const: bool = False  # computed from no argument
     expanded: bool = False  # a copy that went through a broadcast (values repeated)
-    # computed elementwise from a copy of main's argument `aligned`, element for element
-    # (`x_padded * 1.0`, masked by `lengths`): padded on, it is as long as that copy
-    aligned: int | None = None
 
 
 @dataclass
 class Canon:
-    """A program's canonical form: its outputs' digests, each digest's operands (for
-    liveness), the copies of inputs (digest -> argument index, type) and every op's digest in
-    program order with a description (for messages)."""
+    """A program's canonical form: its outputs' digests, each digest's operands, the copies
+    of inputs (digest -> argument index, type) and every op's digest in program order with a
+    description (for messages)."""
 
     outputs: tuple[bytes, ...]
     children: dict[bytes, tuple[bytes, ...]] = field(default_factory=dict)
     copies: dict[bytes, tuple[int, TensorType, bool]] = field(default_factory=dict)
-    # values computed elementwise from a copy (digest -> argument index, type): their length
-    # is checked as a copy's, their digest is not a copy's
-    aligned: dict[bytes, tuple[int, TensorType, bool]] = field(default_factory=dict)
-    # the copies each copy was made from, but by a cut (a pad to 16 folded to 4 x 4 is still a
-    # pad to 16; one sliced back to the bucket is not)
-    made_from: dict[bytes, set[bytes]] = field(default_factory=dict)
     ops: list[tuple[bytes, Op]] = field(default_factory=list)
     arg_types: dict[int, TensorType] = field(default_factory=dict)
 
     def live_copies(self) -> list[tuple[int, TensorType, bool]]:
+        """The copies of inputs the outputs are computed from."""
         seen = set(self.outputs)
         stack = list(seen)
         found = []
@@ -123,9 +124,7 @@ class Canon:
             d = stack.pop()
             if d in self.copies:
                 found.append(self.copies[d])
-            elif d in self.aligned:
-                found.append(self.aligned[d])
-            for c in (*self.children.get(d, ()), *self.made_from.get(d, ())):
+            for c in self.children.get(d, ()):
                 if c not in seen:
                     seen.add(c)
                     stack.append(c)
@@ -296,37 +295,13 @@ def _value(op: Op, operands: list[_Val], regions: list[bytes], text: str, canon:
         (source,) = sources
         types = op.result_types()
         t = types[0] if types else TensorType((None,), "?")
-        made = _copy(source, t, canon,
+        return _copy(source, t, canon,
                      op.name in _EXPANDS or any(v.expanded for v in operands))
-        if op.name not in _CUTS:  # a slice is as long as it is, not as its source
-            canon.made_from.setdefault(made.digest, set()).update(
-                v.digest for v in operands if v.source is not None and v.digest)
-        return made
     digest = _h(op.name, _attrs(op, text), op.type, tuple(v.digest for v in operands),
                 tuple(regions))
     canon.children[digest] = tuple(v.digest for v in operands) + tuple(regions)
     canon.ops.append((digest, op))
-    aligned = _aligned(op, operands, regions)
-    if aligned is not None:
-        types = op.result_types()
-        canon.aligned[digest] = (aligned, types[0] if types else TensorType((None,), "?"),
-                                 False)
-    return _Val(digest, None, all(v.const for v in operands), aligned=aligned)
-
-
-def _aligned(op: Op, operands: list[_Val], regions: list[bytes]) -> int | None:
-    """The argument a computed value is sized against: any op without regions that reads a
-    copy of it (not a broadcast) or a value aligned with it, and no other argument's. Its
-    result holds that argument's padded positions, moved or computed on (an elementwise op, a
-    bitcast, a product over the features or with a constant 0/1 matrix that widens it, a
-    concatenation with values from other data), so a result longer than the bucket is
-    padding past it, whatever the op."""
-    if regions:
-        return None
-    mine = [v.source if v.source is not None and v.digest else v.aligned for v in operands
-            if not v.expanded]
-    found = {a for a in mine if a is not None}
-    return next(iter(found)) if len(found) == 1 else None
+    return _Val(digest, None, all(v.const for v in operands))
 
 
 def _bind(env: dict[str, _Val], op: Op, values: list[_Val]) -> None:
@@ -343,15 +318,30 @@ class _Form:
     module: Module
 
 
-@register("programs_per_bucket", "program", ProgramsPerBucketOptions, static_shapes=True)
+def reference_extents(programs: Sequence[ProgramInfo], *, args: Sequence[str],
+                      **_options: Any) -> dict[str, int]:
+    """The reference's figure per signature: its largest live value computed from `args`."""
+    budget = Budget()
+    out = {}
+    for p in programs:
+        found = largest_from(p, parse_module(p.text), args, budget)
+        if found is not None:
+            out[p.signature] = found.elements
+    return out
+
+
+@register("programs_per_bucket", "program", ProgramsPerBucketOptions, static_shapes=True,
+          reference=reference_extents)
 def check_programs_per_bucket(
     programs: Sequence[ProgramInfo], *, dim: str, buckets: Sequence[int], args: Sequence[str],
+    extent_multiple: float = 3.0, reference: dict[str, int] | None = None,
 ) -> RuleOutcome:
     """Programs for lengths in one bucket are the same program once the inputs are padded.
 
     Programs whose `dim` falls in the same bucket (other dimensions equal) have the same
     canonical form, copies of the inputs (padded, sliced, reshaped) compared by type only;
-    no copy of an input in `args` reaching the outputs is longer than its bucket."""
+    at every shape, no live value computed from `args` holds more than `extent_multiple`
+    times the elements of the reference's largest (`reference`: per signature)."""
     if not isinstance(programs, Sequence) or isinstance(programs, str | bytes) or not programs:
         return RuleOutcome(False, "No exported program was available to check.")
     if not all(isinstance(p, ProgramInfo) and isinstance(p.text, str) for p in programs):
@@ -383,6 +373,13 @@ def check_programs_per_bucket(
             return RuleOutcome(False, too_long, region=noted(
                 form.program, f"{dim}={form.length}: a copy of the input longer than its "
                               f"bucket {form.bucket}"))
+        try:
+            too_large = _too_large(form, args, dim, extent_multiple, reference or {}, budget)
+        except (ParseError, TooComplex) as exc:
+            return RuleOutcome(False, f"The exported program for input shapes "
+                                      f"{form.program.signature} could not be analyzed ({exc}).")
+        if too_large is not None:
+            return too_large
     groups: dict[tuple[Any, ...], dict[int, _Form]] = {}
     for form in forms:
         rest = tuple(sorted((k, v) for k, v in form.program.dims.items() if k != dim))
@@ -408,17 +405,20 @@ def check_programs_per_bucket(
                                   f"problem package error).")
     return RuleOutcome(True, (
         f"Programs for lengths in the same bucket are identical once the inputs are padded "
-        f"({compared} pairs of lengths compared), and no padded input is longer than its "
-        f"bucket: one compiled program per bucket."), region=noted(
+        f"({compared} pairs of lengths compared), and no value computed from "
+        f"{', '.join(args)} is larger than {extent_multiple:g}x the reference's at the same "
+        f"shapes: one compiled program per bucket, padded to it."), region=noted(
             forms[0].program, "the same program for " + "; ".join(seen)))
 
 
 def _too_long(form: _Form, args: Sequence[str], dim: str,
               buckets: Sequence[int]) -> str | None:
-    """Why a live copy of a padded input is longer than its bucket, or None. Longer: more
-    elements than the input padded to its bucket, with an axis as long as the next bucket or
-    more that the input has nowhere else (a column of ones beside x widens another axis, by
-    one: not padding)."""
+    """Why a live copy of a padded input (its values moved: padded, joined to constants,
+    written into a buffer) is longer than its bucket, or None: the statement read literally,
+    at every bucket. Longer: more elements than the input padded to its bucket, with an axis
+    as long as the next bucket or more that the input has nowhere else (a column of ones
+    beside x widens another axis, by one: not padding). A copy folded, bitcast or computed on
+    is sized by `_too_large`."""
     canon, p = form.canon, form.program
     index = {i for i, path in enumerate(p.args) if path in args}
     for source, t, expanded in canon.live_copies():
@@ -435,11 +435,43 @@ def _too_long(form: _Form, args: Sequence[str], dim: str,
                              for d in t.dims):
             shape = "x".join("?" if d is None else str(d) for d in t.dims)
             return (f"For {dim}={form.length} the program computes on a {shape} copy of "
-                    f"{p.args[source]} ({n} elements: its values, moved or computed element "
-                    f"by element), longer than {p.args[source]} padded to "
-                    f"its bucket {form.bucket} ({limit} elements). Pad to the smallest bucket "
-                    f"that holds {dim}, not to the largest one.")
+                    f"{p.args[source]} ({n} elements: its values, moved), longer than "
+                    f"{p.args[source]} padded to its bucket {form.bucket} ({limit} elements). "
+                    f"Pad to the smallest bucket that holds {dim}, not to a larger one.")
     return None
+
+
+def _too_large(form: _Form, args: Sequence[str], dim: str, multiple: float,
+               reference: dict[str, int], budget: Budget) -> RuleOutcome | None:
+    """The failure of a program whose largest value computed from `args` holds more than
+    `multiple` times the reference's at the same shapes (or cannot be measured); None: it
+    holds no more."""
+    p = form.program
+    figure = reference.get(p.signature)
+    names = ", ".join(args)
+    if figure is None:
+        return RuleOutcome(False, (
+            f"The reference's largest value computed from {names} at input shapes "
+            f"{p.signature} could not be measured, so the padding could not be checked (the "
+            f"judge's failure: report it)."), region=noted(p, "no reference figure"))
+    mine = largest_from(p, form.module, args, budget)
+    if mine is None:
+        return RuleOutcome(False, (
+            f"The program for input shapes {p.signature} has a value of no static size, so "
+            f"its padding could not be measured."), region=noted(p, "a size not static"))
+    if mine.elements <= multiple * max(figure, 1):
+        return None
+    shape = "x".join(map(str, mine.shape)) or "scalar"
+    message = (
+        f"For {dim}={form.length} (bucket {form.bucket}) the program computes a {shape} value "
+        f"from {names} ({mine.elements} elements), {mine.elements / max(figure, 1):.1f}x the "
+        f"largest the reference computes from {names} at the same shapes ({figure} elements, "
+        f"{names} padded to its bucket); the judge allows {multiple:g}x. Pad to the smallest "
+        f"bucket that holds {dim}, not further: a copy padded past it counts as large however "
+        f"it is folded, sliced or built.")
+    note = f"{dim}={form.length}: {mine.elements} elements computed from {names}"
+    region = region_of(form.module, [mine.op], p, note=note) if mine.op is not None else None
+    return RuleOutcome(False, message, region=region or noted(p, note))
 
 
 def _differ(a: _Form, b: _Form, dim: str, bucket: int) -> tuple[str, Op | None]:

@@ -51,6 +51,11 @@ class Rule:
     # Options naming arguments that must be arrays of one declared shape: the rule lays them
     # out side by side, element by element (the custom_vjp rules run at other shapes).
     same_shape: tuple[str, ...] = ()
+    # Figures the rule compares with the problem's reference: `reference(programs, **options)`
+    # measures them on the reference's own verified programs ({signature: figure}), graded
+    # through the same stages (jaxjudge.grading.reference_work); the rule then gets them as
+    # `check(programs, reference=..., **options)`.
+    reference: Callable[..., dict[str, int]] | None = None
 
 
 RULES: dict[str, Rule] = {}
@@ -59,7 +64,7 @@ RULES: dict[str, Rule] = {}
 def register(
     name: str, level: Level, options: type[RuleOptions], *, static_shapes: bool = False,
     untraceable: Callable[..., Any] | None = None, probe: str | None = None,
-    same_shape: tuple[str, ...] = (),
+    same_shape: tuple[str, ...] = (), reference: Callable[..., dict[str, int]] | None = None,
 ) -> Callable[[F], F]:
     """Register `check` under `name`; its docstring's first line is the rule's summary."""
 
@@ -68,7 +73,7 @@ def register(
             raise ValueError(f"rule {name!r} registered twice")
         doc = (check.__doc__ or "").strip().splitlines()
         RULES[name] = Rule(name, level, options, check, doc[0] if doc else "", static_shapes,
-                           untraceable, probe, same_shape)
+                           untraceable, probe, same_shape, reference)
         return check
 
     return wrap

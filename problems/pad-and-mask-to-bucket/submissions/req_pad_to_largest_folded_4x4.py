@@ -1,6 +1,6 @@
 # Red team round 7 (2026-12-07; accepted until then): x is always padded to 16, the largest
 # bucket, and computed on folded to (B, 4, 4, D), so no axis is as long as the next bucket.
-# A copy is sized with the copies it was made from: the pad to 16 is too long.
+# The largest value computed from x holds 4x the reference's at a length of 4.
 import jax.numpy as jnp
 
 
