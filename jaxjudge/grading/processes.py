@@ -169,7 +169,8 @@ class ProcessGrader:
     never hangs on workers that cannot start."""
 
     def __init__(self, workers: int, *, warm_pool: bool = True, engine: str | None = None,
-                 report_cache: int = 0, program_cache: int | None = None) -> None:
+                 report_cache: int = 0, program_cache: int | None = None,
+                 kick_seed: int | None = None) -> None:
         if workers < 1:
             raise ValueError("workers must be at least 1")
         self.workers = workers
@@ -182,6 +183,8 @@ class ProcessGrader:
             self._options["spare_warmup"] = spare_warmup_fits(workers)
         if program_cache is not None:  # each worker's own (the sample suite turns it off)
             self._options["program_cache"] = program_cache
+        if kick_seed is not None:  # the installation's secret otherwise (observer_seed)
+            self._options["kick_seed"] = int(kick_seed)
         # Kept here, not per worker: an identical source is answered whichever worker graded
         # it first.
         self.reports = ReportCache(report_cache)
