@@ -93,10 +93,19 @@ def permuted_features_bf16(p: dict, x: jax.Array) -> jax.Array:
     return h @ p["w2"].astype(BF)
 
 
+def permuted_in_f32_then_bf16(p: dict, x: jax.Array) -> jax.Array:
+    # Honest: the same permutation done in float32 before the cast: a product with a constant
+    # matrix is not a product of the inputs, in whatever precision (round 9).
+    perm = jnp.eye(x.shape[1])[::-1]
+    q = {**p, "w1": perm.T @ p["w1"]}
+    return mlp(q, x @ perm, BF)
+
+
 @pytest.mark.parametrize("forward", [lambda p, x: mlp(p, x, BF), f16_forward, f32_loss_dot,
-                                     through_identity_then_bf16, permuted_features_bf16],
+                                     through_identity_then_bf16, permuted_features_bf16,
+                                     permuted_in_f32_then_bf16],
                          ids=["bf16", "f16", "f32-product-of-values", "identity-then-bf16",
-                              "permuted-features-bf16"])
+                              "permuted-features-bf16", "permuted-in-f32-then-bf16"])
 @pytest.mark.parametrize("symbolic", [False, True], ids=["static", "symbolic"])
 def test_low_precision_steps_pass(forward: Callable, symbolic: bool) -> None:
     outcome = check(step(forward), symbolic)
@@ -188,6 +197,16 @@ def scattered_then_f32(p: dict, x: jax.Array) -> jax.Array:
 
     decoy = 1e-30 * mlp(p, x, BF).astype(jnp.float32)
     return mlp(jax.tree.map(moved, p), moved(x), jnp.float32) + decoy
+
+
+def doubled_then_multiply_and_sum(p: dict, x: jax.Array) -> jax.Array:
+    # bfloat16 arithmetic that only gives an image back (doubled, halved in float32) is not
+    # low-precision work: the float32 multiply-and-sum after it reads x, w1, w2 (round 9).
+    def image(a: jax.Array) -> jax.Array:
+        return (a.astype(BF) * BF(2)).astype(jnp.float32) / 2
+
+    decoy = 1e-30 * mlp(p, x, BF).astype(jnp.float32)
+    return multiply_and_sum(jax.tree.map(image, p), image(x)) + decoy
 
 
 def mixed_second_layer(p: dict, x: jax.Array) -> jax.Array:
@@ -325,3 +344,11 @@ def test_a_step_summed_over_the_inputs_in_float32_fails() -> None:
         inputs=("x", "params.w1", "params.w2"), outputs=("grads",))
     assert not outcome.passed
     assert "by float32 arithmetic that sums over them" in outcome.message
+
+
+def test_bf16_arithmetic_that_gives_an_image_back_is_not_low_precision_work() -> None:
+    """Round 9: values doubled in bfloat16 and halved in float32, then a float32
+    multiply-and-sum beside a bfloat16 decoy: the doubling cut the inputs' routes before."""
+    outcome = check(step(doubled_then_multiply_and_sum))
+    assert not outcome.passed
+    assert "float32" in outcome.message and "x, params.w1 and params.w2" in outcome.message

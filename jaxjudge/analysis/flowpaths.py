@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 
 from jaxjudge.analysis.dataflow import (
     Budget,
@@ -87,47 +86,36 @@ class Flow:
 
         return propagate(self.graph, seeds, transfer)
 
-    @cached_property
-    def data(self) -> list[int]:
-        """Per node, nonzero where it is computed from any of main's arguments (a value that
-        reads none is a constant of the program, however it is computed: an iota, a
-        permutation matrix built from the shapes)."""
-        return self.computed_from(dict.fromkeys(self.graph.main_args, 1))
-
-    def by_constant(self, step: Step) -> bool:
-        """A product one of whose two operands reads no data: a fixed linear map (a
-        permutation, a reversal, a 1x1 convolution with a constant kernel) applied to the
-        other, not a product of the program's inputs."""
-        data = self.data
+    def fixed_map(self, step: Step, reads: list[int]) -> bool:
+        """A product one of whose two operands is not computed from the inputs `reads` marks
+        (`computed_from` of them): a fixed linear map (a permutation, a reversal, a 1x1
+        convolution with a constant kernel, a matrix built from other data) applied to the
+        other, not a product of those inputs."""
         return (step.name in DOTS and len(step.operands) >= 2
-                and any(not data[o] for o in step.operands[:2]))
+                and any(not reads[o] for o in step.operands[:2]))
 
     def images(self, seeds: dict[int, int]) -> list[int]:
-        """Bits of the values computed from the seeded inputs with constants and nothing else
-        (`-(-x)`, `x * 2 / 2`, `tanh(x)`, `x @ P` for a constant P): the copies, what an
-        elementwise step makes of them when each operand is one or reads no data at all, and
-        a product of one with a constant (a value mixed with another input, a loss scale or a
-        product with data is none)."""
-        data = self.data
+        """Bits of the values computed from the seeded inputs with nothing else of them
+        (`-(-x)`, `x * 2 / 2`, `tanh(x)`, `x @ P` for a P that none of them gives, `x` times a
+        gate computed from other data): the copies, what an elementwise step or a product
+        makes of them when its every other operand is computed from none of the seeded
+        inputs (a value mixed with a product of them, or with another of them, is none)."""
+        reads = self.computed_from(dict.fromkeys(seeds, 1))
         gives, values = self.gives, self.values
 
         def transfer(step: Step, bits: list[int]) -> list[int] | None:
             given = gives.get(id(step))
             if given is not None:
                 return [bits[given]]
-            if self.by_constant(step):
-                if not step.results or values[step.results[0]] is not None:
-                    return None
-                acc = bits[step.operands[0]] | bits[step.operands[1]]
-                return [acc] * len(step.results) if acc else None
-            if step.kind in _ARITHMETIC or step.name in ELEMENTWISE:
+            elementwise = step.kind in _ARITHMETIC or step.name in ELEMENTWISE
+            if elementwise or self.fixed_map(step, reads):
                 if not step.results or values[step.results[0]] is not None:
                     return None
                 acc = 0
-                for o in step.operands:
+                for o in step.operands[:2] if step.name in DOTS else step.operands:
                     if bits[o]:
                         acc |= bits[o]
-                    elif data[o]:
+                    elif reads[o]:
                         return None
                 return [acc] * len(step.results) if acc else None
             return pass_transfer(step, bits)

@@ -119,17 +119,20 @@ def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequen
         return "The program has none of the outputs the requirement names.", None
     seeds = flow.seeds([inputs])
     images = flow.images(seeds)
+    reads = flow.computed_from(dict.fromkeys(seeds, 1))
     live = flow.live(node for _, node in outs)
-    # a product with a constant matrix (a permutation, a 1x1 convolution) is a fixed linear
-    # map of its operand, an image of the inputs like a copy: not one of their products
-    reading = [s for s in flow.live_dots(live)
-               if any(images[o] for o in s.operands[:2]) and not flow.by_constant(s)]
+    # a product with a matrix none of the inputs gives (a permutation, a 1x1 convolution, a
+    # gate from other data) is a fixed linear map of its operand, an image of the inputs like
+    # a copy: not one of their products, in whatever precision
+    products = [s for s in flow.live_dots(live) if not flow.fixed_map(s, reads)]
+    reading = [s for s in products if any(images[o] for o in s.operands[:2])]
     # (1) holds for every product of the inputs, whichever output it reaches: a training
     # step's returned parameters computed by a float32 pass beside the bf16 one that gives
     # the named gradients is a float32 product of them all the same
     every = flow.live(node for _, node in flow.outputs(()))
     bad = [s for s in flow.live_dots(every)
-           if any(images[o] for o in s.operands[:2]) and not _allowed(s, allowed)]
+           if any(images[o] for o in s.operands[:2]) and not _allowed(s, allowed)
+           and not flow.fixed_map(s, reads)]
     if bad:
         wrong = sorted({"(" + ", ".join(np_name(e) for e in operand_elements(s)) + ")"
                         for s in bad})
@@ -140,10 +143,15 @@ def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequen
     if not reading:
         return (f"No matrix product of {names} on {kinds} operands reaches the outputs.",
                 noted(p, f"no {kinds} matrix product of {names} reaches the outputs"))
-    cut = {id(s) for s in flow.live_dots(live)
-           if _allowed(s, allowed) and not flow.by_constant(s)}
-    reached = flow.computed_from(
-        seeds, lambda s: id(s) in cut or (_low_arithmetic(s, allowed) and not flow.is_copy(s)))
+    cut = {id(s) for s in products if _allowed(s, allowed)}
+
+    def low(s: Step) -> bool:
+        # bf16 arithmetic that computes anew (a hand-written backward pass's outer products),
+        # not arithmetic that only gives an image of the inputs back (`-(-x16)`, `x16 * 2`)
+        return id(s) in cut or (_low_arithmetic(s, allowed) and not flow.is_copy(s)
+                                and not any(images[r] for r in s.results))
+
+    reached = flow.computed_from(seeds, low)
     leaks = [path for path, node in outs if reached[node]]
     if leaks:
         return (f"{leaks[0]} is computed from {names} without a {kinds} matrix product or "
@@ -153,8 +161,7 @@ def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequen
     # Any other output (a training step's parameters) may take the inputs elementwise (the
     # update w - lr * g), but not summed over them outside such products: that is a product
     # of them by another spelling (a float32 backward pass written as multiply and sum).
-    summed = flow.summed_from(seeds, lambda s: id(s) in cut or (
-        _low_arithmetic(s, allowed) and not flow.is_copy(s)))
+    summed = flow.summed_from(seeds, low)
     named = {node for _, node in outs}
     sums = [path for path, node in flow.outputs(()) if node not in named and summed[node]]
     if sums:
