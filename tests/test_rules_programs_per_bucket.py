@@ -355,7 +355,7 @@ def test_parser_keeps_where_attributes_lie() -> None:
 def four_slices_of_the_largest(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
     """Padded to 16, then cut into four bucket-long slices, each computed on: no value is
     longer than 4 positions, but the pad is read whole (red team round 8)."""
-    b, length, d = x.shape
+    _, length, _ = x.shape
     xp = jnp.pad(x, ((0, 0), (0, 16 - length), (0, 0)))
     parts = [xp[:, 4 * k:4 * k + 4] for k in range(4)]
     pos = jnp.arange(16).reshape(4, 4)
@@ -381,7 +381,7 @@ def loop_copy_folded(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
 @pytest.mark.parametrize("fn", [four_slices_of_the_largest, loop_copy_folded],
                          ids=["four-slices-of-the-largest", "loop-copy-folded"])
 def test_a_pad_past_the_bucket_in_pieces_fails(fn: Callable) -> None:
-    outcome = check(programs(fn, (1, 3, 4)))
+    outcome = check(programs(fn, (1, 3, 4, 13, 16)))
     assert not outcome.passed
     assert "4.0x the largest the reference computes from a0" in outcome.message
 
@@ -392,7 +392,7 @@ def ones_column(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
     n = bucket(x.shape[1])
     xp = jnp.pad(x, ((0, 0), (0, n - x.shape[1]), (0, 0)))
     mask = (jnp.arange(n)[None, :] < lengths[:, None]).astype(x.dtype)
-    both = jnp.concatenate([xp, jnp.ones(xp.shape[:2] + (1,), x.dtype)], axis=2)
+    both = jnp.concatenate([xp, jnp.ones((*xp.shape[:2], 1), x.dtype)], axis=2)
     sums = jnp.einsum("bn,bnd->bd", mask, both)
     out = core(xp, lengths, q)
     return {"mean": sums[:, :-1] / sums[:, -1:], "pooled": out["pooled"]}
@@ -415,3 +415,35 @@ def test_without_the_reference_s_figure_it_fails_closed() -> None:
                                         args=("a0",), reference={})
     assert not outcome.passed
     assert "could not be measured" in outcome.message
+
+
+def per_sequence_to_largest(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """Each sequence padded on its own to 16 and masked (red team round 9): no value holds more
+    than twice the reference's at a length of 4, but at 16 each holds half of it: the sizes do
+    not shrink with the bucket."""
+    rows = []
+    for i in range(x.shape[0]):
+        row = jnp.pad(x[i] * 2.0, ((0, 16 - x.shape[1]), (0, 0)))  # computed: not a copy
+        rows.append(jnp.where((jnp.arange(16) < lengths[i])[:, None], row, 0.0).sum(0))
+    sums = jnp.stack(rows) / 2.0
+    return {"mean": sums / lengths[:, None], "pooled": sums}
+
+
+def pairwise_softmax(x: jax.Array, lengths: jax.Array, q: jax.Array) -> dict:
+    """Honest: the softmax as 1 / sum(exp(s_u - s_t)), a (B, N, N) table that grows faster
+    than the reference's values (red team round 9, rejected by an absolute bound)."""
+    kept = masked(x, lengths)
+    n = kept.shape[1]
+    mask = jnp.arange(n)[None, :] < lengths[:, None]
+    s = kept @ q
+    pair = jnp.where(mask[:, None, :], jnp.exp(jnp.minimum(s[:, None, :] - s[:, :, None], 80.0)),
+                     0.0)
+    w = jnp.where(mask, 1.0 / pair.sum(-1), 0.0)
+    return {"mean": kept.sum(1) / lengths[:, None], "pooled": jnp.einsum("bn,bnd->bd", w, kept)}
+
+
+def test_sizes_must_shrink_with_the_bucket_as_the_reference_s() -> None:
+    outcome = check(programs(per_sequence_to_largest))
+    assert not outcome.passed
+    assert "do not shrink with the bucket" in outcome.message, outcome.message
+    assert check(programs(pairwise_softmax)).passed

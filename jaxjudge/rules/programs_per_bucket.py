@@ -9,10 +9,12 @@ are padded to their bucket, not further.
 "Not further" is decided by size against the reference, whatever the shapes: at each test
 shape, the largest live value the program computes from the padded inputs
 (`jaxjudge.analysis.extent`: a pad to 16 folded to 4 x 4, bitcast, sliced into pieces or built
-by a loop holds as many elements) may hold at most `extent_multiple` times the elements of the
-reference's largest at the same shapes (its program graded through the same stages,
-jaxjudge.grading.reference_work). A column of ones beside x, or a mask of its shape, stays
-within that; a pad to the largest bucket is four times the reference's at a length of 4.
+by a loop holds as many elements) over the reference's largest at the same shapes (its program
+graded through the same stages, jaxjudge.grading.reference_work) must shrink with the bucket as
+the reference's does: at a smaller bucket at most `extent_multiple` times that share at a larger
+one. A constant factor cancels (a column of ones beside x, a pairwise table that grows faster
+than the reference's); a pad to the largest bucket, whole or per sequence, holds 4 times the
+reference's share at a length of 4 that it holds at 16.
 
 "The same program" is decided on a canonical form of each program (value numbering): every
 value is named by a digest of its op, the op's attributes and types, and its operands' digests
@@ -41,7 +43,7 @@ from pydantic import Field, field_validator
 
 from jaxjudge.analysis.dataflow import Budget, TooComplex
 from jaxjudge.analysis.exported import ProgramInfo
-from jaxjudge.analysis.extent import largest_from
+from jaxjudge.analysis.extent import Extent, largest_from
 from jaxjudge.analysis.flowpaths import PATH
 from jaxjudge.analysis.moves import CONST, OTHER, loop_copies
 from jaxjudge.analysis.parsed import MAX_TOTAL_CHARS
@@ -79,8 +81,9 @@ class ProgramsPerBucketOptions(RuleOptions):
         description="input paths padded along dim, e.g. [x]")
     extent_multiple: float = Field(
         default=3.0, gt=1.0, le=64.0,
-        description="the most elements the largest value computed from args may hold, as a "
-                    "multiple of the reference's largest at the same shapes")
+        description="how many times more of the reference's size (its largest value computed "
+                    "from args, at the same shapes) the program's may hold at a smaller "
+                    "bucket than at a larger one")
 
     @field_validator("buckets")
     @classmethod
@@ -340,8 +343,9 @@ def check_programs_per_bucket(
 
     Programs whose `dim` falls in the same bucket (other dimensions equal) have the same
     canonical form, copies of the inputs (padded, sliced, reshaped) compared by type only;
-    at every shape, no live value computed from `args` holds more than `extent_multiple`
-    times the elements of the reference's largest (`reference`: per signature)."""
+    the largest live value computed from `args`, over the reference's at the same shapes
+    (`reference`: per signature), is at most `extent_multiple` times larger at a smaller
+    bucket than at a larger one."""
     if not isinstance(programs, Sequence) or isinstance(programs, str | bytes) or not programs:
         return RuleOutcome(False, "No exported program was available to check.")
     if not all(isinstance(p, ProgramInfo) and isinstance(p.text, str) for p in programs):
@@ -367,6 +371,7 @@ def check_programs_per_bucket(
             return RuleOutcome(False, f"The exported program for input shapes {p.signature} "
                                       f"could not be analyzed ({exc}).")
         forms.append(_Form(p, length, bucket, canon, module))
+    sized: list[tuple[_Form, Extent, int]] = []
     for form in forms:
         too_long = _too_long(form, args, dim, buckets)
         if too_long:
@@ -374,12 +379,16 @@ def check_programs_per_bucket(
                 form.program, f"{dim}={form.length}: a copy of the input longer than its "
                               f"bucket {form.bucket}"))
         try:
-            too_large = _too_large(form, args, dim, extent_multiple, reference or {}, budget)
+            found = _extent(form, args, reference or {}, budget)
         except (ParseError, TooComplex) as exc:
             return RuleOutcome(False, f"The exported program for input shapes "
                                       f"{form.program.signature} could not be analyzed ({exc}).")
-        if too_large is not None:
-            return too_large
+        if isinstance(found, RuleOutcome):
+            return found
+        sized.append((form, *found))
+    too_large = _not_shrinking(sized, args, dim, extent_multiple)
+    if too_large is not None:
+        return too_large
     groups: dict[tuple[Any, ...], dict[int, _Form]] = {}
     for form in forms:
         rest = tuple(sorted((k, v) for k, v in form.program.dims.items() if k != dim))
@@ -405,9 +414,9 @@ def check_programs_per_bucket(
                                   f"problem package error).")
     return RuleOutcome(True, (
         f"Programs for lengths in the same bucket are identical once the inputs are padded "
-        f"({compared} pairs of lengths compared), and no value computed from "
-        f"{', '.join(args)} is larger than {extent_multiple:g}x the reference's at the same "
-        f"shapes: one compiled program per bucket, padded to it."), region=noted(
+        f"({compared} pairs of lengths compared), and the values computed from "
+        f"{', '.join(args)} shrink with the bucket as the reference's do: one compiled "
+        f"program per bucket, padded to it."), region=noted(
             forms[0].program, "the same program for " + "; ".join(seen)))
 
 
@@ -441,17 +450,15 @@ def _too_long(form: _Form, args: Sequence[str], dim: str,
     return None
 
 
-def _too_large(form: _Form, args: Sequence[str], dim: str, multiple: float,
-               reference: dict[str, int], budget: Budget) -> RuleOutcome | None:
-    """The failure of a program whose largest value computed from `args` holds more than
-    `multiple` times the reference's at the same shapes (or cannot be measured); None: it
-    holds no more."""
+def _extent(form: _Form, args: Sequence[str], reference: dict[str, int],
+            budget: Budget) -> tuple[Extent, int] | RuleOutcome:
+    """The program's largest live value computed from `args` and the reference's figure at
+    the same shapes, or the failure saying which could not be measured."""
     p = form.program
     figure = reference.get(p.signature)
-    names = ", ".join(args)
     if figure is None:
         return RuleOutcome(False, (
-            f"The reference's largest value computed from {names} at input shapes "
+            f"The reference's largest value computed from {', '.join(args)} at input shapes "
             f"{p.signature} could not be measured, so the padding could not be checked (the "
             f"judge's failure: report it)."), region=noted(p, "no reference figure"))
     mine = largest_from(p, form.module, args, budget)
@@ -459,19 +466,42 @@ def _too_large(form: _Form, args: Sequence[str], dim: str, multiple: float,
         return RuleOutcome(False, (
             f"The program for input shapes {p.signature} has a value of no static size, so "
             f"its padding could not be measured."), region=noted(p, "a size not static"))
-    if mine.elements <= multiple * max(figure, 1):
+    return mine, max(figure, 1)
+
+
+def _not_shrinking(sized: list[tuple[_Form, Extent, int]], args: Sequence[str], dim: str,
+                   multiple: float) -> RuleOutcome | None:
+    """The failure of programs whose sizes do not shrink with the bucket as the reference's
+    do: at a smaller bucket the largest value computed from `args` holds more than `multiple`
+    times as much of the reference's (at the same shapes) as at a larger bucket. Scale-free:
+    a constant factor (a column of ones, a pairwise table that grows faster) cancels; a pad
+    past the bucket is as large at the small buckets as at the largest. None: they shrink."""
+    worst: tuple[float, _Form, Extent, int, _Form, float] | None = None
+    for small, e_small, f_small in sized:
+        r_small = max(e_small.elements, 1) / f_small
+        for large, e_large, f_large in sized:
+            if large.bucket <= small.bucket:
+                continue
+            r_large = max(e_large.elements, 1) / f_large
+            if worst is None or r_small / r_large > worst[0]:
+                worst = (r_small / r_large, small, e_small, f_small, large, r_large)
+    if worst is None or worst[0] <= multiple:
         return None
+    ratio, small, mine, figure, large, r_large = worst
+    names = ", ".join(args)
     shape = "x".join(map(str, mine.shape)) or "scalar"
     message = (
-        f"For {dim}={form.length} (bucket {form.bucket}) the program computes a {shape} value "
-        f"from {names} ({mine.elements} elements), {mine.elements / max(figure, 1):.1f}x the "
-        f"largest the reference computes from {names} at the same shapes ({figure} elements, "
-        f"{names} padded to its bucket); the judge allows {multiple:g}x. Pad to the smallest "
-        f"bucket that holds {dim}, not further: a copy padded past it counts as large however "
-        f"it is folded, sliced or built.")
-    note = f"{dim}={form.length}: {mine.elements} elements computed from {names}"
-    region = region_of(form.module, [mine.op], p, note=note) if mine.op is not None else None
-    return RuleOutcome(False, message, region=region or noted(p, note))
+        f"For {dim}={small.length} (bucket {small.bucket}) the program computes a {shape} value "
+        f"from {names} ({mine.elements} elements), {mine.elements / figure:.1f}x the largest "
+        f"the reference computes from {names} at the same shapes ({figure} elements), but at "
+        f"{dim}={large.length} (bucket {large.bucket}) {r_large:.1f}x: its sizes do not shrink "
+        f"with the bucket as the reference's do ({ratio:.1f}x more at the smaller bucket; the "
+        f"judge allows {multiple:g}x). Pad to the smallest bucket that holds {dim}, not "
+        f"further: a copy padded past it counts however it is folded, sliced, split or built.")
+    note = f"{dim}={small.length}: {mine.elements} elements computed from {names}"
+    region = (region_of(small.module, [mine.op], small.program, note=note)
+              if mine.op is not None else None)
+    return RuleOutcome(False, message, region=region or noted(small.program, note))
 
 
 def _differ(a: _Form, b: _Form, dim: str, bucket: int) -> tuple[str, Op | None]:
