@@ -839,3 +839,26 @@ def test_a_float_converted_to_a_boolean_is_a_decision_followed() -> None:
     outs = _followed_text(text, ins)
     assert np.allclose(outs[0], ins[0] + 0.25)  # variant 0's x[0] is 0: no negation
     assert np.allclose(outs[1], -(ins[0] + 0.25))  # on its own, 0.25 converts to True
+
+
+def test_variants_that_index_apart_each_get_their_own_windows() -> None:
+    """A scatter, a dynamic slice and a dynamic update slice whose indices differ between the
+    evaluator's variants (all variants written by one numpy operation per point) give every
+    variant what XLA gives on that variant's inputs, out-of-bounds scatter rows dropped."""
+    def fn(x, i):
+        buf = jnp.zeros((8, 3), jnp.float32).at[i].add(x[:2])
+        win = jax.lax.dynamic_slice_in_dim(buf, i[0], 3, axis=0)
+        moved = jax.lax.dynamic_update_slice_in_dim(buf, x[:1] * 2.0, i[1], axis=0)
+        return buf, win, moved
+
+    xs = RNG.standard_normal((4, 4, 3)).astype(np.float32)
+    idx = np.array([[1, 5], [7, 9], [0, 0], [6, -2]], np.int32)
+    text, _, _ = _program(fn, xs[0], idx[0])
+    with mlir.make_ir_context():
+        ev = OBS["Evaluator"](ir.Module.parse(text), ir, hlo, 4, {})
+        got = ev.run([xs, idx])
+    for v in range(4):
+        want = jax.jit(fn)(xs[v], idx[v])
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(np.broadcast_to(g, (4, *g.shape[1:]))[v],
+                                          np.asarray(w))

@@ -525,9 +525,7 @@ class Evaluator:
         if (starts == starts[0]).all():
             return x[(slice(None), *(slice(a, a + s) for a, s in zip(starts[0], sizes,
                                                                         strict=True)))]
-        return np.stack([x[(v, *(slice(a, a + s) for a, s in zip(starts[v], sizes,
-                                                                   strict=True)))]
-                         for v in range(self.V)])
+        return x[self._windows(starts, sizes)]
 
     def op_dynamic_update_slice(self, op, ins, res):
         x, upd, idx = ins[0], ins[1], ins[2:]
@@ -539,9 +537,18 @@ class Evaluator:
             out[(slice(None), *(slice(a, a + s) for a, s in zip(starts[0], sizes,
                                                                   strict=True)))] = upd
             return out
-        for v in range(self.V):
-            out[(v, *(slice(a, a + s) for a, s in zip(starts[v], sizes, strict=True)))] = upd[v]
+        out[self._windows(starts, sizes)] = upd
         return out
+
+    def _windows(self, starts, sizes) -> tuple:
+        """An index that takes, in every variant v, the window of `sizes` at `starts[v]`
+        (clamped, so in bounds): one numpy operation instead of one per variant."""
+        rank = len(sizes)
+        lead = [-1] + [1] * rank
+        return (np.arange(self.V).reshape(lead),
+                *(starts[:, d].reshape(lead)
+                  + np.arange(n).reshape([1] * (d + 1) + [n] + [1] * (rank - d - 1))
+                  for d, n in enumerate(sizes)))
 
     # arithmetic with structure
     def op_dot_general(self, op, ins, res):

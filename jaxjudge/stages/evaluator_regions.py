@@ -126,30 +126,52 @@ def region_scatter(self, op, ins):
     keep_dims = [d for d in range(rank_i) if d != ivd]
     win_operand = [d for d in range(rank_o) if d not in inserted and d not in obatch]
     scatter_dims = [d for d in range(upd.ndim - 1) if d not in window]
-    for v in range(self.V):
-        iv = idx[v]
-        vec = np.moveaxis(iv, ivd, -1) if ivd < rank_i else iv[..., None]
-        u = np.transpose(upd[v], scatter_dims + window)
-        batch_shape = vec.shape[:-1]
-        wshape = u.shape[len(scatter_dims):]
-        self._spend(max(1, math.prod(batch_shape)) * (POINT_COST + max(1, math.prod(wshape))))
-        for p in np.ndindex(*batch_shape):
-            start = [0] * rank_o
-            for k, d in enumerate(to_operand):
-                start[d] = int(vec[p][k])
-            for ob, ib in zip(obatch, ibatch, strict=True):
-                start[ob] = p[keep_dims.index(ib)]
-            ext = [1] * rank_o
-            for k, d in enumerate(win_operand):
-                ext[d] = wshape[k]
-            if any(s < 0 or s + e > out.shape[d + 1]
-                   for d, (s, e) in enumerate(zip(start, ext, strict=True))):
-                continue  # an update out of bounds is skipped whole
-            where = (v, *(slice(s, s + e) for s, e in zip(start, ext, strict=True)))
-            piece = u[p].reshape(ext)
-            with np.errstate(all="ignore"):
-                out[where] = combine(out[where], piece)
+    _scatter_all(self, out, idx, upd, ivd, rank_i, rank_o, scatter_dims, window, to_operand,
+                 obatch, ibatch, keep_dims, win_operand, combine)
     return [self._out(out, res)]
+
+
+def _scatter_all(self, out, idx, upd, ivd, rank_i, rank_o, scatter_dims, window, to_operand,
+                 obatch, ibatch, keep_dims, win_operand, combine) -> None:
+    """`region_scatter`'s writes, every variant at once: point by point in index order (a
+    later point combines with what an earlier one wrote), each point's window in all variants
+    by one numpy operation (variants write apart: no two of them meet). The work spent is
+    counted per variant, as one variant at a time would."""
+    V = self.V
+    vec = np.moveaxis(idx, ivd + 1, -1) if ivd < rank_i else idx[..., None]  # (V, *batch, k)
+    u = np.transpose(upd, [0, *(d + 1 for d in scatter_dims + window)])
+    batch_shape = vec.shape[1:-1]
+    wshape = u.shape[1 + len(scatter_dims):]
+    self._spend(V * max(1, math.prod(batch_shape)) * (POINT_COST + max(1, math.prod(wshape))))
+    ext = [1] * rank_o
+    for k, d in enumerate(win_operand):
+        ext[d] = wshape[k]
+    offsets = [np.arange(e).reshape([1] * (d + 1) + [e] + [1] * (rank_o - d - 1))
+               for d, e in enumerate(ext)]
+    variant = np.arange(V).reshape([V] + [1] * rank_o)
+    for p in np.ndindex(*batch_shape):
+        start = np.zeros((V, rank_o), dtype=np.int64)
+        point = vec[(slice(None), *p)]  # (V, k)
+        for k, d in enumerate(to_operand):
+            start[:, d] = point[:, k]
+        for ob, ib in zip(obatch, ibatch, strict=True):
+            start[:, ob] = p[keep_dims.index(ib)]
+        bounds = np.array(out.shape[1:], dtype=np.int64)
+        inside = ((start >= 0) & (start + np.array(ext) <= bounds)).all(axis=1)
+        if not inside.any():
+            continue  # an update out of bounds is skipped whole
+        piece = u[(slice(None), *p)].reshape((V, *ext))
+        if inside.all() and (start == start[:1]).all():
+            where = (slice(None), *(slice(a, a + e) for a, e in zip(start[0], ext, strict=True)))
+        else:
+            keep = np.flatnonzero(inside)
+            piece = piece[keep]
+            where = (variant[keep],
+                     *(start[keep, d].reshape([-1] + [1] * rank_o) + offsets[d]
+                       for d in range(rank_o)))
+        with np.errstate(all="ignore"):
+            out[where] = combine(out[where], piece)
+
 
 def region_convolution(self, op, ins):
     lhs, rhs = ins
