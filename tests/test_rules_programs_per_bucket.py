@@ -447,3 +447,23 @@ def test_sizes_must_shrink_with_the_bucket_as_the_reference_s() -> None:
     assert not outcome.passed
     assert "do not shrink with the bucket" in outcome.message, outcome.message
     assert check(programs(pairwise_softmax)).passed
+
+
+def test_a_slice_of_no_written_size_takes_its_operand_whole() -> None:
+    """A value read only by slices counts what they take; a program from stage A (untrusted)
+    may declare a slice's result of no static size: the measure then has no figure (the rule
+    fails closed) and never raises (it summed None before)."""
+    from jaxjudge.analysis.dataflow import Budget
+    from jaxjudge.analysis.extent import largest_from
+
+    def sliced(x: jax.Array) -> jax.Array:
+        return jax.lax.pad(x, 0.0, ((0, 12, 0), (0, 0, 0)))[:4] * 2.0
+
+    p = program(sliced, {"L": 4}, np.ones((4, 2), np.float32))
+    whole = largest_from(p, parse_module(p.text), ("a0",), Budget())
+    assert whole is not None and whole.elements == 8  # the pad to 16 is read as its slice
+    forged = p.text.replace(": (tensor<16x2xf32>) -> tensor<4x2xf32>",
+                            ": (tensor<16x2xf32>) -> tensor<?x2xf32>", 1)
+    assert forged != p.text
+    # a value of no static size: no figure (the rule fails closed, saying so), no exception
+    assert largest_from(p, parse_module(forged), ("a0",), Budget()) is None

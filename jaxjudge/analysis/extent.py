@@ -75,8 +75,9 @@ def largest_from(program: ProgramInfo, module: Module, paths: Sequence[str],
                 return None
             readers = [g.steps[k] for k in consumers[r]]
             if readers and all(c.name in CUTS for c in readers):
-                taken = sum(_elements(c) for c in readers)
-                n = n if taken is None else min(n, taken)
+                # a cut whose size is not written (a dynamic result type) takes it all
+                taken = [_elements(c) for c in readers]
+                n = n if None in taken else min(n, sum(taken))  # type: ignore[arg-type]
             if n > best.elements:
                 best = Extent(n, tuple(d or 0 for d in t.dims), op)
     return best
