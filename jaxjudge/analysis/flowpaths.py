@@ -94,13 +94,15 @@ class Flow:
         return (step.name in DOTS and len(step.operands) >= 2
                 and any(not reads[o] for o in step.operands[:2]))
 
-    def images(self, seeds: dict[int, int]) -> list[int]:
+    def images(self, seeds: dict[int, int], reads: list[int] | None = None) -> list[int]:
         """Bits of the values computed from the seeded inputs with nothing else of them
         (`-(-x)`, `x * 2 / 2`, `tanh(x)`, `x @ P` for a P that none of them gives, `x` times a
         gate computed from other data): the copies, what an elementwise step or a product
         makes of them when its every other operand is computed from none of the seeded
-        inputs (a value mixed with a product of them, or with another of them, is none)."""
-        reads = self.computed_from(dict.fromkeys(seeds, 1))
+        inputs (a value mixed with a product of them, or with another of them, is none).
+        reads: `computed_from` of the same inputs, when the caller has it."""
+        if reads is None:
+            reads = self.computed_from(dict.fromkeys(seeds, 1))
         gives, values = self.gives, self.values
 
         def transfer(step: Step, bits: list[int]) -> list[int] | None:

@@ -118,8 +118,8 @@ def _check(flow: Flow, allowed: set[str], inputs: Sequence[str], outputs: Sequen
     if not outs:
         return "The program has none of the outputs the requirement names.", None
     seeds = flow.seeds([inputs])
-    images = flow.images(seeds)
     reads = flow.computed_from(dict.fromkeys(seeds, 1))
+    images = flow.images(seeds, reads)
     live = flow.live(node for _, node in outs)
     # a product with a matrix none of the inputs gives (a permutation, a 1x1 convolution, a
     # gate from other data) is a fixed linear map of its operand, an image of the inputs like
