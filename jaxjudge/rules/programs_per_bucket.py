@@ -427,7 +427,7 @@ def _too_long(form: _Form, args: Sequence[str], dim: str,
     at every bucket. Longer: more elements than the input padded to its bucket, with an axis
     as long as the next bucket or more that the input has nowhere else (a column of ones
     beside x widens another axis, by one: not padding). A copy folded, bitcast or computed on
-    is sized by `_too_large`."""
+    is sized against the reference by `_not_shrinking`."""
     canon, p = form.canon, form.program
     index = {i for i, path in enumerate(p.args) if path in args}
     for source, t, expanded in canon.live_copies():
