@@ -540,12 +540,13 @@ class Evaluator:
         out[self._windows(starts, sizes)] = upd
         return out
 
-    def _windows(self, starts, sizes) -> tuple:
-        """An index that takes, in every variant v, the window of `sizes` at `starts[v]`
-        (clamped, so in bounds): one numpy operation instead of one per variant."""
+    def _windows(self, starts, sizes, rows=None) -> tuple:
+        """An index that takes, in every variant v (or in the variants `rows`, one start row
+        each), the window of `sizes` at `starts[v]` (in bounds): one numpy operation instead
+        of one per variant."""
         rank = len(sizes)
         lead = [-1] + [1] * rank
-        return (np.arange(self.V).reshape(lead),
+        return (np.asarray(np.arange(self.V) if rows is None else rows).reshape(lead),
                 *(starts[:, d].reshape(lead)
                   + np.arange(n).reshape([1] * (d + 1) + [n] + [1] * (rank - d - 1))
                   for d, n in enumerate(sizes)))

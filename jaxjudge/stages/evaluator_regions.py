@@ -146,9 +146,7 @@ def _scatter_all(self, out, idx, upd, ivd, rank_i, rank_o, scatter_dims, window,
     ext = [1] * rank_o
     for k, d in enumerate(win_operand):
         ext[d] = wshape[k]
-    offsets = [np.arange(e).reshape([1] * (d + 1) + [e] + [1] * (rank_o - d - 1))
-               for d, e in enumerate(ext)]
-    variant = np.arange(V).reshape([V] + [1] * rank_o)
+    highest = np.array(out.shape[1:], dtype=np.int64) - np.array(ext, dtype=np.int64)
     for p in np.ndindex(*batch_shape):
         start = np.zeros((V, rank_o), dtype=np.int64)
         point = vec[(slice(None), *p)]  # (V, k)
@@ -156,8 +154,7 @@ def _scatter_all(self, out, idx, upd, ivd, rank_i, rank_o, scatter_dims, window,
             start[:, d] = point[:, k]
         for ob, ib in zip(obatch, ibatch, strict=True):
             start[:, ob] = p[keep_dims.index(ib)]
-        bounds = np.array(out.shape[1:], dtype=np.int64)
-        inside = ((start >= 0) & (start + np.array(ext) <= bounds)).all(axis=1)
+        inside = ((start >= 0) & (start <= highest)).all(axis=1)
         if not inside.any():
             continue  # an update out of bounds is skipped whole
         piece = u[(slice(None), *p)].reshape((V, *ext))
@@ -166,9 +163,7 @@ def _scatter_all(self, out, idx, upd, ivd, rank_i, rank_o, scatter_dims, window,
         else:
             keep = np.flatnonzero(inside)
             piece = piece[keep]
-            where = (variant[keep],
-                     *(start[keep, d].reshape([-1] + [1] * rank_o) + offsets[d]
-                       for d in range(rank_o)))
+            where = self._windows(start[keep], ext, keep)
         with np.errstate(all="ignore"):
             out[where] = combine(out[where], piece)
 
